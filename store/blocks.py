@@ -326,9 +326,8 @@ def _decode(obj: object, path: str, *, nested: bool, lenient: bool, problems: li
         if key not in obj:
             raise MalformedContentError(_join(path, key), f"a {kind} block needs {key!r}")
 
-    audience: object = None
-    if "audience" in obj:
-        audience = obj["audience"]
+    audience: object = obj.get("audience")
+    if audience is not None:
         apath = _join(path, "audience")
         problem = _audience_problem(audience)
         if not lenient:
@@ -346,6 +345,24 @@ def _decode(obj: object, path: str, *, nested: bool, lenient: bool, problems: li
             if isinstance(audience, list):
                 audience = tuple(audience)
 
+    try:
+        block = _construct(kind, obj, path, nested=nested, lenient=lenient, problems=problems)
+    except MalformedContentError as exc:
+        if exc.path == path or exc.path.startswith((path + ".", path + "[")):
+            raise
+        raise MalformedContentError(_join(path, exc.path), exc.problem) from None
+
+    if audience is not None:
+        if lenient and (isinstance(block, _AUDIENCE_ALLOWED) is False or _audience_problem(audience) is not None):
+            object.__setattr__(block, "audience", audience)
+        else:
+            block = attrs.evolve(block, audience=audience)  # type: ignore[misc]
+    return block
+
+
+def _construct(
+    kind: str, obj: Mapping[str, Any], path: str, *, nested: bool, lenient: bool, problems: list[str] | None
+) -> ContentBlock:
     block: ContentBlock
     if kind == "text":
         block = TextBlock(_expect_str(obj, "text", path))
@@ -388,17 +405,7 @@ def _decode(obj: object, path: str, *, nested: bool, lenient: bool, problems: li
         block = ImageBlock(_expect_str(obj, "media_type", path, allow_empty=False), data, url)
     else:
         block = SystemChangeBlock(_expect_str(obj, "text", path))
-
-    if audience is not None:
-        if lenient and (isinstance(block, _AUDIENCE_ALLOWED) is False or _audience_problem(audience) is not None):
-            object.__setattr__(block, "audience", audience)
-        else:
-            block = attrs.evolve(block, audience=audience)  # type: ignore[misc]
     return block
-
-
-def _reraise_with_path(exc: MalformedContentError, path: str) -> MalformedContentError:
-    return MalformedContentError(_join(path, exc.path), exc.problem)
 
 
 def block_from_json(obj: object, *, path: str = "block") -> ContentBlock:
@@ -406,13 +413,9 @@ def block_from_json(obj: object, *, path: str = "block") -> ContentBlock:
 
     Refuses anything malformed, and an audience anywhere but on a top-level text, thinking or
     redacted-thinking block, with :class:`MalformedContentError` whose ``path`` names the place.
+    An explicit ``"audience": null`` means no audience.
     """
-    try:
-        return _decode(obj, path, nested=False, lenient=False, problems=None)
-    except MalformedContentError as exc:
-        if exc.path.startswith(path):
-            raise
-        raise _reraise_with_path(exc, path) from None
+    return _decode(obj, path, nested=False, lenient=False, problems=None)
 
 
 def content_from_json(items: object, *, path: str = "content") -> tuple[ContentBlock, ...]:
@@ -441,7 +444,7 @@ def block_to_json(block: ContentBlock) -> dict[str, Any]:
     elif isinstance(block, ToolUseBlock):
         out["id"] = block.id
         out["name"] = block.name
-        out["input"] = block.input
+        out["input"] = json.loads(json.dumps(block.input, ensure_ascii=False))
     elif isinstance(block, ToolResultBlock):
         out["tool_use_id"] = block.tool_use_id
         out["content"] = (

@@ -320,11 +320,6 @@ def test_valid_content_decodes_from_storage_property(content):
     assert problems == []
 
 
-@pytest.mark.xfail(
-    reason="BUG: block_to_json returns the block's own private `input` dict, so mutating the wire "
-    "form mutates the frozen ToolUseBlock",
-    strict=True,
-)
 def test_wire_form_is_independent_of_the_block():
     """SPEC 3.1: a block is frozen; editing its wire form afterwards must not change the block."""
     block = tool_use("c1", "f", {"k": [1]})
@@ -414,11 +409,6 @@ def test_non_json_tool_input_is_refused_with_path():
     assert info.value.path == "content[1].input"
 
 
-@pytest.mark.xfail(
-    reason="BUG: a constructor error inside a tool result's nested block loses the nested part of "
-    "the path: reported as 'content[0].input' instead of 'content[0].content[0].input'",
-    strict=True,
-)
 def test_nested_constructor_refusal_names_nested_path():
     """SPEC 3.1 (`.path` names the place), E: an error inside a tool result's content names it."""
     nested = {"type": "tool_use", "id": "a", "name": "f", "input": {"x": math.nan}}
