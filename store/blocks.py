@@ -47,6 +47,8 @@ __all__ = [
     "check_content",
     "content_for_reader",
     "has_audience",
+    "effective_audience",
+    "UNREADABLE_AUDIENCE",
     "decode_stored_content",
 ]
 
@@ -235,6 +237,8 @@ class _Unreadable:
 
 
 _UNREADABLE = _Unreadable()
+#: What :func:`effective_audience` answers for an audience that names no one readable.
+UNREADABLE_AUDIENCE = _UNREADABLE
 
 
 # -- constructors -----------------------------------------------------------------------------
@@ -536,8 +540,9 @@ def check_content(blocks: Sequence[ContentBlock], *, path: str, allow_audience: 
 # -- the reader's view of content (SPEC A2) ---------------------------------------------------
 
 
-def _effective_audience(block: object) -> object:
-    """``None`` (for everyone), a frozenset of reader names, or ``_UNREADABLE``.
+def effective_audience(block: object) -> object:
+    """Who may see ``block``: ``None`` (everyone), a frozenset of reader names, or
+    :data:`UNREADABLE_AUDIENCE` (no one).
 
     A block's own audience and every audience nested in a tool result all restrict who may see
     the top-level block (fail-closed reading of old or foreign data, SPEC D4).
@@ -585,7 +590,7 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
     """
     kept: list[ContentBlock] | None = None
     for index, block in enumerate(blocks):
-        names = _effective_audience(block)
+        names = effective_audience(block)
         if names is None:
             if kept is not None:
                 kept.append(block)
@@ -601,7 +606,7 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
 
 def has_audience(blocks: Sequence[ContentBlock]) -> bool:
     """Whether any block (or a block nested in a tool result) carries an audience, or is unreadable."""
-    return any(_effective_audience(block) is not None for block in blocks)
+    return any(effective_audience(block) is not None for block in blocks)
 
 
 def is_thinking(block: object) -> bool:

@@ -145,8 +145,9 @@ def _decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
 class _Branch:
     """One branch's records. Ancestors are referenced, never copied."""
 
-    def __init__(self, name: str, parent: _Branch | None, fork_sequence: int) -> None:
+    def __init__(self, name: str, parent: _Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None) -> None:
         self.name = name
+        self.meta: Mapping[str, Any] = meta or {}
         self.parent = parent
         self.fork_sequence = fork_sequence
         self.head = fork_sequence
@@ -222,7 +223,11 @@ class LogModel:
                     if parent is None:
                         log.warning("record %s forks %r from unknown branch %r; ignored", record_id, branch_name, ref)
                         continue
-                    self._branches[branch_name] = _Branch(branch_name, parent, seq)
+                    try:
+                        meta = json.loads(body)
+                    except ValueError:
+                        meta = {}
+                    self._branches[branch_name] = _Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -273,7 +278,13 @@ class LogModel:
     def head(self, branch: str) -> int:
         return self._branch(branch).head
 
-    def create_branch(self, name: str, parent: str, at_sequence: int | None = None) -> tuple[BranchInfo, Row]:
+    def branch_meta(self, name: str) -> Mapping[str, Any]:
+        """What was recorded with the branch when it was made (for example a derivation)."""
+        return self._branch(name).meta
+
+    def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, meta: Mapping[str, Any] | None = None
+    ) -> tuple[BranchInfo, Row]:
         """A new branch forked from ``parent`` at ``at_sequence`` (default: its head)."""
         if not isinstance(name, str) or not name:
             raise ValueError("a branch name must be a non-empty string")
@@ -283,8 +294,10 @@ class LogModel:
         at = source.head if at_sequence is None else at_sequence
         if not isinstance(at, int) or at < 0 or at > source.head:
             raise ValueError(f"at_sequence must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
-        row = Row(self._take_id(), name, at, BRANCH, parent, json.dumps({"created": time.time()}))
-        branch = _Branch(name, source, at)
+        record = dict(meta or {})
+        record["created"] = time.time()
+        row = Row(self._take_id(), name, at, BRANCH, parent, json.dumps(record, ensure_ascii=False))
+        branch = _Branch(name, source, at, json.loads(row.body))
         self._branches[name] = branch
         return branch.info(), row
 
@@ -449,6 +462,21 @@ class LogModel:
                 if found is not None:
                     return found[1]
         return MISSING
+
+    def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
+        """The value under ``key`` as the branch saw it at ``sequence``."""
+        branch = self._branch(branch_name)
+        for holder, limit in branch.chain():
+            versions = holder.states.get(key)
+            if versions:
+                found = _latest(versions, min(limit, sequence))
+                if found is not None:
+                    return found[1]
+        return MISSING
+
+    def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
+        """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
+        return sorted(k for k in self._state_keys if k.endswith(suffix) and self.get_state(branch_name, k) is not MISSING)
 
     def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""

@@ -344,12 +344,17 @@ class SqliteStore:
         """Write one state record; returns its sequence."""
         return await self.set_states(branch, {key: value})
 
-    async def create_branch(self, name: str, parent: str, at_sequence: int | None = None) -> BranchInfo:
+    async def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
+    ) -> BranchInfo:
         """Fork ``name`` from ``parent`` at ``at_sequence`` (default: the parent's head).
 
-        Nothing is copied: the child sees the parent's records up to that point, never later."""
+        Nothing is copied: the child sees the parent's records up to that point, never later.
+        ``meta`` (a JSON object) is kept with the branch record."""
         self._check_usable()
-        info, row = self._model.create_branch(name, parent, at_sequence)
+        if meta is not None:
+            _check_json_values({"meta": meta})
+        info, row = self._model.create_branch(name, parent, at_sequence, meta)
         self._emit(BranchCreated(info))
         await self._persist([row])
         return info

@@ -16,12 +16,13 @@ incrementally (a write costs the view one message, not a pass over history).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
 
-from .blocks import ContentBlock, content_for_reader, is_thinking
+from .blocks import ContentBlock, ToolResultBlock, ToolUseBlock, content_for_reader, is_thinking
 from .messages import Message
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ class MessageView:
         self._items: list[Message] = []
         self._seqs: list[int] = []
         self._thinking_dropped: set[str] = set()
+        # Tool ids of blocks on the branch that this view hides (by filter or reader view).
+        self._hidden_of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._hidden_uses: Counter[str] = Counter()
+        self._hidden_results: Counter[str] = Counter()
         self._seen_length = 0
         self._seen_edits = 0
         self._all: tuple[Message, ...] | None = None
@@ -99,13 +104,34 @@ class MessageView:
 
     def _project(self, message: Message) -> Message | None:
         if self._filter is not None and not self._filter(message):
-            return None
-        projected, dropped = reader_view(message, self.reader)
+            projected, dropped = None, False
+        else:
+            projected, dropped = reader_view(message, self.reader)
         if dropped:
             self._thinking_dropped.add(message.id)
         else:
             self._thinking_dropped.discard(message.id)
+        self._note_hidden(message, projected)
         return projected
+
+    def _note_hidden(self, stored: Message, projected: Message | None) -> None:
+        old = self._hidden_of.pop(stored.id, None)
+        if old is not None:
+            self._hidden_uses.subtract(old[0])
+            self._hidden_results.subtract(old[1])
+        if projected is stored:
+            return
+        shown = projected.content if projected is not None else ()
+        shown_uses = {b.id for b in shown if isinstance(b, ToolUseBlock)}
+        shown_results = {b.tool_use_id for b in shown if isinstance(b, ToolResultBlock)}
+        uses = tuple(b.id for b in stored.content if isinstance(b, ToolUseBlock) and b.id not in shown_uses)
+        results = tuple(
+            b.tool_use_id for b in stored.content if isinstance(b, ToolResultBlock) and b.tool_use_id not in shown_results
+        )
+        if uses or results:
+            self._hidden_of[stored.id] = (uses, results)
+            self._hidden_uses.update(uses)
+            self._hidden_results.update(results)
 
     def _sync(self) -> None:
         """Bring the maintained list up to date with the branch (appends, then edits)."""
@@ -225,6 +251,15 @@ class MessageView:
         """The sequence of the view's message with that id, or ``None``."""
         message = self.get(message_id)
         return None if message is None else message.sequence
+
+    def hidden_tool_ids(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Ids of tool calls, and of the calls answered by tool results, that are on the branch
+        but hidden from this view (STRATEGIES 1.6). Both empty on the plain fast path."""
+        self._sync()
+        return (
+            frozenset(k for k, n in self._hidden_uses.items() if n > 0),
+            frozenset(k for k, n in self._hidden_results.items() if n > 0),
+        )
 
     def thinking_dropped(self, message_id: str) -> bool:
         """Whether the view left out this message's thinking because it hid another block (A4.1)."""

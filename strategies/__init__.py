@@ -1,0 +1,42 @@
+"""troupe's strategies: what of the history a compile holds, and the models they compress with."""
+
+from .base import (
+    CompiledMessage,
+    ContextStrategy,
+    Injection,
+    MessageInjection,
+    SelectOptions,
+    Selection,
+    SourceEntry,
+    StrategyContext,
+    StrategyState,
+)
+from .errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
+from .models import Completion, CompletionRequest, Model, Usage
+from .passthrough import PassthroughStrategy
+from .tokens import default_estimate, estimate_text
+from .windowed import WindowedPassthroughStrategy
+
+__all__ = [
+    "CompiledMessage",
+    "Completion",
+    "CompletionRequest",
+    "CompressionError",
+    "ContextStrategy",
+    "FloorUnavailableError",
+    "Injection",
+    "MessageInjection",
+    "Model",
+    "OverBudgetError",
+    "PassthroughStrategy",
+    "SelectOptions",
+    "Selection",
+    "SourceEntry",
+    "StrategyCapabilityError",
+    "StrategyContext",
+    "StrategyState",
+    "Usage",
+    "WindowedPassthroughStrategy",
+    "default_estimate",
+    "estimate_text",
+]
