@@ -34,11 +34,8 @@ def seed_records(path: str, records: list[tuple[str, str, str | None, Any]]) -> 
         ids = []
         for branch, kind, ref, body in records:
             next_id = connection.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM log").fetchone()[0]
-            head = connection.execute(
-                "SELECT COALESCE(MAX(seq), (SELECT COALESCE(MAX(seq), 0) FROM log WHERE kind='branch' AND branch=?)) "
-                "FROM log WHERE branch=? AND kind != 'branch'",
-                (branch, branch),
-            ).fetchone()[0]
+            # a branch record's seq is its fork point, so the newest seq on the branch is its head
+            head = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM log WHERE branch=?", (branch,)).fetchone()[0]
             text = body.text if isinstance(body, Raw) else json.dumps(body)
             connection.execute(
                 "INSERT INTO log (id, branch, seq, kind, ref, body) VALUES (?,?,?,?,?,?)",
