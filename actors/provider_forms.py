@@ -140,6 +140,18 @@ def _takes_prefix(participant: str, role: Role) -> bool:
     return role == "user" and participant.lower() != "user"
 
 
+def _prefix_first_text(items: list[_Item], participant: str) -> None:
+    """Put ``"<participant>: "`` on the message's first own text; with no own text, on its first
+    text unless that one (a rendered tool call) already names the speaker."""
+    texts = [(n, item) for n, item in enumerate(items) if isinstance(item, _Text)]
+    target = next(((n, item) for n, item in texts if item.own), None)
+    if target is None and texts and not texts[0][1].names_speaker:
+        target = texts[0]
+    if target is not None:
+        n, item = target
+        items[n] = _Text(f"{participant}: {item.text}", item.own, True)
+
+
 def _plan(messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking: bool) -> list[_Segment]:
     """Role-mapped, tool-paired, merged segments with no empty item and no empty segment."""
     roles: list[Role] = ["assistant" if m.participant == assistant else "user" for m in messages]
@@ -211,14 +223,7 @@ def _plan(messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking:
             # anything else (not a compiled block) is dropped
 
         if _takes_prefix(message.participant, role):
-            texts = [n for n, item in enumerate(items) if isinstance(item, _Text)]
-            target = next((n for n in texts if items[n].own), None)  # type: ignore[union-attr]
-            if target is None and texts and not items[texts[0]].names_speaker:  # type: ignore[union-attr]
-                target = texts[0]
-            if target is not None:
-                old = items[target]
-                assert isinstance(old, _Text)
-                items[target] = _Text(f"{message.participant}: {old.text}", old.own, True)
+            _prefix_first_text(items, message.participant)
 
         if not items and not held_claims:
             continue  # an empty message neither speaks nor ends a run of assistant messages
