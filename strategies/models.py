@@ -14,7 +14,7 @@ from store.blocks import ContentBlock
 
 from .base import CompiledMessage
 
-__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text"]
+__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel"]
 
 
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
@@ -70,3 +70,92 @@ def completion_text(completion: Completion) -> str:
         end = text.find("</thinking>")
         text = "" if end < 0 else text[end + len("</thinking>") :].strip()
     return text
+
+
+# -- the offline model ---------------------------------------------------------------------------
+
+_MARKER = "[Memory point]"
+_AIM = "Aim for about "
+
+
+def _text_of(message: CompiledMessage) -> str:
+    from store.blocks import TextBlock
+
+    return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    for stop in (". ", "! ", "? ", "\n"):
+        cut = text.find(stop)
+        if 0 < cut < limit:
+            return text[: cut + 1].strip()
+    return text[:limit].rstrip() + ("…" if len(text) > limit else "")
+
+
+class ExtractiveModel:
+    """An offline, deterministic model: it answers a compression request with lines taken from
+    the request's own text, so the demo and tests run with no network.
+
+    It finds the stretch to summarise between the last ``[Memory point]`` marker and the final
+    (instruction) message; with no marker it reads every message but the system text. Each
+    message of that stretch contributes its first sentence, as ``- <speaker>: <sentence>``,
+    until the length the instruction asks for (``Aim for about N tokens``, three characters a
+    token) is reached. It never invents text, so nothing reaches a summary that was not in the
+    request.
+    """
+
+    def __init__(self, *, name: str = "extractive") -> None:
+        self.name = name
+        self.requests: list[CompletionRequest] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        from store.blocks import TextBlock
+
+        from .tokens import estimate_text
+
+        self.requests.append(request)
+        messages = list(request.messages)
+        instruction = _text_of(messages[-1]) if messages else ""
+        start = 0
+        for index, message in enumerate(messages[:-1]):
+            if _text_of(message).startswith(_MARKER):
+                start = index + 1
+        stretch = messages[start:-1] if len(messages) > 1 else messages
+        target_tokens = 600
+        aim = instruction.rfind(_AIM)
+        if aim >= 0:
+            digits = "".join(ch for ch in instruction[aim + len(_AIM) :].split(" ", 1)[0] if ch.isdigit())
+            if digits:
+                target_tokens = int(digits)
+        allowance = max(60, 3 * target_tokens)
+        lines: list[str] = []
+        used = 0
+        for message in stretch:
+            text = _text_of(message)
+            if not text.strip():
+                continue
+            if text.startswith("[Recall "):
+                continue
+            for paragraph in [p for p in text.split("\n\n") if p.strip()][:1 if message.participant == "assistant" else 3]:
+                line = f"- {_first_sentence(paragraph)}"
+                if used + len(line) > allowance and lines:
+                    break
+                lines.append(line)
+                used += len(line) + 1
+            if used >= allowance:
+                break
+        answer = "\n".join(lines) if lines else "Nothing of note happened in this stretch."
+        usage = Usage(
+            input_tokens=sum(estimate_text(_text_of(m)) for m in messages) + estimate_text(request.system or ""),
+            output_tokens=estimate_text(answer),
+        )
+        return Completion("end_turn", (TextBlock(answer),), usage)
+
+
+def __getattr__(name: str):
+    if name in ("AnthropicModel", "OpenAIModel"):
+        from . import adapters
+
+        return getattr(adapters, name)
+    raise AttributeError(name)
