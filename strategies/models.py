@@ -14,7 +14,7 @@ from store.blocks import ContentBlock
 
 from .base import CompiledMessage
 
-__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel"]
+__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel", "AnthropicModel", "OpenAIModel"]
 
 
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
