@@ -422,6 +422,21 @@ class LogModel:
         owner, _limit, _count, offset = branch.ancestors[segment]
         return self._resolve(branch, self._base(owner, position - offset))
 
+    def id_at(self, branch_name: str, position: int) -> str:
+        """The id of the message at ``position``, without decoding it."""
+        branch = self._branch(branch_name)
+        if position < 0:
+            position += branch.base_count + len(branch.own)
+        if position >= branch.base_count:
+            entry = branch.own[position - branch.base_count]
+        else:
+            if position < 0:
+                raise IndexError(position)
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            entry = owner.own[position - offset]
+        return str(entry.record_id) if isinstance(entry, _Stored) else entry.id
+
     def slice(self, branch_name: str, start: int, stop: int | None = None) -> list[Message]:
         """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
         branch = self._branch(branch_name)

@@ -218,6 +218,19 @@ class MessageView:
             return self._items[index]
         return self._model.at(self.branch, index)
 
+    def id_at(self, index: int) -> str:
+        """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
+        self._check()
+        self._sync()
+        if self._built:
+            return self._items[index].id
+        return self._model.id_at(self.branch, index)
+
+    @property
+    def revision(self) -> tuple[int, int]:
+        """Changes when the branch gains messages (first) or edits (second)."""
+        return (self._model.length(self.branch), self._model.edit_count(self.branch))
+
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
         self._check()

@@ -13,11 +13,15 @@ from .base import (
 )
 from .errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
 from .models import Completion, CompletionRequest, Model, Usage
+from .autobiographical import AutobiographicalStrategy, Summary
+from .knowledge import KnowledgeStrategy
+from .models import ExtractiveModel, completion_text
 from .passthrough import PassthroughStrategy
 from .tokens import default_estimate, estimate_text
 from .windowed import WindowedPassthroughStrategy
 
 __all__ = [
+    "AutobiographicalStrategy",
     "CompiledMessage",
     "Completion",
     "CompletionRequest",
@@ -37,6 +41,10 @@ __all__ = [
     "StrategyState",
     "Usage",
     "WindowedPassthroughStrategy",
+    "ExtractiveModel",
+    "KnowledgeStrategy",
+    "Summary",
+    "completion_text",
     "default_estimate",
     "estimate_text",
 ]

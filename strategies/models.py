@@ -6,6 +6,7 @@ A model is anything with ``async complete(request) -> Completion``. Only a compl
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -75,7 +76,7 @@ def completion_text(completion: Completion) -> str:
 # -- the offline model ---------------------------------------------------------------------------
 
 _MARKER = "[Memory point]"
-_AIM = "Aim for about "
+_AIM = re.compile(r"about (\d+) tokens")
 
 
 def _text_of(message: CompiledMessage) -> str:
@@ -100,7 +101,7 @@ class ExtractiveModel:
     It finds the stretch to summarise between the last ``[Memory point]`` marker and the final
     (instruction) message; with no marker it reads every message but the system text. Each
     message of that stretch contributes its first sentence, as ``- <speaker>: <sentence>``,
-    until the length the instruction asks for (``Aim for about N tokens``, three characters a
+    until the length the instruction asks for (``about N tokens``, three characters a
     token) is reached. It never invents text, so nothing reaches a summary that was not in the
     request.
     """
@@ -122,12 +123,8 @@ class ExtractiveModel:
             if _text_of(message).startswith(_MARKER):
                 start = index + 1
         stretch = messages[start:-1] if len(messages) > 1 else messages
-        target_tokens = 600
-        aim = instruction.rfind(_AIM)
-        if aim >= 0:
-            digits = "".join(ch for ch in instruction[aim + len(_AIM) :].split(" ", 1)[0] if ch.isdigit())
-            if digits:
-                target_tokens = int(digits)
+        aims = _AIM.findall(instruction)
+        target_tokens = int(aims[-1]) if aims else 600
         allowance = max(60, 3 * target_tokens)
         lines: list[str] = []
         used = 0
