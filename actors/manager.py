@@ -691,18 +691,31 @@ class ContextManager:
 
     async def _move(self, branch: str, strategy: Any, action: str) -> None:
         """Leave the current branch (cancelling drains; an in-flight answer is discarded), bind to
-        ``branch``, claim it if this manager has a reader and it is unclaimed, start ``strategy``."""
+        ``branch``, claim it if this manager has a reader and it is unclaimed, start ``strategy``.
+
+        The record is checked again, and the claim made, in the target actor's turn and before
+        anything is rebound, so a claim that lands while the drain stops still leaves a refused
+        call with the manager where it was and its old strategy (SPEC R2)."""
         await self._stop_drain()
-        self._epoch += 1
-        self._detach()
-        self._branch = branch
-        self._actor = self._runtime._actor(branch, self._namespace)
-        self._view = self._make_view(branch)
-        self._strategy = strategy
-        self._started = False
-        if self._reader is not None:
-            await self._actor.claim(self._reader, action)
-        await self._start(action)
+        target = self._runtime._actor(branch, self._namespace)
+        try:
+            async with target.turn():
+                self._check_record(target, action)
+                wrote = self._reader is not None and target.claim_now(self._reader, action)
+                self._epoch += 1
+                self._detach()
+                self._branch = branch
+                self._actor = target
+                self._view = self._make_view(branch)
+                self._strategy = strategy
+                self._started = False
+                if wrote:
+                    await self._store.set_state(branch, target.reader_key, self._reader)
+                await self._start(action)
+        except (ReaderClaimError, ReaderRecordError):
+            if self._actor is not target:
+                self._nudge()  # refused before anything moved: the old strategy's drain resumes
+            raise
 
     async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
         """A new manager of this namespace on a new child branch made from this manager's head (or

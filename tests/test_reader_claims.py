@@ -17,7 +17,7 @@ Sections:
   5. R6: racing opens
   6. N7 at open
   7. A claim never changes hands (Hypothesis)
-  8. R2 when a claim lands while a move waits for its drain (two xfail: library bugs)
+  8. R2 when a claim lands while a move waits for its drain
 """
 
 from __future__ import annotations
@@ -783,15 +783,6 @@ class HeldModel:
                 await self.on_cancel()
 
 
-@pytest.mark.xfail(
-    reason=(
-        "BUG: a switch_branch refused because another reader claimed the target while the switch "
-        "waited for the manager's drain to stop leaves the manager on the target branch (SPEC R2): "
-        "ContextManager._move rebinds _branch/_actor/_view before it claims, and switch_branch "
-        "checks the target's record before the await in _stop_drain"
-    ),
-    strict=True,
-)
 async def test_refused_switch_stays_put_when_a_claim_lands_during_the_switch(store_path):
     """A refused switch leaves the manager where it was, even when the claim that refuses it
     lands while the switch waits for the manager's drain to stop.
@@ -818,14 +809,6 @@ async def test_refused_switch_stays_put_when_a_claim_lands_during_the_switch(sto
         await ann.compile()
 
 
-@pytest.mark.xfail(
-    reason=(
-        "BUG: a set_strategy refused because another reader claimed the namespace while it waited "
-        "for the manager's drain to stop has already replaced the manager's strategy (SPEC R2): "
-        "ContextManager._move assigns _strategy before _start's record check"
-    ),
-    strict=True,
-)
 async def test_refused_set_strategy_keeps_old_strategy_when_a_claim_lands_during_it(store_path):
     """A refused set_strategy keeps the old strategy, even when the claim that refuses it lands
     while set_strategy waits for the manager's drain to stop.
