@@ -279,22 +279,28 @@ class SqliteStore:
     async def append_messages(
         self,
         branch: str,
-        items: Sequence[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]],
+        items: Sequence[tuple[Any, ...]],
         *,
         timestamp: float | None = None,
     ) -> tuple[Message, ...]:
-        """Append messages (``(participant, content, metadata)``) as one atomic commit.
+        """Append messages as one atomic commit. Each item is ``(participant, content, metadata)``
+        or ``(participant, content, metadata, timestamp)``; ``timestamp`` (seconds since the epoch)
+        defaults to the batch's ``timestamp``, else now.
 
         Content must already be validated by the caller; metadata must be a JSON object.
         """
         self._check_usable()
         self._model.branch_info(branch)  # refuses an unknown branch before anything changes
-        for _participant, _content, metadata in items:
-            freeze_metadata(metadata)  # refuses bad metadata before anything changes
+        for item in items:
+            if len(item) not in (3, 4):
+                raise ValueError("an item is (participant, content, metadata[, timestamp])")
+            freeze_metadata(item[2])  # refuses bad metadata before anything changes
         messages: list[Message] = []
         rows: list[Row] = []
-        for participant, content, metadata in items:
-            message, row = self._model.append_message(branch, participant, content, metadata, timestamp)
+        for item in items:
+            participant, content, metadata = item[:3]
+            stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
+            message, row = self._model.append_message(branch, participant, content, metadata, stamp)
             messages.append(message)
             rows.append(row)
         appended = tuple(messages)
