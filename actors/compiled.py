@@ -84,9 +84,6 @@ def assemble(
     """Turn a strategy's selection into a :class:`CompiledContext`."""
     messages = list(selection.messages)
     sources = list(selection.sources)
-    for item in message_injections:
-        messages.append(CompiledMessage(item.participant, item.content))
-        sources.append(SourceEntry("injection"))
 
     system: list[ContentBlock] = []
     before: list[Injection] = []
@@ -110,6 +107,10 @@ def assemble(
             placed = pairs[:last_user] + made_before + [pairs[last_user]] + made_after + pairs[last_user + 1 :]
         messages = [m for m, _ in placed]
         sources = [s for _, s in placed]
+    # Message injections are the newest entries of the compile, after any positioned injection.
+    for item in message_injections:
+        messages.append(CompiledMessage(item.participant, item.content))
+        sources.append(SourceEntry("injection"))
 
     raw_bodies: dict[str, tuple[ContentBlock, ...]] = {}
     present: dict[str, bool] = {}

@@ -71,7 +71,6 @@ class NamespaceActor:
         self.reader_key = f"{namespace}/{READER_KEY}"
         self.floor_key = f"{namespace}/{FLOOR_KEY}"
         self._send, self._receive = anyio.create_memory_object_stream[InboxItem](math.inf)
-        self._reported: set[str] = set()
         self.record: str | None | UnreadableRecord = self._load_record()
         self.floor: int | object = self._load_floor()
         self.generation = 0
@@ -109,16 +108,12 @@ class NamespaceActor:
         return UNREADABLE
 
     def _report(self, what: str, value: object) -> None:
-        key = f"{what}:{value!r}"
-        if key not in self._reported:
-            self._reported.add(key)
-            log.warning(
-                "the %s of namespace %r on branch %r is %r, which troupe cannot read; read fail-closed",
-                what,
-                self.namespace,
-                self.branch,
-                value,
-            )
+        key = self.reader_key if what == "reader record" else self.floor_key
+        model = self.store.model
+        model.report(
+            model.state_record_id(self.branch, key),
+            f"the {what} of namespace {self.namespace!r} on branch {self.branch!r} is {value!r}, which troupe cannot read",
+        )
 
     def resolve_reader(self, requested: str | None, action: str) -> str | None:
         """The reader a manager opened with ``requested`` compiles for here (SPEC A1, R1, R3, R7),

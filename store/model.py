@@ -174,8 +174,9 @@ class _Branch:
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []
-        # key -> [(seq, value)] of state writes made on this branch
+        # key -> [(seq, value)] of state writes made on this branch, and their record ids
         self.states: dict[str, list[tuple[int, Any]]] = {}
+        self.state_ids: dict[tuple[str, int], int] = {}
         # Ids of messages that have an edit visible here (inherited or own).
         self.edited_ids: set[str] = set()
         self.resolved: dict[str, Message] = {}
@@ -209,6 +210,7 @@ class LogModel:
         self._branches: dict[str, _Branch] = {"main": _Branch("main", None, 0)}
         self._owner: dict[str, tuple[_Branch, int]] = {}
         self._state_keys: set[str] = set()
+        self._reports: set[tuple[int | None, str]] = set()
         self.next_id = 1
 
     # -- replay ---------------------------------------------------------------------------
@@ -254,6 +256,7 @@ class LogModel:
                     log.warning("record %s: state %r is not JSON; read as unreadable", record_id, ref)
                     value = UNREADABLE
                 branch.states.setdefault(ref, []).append((seq, value))
+                branch.state_ids[(ref, seq)] = record_id
                 self._state_keys.add(ref)
             else:
                 log.warning("record %s has unknown kind %r; ignored", record_id, kind)
@@ -359,6 +362,7 @@ class LogModel:
         record_id = self._take_id()
         branch.head += 1
         branch.states.setdefault(key, []).append((branch.head, json.loads(body)))
+        branch.state_ids[(key, branch.head)] = record_id
         self._state_keys.add(key)
         return Row(record_id, branch.name, branch.head, STATE, key, body)
 
@@ -477,6 +481,25 @@ class LogModel:
                 if found is not None:
                     return found[1]
         return MISSING
+
+    def state_record_id(self, branch_name: str, key: str) -> int | None:
+        """The record id of the value under ``key`` visible on this branch, or ``None``."""
+        branch = self._branch(branch_name)
+        for holder, limit in branch.chain():
+            versions = holder.states.get(key)
+            if versions:
+                found = _latest(versions, limit)
+                if found is not None:
+                    return holder.state_ids.get((key, found[0]))
+        return None
+
+    def report(self, record_id: int | None, problem: str) -> None:
+        """Report malformed data once per record (SPEC E): logged with its record id."""
+        marker = (record_id, problem)
+        if marker in self._reports:
+            return
+        self._reports.add(marker)
+        log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
 
     def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
         """The value under ``key`` as the branch saw it at ``sequence``."""

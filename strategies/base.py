@@ -111,12 +111,18 @@ def check_injections(
         if not isinstance(item, Injection):
             raise MalformedContentError(f"injections[{index}]", f"not an Injection: {type(item).__name__}")
         check_content(item.content, path=f"injections[{index}].content", allow_audience=False)
+        if not item.content:
+            raise MalformedContentError(f"injections[{index}].content", "an injection needs content: no empty message is compiled")
         checked.append(item)
     checked_messages: list[MessageInjection] = []
     for index, item in enumerate(message_injections):
         if not isinstance(item, MessageInjection):
             raise MalformedContentError(f"message_injections[{index}]", f"not a MessageInjection: {type(item).__name__}")
         check_content(item.content, path=f"message_injections[{index}].content", allow_audience=False)
+        if not item.content:
+            raise MalformedContentError(
+                f"message_injections[{index}].content", "a message injection needs content: no empty message is compiled"
+            )
         checked_messages.append(item)
     return tuple(checked), tuple(checked_messages)
 
@@ -212,6 +218,11 @@ class StrategyState:
             await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
             if self._notify is not None:
                 self._notify(tuple(records))
+
+    def report(self, key: str, problem: str) -> None:
+        """Report a malformed record under ``key`` (logged once, with its record id; SPEC E)."""
+        full = self._key(key)
+        self._store.model.report(self._store.model.state_record_id(self._branch, full), f"{full}: {problem}")
 
     @property
     def revision(self) -> int:

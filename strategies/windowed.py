@@ -3,8 +3,6 @@ jumps, so successive compiles share a stable prefix."""
 
 from __future__ import annotations
 
-import logging
-
 from store.messages import Message
 
 from .base import CompiledMessage, SelectOptions, Selection, StrategyContext
@@ -15,8 +13,6 @@ from .tokens import Estimator, MessageCosts
 from .truncation import truncate_content
 
 __all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after"]
-
-log = logging.getLogger("troupe.strategies")
 
 
 def first_position_at_or_after(view, sequence: int) -> int:
@@ -55,7 +51,6 @@ class WindowedPassthroughStrategy:
         self.max_message_tokens = max_message_tokens
         self._costs = MessageCosts(estimator)
         self.estimator = self._costs.estimator
-        self._reported: set[str] = set()
 
     async def initialize(self, ctx: StrategyContext) -> None:
         return None
@@ -77,15 +72,7 @@ class WindowedPassthroughStrategy:
         reported once)."""
         value = ctx.state.get(self.ANCHOR, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            key = f"{ctx.namespace}@{ctx.branch}"
-            if key not in self._reported:
-                self._reported.add(key)
-                log.warning(
-                    "the windowed anchor of %s on %s is not a non-negative integer (%r); read as 0",
-                    ctx.namespace,
-                    ctx.branch,
-                    value,
-                )
+            ctx.state.report(self.ANCHOR, f"the windowed anchor is not a non-negative integer ({value!r}); read as 0")
             return 0
         return value
 

@@ -594,12 +594,6 @@ async def test_windowed_malformed_anchor_record_reads_as_zero(store_path, caplog
         assert any(r.levelno >= logging.WARNING for r in caplog.records), "the malformed record was reported"
 
 
-@pytest.mark.xfail(
-    reason="BUG: a malformed windowed anchor is logged without its record id (SPEC E, STRATEGIES 3: "
-    "'reported (logged once with its id)'); strategies/windowed.py WindowedPassthroughStrategy.anchor logs "
-    "only the namespace, branch and value",
-    strict=True,
-)
 async def test_windowed_malformed_anchor_is_reported_once_with_its_record_id(store_path, caplog):
     """SPEC E, STRATEGIES 3: a malformed anchor record is reported, logged once (not at every
     compile) with its record id."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -181,11 +181,15 @@ class Memory:
         self.head_start: int | None = None
         self.next_n = 1
         self._reported: set[str] = set()
+        #: ``(relative key, problem)`` -> None; reports a malformed record (once, with its id).
+        self.reporter: Callable[[str, str], None] | None = None
 
     # -- loading -----------------------------------------------------------------------------
 
     def _report(self, key: str, what: str) -> None:
-        if key not in self._reported:
+        if self.reporter is not None:
+            self.reporter(key, what)
+        elif key not in self._reported:
             self._reported.add(key)
             log.warning("record %s is malformed (%s); read fail-closed", key, what)
 

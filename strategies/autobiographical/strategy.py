@@ -249,6 +249,8 @@ class AutobiographicalStrategy:
     async def initialize(self, ctx: StrategyContext) -> None:
         """Load this namespace's records on this branch; writes nothing (4.14)."""
         self._clear()
+        state = ctx.state
+        self._memory.reporter = lambda key, problem: state.report(key, problem)
         self._memory.load(ctx.state.items(self.kind + "/"))
         self._revision = ctx.state.revision
         self._derive()
