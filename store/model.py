@@ -22,7 +22,7 @@ from typing import Any, Final
 import attrs
 
 from .blocks import ContentBlock, content_to_json, decode_stored_content, has_audience
-from .errors import BranchExistsError, UnknownBranchError, UnknownMessageError
+from .errors import BranchExistsError, MalformedContentError, UnknownBranchError, UnknownMessageError
 from .messages import Message, freeze_metadata
 
 __all__ = ["BranchInfo", "LogModel", "Row", "UNREADABLE", "MISSING"]
@@ -86,6 +86,39 @@ class _Stored:
         self.record_id = record_id
         self.seq = seq
         self.body = body
+
+
+def _encodable(body: str, path: str) -> str:
+    """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start:exc.end]!r})") from None
+    return body
+
+
+def _body_may_hold_audience(body: str) -> bool:
+    """Whether a stored message or edit body has an audience on a block (not merely the word in
+    metadata or in a tool call's input). Only bodies that mention the word are parsed."""
+    if '"audience"' not in body:
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return True
+    items = value.get("content") if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return True
+    for item in items:
+        if not isinstance(item, dict):
+            return True
+        if item.get("audience") is not None:
+            return True
+        nested = item.get("content")
+        if item.get("type") == "tool_result" and isinstance(nested, list):
+            if any(not isinstance(n, dict) or n.get("audience") is not None for n in nested):
+                return True
+    return False
 
 
 def _reported(record_id: int, problems: Sequence[str]) -> None:
@@ -240,14 +273,14 @@ class LogModel:
                 self._owner[str(record_id)] = (branch, len(branch.own))
                 branch.own.append(_Stored(record_id, seq, body))
                 branch.own_seqs.append(seq)
-                if '"audience"' in body:
+                if _body_may_hold_audience(body):
                     branch.may_hold_audience = True
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, _StoredEdit(record_id, body)))
                 branch.edit_log.append(ref)
                 branch.edited_ids.add(ref)
                 branch.resolved.pop(ref, None)
-                if '"audience"' in body:
+                if _body_may_hold_audience(body):
                     branch.may_hold_audience = True
             elif kind == STATE and ref is not None:
                 try:
@@ -327,6 +360,7 @@ class LogModel:
             {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
             ensure_ascii=False,
         )
+        _encodable(body, "content")
         record_id = self._take_id()
         branch.head += 1
         message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
@@ -343,7 +377,7 @@ class LogModel:
         current = self.get(branch_name, message_id)
         if current is None:
             raise UnknownMessageError(message_id, branch_name)
-        body = json.dumps({"content": content_to_json(content)}, ensure_ascii=False)
+        body = _encodable(json.dumps({"content": content_to_json(content)}, ensure_ascii=False), "content")
         record_id = self._take_id()
         branch.head += 1
         branch.edits.setdefault(message_id, []).append((branch.head, content))
@@ -358,7 +392,7 @@ class LogModel:
     def set_state(self, branch_name: str, key: str, value: Any) -> Row:
         """Write a state record (a JSON value) under ``key`` on this branch."""
         branch = self._branch(branch_name)
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        body = _encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key)
         record_id = self._take_id()
         branch.head += 1
         branch.states.setdefault(key, []).append((branch.head, json.loads(body)))

@@ -208,6 +208,12 @@ class SqliteStore:
     def failed(self) -> bool:
         return self._failure is not None
 
+    def _check_not_failed(self) -> None:
+        if self._failure is not None:
+            raise StoreFailedError(
+                f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
+            ) from self._failure
+
     def _check_usable(self) -> None:
         if self._failure is not None:
             raise StoreFailedError(
@@ -227,20 +233,25 @@ class SqliteStore:
 
     async def _committer(self) -> None:
         while True:
-            await self._wakeup.wait()
-            self._wakeup = anyio.Event()
-            batch, self._batch = self._batch, None
+            batch = self._batch
             if batch is None:
                 if self._closing:
                     return
+                await self._wakeup.wait()
+                self._wakeup = anyio.Event()
                 continue
+            self._batch = None
             with anyio.CancelScope(shield=True):
                 try:
                     await self._insert(batch.rows)
                 except BaseException as exc:
                     self._failure = exc
-                    batch.error = exc
-                    batch.done.set()
+                    # Fail this batch and the one filling behind it: nothing waits forever.
+                    for failed in (batch, self._batch):
+                        if failed is not None:
+                            failed.error = exc
+                            failed.done.set()
+                    self._batch = None
                     log.critical("commit of %d record(s) to %r failed; the store stops: %r", len(batch.rows), self.path, exc)
                     raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
@@ -261,6 +272,8 @@ class SqliteStore:
             raise
 
     async def _persist(self, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
         batch = self._batch
         if batch is None:
             batch = self._batch = _Batch()
@@ -368,36 +381,46 @@ class SqliteStore:
     # -- reads (memory only) -----------------------------------------------------------------
 
     def branches(self) -> tuple[BranchInfo, ...]:
+        self._check_not_failed()
         return self._model.branches()
 
     def branch_info(self, name: str) -> BranchInfo:
+        self._check_not_failed()
         return self._model.branch_info(name)
 
     def has_branch(self, name: str) -> bool:
+        self._check_not_failed()
         return self._model.has_branch(name)
 
     def head(self, branch: str) -> int:
+        self._check_not_failed()
         return self._model.head(branch)
 
     def length(self, branch: str) -> int:
+        self._check_not_failed()
         return self._model.length(branch)
 
     def messages(self, branch: str, start: int = 0, stop: int | None = None) -> list[Message]:
+        self._check_not_failed()
         return self._model.slice(branch, start, stop)
 
     def get_message(self, branch: str, message_id: str) -> Message | None:
+        self._check_not_failed()
         return self._model.get(branch, message_id)
 
     def get_state(self, branch: str, key: str, default: Any = None) -> Any:
         """The state record under ``key`` on ``branch``; ``default`` when there is none.
         A record whose JSON could not be read comes back as ``store.model.UNREADABLE``."""
+        self._check_not_failed()
         value = self._model.get_state(branch, key)
         return default if value is MISSING else value
 
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]:
+        self._check_not_failed()
         return self._model.state_items(branch, prefix)
 
     def may_hold_audience(self, branch: str) -> bool:
+        self._check_not_failed()
         return self._model.may_hold_audience(branch)
 
 

@@ -276,6 +276,7 @@ class MessageView:
 
     def thinking_dropped(self, message_id: str) -> bool:
         """Whether the view left out this message's thinking because it hid another block (A4.1)."""
+        self._check()
         self._sync()
         return message_id in self._thinking_dropped
 
