@@ -268,6 +268,7 @@ class MessageView:
     def hidden_tool_ids(self) -> tuple[frozenset[str], frozenset[str]]:
         """Ids of tool calls, and of the calls answered by tool results, that are on the branch
         but hidden from this view (STRATEGIES 1.6). Both empty on the plain fast path."""
+        self._check()
         self._sync()
         return (
             frozenset(k for k, n in self._hidden_uses.items() if n > 0),
