@@ -19,6 +19,7 @@ import anyio.abc
 from store.blocks import content_to_json, decode_stored_content
 from store.messages import Message
 from store.model import MISSING, BranchInfo
+from store.groups import collapse
 from store.sqlite import MessageEdited, MessagesAppended, SqliteStore, StoreEvent, open_store
 from store.views import ViewFilter, reader_view
 from strategies.models import Model
@@ -249,11 +250,17 @@ async def open_runtime(path: str = ":memory:", *, model: Model | None = None) ->
     reference backend) and asyncio.
     """
     async with open_store(path) as store:
-        async with anyio.create_task_group() as tasks:
-            runtime = Runtime(store, tasks, model)
-            try:
-                yield runtime
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await runtime._aclose()
-                tasks.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tasks:
+                runtime = Runtime(store, tasks, model)
+                try:
+                    yield runtime
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await runtime._aclose()
+                    tasks.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            inner = collapse(group)
+            if inner is group:
+                raise
+            raise inner from inner.__cause__

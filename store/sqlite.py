@@ -31,6 +31,7 @@ import attrs
 import sniffio
 
 from .blocks import ContentBlock
+from .groups import collapse
 from .errors import StoreFailedError, StoreLockedError, UnknownMessageError
 from .messages import Message, freeze_metadata
 from .model import MISSING, UNREADABLE, BranchInfo, LogModel, Row
@@ -439,6 +440,18 @@ def _insert_sql(count: int) -> str:
 
 
 @asynccontextmanager
+async def _collapsing() -> AsyncIterator[None]:
+    """Raise what the body raised, not the task groups' wrapping of it (see store.groups)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        inner = collapse(group)
+        if inner is group:
+            raise
+        raise inner from inner.__cause__
+
+
+@asynccontextmanager
 async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> AsyncIterator[SqliteStore]:
     """Open (creating) the store at ``path`` for the duration of the block.
 
@@ -451,7 +464,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> 
         raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
     lock = _lock(path)
     try:
-        async with _open_driver(path) as driver:
+        async with _collapsing(), _open_driver(path) as driver:
             await driver.execute("PRAGMA journal_mode=WAL")
             await driver.execute(f"PRAGMA synchronous={synchronous}")
             await driver.execute("PRAGMA busy_timeout=5000")
