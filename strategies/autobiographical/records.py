@@ -20,6 +20,7 @@ would hold, without a second write per summary).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -174,6 +175,7 @@ class Memory:
         self.owner: dict[str, str] = {}
         self.order: list[str] = []  # chunk ids by first sequence
         self.index: dict[str, int] = {}
+        self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
         self.summaries: dict[str, SummaryRecord] = {}
         self.l1_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
@@ -242,6 +244,7 @@ class Memory:
         self.chunks[chunk.id] = chunk
         for message_id in chunk.message_ids:
             self.owner[message_id] = chunk.id
+        bisect.insort(self.by_last, (chunk.last_sequence, chunk.id))
         if not self.order or self.chunks[self.order[-1]].first_sequence < chunk.first_sequence:
             self.order.append(chunk.id)
             self.index[chunk.id] = len(self.order) - 1
@@ -292,6 +295,10 @@ class Memory:
 
     def roots(self) -> Iterable[SummaryRecord]:
         return (r for r in self.summaries.values() if r.id not in self.parent)
+
+    def newest_by_last(self, count: int) -> set[str]:
+        """The ``count`` chunks whose last message is newest (the held-back ones, 4.4)."""
+        return {chunk_id for _seq, chunk_id in self.by_last[-count:]} if count else set()
 
     def failed(self, key: str) -> bool:
         found = self.attempts.get(key)

@@ -283,7 +283,7 @@ class AutobiographicalStrategy:
 
     def _queued(self) -> list[str]:
         memory = self._memory
-        held = set(memory.order[-self.holdback_chunks :]) if self.holdback_chunks else set()
+        held = memory.newest_by_last(self.holdback_chunks)
         queued = [c for c in self._unsummarised if c not in held and not memory.failed(c)]
         queued.sort(key=lambda c: memory.chunks[c].first_sequence)
         return queued
