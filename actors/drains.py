@@ -6,7 +6,9 @@ namespace actor's turn, with the model request made outside it) until ``tick`` r
 It stops when the namespace actor reports a claim change that leaves the manager stale (its
 cancel scope is cancelled, so a pending request is abandoned), when the manager closes or moves,
 or when the runtime closes. Model errors are logged and retried with back-off (1 s doubling to
-5 min); they never take the runtime down. Cancellation always propagates.
+5 min; only an answer from the model starts it again at 1 s, so units that ask nothing, such as
+closing chunks, do not hide a failing model); they never take the runtime down. Cancellation
+always propagates.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ async def run_drain(manager: ContextManager) -> None:
     """Tick ``manager`` until its strategy has nothing (more) to do or it may not go on."""
     backoff = FIRST_BACKOFF
     while True:
+        answered = manager._answers
         try:
             did = await manager._tick_unit()
         except (ReaderClaimError, ReaderRecordError) as exc:
@@ -52,6 +55,7 @@ async def run_drain(manager: ContextManager) -> None:
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF)
             continue
-        backoff = FIRST_BACKOFF
+        if manager._answers != answered:
+            backoff = FIRST_BACKOFF  # the model answered: it is healthy again
         if not did:
             return

@@ -117,6 +117,7 @@ class _ModelGate:
             completion = await actor.outside_turn(lambda: self._model.complete(request))
         finally:
             actor.requests_out -= 1
+        manager._answers += 1
         if manager._epoch != self._epoch:
             raise _Moved("the manager moved while the request was out; its answer is discarded")
         if manager._closed:
@@ -170,6 +171,7 @@ class ContextManager:
         self._drain_done: anyio.Event | None = None
         self._drain_wanted = False
         self._progress = anyio.Event()
+        self._answers = 0  # model answers received (drains reset their back-off on one)
 
     # -- properties ----------------------------------------------------------------------------
 
