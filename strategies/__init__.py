@@ -15,12 +15,14 @@ from .errors import CompressionError, FloorUnavailableError, OverBudgetError, St
 from .models import Completion, CompletionRequest, Model, Usage
 from .autobiographical import AutobiographicalStrategy, Summary
 from .knowledge import KnowledgeStrategy
+from .adapters import AnthropicModel, OpenAIModel
 from .models import ExtractiveModel, completion_text
 from .passthrough import PassthroughStrategy
 from .tokens import default_estimate, estimate_text
 from .windowed import WindowedPassthroughStrategy
 
 __all__ = [
+    "AnthropicModel",
     "AutobiographicalStrategy",
     "CompiledMessage",
     "Completion",
@@ -31,6 +33,7 @@ __all__ = [
     "Injection",
     "MessageInjection",
     "Model",
+    "OpenAIModel",
     "OverBudgetError",
     "PassthroughStrategy",
     "SelectOptions",
