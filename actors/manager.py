@@ -306,6 +306,8 @@ class ContextManager:
             raise MalformedContentError("participant", "a participant must be a non-empty string")
         blocks = coerce_content(content)
         check_content(blocks, path="content", allow_audience=True)
+        if not blocks:
+            raise MalformedContentError("content", "a message needs at least one block")
         frozen = freeze_metadata(metadata)
         items: list[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]] = [(participant, blocks, frozen)]
         shard = getattr(self._strategy, "shard_message", None)
@@ -327,6 +329,8 @@ class ContextManager:
         self._check("edit_message")
         blocks = coerce_content(content)
         check_content(blocks, path="content", allow_audience=True)
+        if not blocks:
+            raise MalformedContentError("content", "a message needs at least one block")
         async with self._actor.turn():
             self._check("edit_message")
             stored = self._store.get_message(self._branch, message_id)

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import attrs
 
-from .blocks import ContentBlock, content_to_json, decode_stored_content, has_audience
+from .blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content, has_audience
 from .errors import BranchExistsError, MalformedContentError, UnknownBranchError, UnknownMessageError
 from .messages import Message, freeze_metadata
 
@@ -119,6 +119,11 @@ def _body_may_hold_audience(body: str) -> bool:
             if any(not isinstance(n, dict) or n.get("audience") is not None for n in nested):
                 return True
     return False
+
+
+def _unsafe(content: Sequence[ContentBlock]) -> bool:
+    """Stored content no view may pass on as it is: empty, or holding an unreadable block."""
+    return not content or any(isinstance(b, UnreadableBlock) for b in content)
 
 
 def _reported(record_id: int, problems: Sequence[str]) -> None:
@@ -244,6 +249,7 @@ class LogModel:
         self._owner: dict[str, tuple[_Branch, int]] = {}
         self._state_keys: set[str] = set()
         self._reports: set[tuple[int | None, str]] = set()
+        self._unsafe: set[str] = set()
         self.next_id = 1
 
     # -- replay ---------------------------------------------------------------------------
@@ -422,6 +428,8 @@ class LogModel:
         if isinstance(entry, _Stored):
             entry = _decode_message(entry)
             owner.own[index] = entry
+            if _unsafe(entry.content):
+                self._unsafe.add(entry.id)
         return entry
 
     def _resolve(self, branch: _Branch, base: Message) -> Message:
@@ -439,6 +447,8 @@ class LogModel:
                     if isinstance(content, _StoredEdit):
                         content = _decode_edit(content.record_id, content.body)
                         versions[versions.index(found)] = (seq, content)
+                        if _unsafe(content):
+                            self._unsafe.add(base.id)
                     resolved = attrs.evolve(base, content=content)
                     branch.resolved[base.id] = resolved
                     return resolved
@@ -453,12 +463,18 @@ class LogModel:
         if position < 0:
             position += branch.base_count + len(branch.own)
         if position >= branch.base_count:
-            return self._resolve(branch, self._base(branch, position - branch.base_count))
-        if position < 0:
-            raise IndexError(position)
-        segment = bisect_right(branch.segment_starts, position) - 1
-        owner, _limit, _count, offset = branch.ancestors[segment]
-        return self._resolve(branch, self._base(owner, position - offset))
+            message = self._resolve(branch, self._base(branch, position - branch.base_count))
+        else:
+            if position < 0:
+                raise IndexError(position)
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            message = self._resolve(branch, self._base(owner, position - offset))
+        if self._unsafe and message.id in self._unsafe and not branch.may_hold_audience:
+            # Stored data that must be read fail-closed (an unreadable block, no content): the
+            # branch's views stop reading it plainly.
+            branch.may_hold_audience = True
+        return message
 
     def id_at(self, branch_name: str, position: int) -> str:
         """The id of the message at ``position``, without decoding it."""

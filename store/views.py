@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
+from typing import TypeVar
 from typing import TYPE_CHECKING
 
 import attrs
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["MessageView", "ViewFilter", "reader_view", "content_for_reader", "reader_body"]
 
 ViewFilter = Callable[[Message], bool]
+T = TypeVar("T")
 
 
 def reader_body(message: Message, reader: str | None) -> tuple[ContentBlock, ...]:
@@ -45,6 +47,8 @@ def reader_view(message: Message, reader: str | None) -> tuple[Message | None, b
     stripped, the very same message object comes back.
     """
     content = message.content
+    if not content:
+        return None, False  # no empty message is ever compiled (A3)
     visible = content_for_reader(content, reader)
     if visible is content:
         return message, False
@@ -172,59 +176,59 @@ class MessageView:
 
     # -- reads (each checked) ----------------------------------------------------------------
 
-    def length(self) -> int:
-        """How many messages the view holds."""
+    def _read(self, plain: Callable[[], T], built: Callable[[], T]) -> T:
+        """Answer a read plainly or from the maintained list. A plain read that met stored data
+        which must be read fail-closed (the model then marks the branch) is answered again from
+        the maintained list, so such data never passes through."""
         self._check()
         self._sync()
-        return len(self._items) if self._built else self._model.length(self.branch)
+        if self._built:
+            return built()
+        result = plain()
+        if self._filter is None and not self._model.may_hold_audience(self.branch):
+            return result
+        self._sync()
+        return built()
+
+    def length(self) -> int:
+        """How many messages the view holds."""
+        return self._read(lambda: self._model.length(self.branch), lambda: len(self._items))
 
     def get_all(self) -> tuple[Message, ...]:
         """Every message of the view, oldest first."""
-        self._check()
-        self._sync()
-        if self._built:
+
+        def built() -> tuple[Message, ...]:
             if self._all is None:
                 self._all = tuple(self._items)
             return self._all
-        key = (self._model.length(self.branch), self._model.edit_count(self.branch))
-        if self._all is None or self._all_key != key:
-            self._all = tuple(self._model.slice(self.branch, 0))
-            self._all_key = key
-        return self._all
+
+        def plain() -> tuple[Message, ...]:
+            key = (self._model.length(self.branch), self._model.edit_count(self.branch))
+            if self._all is None or self._all_key != key:
+                self._all = tuple(self._model.slice(self.branch, 0))
+                self._all_key = key
+            return self._all
+
+        return self._read(plain, built)
 
     def get_from(self, index: int) -> tuple[Message, ...]:
         """The messages from position ``index`` on (negative counts from the end)."""
-        self._check()
-        self._sync()
-        if self._built:
-            return tuple(self._items[index:])
-        return tuple(self._model.slice(self.branch, index))
+        return self._read(lambda: tuple(self._model.slice(self.branch, index)), lambda: tuple(self._items[index:]))
 
     def get_tail(self, count: int) -> tuple[Message, ...]:
         """The newest ``count`` messages, oldest first."""
-        self._check()
         if count <= 0:
+            self._check()
             return ()
-        self._sync()
-        if self._built:
-            return tuple(self._items[-count:])
-        return tuple(self._model.slice(self.branch, -count))
+        return self._read(lambda: tuple(self._model.slice(self.branch, -count)), lambda: tuple(self._items[-count:]))
 
     def at(self, index: int) -> Message:
         """The message at position ``index``."""
-        self._check()
-        self._sync()
-        if self._built:
-            return self._items[index]
-        return self._model.at(self.branch, index)
+        return self._read(lambda: self._model.at(self.branch, index), lambda: self._items[index])
 
     def id_at(self, index: int) -> str:
         """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
-        self._check()
-        self._sync()
-        if self._built:
-            return self._items[index].id
-        return self._model.id_at(self.branch, index)
+        return self._read(lambda: self._model.id_at(self.branch, index), lambda: self._items[index].id)
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -233,18 +237,9 @@ class MessageView:
 
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
-        self._check()
-        self._sync()
-        if self._built:
-            return tuple(self._items[start:stop])
-        return tuple(self._model.slice(self.branch, start, stop))
+        return self._read(lambda: tuple(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop]))
 
-    def position_of(self, message_id: str) -> int | None:
-        """The position of ``message_id`` in this view, or ``None`` when the view does not hold it."""
-        self._check()
-        self._sync()
-        if not self._built:
-            return self._model.position_of(self.branch, message_id)
+    def _built_position(self, message_id: str) -> int | None:
         stored = self._model.get(self.branch, message_id)
         if stored is None:
             return None
@@ -253,12 +248,22 @@ class MessageView:
             return index
         return None
 
+    def position_of(self, message_id: str) -> int | None:
+        """The position of ``message_id`` in this view, or ``None`` when the view does not hold it."""
+        return self._read(lambda: self._model.position_of(self.branch, message_id), lambda: self._built_position(message_id))
+
     def get(self, message_id: str) -> Message | None:
         """The view's message with that id, or ``None`` when the view does not hold it."""
-        position = self.position_of(message_id)
-        if position is None:
-            return None
-        return self._items[position] if self._built else self._model.at(self.branch, position)
+
+        def plain() -> Message | None:
+            position = self._model.position_of(self.branch, message_id)
+            return None if position is None else self._model.at(self.branch, position)
+
+        def built() -> Message | None:
+            position = self._built_position(message_id)
+            return None if position is None else self._items[position]
+
+        return self._read(plain, built)
 
     def sequence_of(self, message_id: str) -> int | None:
         """The sequence of the view's message with that id, or ``None``."""

@@ -152,7 +152,6 @@ class Selection:
 
 
 _RESERVED_KEYS = ("reader", "narrowing-floor")
-_RESERVED_PREFIXES = ("context/",)
 
 
 class StrategyState:
@@ -190,8 +189,16 @@ class StrategyState:
     def _key(self, key: str) -> str:
         if not isinstance(key, str) or not key:
             raise ValueError("a state key must be a non-empty string")
-        if key in _RESERVED_KEYS or key.startswith(_RESERVED_PREFIXES):
-            raise ValueError(f"the state key {key!r} is the runtime's own; choose another")
+        segments = key.split("/")
+        if segments[-1] in _RESERVED_KEYS or any(
+            first == "context" and second.isdigit() for first, second in zip(segments, segments[1:])
+        ):
+            # ``agents`` + ``ann/narrowing-floor`` would be the floor of namespace ``agents/ann``:
+            # no strategy key may end like a namespace's own records, in any namespace.
+            raise ValueError(
+                f"the state key {key!r} ends like a namespace's own record (reader, narrowing-floor, context/<n>); "
+                "choose another"
+            )
         return self._prefix + key
 
     def get(self, key: str, default: Any = None) -> Any:

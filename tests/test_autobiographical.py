@@ -522,15 +522,6 @@ async def test_a_unit_that_would_straddle_the_head_end_leaves_the_head_whole():
         assert (info.value.head_tokens, info.value.middle_tokens) == (20, 30)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "BUG: when a tool result arrives for a call at the end of the head window and the unit no longer fits, "
-        "the head shrinks but FrontierWalk.advance (chunking.py) has already moved its position past the old head "
-        "end (`p = regions.he`; `position = max(position, end)`) and _sync does not reset the walk when he "
-        "decreases; the call is never walked: it stays raw, unowned, and the next chunk starts at its result"
-    ),
-    strict=True,
-)
 async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_its_result():
     """STRATEGIES 4.4 ("Boundaries depend only on the view, not on when closing runs"), 4.3, 1.3 (a
     chunk boundary never falls inside a unit). Head window 25: m0 (10) and a tool call (10) fit
@@ -554,16 +545,6 @@ async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_it
         assert layout(await m.compile(**BIG)) == [("raw", msgs[0].id), ("summary", "L1-1")] + raw(msgs[5:])
 
 
-@pytest.mark.xfail(
-    reason=(
-        "BUG: same root cause as the test above, worse effect: a close that runs while a pending tool call ends "
-        "the head moves AutobiographicalStrategy._scan_start (_advance_scan skips head positions) past the call; "
-        "when the result arrives and the head shrinks, the call is neither head, nor walked, nor scanned by "
-        "_middle_items, so the compile drops it entirely (coverage, SPEC C3) and its result becomes "
-        "[tool call omitted]"
-    ),
-    strict=True,
-)
 async def test_coverage_holds_when_the_head_shrinks_after_a_close():
     """SPEC C3 (every message raw or covered), STRATEGIES 4.10 step 2, 4.3. Head window 25 after a
     reset: the marker (21) and a pending tool call (4) fill it; a close runs meanwhile (the old
@@ -1226,9 +1207,7 @@ async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, 
     manager opens.)"""
     options, items, _reset_at = scenario
     cls = options.pop("cls")
-    # With a head window, the incremental run trips the known bug pinned by
-    # test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_its_result (xfail).
-    incremental = incremental and cls is AutobiographicalStrategy and options["head"] == 0
+    incremental = incremental and cls is AutobiographicalStrategy
     strategy = cls(
         target_chunk_tokens=options["target"],
         head_window_tokens=options["head"],

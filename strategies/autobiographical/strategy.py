@@ -240,6 +240,11 @@ class AutobiographicalStrategy:
         else:
             self._recent.advance(view, self._price)
         regions = self._compute_regions(view)
+        if self._regions is not None and regions.he < self._regions.he and regions.hs == self._regions.hs:
+            # The head shrank (a call at its end got its result and the pair no longer fits):
+            # messages the walk passed as head are middle now, so walk again (4.4).
+            self._reset_walk(view)
+            regions = self._compute_regions(view)
         self._walk.advance(view, regions, owned=self._owned, cost=self._price, target=self.target_chunk_tokens)
         self._regions = regions
         return regions
