@@ -526,7 +526,7 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
         compiled = await manager.preview_context(max_tokens=args.max_tokens, reserve_for_response=args.reserve)
     finally:
         await manager.aclose()
-    budget = args.max_tokens - args.reserve
+    budget = max(0, args.max_tokens - args.reserve)
     if compiled.token_estimate > budget:
         print(
             f"troupe: warning: this context needs ~{compiled.token_estimate} tokens, over the budget of {budget} "
