@@ -1,0 +1,32 @@
+"""The narrowing tests notice each narrowing check taken out (SPEC N2-N6).
+
+Runs ``tests/mutants/run_mutants.py`` as a subprocess: every mutant of
+``ContextManager._check_narrowing`` and ``NamespaceActor.raise_floor`` it lists must make at least
+one test of ``tests/test_narrowing.py`` fail. It copies the repository once per mutant and runs
+that file there, so it takes about a minute: marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent / "mutants" / "run_mutants.py"
+
+
+@pytest.mark.slow
+def test_every_narrowing_mutant_is_killed():
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT)],
+        cwd=SCRIPT.parents[2],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    report = proc.stdout + proc.stderr
+    assert proc.returncode == 0, report
+    assert "SURVIVED" not in report
+    assert "mutants killed" in report
