@@ -521,27 +521,27 @@ class LogModel:
 
     # -- state reads ----------------------------------------------------------------------
 
-    def get_state(self, branch_name: str, key: str) -> Any:
-        """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
+    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[_Branch, int, Any] | None:
+        """The branch holding the newest version of ``key`` visible on this branch up to
+        ``sequence``, with that version's sequence and value."""
         branch = self._branch(branch_name)
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
             if versions:
-                found = _latest(versions, limit)
+                found = _latest(versions, min(limit, sequence))
                 if found is not None:
-                    return found[1]
-        return MISSING
+                    return holder, found[0], found[1]
+        return None
+
+    def get_state(self, branch_name: str, key: str) -> Any:
+        """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
+        found = self._state_version(branch_name, key)
+        return MISSING if found is None else found[2]
 
     def state_record_id(self, branch_name: str, key: str) -> int | None:
         """The record id of the value under ``key`` visible on this branch, or ``None``."""
-        branch = self._branch(branch_name)
-        for holder, limit in branch.chain():
-            versions = holder.states.get(key)
-            if versions:
-                found = _latest(versions, limit)
-                if found is not None:
-                    return holder.state_ids.get((key, found[0]))
-        return None
+        found = self._state_version(branch_name, key)
+        return None if found is None else found[0].state_ids.get((key, found[1]))
 
     def report(self, record_id: int | None, problem: str) -> None:
         """Report malformed data once per record (SPEC E): logged with its record id."""
@@ -553,14 +553,8 @@ class LogModel:
 
     def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
         """The value under ``key`` as the branch saw it at ``sequence``."""
-        branch = self._branch(branch_name)
-        for holder, limit in branch.chain():
-            versions = holder.states.get(key)
-            if versions:
-                found = _latest(versions, min(limit, sequence))
-                if found is not None:
-                    return found[1]
-        return MISSING
+        found = self._state_version(branch_name, key, sequence)
+        return MISSING if found is None else found[2]
 
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""

@@ -102,29 +102,22 @@ class MessageInjection:
     content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
 
 
+def _checked(items: Sequence[Any], kind: type, name: str) -> tuple[Any, ...]:
+    for index, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise MalformedContentError(f"{name}[{index}]", f"not {kind.__name__}: {type(item).__name__}")
+        check_content(item.content, path=f"{name}[{index}].content", allow_audience=False)
+        if not item.content:
+            raise MalformedContentError(f"{name}[{index}].content", "an injection needs content: no empty message is compiled")
+    return tuple(items)
+
+
 def check_injections(
     injections: Sequence[Injection], message_injections: Sequence[MessageInjection]
 ) -> tuple[tuple[Injection, ...], tuple[MessageInjection, ...]]:
-    """Refuse an audience anywhere in a compile's injections (SPEC W2), naming the place."""
-    checked: list[Injection] = []
-    for index, item in enumerate(injections):
-        if not isinstance(item, Injection):
-            raise MalformedContentError(f"injections[{index}]", f"not an Injection: {type(item).__name__}")
-        check_content(item.content, path=f"injections[{index}].content", allow_audience=False)
-        if not item.content:
-            raise MalformedContentError(f"injections[{index}].content", "an injection needs content: no empty message is compiled")
-        checked.append(item)
-    checked_messages: list[MessageInjection] = []
-    for index, item in enumerate(message_injections):
-        if not isinstance(item, MessageInjection):
-            raise MalformedContentError(f"message_injections[{index}]", f"not a MessageInjection: {type(item).__name__}")
-        check_content(item.content, path=f"message_injections[{index}].content", allow_audience=False)
-        if not item.content:
-            raise MalformedContentError(
-                f"message_injections[{index}].content", "a message injection needs content: no empty message is compiled"
-            )
-        checked_messages.append(item)
-    return tuple(checked), tuple(checked_messages)
+    """Refuse an audience anywhere in a compile's injections (SPEC W2), or an injection with no
+    content, naming the place."""
+    return _checked(injections, Injection, "injections"), _checked(message_injections, MessageInjection, "message_injections")
 
 
 @attrs.frozen(slots=True)

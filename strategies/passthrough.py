@@ -8,7 +8,7 @@ from .base import CompiledMessage, SelectOptions, Selection, SourceEntry, Strate
 from .repair import Emitted, repair_hidden_partners
 from .tokens import Estimator, MessageCosts
 
-__all__ = ["PassthroughStrategy", "emit_view_message", "selection_of"]
+__all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "selection_of"]
 
 
 def emit_view_message(message: Message, hidden: tuple[frozenset[str], frozenset[str]]) -> list[Emitted]:
@@ -28,16 +28,12 @@ def selection_of(items: list[Emitted], extra_incomplete: set[str] | None = None)
     return Selection(tuple(i.message for i in items), tuple(i.source for i in items), frozenset(incomplete))
 
 
-class PassthroughStrategy:
-    """Every message when the whole view fits the budget, else the longest fitting suffix
-    (empty when the newest message alone does not fit). No state, no background work."""
+class NoBackgroundWork:
+    """Base for strategies that keep nothing in memory between calls and have no background
+    work: ready always, ``tick`` does nothing. They make no compression reads, so they may
+    run under a reader (``marks_compression_reads``)."""
 
-    name = "passthrough"
-    marks_compression_reads = True  # it makes no compression reads
-
-    def __init__(self, *, estimator: Estimator | None = None) -> None:
-        self._costs = MessageCosts(estimator)
-        self.estimator = self._costs.estimator
+    marks_compression_reads = True
 
     async def initialize(self, ctx: StrategyContext) -> None:
         return None
@@ -53,6 +49,17 @@ class PassthroughStrategy:
 
     def pending_work(self) -> str | None:
         return None
+
+
+class PassthroughStrategy(NoBackgroundWork):
+    """Every message when the whole view fits the budget, else the longest fitting suffix
+    (empty when the newest message alone does not fit). No state, no background work."""
+
+    name = "passthrough"
+
+    def __init__(self, *, estimator: Estimator | None = None) -> None:
+        self._costs = MessageCosts(estimator)
+        self.estimator = self._costs.estimator
 
     def price(self, item: Emitted, source: Message) -> int:
         if item.message.content is source.content:

@@ -8,7 +8,7 @@ Autobiographical and Knowledge run the full repair of STRATEGIES 4.11 (:func:`re
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -45,6 +45,23 @@ class Emitted:
     complete: bool = True
 
 
+def _drop_results(
+    blocks: Iterable[ContentBlock], keep: Callable[[ToolResultBlock], bool]
+) -> tuple[list[ContentBlock], bool]:
+    """Remove the tool results ``keep`` refuses; the first one removed becomes the text
+    ``[tool call omitted]``, the others leave nothing. Returns the blocks and whether any went."""
+    kept: list[ContentBlock] = []
+    changed = False
+    for block in blocks:
+        if isinstance(block, ToolResultBlock) and not keep(block):
+            if not changed:
+                kept.append(TextBlock(CALL_OMITTED))
+            changed = True
+            continue
+        kept.append(block)
+    return kept, changed
+
+
 def _stub(tool_use_id: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id, STUB_RESULT)
 
@@ -59,16 +76,7 @@ def repair_hidden_partners(message: Message, hidden_uses: frozenset[str], hidden
     content: tuple[ContentBlock, ...] = message.content
     changed = False
     if hidden_uses:
-        kept: list[ContentBlock] = []
-        replaced = False
-        for block in content:
-            if isinstance(block, ToolResultBlock) and block.tool_use_id in hidden_uses:
-                changed = True
-                if not replaced:
-                    kept.append(TextBlock(CALL_OMITTED))
-                    replaced = True
-                continue
-            kept.append(block)
+        kept, changed = _drop_results(content, lambda block: block.tool_use_id not in hidden_uses)
         content = tuple(kept)
     stubs = [b.id for b in content if isinstance(b, ToolUseBlock) and b.id in hidden_results] if hidden_results else []
     out = [
@@ -115,21 +123,15 @@ def repair_pairing(items: Sequence[Emitted]) -> list[Emitted]:
         previous_calls = _call_ids(out[-1].message.content) if out else []
         allowed = set(previous_calls)
         answered: set[str] = set()
-        content: list[ContentBlock] = []
-        changed = False
-        replaced = False
-        for block in item.message.content:
-            if isinstance(block, ToolResultBlock):
-                if block.tool_use_id in allowed and block.tool_use_id not in answered:
-                    answered.add(block.tool_use_id)
-                    content.append(block)
-                    continue
-                changed = True
-                if not replaced:
-                    content.append(TextBlock(CALL_OMITTED))
-                    replaced = True
-                continue
-            content.append(block)
+
+        def answers(block: ToolResultBlock) -> bool:
+            # a result of the previous message's call, and the first one for that call
+            if block.tool_use_id in allowed and block.tool_use_id not in answered:
+                answered.add(block.tool_use_id)
+                return True
+            return False
+
+        content, changed = _drop_results(item.message.content, answers)
         # Calls of the previous message that this one does not answer: move their result up
         # from the next messages, or stub it.
         missing = [c for c in previous_calls if c not in answered]

@@ -7,7 +7,7 @@ from store.messages import Message
 
 from .base import CompiledMessage, SelectOptions, Selection, StrategyContext
 from .errors import OverBudgetError
-from .passthrough import emit_view_message, selection_of
+from .passthrough import NoBackgroundWork, emit_view_message, selection_of
 from .repair import Emitted, glued
 from .tokens import Estimator, MessageCosts
 from .truncation import truncate_content
@@ -27,13 +27,12 @@ def first_position_at_or_after(view, sequence: int) -> int:
     return low
 
 
-class WindowedPassthroughStrategy:
+class WindowedPassthroughStrategy(NoBackgroundWork):
     """Every message at or after a persisted anchor; on overflow the anchor jumps forward so the
     window holds about ``re_anchor_fraction`` of the budget. A tool call is never cut from its
     result at the window start; the newest unit alone over budget raises ``OverBudgetError``."""
 
     name = "windowed-passthrough"
-    marks_compression_reads = True  # it makes no compression reads
     ANCHOR = "windowed-passthrough/anchor"
 
     def __init__(
@@ -51,21 +50,6 @@ class WindowedPassthroughStrategy:
         self.max_message_tokens = max_message_tokens
         self._costs = MessageCosts(estimator)
         self.estimator = self._costs.estimator
-
-    async def initialize(self, ctx: StrategyContext) -> None:
-        return None
-
-    async def on_new_message(self, message: Message, ctx: StrategyContext) -> None:
-        return None
-
-    async def tick(self, ctx: StrategyContext) -> bool:
-        return False
-
-    def is_ready(self) -> bool:
-        return True
-
-    def pending_work(self) -> str | None:
-        return None
 
     def anchor(self, ctx: StrategyContext) -> int:
         """The persisted anchor sequence (0 when absent or malformed; a malformed one is
@@ -101,7 +85,6 @@ class WindowedPassthroughStrategy:
         unit_cost = 0
         total = 0
         over = False
-        later: Message | None = None
         for position in range(view.length() - 1, start - 1, -1):
             message = view.at(position)
             items, cost = self._emit(message, hidden)
@@ -109,15 +92,13 @@ class WindowedPassthroughStrategy:
             unit_cost += cost
             previous = view.at(position - 1) if position > start else None
             if previous is not None and glued(previous.content, message.content):
-                later = message
-                continue
+                continue  # glued to the message before it: same unit
             units.append((unit_items, unit_cost))
             total += unit_cost
             unit_items, unit_cost = [], 0
             if total > budget:
                 over = True
                 break
-        del later
         if not over:
             return selection_of([item for items, _ in reversed(units) for item in items])
 

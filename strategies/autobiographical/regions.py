@@ -96,18 +96,9 @@ def straddle(view: ViewLike, rs: int, owned: Callable[[str], bool]) -> int:
 def recent_start(view: ViewLike, budget: int, cost: Callable[[Message], int], owned: Callable[[str], bool]) -> int:
     """The recent window's start: the longest suffix within ``budget`` holding no owned message,
     widened to a whole unit (full computation; see :class:`RecentWindow` for the incremental one)."""
-    n = view.length()
-    p, total = n, 0
-    while p > 0:
-        message = view.at(p - 1)
-        if owned(message.id):
-            break
-        c = cost(message)
-        if total + c > budget:
-            break
-        total += c
-        p -= 1
-    return straddle(view, p, owned)
+    window = RecentWindow(budget)
+    window.reset(view, cost, owned)
+    return window.rs(view, owned)
 
 
 class RecentWindow:
