@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from bisect import bisect_right
+from types import MappingProxyType
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -155,7 +156,8 @@ def _decode_message(stored: _Stored) -> Message:
         problems.append("timestamp: not a number")
         timestamp = 0.0
     _reported(stored.record_id, problems)
-    return Message(str(stored.record_id), stored.seq, participant, content, freeze_metadata(metadata), float(timestamp))
+    # metadata read from disk is already a private JSON object: wrap it, no round trip
+    return Message(str(stored.record_id), stored.seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
 
 
 class _StoredEdit:

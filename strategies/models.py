@@ -7,6 +7,7 @@ A model is anything with ``async complete(request) -> Completion``. Only a compl
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -106,9 +107,10 @@ class ExtractiveModel:
     request.
     """
 
-    def __init__(self, *, name: str = "extractive") -> None:
+    def __init__(self, *, name: str = "extractive", keep_requests: int = 1000) -> None:
         self.name = name
-        self.requests: list[CompletionRequest] = []
+        #: The newest ``keep_requests`` requests it answered (bounded, for a long-running host).
+        self.requests: deque[CompletionRequest] = deque(maxlen=keep_requests)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         from store.blocks import TextBlock

@@ -176,6 +176,8 @@ class Memory:
         self.order: list[str] = []  # chunk ids by first sequence
         self.index: dict[str, int] = {}
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
+        self._loading = False
+        self._unsorted = False
         self.summaries: dict[str, SummaryRecord] = {}
         self.l1_of: dict[str, str] = {}
         self.parent: dict[str, str] = {}
@@ -197,8 +199,21 @@ class Memory:
 
     def load(self, items: Mapping[str, Any]) -> None:
         """Load every record (relative keys, e.g. ``autobiographical/chunk/12``)."""
-        for key in sorted(items, key=_load_order):
-            self.apply(key, items[key])
+        self._loading = True
+        try:
+            for key in sorted(items, key=_load_order):
+                if "/summary/" in key and self._unsorted:
+                    self._resort()  # summaries need the chunk order (their spans)
+                self.apply(key, items[key])
+        finally:
+            self._loading = False
+        if self._unsorted:
+            self._resort()
+
+    def _resort(self) -> None:
+        self.order.sort(key=lambda c: self.chunks[c].first_sequence)
+        self.index = {c: i for i, c in enumerate(self.order)}
+        self._unsorted = False
 
     def apply(self, key: str, value: Any) -> None:
         """Take one record into memory (loading, or catching up with another manager's write)."""
@@ -244,14 +259,18 @@ class Memory:
         self.chunks[chunk.id] = chunk
         for message_id in chunk.message_ids:
             self.owner[message_id] = chunk.id
-        bisect.insort(self.by_last, (chunk.last_sequence, chunk.id))
-        if not self.order or self.chunks[self.order[-1]].first_sequence < chunk.first_sequence:
-            self.order.append(chunk.id)
-            self.index[chunk.id] = len(self.order) - 1
+        if not self.by_last or self.by_last[-1] < (chunk.last_sequence, chunk.id):
+            self.by_last.append((chunk.last_sequence, chunk.id))
         else:
-            self.order.append(chunk.id)
-            self.order.sort(key=lambda c: self.chunks[c].first_sequence)
-            self.index = {c: i for i, c in enumerate(self.order)}
+            bisect.insort(self.by_last, (chunk.last_sequence, chunk.id))
+        in_order = not self.order or self.chunks[self.order[-1]].first_sequence < chunk.first_sequence
+        self.order.append(chunk.id)
+        self.index[chunk.id] = len(self.order) - 1
+        if not in_order:
+            if self._loading:
+                self._unsorted = True  # sorted once, when loading is done
+            else:
+                self._resort()
 
     def add_summary(self, record: SummaryRecord) -> None:
         if record.id in self.summaries:
@@ -310,9 +329,11 @@ class Memory:
 
 
 def _load_order(key: str) -> tuple[int, int, str]:
-    # chunks before summaries; summaries by level then n, so children load before parents
+    # chunks (by first message id) before summaries; summaries by level then n, so children
+    # load before parents
     if "/chunk/" in key:
-        return (0, 0, key)
+        chunk_id = key.rsplit("/", 1)[1]
+        return (0, int(chunk_id) if chunk_id.isdigit() else 0, key)
     if "/summary/" in key:
         summary_id = key.rsplit("/", 1)[1]
         found = _SUMMARY_ID.match(summary_id)

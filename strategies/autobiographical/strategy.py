@@ -141,6 +141,7 @@ class AutobiographicalStrategy:
         self._in_flight: str | None = None
         self._state: Any = None
         self._regions: Regions | None = None
+        self._he_cache: tuple[Any, int, int] | None = None
 
     def _derive(self) -> None:
         memory = self._memory
@@ -213,7 +214,14 @@ class AutobiographicalStrategy:
     def _compute_regions(self, view: Any) -> Regions:
         head_start = self._memory.head_start
         hs = 0 if head_start is None else first_position_at_or_after(view, head_start)
-        he = head_end(view, hs, self.head_window_tokens, self._price, self._owned)
+        n = view.length()
+        key = (hs, self._view_edits, len(self._memory.chunks))
+        cached = self._he_cache
+        if cached is not None and cached[0] == key and cached[1] < cached[2] <= n:
+            he = cached[1]  # a full head does not change while nothing before its end does
+        else:
+            he = head_end(view, hs, self.head_window_tokens, self._price, self._owned)
+            self._he_cache = (key, he, n)
         rs = self._recent.rs(view, self._owned)
         return Regions(view.length(), hs, he, rs)
 
