@@ -48,7 +48,7 @@ from .errors import (
     ReaderRecordError,
     StrategyNotStartedError,
 )
-from .namespace import NamespaceActor, UnreadableRecord
+from .namespace import NamespaceActor
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -658,9 +658,7 @@ class ContextManager:
         """Make branch ``name`` at this manager's head and move this manager onto it (only this
         one, SPEC D1). Refused before the branch is made when the namespace's record names
         another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
-        self._check("fork")
-        self._check_record_here("fork")
-        self._store.model.branch_info(self._branch)
+        self._check("fork")  # the record check here is the one the child inherits (R4, R7)
         if self._store.has_branch(name):
             raise BranchExistsError(name)
         await self._store.create_branch(name, self._branch)
@@ -672,8 +670,7 @@ class ContextManager:
         reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("switch_branch", started=False)
         self._store.branch_info(name)
-        target = self._runtime._actor(name, self._namespace)
-        self._check_record(target, "switch_branch")
+        self._runtime._actor(name, self._namespace).check(self._reader, "switch_branch")
         await self._move(name, self._strategy, "switch_branch")
 
     async def set_strategy(self, strategy: Any) -> None:
@@ -681,19 +678,8 @@ class ContextManager:
         this manager may not work here or the new strategy does not mark its compression reads
         under a reader (R1, R2, R4, R7, N7)."""
         self._check("set_strategy", started=False)
-        self._check_record_here("set_strategy")
         self._require_capability(strategy, "set_strategy")
         await self._move(self._branch, strategy, "set_strategy")
-
-    def _check_record(self, actor: NamespaceActor, action: str) -> None:
-        record = actor.record
-        if isinstance(record, UnreadableRecord):
-            raise ReaderRecordError(namespace=self._namespace, branch=actor.branch, record=record.value, action=action)
-        if record is not None and record != self._reader:
-            raise ReaderClaimError(namespace=self._namespace, branch=actor.branch, recorded=record, requested=self._reader, action=action)
-
-    def _check_record_here(self, action: str) -> None:
-        self._check_record(self._actor, action)
 
     async def _move(self, branch: str, strategy: Any, action: str) -> None:
         """Leave the current branch (cancelling drains; an in-flight answer is discarded), bind to
@@ -706,7 +692,7 @@ class ContextManager:
         target = self._runtime._actor(branch, self._namespace)
         try:
             async with target.turn():
-                self._check_record(target, action)
+                target.check(self._reader, action)
                 wrote = self._reader is not None and target.claim_now(self._reader, action)
                 self._epoch += 1
                 self._detach()
@@ -730,7 +716,6 @@ class ContextManager:
         its strategy failed to start (D4), when the record is not a reader's name (R7), or when
         the strategy does not mark its compression reads under a reader (N7)."""
         self._check("derive")
-        self._check_record_here("derive")
         self._require_capability(strategy, "derive")
         if self._store.has_branch(branch):
             raise BranchExistsError(branch)
