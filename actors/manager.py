@@ -26,7 +26,7 @@ from store.errors import BranchExistsError, MalformedContentError, UnknownMessag
 from store.messages import Message, freeze_metadata
 from store.model import MISSING
 from store.narrowing import narrowing_of
-from store.views import MessageView, ViewFilter, reader_view
+from store.views import MessageView, ViewFilter
 from strategies.base import (
     Injection,
     MessageInjection,

@@ -34,7 +34,7 @@ from .blocks import ContentBlock
 from .groups import collapse
 from .errors import StoreFailedError, StoreLockedError, UnknownMessageError
 from .messages import Message, freeze_metadata
-from .model import MISSING, UNREADABLE, BranchInfo, LogModel, Row
+from .model import MISSING, BranchInfo, LogModel, Row
 
 __all__ = ["SqliteStore", "open_store", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
 
@@ -490,6 +490,3 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> 
     finally:
         _unlock(lock)
 
-
-# Re-exported for callers that inspect state records.
-UNREADABLE_STATE = UNREADABLE

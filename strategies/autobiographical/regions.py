@@ -19,7 +19,7 @@ from store.messages import Message
 
 from ..repair import glued
 
-__all__ = ["Regions", "RecentWindow", "ViewLike", "head_end", "recent_start", "straddle", "has_call", "is_glued"]
+__all__ = ["Regions", "RecentWindow", "ViewLike", "head_end", "straddle", "has_call", "is_glued"]
 
 
 class ViewLike(Protocol):
@@ -91,14 +91,6 @@ def straddle(view: ViewLike, rs: int, owned: Callable[[str], bool]) -> int:
     while 0 < rs < view.length() and is_glued(view, rs) and not owned(view.id_at(rs - 1)):
         rs -= 1
     return rs
-
-
-def recent_start(view: ViewLike, budget: int, cost: Callable[[Message], int], owned: Callable[[str], bool]) -> int:
-    """The recent window's start: the longest suffix within ``budget`` holding no owned message,
-    widened to a whole unit (full computation; see :class:`RecentWindow` for the incremental one)."""
-    window = RecentWindow(budget)
-    window.reset(view, cost, owned)
-    return window.rs(view, owned)
 
 
 class RecentWindow:

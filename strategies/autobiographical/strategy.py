@@ -33,7 +33,6 @@ from ..truncation import truncate_content
 from ..windowed import first_position_at_or_after
 from .chunking import FrontierWalk, frontier_start
 from .compression import (
-    CONTEXT_MANAGER,
     L1_INSTRUCTION,
     MARKER,
     MERGE_INSTRUCTION,
