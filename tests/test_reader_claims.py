@@ -834,3 +834,34 @@ async def test_refused_set_strategy_keeps_old_strategy_when_a_claim_lands_during
         assert opened["ann"].view_reader == "ann"
         assert new.calls == []
         assert nobody.strategy is old
+
+
+async def test_row24_refuses_a_fork_when_the_head_records_another_reader():
+    """Seed row 24: "refuses a fork when the head records another reader, before it makes a
+    branch". SPEC R1, R2, R4, D1.
+
+    Changed by SPEC D1: a fork starts at the manager's own head, where a manager that compiles
+    for ann can only be while the head records ann. The head records another reader for (a) a
+    manager opened with no reader before bob claimed the namespace, and (b) a manager for ann
+    whose namespace's record is, in the actor's memory, someone else's (foreign data; set
+    directly, as no public write can change a claim). Each fork is refused naming the recorded
+    reader, and no branch is made."""
+    async with open_runtime() as rt:
+        stale = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
+        await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="bob")
+        before = dump(rt.store)
+        with pytest.raises(ReaderClaimError) as refused:
+            await stale.fork("from-stale")
+        assert "'bob'" in str(refused.value)
+        assert dump(rt.store) == before
+        assert [b.name for b in rt.list_branches()] == ["main"]
+
+        ann = await rt.open_manager("agents/y", strategy=PassthroughStrategy(), view_reader="ann")
+        ann._actor.record = "bob"  # foreign data in memory, see the docstring
+        before = dump(rt.store)
+        with pytest.raises(ReaderClaimError) as refused:
+            await ann.fork("from-ann")
+        assert "'ann'" in str(refused.value) and "'bob'" in str(refused.value)
+        assert dump(rt.store) == before
+        assert [b.name for b in rt.list_branches()] == ["main"]
+        ann._actor.record = "ann"

@@ -29,6 +29,7 @@ from store import (
     ToolResultBlock,
     ToolUseBlock,
     content_for_reader,
+    block_to_json,
     content_to_json,
     text,
     thinking,
@@ -657,3 +658,33 @@ def test_property_random_audiences_reach_exactly_their_readers(conversation):
                         assert shown == expected, (reader, make.name)
 
     trio.run(run)
+
+
+async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it():
+    """Seed row 8: "takes a hidden block's raw replay form off the blocks that share it".
+    SPEC A4, 3.1.
+
+    troupe's blocks carry no raw replay forms (SPEC 3.1 defines none): a block holds only its own
+    fields, so nothing of a hidden block can ride on a visible one. What is left to assert is
+    the intent: the blocks a reader sees of a message with another reader's block are exactly
+    the stored blocks (no extra field, nothing of the hidden block), minus their audience."""
+    async with open_runtime() as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        stored = await ann.add_message(
+            "assistant",
+            [
+                text("for everyone"),
+                text("BOB-SECRET reasoning", ["bob"]),
+                tool_use("c1", "lookup", {"q": "shared"}),
+                text("for ann too", ["ann", "bob"]),
+            ],
+        )
+        compiled = await ann.compile(max_tokens=100_000, reserve_for_response=0)
+        (message,) = compiled.messages
+        assert [block_to_json(b) for b in message.content] == [
+            {"type": "text", "text": "for everyone"},
+            {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"q": "shared"}},
+            {"type": "text", "text": "for ann too"},
+        ]
+        assert "BOB-SECRET" not in json.dumps([block_to_json(b) for b in message.content])
+        assert compiled.provenance.raw_bodies[stored.id] == message.content
