@@ -128,29 +128,17 @@ def _check_store_file(path: str) -> None:
 @asynccontextmanager
 async def open_runtime(path: str, *, model: Any = None, must_exist: bool = True):
     """The runtime over the store at ``path``. With ``must_exist``, a missing PATH is refused
-    instead of created. A store another process holds is refused with exit code 2.
-
-    An expected error raised in the block is re-raised after the runtime closed, so that it
-    reaches the caller as itself rather than inside the runtime's exception groups."""
+    instead of created. A store another process holds is refused with exit code 2. (The
+    library's ``open_runtime`` raises what the block raised, not its task groups' wrapping.)"""
     if must_exist:
         _check_store_file(path)
-    failure: BaseException | None = None
     try:
         async with _open_runtime(path, model=model) as rt:
-            try:
-                yield rt
-            except Exception as exc:
-                if not _expected(exc):
-                    raise
-                failure = exc
-    except BaseExceptionGroup as group:
-        raise _single_expected(group) or group
+            yield rt
     except StoreLockedError as exc:
         raise CliError(str(exc), EXIT_BUSY) from None
     except sqlite3.DatabaseError as exc:
         raise CliError(f"{path!r} could not be opened as a troupe store: {exc}") from None
-    if failure is not None:
-        raise failure
 
 
 def _single_expected(group: BaseExceptionGroup) -> BaseException | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import attrs
 
 from store.blocks import content_to_json, decode_stored_content
 from store.messages import Message
@@ -210,7 +211,7 @@ class Runtime:
         """The rewrites an edit makes to context-log copies of ``message_id`` on ``branch``: each
         as its namespace's reader sees the new content, dropped (``None``) where it sees nothing."""
         rewrites: dict[str, Any] = {}
-        edited = Message(stored.id, stored.sequence, stored.participant, content, stored.metadata, stored.timestamp)
+        edited = attrs.evolve(stored, content=content)
         for key in self._copy_index(branch).get(message_id, ()):
             if self._store.model.get_state(branch, key) in (None, MISSING):
                 continue
