@@ -49,14 +49,14 @@ class CompiledContext:
         """The Anthropic Messages API ``messages`` for this compile, with ``assistant`` as the
         participant that takes the assistant role (SPEC 3.3.1). System injections are not
         included: pass them as the request's ``system``."""
-        from .provider_forms import to_anthropic
+        from strategies.provider_forms import to_anthropic
 
         return to_anthropic(self.messages, assistant)
 
     def to_openai(self, assistant: str) -> list[dict[str, Any]]:
         """The OpenAI Chat Completions ``messages`` for this compile (system injections first, as a
         ``system`` message), with ``assistant`` taking the assistant role (SPEC 3.3.1)."""
-        from .provider_forms import to_openai
+        from strategies.provider_forms import to_openai
 
         return to_openai(self.messages, assistant, self.system_injections)
 

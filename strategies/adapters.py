@@ -6,8 +6,8 @@ Completion``. The SDKs are optional extras and are imported only when an adapter
 ``import strategies`` never needs them (``pip install 'troupe[anthropic]'`` /
 ``'troupe[openai]'``).
 
-Request: ``request.messages`` are shaped by :func:`~actors.provider_forms.to_anthropic` /
-:func:`~actors.provider_forms.to_openai` with the participant ``assistant`` as the assistant (so
+Request: ``request.messages`` are shaped by :func:`~strategies.provider_forms.to_anthropic` /
+:func:`~strategies.provider_forms.to_openai` with the participant ``assistant`` as the assistant (so
 consecutive same-role messages are merged and roles alternate); ``request.system`` is Anthropic's
 ``system`` or OpenAI's leading system message; ``request.max_tokens`` is ``max_tokens``
 (OpenAI: ``max_completion_tokens``); ``request.model``, when set, overrides the adapter's model.
@@ -202,7 +202,7 @@ class AnthropicModel(_RetryingModel):
 
     def request_params(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""
-        from actors.provider_forms import to_anthropic
+        from .provider_forms import to_anthropic
 
         messages = to_anthropic(request.messages, ASSISTANT)
         if not messages:
@@ -296,7 +296,7 @@ class OpenAIModel(_RetryingModel):
 
     def request_params(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
-        from actors.provider_forms import to_openai
+        from .provider_forms import to_openai
 
         system = (TextBlock(request.system),) if request.system else ()
         messages = to_openai(request.messages, ASSISTANT, system)

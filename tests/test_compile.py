@@ -652,7 +652,7 @@ async def test_provider_forms_of_a_mixed_conversation_hold_no_audience_key():
     """SPEC 3.3.1: ``to_anthropic("assistant")`` and ``to_openai("assistant")`` of a compile over a
     multi-party conversation with audiences, tool calls and thinking are lists without any
     ``audience`` key (a key of that name inside a tool call's input is the tool's data)."""
-    pytest.importorskip("actors.provider_forms")
+    pytest.importorskip("strategies.provider_forms")
     async with open_runtime() as rt:
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
             await write_all(

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
+from strategies.provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
 from store.blocks import (
     image,
     redacted_thinking,

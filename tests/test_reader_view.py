@@ -484,7 +484,7 @@ async def test_row67_another_managers_audience_block_switches_the_view_at_once(h
 async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough():
     """SPEC A6: a host that sets no reader and writes no audience gets compiles identical to a plain
     passthrough of the stored messages (same participants, the same content objects)."""
-    from actors.provider_forms import to_anthropic, to_openai
+    from strategies.provider_forms import to_anthropic, to_openai
 
     async with open_runtime() as rt:
         async with rt.manager("agents/host", strategy=PassthroughStrategy()) as host:

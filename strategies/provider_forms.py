@@ -39,7 +39,8 @@ from store.blocks import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from strategies.base import CompiledMessage
+from .base import CompiledMessage
+from .repair import STUB_RESULT  # the stub a call with no result gets, as in compiles
 
 __all__ = [
     "to_anthropic",
@@ -48,12 +49,6 @@ __all__ = [
     "CONVERSATION_CONTINUES",
     "NO_OUTPUT",
 ]
-
-STUB_RESULT = (
-    "[this call's result isn't shown in this context. If you need its output and the tool only reads, "
-    "call it again; you'll get what it returns now.]"
-)
-"""The result given to one of the assistant's own calls whose result is nowhere later in the list."""
 
 CONVERSATION_CONTINUES = "[conversation continues]"
 """The text of the user message put before an Anthropic list that would start with the assistant."""
