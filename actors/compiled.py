@@ -114,6 +114,7 @@ def assemble(
 
     raw_bodies: dict[str, tuple[ContentBlock, ...]] = {}
     present: dict[str, bool] = {}
+    shards: list[str] = []
     for entry in sources:
         if entry.kind != "raw":
             continue
@@ -123,7 +124,9 @@ def assemble(
                 continue
             raw_bodies[message_id] = reader_body(stored, reader)
             present[message_id] = message_id not in selection.incomplete and not view.thinking_dropped(message_id)
-    _judge_shards(present, view)
+            if _body_of(stored) is not None:
+                shards.append(message_id)
+    _judge_shards(present, shards, view)
 
     total = sum(estimator(m.content) for m in messages) + (estimator(system) if system else 0)
     return CompiledContext(
@@ -139,11 +142,12 @@ def _body_of(message: Message) -> str | None:
     return body if isinstance(body, str) else None
 
 
-def _judge_shards(present: dict[str, bool], view: MessageView) -> None:
+def _judge_shards(present: dict[str, bool], shards: list[str], view: MessageView) -> None:
     """A body whose shards did not all make it into the compile is incomplete (SPEC P1). Only
-    shards in the reader's view count: one wholly another reader's is no part of the body."""
+    shards in the reader's view count: one wholly another reader's is no part of the body.
+    ``shards`` are the compile's raw sources that are shards of a body."""
     checked: set[str] = set()
-    for message_id in list(present):
+    for message_id in shards:
         if message_id in checked:
             continue
         position = view.position_of(message_id)
