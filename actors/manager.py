@@ -692,8 +692,7 @@ class ContextManager:
         target = self._runtime._actor(branch, self._namespace)
         try:
             async with target.turn():
-                target.check(self._reader, action)
-                wrote = self._reader is not None and target.claim_now(self._reader, action)
+                target.check(self._reader, action)  # no await before the claim below: it cannot fail
                 self._epoch += 1
                 self._detach()
                 self._branch = branch
@@ -701,8 +700,8 @@ class ContextManager:
                 self._view = self._make_view(branch)
                 self._strategy = strategy
                 self._started = False
-                if wrote:
-                    await self._store.set_state(branch, target.reader_key, self._reader)
+                if self._reader is not None:
+                    await target.claim(self._reader, action)
                 await self._start(action)
         except (ReaderClaimError, ReaderRecordError):
             if self._actor is not target:
