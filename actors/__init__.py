@@ -1,9 +1,9 @@
-"""troupe's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI."""
+"""asides's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI."""
 
-from strategies.base import CompiledMessage, Injection, MessageInjection, SourceEntry
+from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
 
-from .compiled import CompiledContext, Provenance
-from .errors import (
+from ._compiled import CompiledContext, Provenance
+from ._errors import (
     BranchExistsError,
     CompressionError,
     FloorUnavailableError,
@@ -17,13 +17,13 @@ from .errors import (
     StoreLockedError,
     StrategyCapabilityError,
     StrategyNotStartedError,
-    TroupeError,
+    AsidesError,
     UnknownBranchError,
     UnknownMessageError,
 )
-from .manager import ContextEntry, ContextManager, Derivation
-from .runtime import Runtime, open_runtime
-from store.model import BranchInfo
+from ._manager import ContextEntry, ContextManager, Derivation
+from ._runtime import Runtime, open_runtime
+from ..store._model import BranchInfo
 
 __all__ = [
     "BranchExistsError",
@@ -50,7 +50,7 @@ __all__ = [
     "StoreLockedError",
     "StrategyCapabilityError",
     "StrategyNotStartedError",
-    "TroupeError",
+    "AsidesError",
     "UnknownBranchError",
     "UnknownMessageError",
     "open_runtime",

@@ -72,11 +72,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trio  # noqa: E402
 
-from actors import open_runtime  # noqa: E402
-from store import text  # noqa: E402
-from strategies.autobiographical import AutobiographicalStrategy  # noqa: E402
-from strategies.errors import OverBudgetError  # noqa: E402
-from strategies.models import ExtractiveModel  # noqa: E402
+from asides.actors import open_runtime  # noqa: E402
+from asides.store import text  # noqa: E402
+from asides.strategies._autobiographical import AutobiographicalStrategy  # noqa: E402
+from asides.strategies._errors import OverBudgetError  # noqa: E402
+from asides.strategies._models import ExtractiveModel  # noqa: E402
 
 NAMESPACE = "bench"
 READER = "ann"
@@ -186,7 +186,7 @@ async def run_case(size: int, arm: str, build: str, args: argparse.Namespace, gc
         requests += len(model.requests)
         model.requests.clear()
 
-    with tempfile.TemporaryDirectory(prefix="troupe-bench-") as directory:
+    with tempfile.TemporaryDirectory(prefix="asides-bench-") as directory:
         path = os.path.join(directory, "store.db")
         async with open_runtime(path, model=model) as runtime:
             manager = await runtime.open_manager(NAMESPACE, strategy=_strategy(), view_reader=reader)
@@ -394,7 +394,7 @@ ARGS: argparse.Namespace
 async def main(args: argparse.Namespace) -> None:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    print("troupe benchmark: AutobiographicalStrategy with ExtractiveModel")
+    print("asides benchmark: AutobiographicalStrategy with ExtractiveModel")
     print(f"python {platform.python_version()} on {platform.platform()}, trio {trio.__version__}")
     print(f"strategy AutobiographicalStrategy({', '.join(f'{k}={v}' for k, v in STRATEGY_OPTIONS.items())})")
     print("messages: ~300 bytes of ASCII text each, user/assistant alternating; reader arm: view_reader='ann',")

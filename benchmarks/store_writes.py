@@ -35,7 +35,7 @@ if ROOT not in sys.path:
 
 import trio  # noqa: E402
 
-from store import open_store, text  # noqa: E402
+from asides.store import open_store, text  # noqa: E402
 
 BUILD_BATCH = 10_000
 WARMUP = 20
@@ -120,7 +120,7 @@ async def run(sizes: list[int], sequential: int, writers: int, per_writer: int, 
     )
     print(header)
     print("-" * len(header))
-    with tempfile.TemporaryDirectory(prefix="troupe-bench-") as directory:
+    with tempfile.TemporaryDirectory(prefix="asides-bench-") as directory:
         for n in sizes:
             path = os.path.join(directory, f"store-{n}.db")
             built = await build(path, n)

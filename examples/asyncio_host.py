@@ -1,6 +1,6 @@
-"""troupe from a plain asyncio program.
+"""asides from a plain asyncio program.
 
-Trio is troupe's reference backend, but the library runs on anyio, so an asyncio host uses the
+Trio is asides's reference backend, but the library runs on anyio, so an asyncio host uses the
 same API with no Trio code of its own (under asyncio the store calls aiosqlite directly). This
 script opens a runtime on a store file under ``asyncio.run``, opens two agents, ann and bob, each
 compiling for its own reader, writes a message with a line for each of them and one for both,
@@ -23,9 +23,9 @@ import tempfile
 # Run from a checkout without installing: put the repository root on the path.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from actors import open_runtime  # noqa: E402
-from store import text  # noqa: E402
-from strategies import PassthroughStrategy  # noqa: E402
+from asides.actors import open_runtime  # noqa: E402
+from asides.store import text  # noqa: E402
+from asides.strategies import PassthroughStrategy  # noqa: E402
 
 
 def texts(compiled) -> str:

@@ -14,7 +14,7 @@ it waits for every drain, prints each agent's memories by level and checks that 
 reached a compile, a memory or a model request of an agent it was not for.
 
 Answers: with ``ANTHROPIC_API_KEY`` set, ``AnthropicModel`` answers from the compile and writes
-the memories (needs ``pip install 'troupe[anthropic]'``). Without it, everything is offline and
+the memories (needs ``pip install 'asides[anthropic]'``). Without it, everything is offline and
 deterministic: the agent's answer quotes the newest line of its compile, and the
 ``ExtractiveModel`` writes the memories. The conversation and the final counts are the same on
 every run; the per-turn compile sizes and pending work show how far the background drains had
@@ -25,7 +25,7 @@ those readers only (the host looks the line up through the compile's provenance)
 
 Run it from the repository root: ``python examples/multi_agent_host.py [--turns N] [--store
 PATH]``. By default it uses a temporary store file; ``--store PATH`` keeps the store, for
-``troupe inspect PATH``.
+``asides inspect PATH``.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trio  # noqa: E402
 
-from actors import CompiledMessage, OverBudgetError, open_runtime  # noqa: E402
-from store import TextBlock, content_for_reader, content_to_json, text  # noqa: E402
-from strategies import (  # noqa: E402
+from asides.actors import CompiledMessage, OverBudgetError, open_runtime  # noqa: E402
+from asides.store import TextBlock, content_for_reader, content_to_json, text  # noqa: E402
+from asides.strategies import (  # noqa: E402
     AutobiographicalStrategy,
     CompletionRequest,
     ExtractiveModel,
@@ -152,7 +152,7 @@ def reply_audience(name: str, agent, compiled) -> tuple[str, ...] | None:
 async def main(path: str, turns: int) -> int:
     online = None
     if os.environ.get("ANTHROPIC_API_KEY"):
-        from strategies.models import AnthropicModel
+        from asides.strategies._models import AnthropicModel
 
         online = AnthropicModel()
         print("answers and memories: AnthropicModel (ANTHROPIC_API_KEY is set)")

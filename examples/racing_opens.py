@@ -34,9 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import trio  # noqa: E402
 import trio.testing  # noqa: E402
 
-from actors import ReaderClaimError, open_runtime  # noqa: E402
-from store import text  # noqa: E402
-from strategies import PassthroughStrategy  # noqa: E402
+from asides.actors import ReaderClaimError, open_runtime  # noqa: E402
+from asides.store import text  # noqa: E402
+from asides.strategies import PassthroughStrategy  # noqa: E402
 
 NAMESPACE = "agents/shared"
 

@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trio  # noqa: E402
 
-from actors import open_runtime  # noqa: E402
-from store import content_to_json, text  # noqa: E402
-from strategies.passthrough import PassthroughStrategy  # noqa: E402
+from asides.actors import open_runtime  # noqa: E402
+from asides.store import content_to_json, text  # noqa: E402
+from asides.strategies._passthrough import PassthroughStrategy  # noqa: E402
 
 
 async def main() -> None:

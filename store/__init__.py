@@ -1,6 +1,6 @@
-"""troupe's store: content blocks with audiences, messages, the durable SQLite store, views."""
+"""asides's store: content blocks with audiences, messages, the durable SQLite store, views."""
 
-from .blocks import (
+from ._blocks import (
     Audience,
     ContentBlock,
     ImageBlock,
@@ -27,19 +27,19 @@ from .blocks import (
     tool_result,
     tool_use,
 )
-from .errors import (
+from ._errors import (
     BranchExistsError,
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
-    TroupeError,
+    AsidesError,
     UnknownBranchError,
     UnknownMessageError,
 )
-from .messages import Message
-from .model import BranchInfo
-from .sqlite import SqliteStore, open_store
-from .views import MessageView, ViewFilter, reader_body, reader_view
+from ._messages import Message
+from ._model import BranchInfo
+from ._sqlite import SqliteStore, open_store
+from ._views import MessageView, ViewFilter, reader_body, reader_view
 
 __all__ = [
     "Audience",
@@ -59,7 +59,7 @@ __all__ = [
     "ThinkingBlock",
     "ToolResultBlock",
     "ToolUseBlock",
-    "TroupeError",
+    "AsidesError",
     "UnknownBranchError",
     "UnknownMessageError",
     "UnreadableBlock",

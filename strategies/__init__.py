@@ -1,6 +1,6 @@
-"""troupe's strategies: what of the history a compile holds, and the models they compress with."""
+"""asides's strategies: what of the history a compile holds, and the models they compress with."""
 
-from .base import (
+from ._base import (
     CompiledMessage,
     ContextStrategy,
     Injection,
@@ -11,15 +11,15 @@ from .base import (
     StrategyContext,
     StrategyState,
 )
-from .errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
-from .models import Completion, CompletionRequest, Model, Usage
-from .autobiographical import AutobiographicalStrategy, Summary
-from .knowledge import KnowledgeStrategy
-from .adapters import AnthropicModel, OpenAIModel
-from .models import ExtractiveModel, completion_text
-from .passthrough import PassthroughStrategy
-from .tokens import default_estimate, estimate_text
-from .windowed import WindowedPassthroughStrategy
+from ._errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
+from ._models import Completion, CompletionRequest, Model, Usage
+from ._autobiographical import AutobiographicalStrategy, Summary
+from ._knowledge import KnowledgeStrategy
+from ._adapters import AnthropicModel, OpenAIModel
+from ._models import ExtractiveModel, completion_text
+from ._passthrough import PassthroughStrategy
+from ._tokens import default_estimate, estimate_text
+from ._windowed import WindowedPassthroughStrategy
 
 __all__ = [
     "AnthropicModel",

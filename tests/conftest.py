@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-
-# The project root on sys.path, so ``import store`` works without an install too.
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 @pytest.fixture

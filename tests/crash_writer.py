@@ -17,13 +17,10 @@ from __future__ import annotations
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 import trio  # noqa: E402
 
-from store import open_store, text  # noqa: E402
+from asides.store import open_store, text  # noqa: E402
 
 PAD = "x" * 200
 TASKS = 4

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import trio
 
-from store.blocks import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
-from strategies.base import CompiledMessage
-from strategies.models import Completion, CompletionRequest, Model, Usage, completion_text
+from asides.store._blocks import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from asides.strategies._base import CompiledMessage
+from asides.strategies._models import Completion, CompletionRequest, Model, Usage, completion_text
 
 
 def _httpx() -> Any:
@@ -181,25 +181,25 @@ OPENAI_RATE_LIMITED = openai_error(
 
 
 def test_adapters_need_no_sdk_to_import_strategies() -> None:
-    import strategies.models as models
+    import asides.strategies._models as models
 
     assert "AnthropicModel" in models.__all__ and "OpenAIModel" in models.__all__
-    from strategies.adapters import AnthropicModel, OpenAIModel
+    from asides.strategies._adapters import AnthropicModel, OpenAIModel
 
     assert models.AnthropicModel is AnthropicModel and models.OpenAIModel is OpenAIModel
 
 
 @pytest.mark.parametrize(("name", "module", "extra"), [("AnthropicModel", "anthropic", "anthropic"), ("OpenAIModel", "openai", "openai")])
 def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, name: str, module: str, extra: str) -> None:
-    from strategies import adapters
+    from asides.strategies import _adapters as adapters
 
     monkeypatch.setitem(sys.modules, module, None)  # makes ``import <module>`` fail
-    with pytest.raises(ImportError, match=rf"pip install 'troupe\[{extra}\]'"):
+    with pytest.raises(ImportError, match=rf"pip install 'asides\[{extra}\]'"):
         getattr(adapters, name)()
 
 
 def test_bad_retry_arguments_are_refused(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     with pytest.raises(ValueError):
         AnthropicModel(max_retries=-1)
@@ -210,7 +210,7 @@ def test_bad_retry_arguments_are_refused(anthropic_sdk: Any) -> None:
 
 
 async def test_default_clients_are_built_lazily_without_sdk_retries(anthropic_sdk: Any, openai_sdk: Any) -> None:
-    from strategies.adapters import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, AnthropicModel, OpenAIModel
+    from asides.strategies._adapters import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, AnthropicModel, OpenAIModel
 
     anthropic_model = AnthropicModel(api_key="test-key")
     openai_model = OpenAIModel(api_key="test-key", base_url="http://localhost:9/v1")
@@ -230,7 +230,7 @@ async def test_default_clients_are_built_lazily_without_sdk_retries(anthropic_sd
 
 
 async def test_anthropic_request_shape(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((200, anthropic_message()))
     model = AnthropicModel(model="claude-haiku-5-5", client=anthropic_client(anthropic_sdk, api))
@@ -265,7 +265,7 @@ async def test_anthropic_request_shape(anthropic_sdk: Any) -> None:
 
 
 async def test_anthropic_request_model_overrides_and_no_system(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api))
@@ -277,7 +277,7 @@ async def test_anthropic_request_model_overrides_and_no_system(anthropic_sdk: An
 
 
 async def test_anthropic_empty_request_is_refused_without_a_call(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api))
@@ -287,7 +287,7 @@ async def test_anthropic_empty_request_is_refused_without_a_call(anthropic_sdk: 
 
 
 async def test_anthropic_response_parsing(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     content = [
         {"type": "thinking", "thinking": "The stretch is about the garden.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
@@ -312,7 +312,7 @@ async def test_anthropic_response_parsing(anthropic_sdk: Any) -> None:
 
 
 async def test_anthropic_tool_use_block_is_kept(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     content = [
         {"type": "text", "text": "Let me look."},
@@ -326,7 +326,7 @@ async def test_anthropic_tool_use_block_is_kept(anthropic_sdk: Any) -> None:
 
 @pytest.mark.parametrize("stop_reason", ["end_turn", "max_tokens", "refusal", "stop_sequence", "pause_turn"])
 async def test_anthropic_stop_reason_is_passed_through(anthropic_sdk: Any, stop_reason: str) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     content = [] if stop_reason == "refusal" else [{"type": "text", "text": "partial"}]
     api = FakeAPI((200, anthropic_message(content, stop_reason)))
@@ -339,7 +339,7 @@ async def test_anthropic_stop_reason_is_passed_through(anthropic_sdk: Any, stop_
 
 
 async def test_anthropic_retries_429_honouring_retry_after(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((429, RATE_LIMITED, {"retry-after": "7"}), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api), first_backoff=1.0)
@@ -351,7 +351,7 @@ async def test_anthropic_retries_429_honouring_retry_after(anthropic_sdk: Any, a
 
 
 async def test_anthropic_retry_after_is_capped(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((429, RATE_LIMITED, {"retry-after": "3600"}), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api), max_backoff=30.0)
@@ -361,7 +361,7 @@ async def test_anthropic_retry_after_is_capped(anthropic_sdk: Any, autojump_cloc
 
 
 async def test_anthropic_retry_after_ms(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((429, RATE_LIMITED, {"retry-after-ms": "2500", "retry-after": "3"}), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api))
@@ -371,7 +371,7 @@ async def test_anthropic_retry_after_ms(anthropic_sdk: Any, autojump_clock: trio
 
 
 async def test_anthropic_retries_overloaded_with_doubling_backoff(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI(*[(529, OVERLOADED)] * 4, (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api), max_retries=4, first_backoff=1.0, max_backoff=3.0)
@@ -382,7 +382,7 @@ async def test_anthropic_retries_overloaded_with_doubling_backoff(anthropic_sdk:
 
 
 async def test_anthropic_overloaded_body_under_another_status_is_retried(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((503, OVERLOADED), (500, anthropic_error("api_error", "Internal server error")), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api))
@@ -393,7 +393,7 @@ async def test_anthropic_overloaded_body_under_another_status_is_retried(anthrop
 
 
 async def test_anthropic_gives_up_after_max_retries(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((529, OVERLOADED))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api), max_retries=2, first_backoff=5.0)
@@ -416,7 +416,7 @@ async def test_anthropic_gives_up_after_max_retries(anthropic_sdk: Any, autojump
 async def test_anthropic_client_errors_are_not_retried(
     anthropic_sdk: Any, autojump_clock: trio.testing.MockClock, status: int, body: dict[str, Any]
 ) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((status, body), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api))
@@ -428,7 +428,7 @@ async def test_anthropic_client_errors_are_not_retried(
 
 
 async def test_anthropic_sdk_retries_are_turned_off_on_a_given_client(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((429, RATE_LIMITED))
     client = anthropic_client(anthropic_sdk, api, max_retries=5)
@@ -443,7 +443,7 @@ async def test_anthropic_sdk_retries_are_turned_off_on_a_given_client(anthropic_
 
 
 async def test_openai_request_shape(openai_sdk: Any) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((200, openai_completion()))
     model = OpenAIModel(model="gpt-5.4-mini", client=openai_client(openai_sdk, api))
@@ -465,7 +465,7 @@ async def test_openai_request_shape(openai_sdk: Any) -> None:
 
 
 async def test_openai_request_model_overrides_and_no_system(openai_sdk: Any) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((200, openai_completion()))
     model = OpenAIModel(client=openai_client(openai_sdk, api))
@@ -476,7 +476,7 @@ async def test_openai_request_model_overrides_and_no_system(openai_sdk: Any) -> 
 
 
 async def test_openai_response_parsing(openai_sdk: Any) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((200, openai_completion("- We planted tomatoes and basil.\n- The frost came early.")))
     completion = await OpenAIModel(client=openai_client(openai_sdk, api)).complete(REQUEST)
@@ -505,7 +505,7 @@ TOOL_CALLS = [
 async def test_openai_stop_reason_mapping(
     openai_sdk: Any, finish_reason: str, content: str | None, extra: dict[str, Any], expected: str
 ) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((200, openai_completion(content, finish_reason, **extra)))
     completion = await OpenAIModel(client=openai_client(openai_sdk, api)).complete(REQUEST)
@@ -514,7 +514,7 @@ async def test_openai_stop_reason_mapping(
 
 
 async def test_openai_missing_usage_is_zero(openai_sdk: Any) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     body = openai_completion()
     del body["usage"]
@@ -527,7 +527,7 @@ async def test_openai_missing_usage_is_zero(openai_sdk: Any) -> None:
 
 
 async def test_openai_retries_429_then_succeeds(openai_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI(
         (429, OPENAI_RATE_LIMITED, {"retry-after": "4"}),
@@ -543,7 +543,7 @@ async def test_openai_retries_429_then_succeeds(openai_sdk: Any, autojump_clock:
 
 
 async def test_openai_retries_server_errors_and_gives_up(openai_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((503, openai_error("The server is overloaded or not ready yet.", "server_error", None)))
     model = OpenAIModel(client=openai_client(openai_sdk, api), max_retries=3, first_backoff=2.0, max_backoff=60.0)
@@ -565,7 +565,7 @@ async def test_openai_retries_server_errors_and_gives_up(openai_sdk: Any, autoju
 async def test_openai_errors_not_retried(
     openai_sdk: Any, autojump_clock: trio.testing.MockClock, status: int, body: dict[str, Any]
 ) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((status, body), (200, openai_completion()))
     model = OpenAIModel(client=openai_client(openai_sdk, api))
@@ -587,7 +587,7 @@ def _run_asyncio(make: Callable[[], Any]) -> Completion:
 
 
 def test_anthropic_under_asyncio(anthropic_sdk: Any) -> None:
-    from strategies.adapters import AnthropicModel
+    from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((529, OVERLOADED), (200, anthropic_message()))
     model = AnthropicModel(client=anthropic_client(anthropic_sdk, api), first_backoff=0.001)
@@ -596,7 +596,7 @@ def test_anthropic_under_asyncio(anthropic_sdk: Any) -> None:
 
 
 def test_openai_under_asyncio(openai_sdk: Any) -> None:
-    from strategies.adapters import OpenAIModel
+    from asides.strategies._adapters import OpenAIModel
 
     api = FakeAPI((429, OPENAI_RATE_LIMITED), (200, openai_completion()))
     model = OpenAIModel(client=openai_client(openai_sdk, api), first_backoff=0.001)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import anyio
 import sniffio
 
-from actors import ReaderClaimError, open_runtime
-from store import text
-from strategies.passthrough import PassthroughStrategy
+from asides.actors import ReaderClaimError, open_runtime
+from asides.store import text
+from asides.strategies._passthrough import PassthroughStrategy
 
 
 def _texts(compiled) -> list[str]:

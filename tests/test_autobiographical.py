@@ -38,8 +38,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from actors import CompressionError, OverBudgetError, ReaderClaimError, StrategyCapabilityError, open_runtime
-from store import (
+from asides.actors import CompressionError, OverBudgetError, ReaderClaimError, StrategyCapabilityError, open_runtime
+from asides.store import (
     ImageBlock,
     SystemChangeBlock,
     TextBlock,
@@ -54,9 +54,9 @@ from store import (
     tool_result,
     tool_use,
 )
-from strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy
-from strategies.models import Completion, CompletionRequest, Usage
-from strategies.tokens import estimate_text
+from asides.strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy
+from asides.strategies._models import Completion, CompletionRequest, Usage
+from asides.strategies._tokens import estimate_text
 from tests.helpers import dump, message_body, seed_records
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}

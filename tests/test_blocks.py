@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import (
+from asides.store import (
     ImageBlock,
     MalformedContentError,
     RedactedThinkingBlock,
@@ -35,7 +35,7 @@ from store import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    TroupeError,
+    AsidesError,
     UnreadableBlock,
     block_from_json,
     block_to_json,
@@ -53,7 +53,7 @@ from store import (
     tool_result,
     tool_use,
 )
-from store.blocks import decode_stored_content
+from asides.store._blocks import decode_stored_content
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -337,7 +337,7 @@ def test_wire_form_is_independent_of_the_block():
 
 def _assert_refusal_under(exc: MalformedContentError, root: str) -> None:
     assert isinstance(exc, ValueError)
-    assert isinstance(exc, TroupeError)
+    assert isinstance(exc, AsidesError)
     assert isinstance(exc.path, str) and exc.path
     assert exc.path.startswith(root)
 

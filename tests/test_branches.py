@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from actors import (
+from asides.actors import (
     BranchExistsError,
     MalformedContentError,
     ManagerClosedError,
@@ -39,10 +39,10 @@ from actors import (
     UnknownBranchError,
     open_runtime,
 )
-from actors.namespace import UnreadableRecord
-from store import BranchInfo, text
-from store.model import MISSING
-from strategies.passthrough import PassthroughStrategy
+from asides.actors._namespace import UnreadableRecord
+from asides.store import BranchInfo, text
+from asides.store._model import MISSING
+from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import dump, message_body, seed_records
 
 # -- helpers ------------------------------------------------------------------------------------

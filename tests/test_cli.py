@@ -1,4 +1,4 @@
-"""The ``troupe`` command line (``actors.cli``), through its entry point ``main([...])`` with
+"""The ``asides`` command line (``asides._cli``), through its entry point ``main([...])`` with
 captured output, and once as a user runs it (a subprocess).
 
 Covers the CLI issue: ``demo`` (exit code and its no-leak line), ``inspect`` and ``compile`` on a
@@ -21,10 +21,10 @@ import sys
 import pytest
 import trio
 
-from actors import open_runtime
-from actors.cli import demo_script, main
-from store import text, thinking, tool_result, tool_use
-from strategies import AutobiographicalStrategy, ExtractiveModel, WindowedPassthroughStrategy
+from asides.actors import open_runtime
+from asides._cli._app import demo_script, main
+from asides.store import text, thinking, tool_result, tool_use
+from asides.strategies import AutobiographicalStrategy, ExtractiveModel, WindowedPassthroughStrategy
 
 from helpers import Raw, message_body, seed_records
 
@@ -41,7 +41,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def one_error_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("troupe: "), err
+    assert lines[0].startswith("asides: "), err
     return lines[0]
 
 
@@ -89,7 +89,7 @@ def built(tmp_path) -> str:
 def test_help_everywhere_exits_0(capsys, argv):
     code, out, _err = run(capsys, *argv)
     assert code == 0
-    assert out.startswith("usage: troupe")
+    assert out.startswith("usage: asides")
 
 
 def test_usage_error_exits_2(capsys):
@@ -144,19 +144,19 @@ def test_demo_keeps_its_store_with_store_and_refuses_an_existing_one(capsys, tmp
 def test_demo_reports_a_leak_and_exits_1(capsys, monkeypatch):
     """The closing check is real: with a reader view that hides nothing (a broken library), the
     demo names leaks and exits 1."""
-    import store.views
+    import asides.store._views
 
-    monkeypatch.setattr(store.views, "reader_view", lambda message, reader: (message, False))
+    monkeypatch.setattr(asides.store._views, "reader_view", lambda message, reader: (message, False))
     code, out, _err = run(capsys, "demo")
     assert code == 1
     assert "LEAK" in out and NO_LEAK not in out
 
 
 def test_demo_as_a_user_runs_it():
-    """``python -m actors.cli demo`` in a subprocess (the console script calls the same main)."""
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
+    """``python -m asides demo`` in a subprocess (the console script calls the same main)."""
+    env = dict(os.environ, COLUMNS="120")
     result = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "asides", "demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert NO_LEAK in result.stdout
@@ -434,7 +434,7 @@ def test_foreign_files_are_refused(capsys, tmp_path):
     text_file = tmp_path / "notes.txt"
     text_file.write_text("just some notes\n")
     code, _out, err = run(capsys, "inspect", str(text_file))
-    assert code == 1 and "not a troupe store" in one_error_line(err)
+    assert code == 1 and "not a asides store" in one_error_line(err)
     assert text_file.read_text() == "just some notes\n"
 
     import sqlite3
@@ -445,7 +445,7 @@ def test_foreign_files_are_refused(capsys, tmp_path):
     connection.commit()
     connection.close()
     code, _out, err = run(capsys, "export", str(other))
-    assert code == 1 and "not a troupe store" in one_error_line(err)
+    assert code == 1 and "not a asides store" in one_error_line(err)
 
     code, _out, err = run(capsys, "inspect", str(tmp_path))
     assert code == 1 and "directory" in one_error_line(err)
@@ -453,11 +453,11 @@ def test_foreign_files_are_refused(capsys, tmp_path):
 
 async def test_locked_store_is_one_line_and_exits_2(built):
     """A store another process holds: the CLI (a subprocess) says so on one line and exits 2."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     async with open_runtime(built):
         for argv in (["inspect", built], ["export", built], ["import", built, os.devnull]):
             result = await trio.run_process(
-                [sys.executable, "-m", "actors.cli", *argv], capture_stdout=True, capture_stderr=True, check=False, env=env
+                [sys.executable, "-m", "asides", *argv], capture_stdout=True, capture_stderr=True, check=False, env=env
             )
             assert result.returncode == 2, result.stderr
             err = result.stderr.decode()

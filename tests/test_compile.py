@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from actors import Injection, MessageInjection, OverBudgetError, open_runtime
-from store import TextBlock, ToolResultBlock, ToolUseBlock, text, thinking, tool_result, tool_use
-from strategies import PassthroughStrategy, WindowedPassthroughStrategy
-from strategies.tokens import default_estimate
+from asides.actors import Injection, MessageInjection, OverBudgetError, open_runtime
+from asides.store import TextBlock, ToolResultBlock, ToolUseBlock, text, thinking, tool_result, tool_use
+from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
+from asides.strategies._tokens import default_estimate
 from tests.helpers import Raw, dump, message_body, seed_records
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
@@ -652,7 +652,6 @@ async def test_provider_forms_of_a_mixed_conversation_hold_no_audience_key():
     """SPEC 3.3.1: ``to_anthropic("assistant")`` and ``to_openai("assistant")`` of a compile over a
     multi-party conversation with audiences, tool calls and thinking are lists without any
     ``audience`` key (a key of that name inside a tool call's input is the tool's data)."""
-    pytest.importorskip("strategies.provider_forms")
     async with open_runtime() as rt:
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
             await write_all(

@@ -40,14 +40,14 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors import ManagerClosedError, ReaderClaimError, open_runtime
-from store import text
-from store.blocks import TextBlock
-from strategies.autobiographical import AutobiographicalStrategy
-from strategies.autobiographical.compression import TRANSITION_SYSTEM
-from strategies.base import CompiledMessage
-from strategies.models import Completion, CompletionRequest, Usage, completion_text
-from strategies.passthrough import PassthroughStrategy
+from asides.actors import ManagerClosedError, ReaderClaimError, open_runtime
+from asides.store import text
+from asides.store._blocks import TextBlock
+from asides.strategies._autobiographical import AutobiographicalStrategy
+from asides.strategies._autobiographical.compression import TRANSITION_SYSTEM
+from asides.strategies._base import CompiledMessage
+from asides.strategies._models import Completion, CompletionRequest, Usage, completion_text
+from asides.strategies._passthrough import PassthroughStrategy
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -380,7 +380,7 @@ async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(cap
         assert any(markers(t) for t in texts), "ann's manager compresses her view"
 
         claim_logs = [
-            r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("troupe")
+            r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("asides")
         ]
         assert any("agents/s" in m and "'ann'" in m and "claimed" in m for m in claim_logs), claim_logs
 
@@ -859,7 +859,7 @@ async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runti
         waits = [
             re.search(r"retrying in (\d+) s", r.getMessage()).group(1)  # type: ignore[union-attr]
             for r in caplog.records
-            if r.name == "troupe.drains" and "agents/s" in r.getMessage()
+            if r.name == "asides.drains" and "agents/s" in r.getMessage()
         ]
         assert waits == ["1", "2", "4", "8", "16", "1", "2"], "each failure is logged with its wait"
 

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     env.pop("ANTHROPIC_API_KEY", None)  # the examples run offline
     return subprocess.run(
         [sys.executable, os.path.join("examples", script), *args],

@@ -14,7 +14,7 @@ have no deadline (they do real SQLite commits).
 (b) A refused call never changes the store: random opens (random namespace, reader and
     branch), messages, narrowing and widening edits, forks, switches, derives, set_strategy
     (sometimes with a strategy that does not mark its reads), marks and closes. Every call that
-    raises a troupe error leaves ``dump(rt.store)`` identical, and a refused fork, switch,
+    raises a asides error leaves ``dump(rt.store)`` identical, and a refused fork, switch,
     set_strategy or derive leaves the manager's branch and strategy as they were (SPEC E, R2).
 """
 
@@ -28,9 +28,9 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors import TroupeError, open_runtime
-from store import text
-from strategies.passthrough import PassthroughStrategy
+from asides.actors import AsidesError, open_runtime
+from asides.store import text
+from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import dump
 
 NS = "agents/ann"
@@ -240,7 +240,7 @@ async def _refusal_scenario(ops: list[tuple[Any, ...]]) -> None:
             where = (manager.branch, manager.strategy) if manager is not None else None
             try:
                 result = await call()
-            except TroupeError:
+            except AsidesError:
                 refusals += 1
                 assert dump(rt.store) == before, (op, a, b, c)
                 if manager is not None and op in ("fork", "switch", "set_strategy", "derive"):

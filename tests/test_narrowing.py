@@ -35,15 +35,15 @@ from typing import Any
 import anyio
 import pytest
 
-from actors import (
+from asides.actors import (
     FloorUnavailableError,
     NarrowingRefusedError,
     open_runtime,
 )
-from store import text
-from strategies.autobiographical import AutobiographicalStrategy
-from strategies.models import Completion, Usage
-from strategies.passthrough import PassthroughStrategy
+from asides.store import text
+from asides.strategies._autobiographical import AutobiographicalStrategy
+from asides.strategies._models import Completion, Usage
+from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import Raw, dump, seed_records
 
 REFUSAL_WHY = "nothing removes a block from a summary already written or a request already sent"

@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strategies.provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
-from store.blocks import (
+from asides.strategies._provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
+from asides.store._blocks import (
     image,
     redacted_thinking,
     system_change,
@@ -29,7 +29,7 @@ from store.blocks import (
     tool_result,
     tool_use,
 )
-from strategies.base import CompiledMessage
+from asides.strategies._base import CompiledMessage
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

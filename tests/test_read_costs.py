@@ -14,11 +14,11 @@ import collections
 
 import pytest
 
-from actors import open_runtime
-from actors.namespace import NamespaceActor
-from store import text
-from store.model import LogModel
-from strategies import AutobiographicalStrategy, PassthroughStrategy
+from asides.actors import open_runtime
+from asides.actors._namespace import NamespaceActor
+from asides.store import text
+from asides.store._model import LogModel
+from asides.strategies import AutobiographicalStrategy, PassthroughStrategy
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors import (
+from asides.actors import (
     ManagerClosedError,
     ReaderClaimError,
     ReaderRecordError,
@@ -39,10 +39,10 @@ from actors import (
     StrategyNotStartedError,
     open_runtime,
 )
-from store import text
-from strategies.base import CompiledMessage
-from strategies.models import CompletionRequest
-from strategies.passthrough import PassthroughStrategy
+from asides.store import text
+from asides.strategies._base import CompiledMessage
+from asides.strategies._models import CompletionRequest
+from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import dump, seed_records
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
@@ -296,7 +296,7 @@ async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(tmp_p
         assert ann.branch == "main" and ann.strategy is strategy
         assert dump(rt.store) == before
         # (c) white-box: the record of ann's own branch becomes unreadable in its actor
-        from actors.namespace import UnreadableRecord
+        from asides.actors._namespace import UnreadableRecord
 
         ann._actor.record = UnreadableRecord(42)
         branches = rt.list_branches()

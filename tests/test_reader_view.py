@@ -21,8 +21,8 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors import CompiledContext, open_runtime
-from store import (
+from asides.actors import CompiledContext, open_runtime
+from asides.store import (
     Message,
     TextBlock,
     ThinkingBlock,
@@ -36,8 +36,8 @@ from store import (
     tool_result,
     tool_use,
 )
-from strategies import PassthroughStrategy, WindowedPassthroughStrategy
-from strategies.base import CompiledMessage, SelectOptions, Selection, StrategyContext
+from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
+from asides.strategies._base import CompiledMessage, SelectOptions, Selection, StrategyContext
 
 from tests.helpers import message_body, seed_records
 
@@ -484,7 +484,7 @@ async def test_row67_another_managers_audience_block_switches_the_view_at_once(h
 async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough():
     """SPEC A6: a host that sets no reader and writes no audience gets compiles identical to a plain
     passthrough of the stored messages (same participants, the same content objects)."""
-    from strategies.provider_forms import to_anthropic, to_openai
+    from asides.strategies._provider_forms import to_anthropic, to_openai
 
     async with open_runtime() as rt:
         async with rt.manager("agents/host", strategy=PassthroughStrategy()) as host:
@@ -664,7 +664,7 @@ async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it():
     """Seed row 8: "takes a hidden block's raw replay form off the blocks that share it".
     SPEC A4, 3.1.
 
-    troupe's blocks carry no raw replay forms (SPEC 3.1 defines none): a block holds only its own
+    asides's blocks carry no raw replay forms (SPEC 3.1 defines none): a block holds only its own
     fields, so nothing of a hidden block can ride on a visible one. What is left to assert is
     the intent: the blocks a reader sees of a message with another reader's block are exactly
     the stored blocks (no extra field, nothing of the hidden block), minus their audience."""

@@ -21,7 +21,7 @@ import pytest
 import trio
 import trio.testing
 
-from store import (
+from asides.store import (
     BranchExistsError,
     BranchInfo,
     MalformedContentError,
@@ -85,7 +85,7 @@ RICH_CONTENT = (
     thinking("hmm, let me think", signature="sig-123", audience=("ann",)),
     thinking("unsigned thought"),
     redacted_thinking("ZW5jcnlwdGVk", audience=("bob",)),
-    tool_use("call-1", "search", {"query": "troupe", "audience": ["this is data, not an audience"], "n": 3}),
+    tool_use("call-1", "search", {"query": "asides", "audience": ["this is data, not an audience"], "n": 3}),
     tool_result("call-1", (text("result text"), image("image/png", data="iVBORw0KGgo="))),
     tool_result("call-2", "an error string", is_error=True),
     image("image/jpeg", url="https://example.invalid/cat.jpg"),

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from store import StoreLockedError, open_store, text
+from asides.store import StoreLockedError, open_store, text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

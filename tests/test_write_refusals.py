@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from actors import Injection, MalformedContentError, MessageInjection, open_runtime
-from store import image, system_change, text, thinking, tool_result, tool_use
-from store.blocks import ToolUseBlock
-from strategies import PassthroughStrategy, WindowedPassthroughStrategy
+from asides.actors import Injection, MalformedContentError, MessageInjection, open_runtime
+from asides.store import image, system_change, text, thinking, tool_result, tool_use
+from asides.store._blocks import ToolUseBlock
+from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
 from tests.helpers import dump
 
 BIG = {"max_tokens": 1_000_000, "reserve_for_response": 0}

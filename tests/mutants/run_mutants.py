@@ -58,8 +58,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = "tests/test_narrowing.py"
 TIMEOUT = 240  # seconds per pytest run; the whole file normally takes a few
-MANAGER = "actors/manager.py"
-NAMESPACE = "actors/namespace.py"
+MANAGER = "actors/_manager.py"
+NAMESPACE = "actors/_namespace.py"
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,9 @@ SUMMARY = re.compile(r"^=*\s*(.*\d+ (?:passed|failed|error).*?)\s*=*$", re.MULTI
 
 
 def copy_repo(destination: Path) -> Path:
-    target = destination / "repo"
+    # The copy is the package itself (the repository root is the ``asides`` package), so a
+    # folder holding it as ``asides`` goes first on PYTHONPATH, ahead of the editable install.
+    target = destination / "asides"
     shutil.copytree(ROOT, target, ignore=IGNORE)
     return target
 
@@ -194,7 +196,7 @@ def apply(repo: Path, mutant: Mutant) -> None:
 def run_tests(repo: Path) -> tuple[int, list[str], str]:
     """Run the narrowing tests in ``repo``: (exit code, failed test ids, summary line). A run that
     hangs past ``TIMEOUT`` counts as failing, in the test that was running."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(repo.parent))
     env.pop("PYTEST_ADDOPTS", None)
     command = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", TEST_FILE]
     try:
@@ -213,8 +215,9 @@ def run_tests(repo: Path) -> tuple[int, list[str], str]:
 def check_imports_copy(repo: Path) -> None:
     """The copy's modules, not the editable install's, must be the ones imported."""
     out = subprocess.run(
-        [sys.executable, "-c", "import actors.manager, actors.namespace; print(actors.manager.__file__)"],
+        [sys.executable, "-c", "import asides.actors._manager as m; print(m.__file__)"],
         cwd=repo,
+        env=dict(os.environ, PYTHONPATH=str(repo.parent)),
         capture_output=True,
         text=True,
         check=True,
@@ -224,7 +227,7 @@ def check_imports_copy(repo: Path) -> None:
 
 
 def run_one(mutant: Mutant | None) -> tuple[Mutant | None, int, list[str], str]:
-    with tempfile.TemporaryDirectory(prefix="troupe-mutant-") as directory:
+    with tempfile.TemporaryDirectory(prefix="asides-mutant-") as directory:
         repo = copy_repo(Path(directory))
         if mutant is None:
             check_imports_copy(repo)

@@ -1,0 +1,173 @@
+"""What a compile returns, and how a strategy's selection becomes it.
+
+:func:`assemble` is pure: it appends the message injections, places the positioned injections
+(SPEC 3.3.1), and reports provenance (SPEC P1) from the reader's view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from ..store._blocks import ContentBlock
+from ..store._messages import Message
+from ..store._views import MessageView, reader_body
+from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
+
+__all__ = ["CompiledContext", "Provenance", "assemble", "injection_cost"]
+
+
+@attrs.frozen(slots=True)
+class Provenance:
+    """Where a compile's messages came from (SPEC P1).
+
+    ``entries``: one :class:`SourceEntry` per compiled message, in order. ``raw_bodies``: each raw
+    source message id -> the reader's view of its content (no audiences). ``complete``: the same
+    ids -> whether the compile holds all of that view (false when truncated, repaired, when the
+    reader view left out the message's thinking, or when only some of a body's shards made it in).
+    """
+
+    entries: tuple[SourceEntry, ...]
+    raw_bodies: Mapping[str, tuple[ContentBlock, ...]] = attrs.field(factory=lambda: MappingProxyType({}), hash=False)
+    complete: Mapping[str, bool] = attrs.field(factory=lambda: MappingProxyType({}), hash=False)
+
+
+@attrs.frozen(slots=True)
+class CompiledContext:
+    """A compile: the messages to send, the system content injected, provenance, and the
+    token estimate of the whole (messages and system injections)."""
+
+    messages: tuple[CompiledMessage, ...]
+    system_injections: tuple[ContentBlock, ...]
+    provenance: Provenance
+    token_estimate: int
+
+    def to_anthropic(self, assistant: str) -> list[dict[str, Any]]:
+        """The Anthropic Messages API ``messages`` for this compile, with ``assistant`` as the
+        participant that takes the assistant role (SPEC 3.3.1). System injections are not
+        included: pass them as the request's ``system``."""
+        from ..strategies._provider_forms import to_anthropic
+
+        return to_anthropic(self.messages, assistant)
+
+    def to_openai(self, assistant: str) -> list[dict[str, Any]]:
+        """The OpenAI Chat Completions ``messages`` for this compile (system injections first, as a
+        ``system`` message), with ``assistant`` taking the assistant role (SPEC 3.3.1)."""
+        from ..strategies._provider_forms import to_openai
+
+        return to_openai(self.messages, assistant, self.system_injections)
+
+
+def injection_cost(
+    injections: Sequence[Injection], message_injections: Sequence[MessageInjection], estimator: Callable[[Sequence[ContentBlock]], int]
+) -> int:
+    """The estimate of everything a compile injects, each priced as a message (STRATEGIES 1.2)."""
+    return sum(estimator(i.content) for i in injections) + sum(estimator(m.content) for m in message_injections)
+
+
+def _is_user(participant: str) -> bool:
+    return participant.lower() == "user"
+
+
+def assemble(
+    selection: Selection,
+    *,
+    injections: Sequence[Injection],
+    message_injections: Sequence[MessageInjection],
+    view: MessageView,
+    reader: str | None,
+    estimator: Callable[[Sequence[ContentBlock]], int],
+) -> CompiledContext:
+    """Turn a strategy's selection into a :class:`CompiledContext`."""
+    messages = list(selection.messages)
+    sources = list(selection.sources)
+
+    system: list[ContentBlock] = []
+    before: list[Injection] = []
+    after: list[Injection] = []
+    for item in injections:
+        if item.position == "system":
+            system.extend(item.content)
+        elif item.position == "before_user":
+            before.append(item)
+        else:
+            after.append(item)
+    if before or after:
+        last_user = max((i for i, m in enumerate(messages) if _is_user(m.participant)), default=None)
+        made_after = [(CompiledMessage(f"system_context:{i.namespace}", i.content), SourceEntry("injection")) for i in after]
+        made_before = [(CompiledMessage(f"system_context:{i.namespace}", i.content), SourceEntry("injection")) for i in before]
+        if last_user is None:
+            # after-user goes last; before-user is dropped when there is no user message
+            placed = list(zip(messages, sources)) + made_after
+        else:
+            pairs = list(zip(messages, sources))
+            placed = pairs[:last_user] + made_before + [pairs[last_user]] + made_after + pairs[last_user + 1 :]
+        messages = [m for m, _ in placed]
+        sources = [s for _, s in placed]
+    # Message injections are the newest entries of the compile, after any positioned injection.
+    for item in message_injections:
+        messages.append(CompiledMessage(item.participant, item.content))
+        sources.append(SourceEntry("injection"))
+
+    raw_bodies: dict[str, tuple[ContentBlock, ...]] = {}
+    present: dict[str, bool] = {}
+    shards: list[str] = []
+    for entry in sources:
+        if entry.kind != "raw":
+            continue
+        for message_id in entry.message_ids:
+            stored = view.stored(message_id)
+            if stored is None:
+                continue
+            raw_bodies[message_id] = reader_body(stored, reader)
+            present[message_id] = message_id not in selection.incomplete and not view.thinking_dropped(message_id)
+            if _body_of(stored) is not None:
+                shards.append(message_id)
+    _judge_shards(present, shards, view)
+
+    total = sum(estimator(m.content) for m in messages) + (estimator(system) if system else 0)
+    return CompiledContext(
+        messages=tuple(messages),
+        system_injections=tuple(system),
+        provenance=Provenance(tuple(sources), MappingProxyType(raw_bodies), MappingProxyType(present)),
+        token_estimate=total,
+    )
+
+
+def _body_of(message: Message) -> str | None:
+    body = message.metadata.get("body_id") if message.metadata else None
+    return body if isinstance(body, str) else None
+
+
+def _judge_shards(present: dict[str, bool], shards: list[str], view: MessageView) -> None:
+    """A body whose shards did not all make it into the compile is incomplete (SPEC P1). Only
+    shards in the reader's view count: one wholly another reader's is no part of the body.
+    ``shards`` are the compile's raw sources that are shards of a body."""
+    checked: set[str] = set()
+    for message_id in shards:
+        if message_id in checked:
+            continue
+        position = view.position_of(message_id)
+        if position is None:
+            continue
+        message = view.at(position)
+        body = _body_of(message)
+        if body is None:
+            continue
+        siblings = [message_id]
+        for step in (-1, 1):
+            cursor = position + step
+            while 0 <= cursor < view.length():
+                other = view.at(cursor)
+                if _body_of(other) != body:
+                    break
+                siblings.append(other.id)
+                cursor += step
+        whole = all(s in present for s in siblings)
+        for sibling in siblings:
+            checked.add(sibling)
+            if sibling in present and not whole:
+                present[sibling] = False

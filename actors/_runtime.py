@@ -1,0 +1,267 @@
+"""The runtime: one store, one task group, the namespace actors and the managers.
+
+``open_runtime`` opens (creating) the store and the runtime's task group. Every background task
+(namespace actors, compression drains) lives in that task group, so none outlives the runtime;
+leaving the block closes every manager, waits for every drain, flushes the pending commit and
+closes the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import attrs
+
+from ..store._blocks import content_to_json, decode_stored_content
+from ..store._messages import Message
+from ..store._model import MISSING, BranchInfo
+from ..store._groups import collapse
+from ..store._sqlite import MessageEdited, MessagesAppended, SqliteStore, StoreEvent, open_store
+from ..store._views import ViewFilter, reader_view
+from ..strategies._models import Model
+
+from ._manager import ContextEntry, ContextManager, Derivation
+from ._namespace import NamespaceActor, normalise_namespace
+from ._protocol import MessageChanged, MessagesAdded
+
+__all__ = ["Runtime", "open_runtime"]
+
+log = logging.getLogger("asides.actors")
+
+
+class Runtime:
+    """A store with its actors and managers. Made by :func:`open_runtime`."""
+
+    def __init__(self, store: SqliteStore, tasks: anyio.abc.TaskGroup, model: Model | None) -> None:
+        self._store = store
+        self._tasks = tasks
+        self.model = model
+        self._actors: dict[tuple[str, str], NamespaceActor] = {}
+        self._by_branch: dict[str, list[NamespaceActor]] = {}
+        self._managers: set[ContextManager] = set()
+        self._copies: dict[str, dict[str, list[str]]] = {}
+        self._closing = False
+        self._unlisten = store.add_listener(self._on_store_event)
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> SqliteStore:
+        """The store, for read-only inspection."""
+        return self._store
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    def list_branches(self) -> tuple[BranchInfo, ...]:
+        """Every branch: name, parent, fork sequence and head."""
+        return self._store.branches()
+
+    async def open_manager(
+        self,
+        namespace: str | None = None,
+        *,
+        strategy: Any,
+        view_reader: str | None = None,
+        view_filter: ViewFilter | None = None,
+        branch: str = "main",
+        model: Model | None = None,
+    ) -> ContextManager:
+        """Open a manager of ``namespace`` on ``branch`` (close it with ``await manager.aclose()``
+        or by leaving the runtime).
+
+        With ``view_reader``, the namespace is claimed for that reader if unclaimed (one state
+        write); an open for another reader than the recorded one is refused with
+        ``ReaderClaimError`` naming both, having written and registered nothing (SPEC R1, R2, R6).
+        With none, the manager compiles for the reader the namespace records, if any (R3).
+        """
+        if self._closing:
+            raise RuntimeError("the runtime is closing; open managers inside its block")
+        if view_reader is not None and (not isinstance(view_reader, str) or not view_reader):
+            raise ValueError(f"view_reader must be a non-empty string naming a reader, or None; got {view_reader!r}")
+        if view_filter is not None and not callable(view_filter):
+            raise TypeError("view_filter must be a callable taking a Message and returning a bool")
+        if strategy is None:
+            raise TypeError("a manager needs a strategy, e.g. PassthroughStrategy()")
+        ns = normalise_namespace(namespace)
+        self._store.branch_info(branch)
+        actor = self._actor(branch, ns)
+        reader = actor.resolve_reader(view_reader, "open")
+        manager = ContextManager(
+            self, namespace=ns, strategy=strategy, reader=reader, view_filter=view_filter, branch=branch, model=model
+        )
+        manager._require_capability(strategy, "open")
+        await self._start_manager(manager, claim=view_reader, action="open")
+        return manager
+
+    @asynccontextmanager
+    async def manager(
+        self,
+        namespace: str | None = None,
+        *,
+        strategy: Any,
+        view_reader: str | None = None,
+        view_filter: ViewFilter | None = None,
+        branch: str = "main",
+        model: Model | None = None,
+    ) -> AsyncIterator[ContextManager]:
+        """:meth:`open_manager` as an ``async with`` block that closes the manager on exit."""
+        opened = await self.open_manager(
+            namespace, strategy=strategy, view_reader=view_reader, view_filter=view_filter, branch=branch, model=model
+        )
+        try:
+            yield opened
+        finally:
+            with anyio.CancelScope(shield=True):
+                await opened.aclose()
+
+    async def reopen_derived(self, branch: str, *, strategy: Any, view_reader: str | None = None) -> ContextManager:
+        """Reopen the manager a ``derive`` made on ``branch``: same namespace, compiling for the
+        reader its branch records (SPEC R9)."""
+        self._store.branch_info(branch)
+        derivation = Derivation.from_json(self._store.model.branch_meta(branch).get("derivation"))
+        if derivation is None:
+            raise ValueError(f"branch {branch!r} was not made by derive, so there is nothing to reopen; use manager()")
+        opened = await self.open_manager(derivation.namespace, strategy=strategy, view_reader=view_reader, branch=branch)
+        opened._derivation = derivation
+        return opened
+
+    # -- internals used by managers ------------------------------------------------------------
+
+    def _actor(self, branch: str, namespace: str) -> NamespaceActor:
+        key = (branch, namespace)
+        actor = self._actors.get(key)
+        if actor is None:
+            actor = NamespaceActor(self._store, branch, namespace)
+            self._actors[key] = actor
+            self._by_branch.setdefault(branch, []).append(actor)
+            self._tasks.start_soon(actor.run)
+        return actor
+
+    def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        self._tasks.start_soon(fn, *args)
+
+    async def _start_manager(self, manager: ContextManager, *, claim: str | None, action: str) -> None:
+        self._managers.add(manager)
+        try:
+            if claim is not None:
+                await manager._actor.claim(claim, action)
+            await manager._start(action)
+        except BaseException:
+            self._forget(manager)
+            manager._closed = True
+            manager._detach()
+            raise
+
+    def _forget(self, manager: ContextManager) -> None:
+        self._managers.discard(manager)
+
+    def _on_store_event(self, event: StoreEvent) -> None:
+        if isinstance(event, MessagesAppended):
+            for actor in self._by_branch.get(event.branch, ()):
+                actor.post(MessagesAdded(event.messages))
+        elif isinstance(event, MessageEdited):
+            for actor in self._by_branch.get(event.branch, ()):
+                actor.post(MessageChanged(event.after))
+
+    # -- the context log (SPEC P2) -------------------------------------------------------------
+
+    def _copy_index(self, branch: str) -> dict[str, list[str]]:
+        index = self._copies.get(branch)
+        if index is None:
+            index = {}
+            for key in self._store.model.state_keys(branch, ""):
+                if "/context/" not in key:
+                    continue
+                value = self._store.model.get_state(branch, key)
+                if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
+                    index.setdefault(value["source_message_id"], []).append(key)
+            self._copies[branch] = index
+        return index
+
+    async def _write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
+        key = f"{namespace}/context/{entry.index}"
+        value = {"content": content_to_json(entry.content), "source_message_id": entry.source_message_id}
+        if entry.source_message_id is not None:
+            self._copy_index(branch).setdefault(entry.source_message_id, []).append(key)
+        await self._store.set_state(branch, key, value)
+
+    def _context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
+        prefix = f"{namespace}/context/"
+        entries = []
+        for key, value in self._store.model.state_items(branch, prefix).items():
+            suffix = key[len(prefix) :]
+            if not suffix.isdigit() or not isinstance(value, dict):
+                continue
+            content, problems = decode_stored_content(value.get("content"))
+            if problems:
+                log.warning("context entry %s on %r is malformed, read fail-closed: %s", key, branch, problems)
+            source = value.get("source_message_id")
+            entries.append(ContextEntry(int(suffix), content, source if isinstance(source, str) else None))
+        entries.sort(key=lambda e: e.index)
+        return tuple(entries)
+
+    def _context_copies(self, branch: str, message_id: str, stored: Message, content: tuple[Any, ...]) -> dict[str, Any]:
+        """The rewrites an edit makes to context-log copies of ``message_id`` on ``branch``: each
+        as its namespace's reader sees the new content, dropped (``None``) where it sees nothing."""
+        rewrites: dict[str, Any] = {}
+        edited = attrs.evolve(stored, content=content)
+        for key in self._copy_index(branch).get(message_id, ()):
+            if self._store.model.get_state(branch, key) in (None, MISSING):
+                continue
+            namespace = key.rsplit("/context/", 1)[0]
+            record = self._store.model.get_state(branch, f"{namespace}/reader")
+            if record is MISSING:
+                reader: str | None = None
+            elif isinstance(record, str) and record:
+                reader = record
+            else:
+                rewrites[key] = None  # whose view it holds cannot be told: fail closed
+                continue
+            seen, _ = reader_view(edited, reader)
+            rewrites[key] = (
+                None if seen is None else {"content": content_to_json(seen.content), "source_message_id": message_id}
+            )
+        return rewrites
+
+    # -- closing -------------------------------------------------------------------------------
+
+    async def _aclose(self) -> None:
+        self._closing = True
+        for manager in list(self._managers):
+            await manager.aclose()
+        for actor in self._actors.values():
+            actor.close()
+        self._unlisten()
+
+
+@asynccontextmanager
+async def open_runtime(path: str = ":memory:", *, model: Model | None = None) -> AsyncIterator[Runtime]:
+    """Open (creating) the store at ``path`` and a runtime over it for the block.
+
+    ``model`` is the default model managers compress with. A second process (or runtime) opening
+    the same file is refused with ``StoreLockedError``. Leaving the block closes every manager,
+    waits for every drain, flushes the pending commit and closes the store. Works under Trio (the
+    reference backend) and asyncio.
+    """
+    async with open_store(path) as store:
+        try:
+            async with anyio.create_task_group() as tasks:
+                runtime = Runtime(store, tasks, model)
+                try:
+                    yield runtime
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await runtime._aclose()
+                    tasks.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            inner = collapse(group)
+            if inner is group:
+                raise
+            raise inner from inner.__cause__

@@ -1,0 +1,79 @@
+"""Errors raised by the store layer.
+
+Every asides error derives from :class:`AsidesError`. Each message says, in one sentence a host
+operator can act on, what was refused and why. Errors raised by the runtime (claims, narrowing,
+closed managers, ...) live in ``actors.errors``; ``actors`` re-exports these as well.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AsidesError",
+    "MalformedContentError",
+    "StoreLockedError",
+    "StoreFailedError",
+    "UnknownBranchError",
+    "BranchExistsError",
+    "UnknownMessageError",
+]
+
+
+class AsidesError(Exception):
+    """Base class of every error asides raises on purpose."""
+
+
+class MalformedContentError(AsidesError, ValueError):
+    """Content that is not well formed, or an audience where none may be put.
+
+    ``path`` names the exact place, for example ``content[2].content[0].audience``.
+    Nothing is written when this is raised.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+class StoreLockedError(AsidesError):
+    """Another process (or another runtime in this process) has the store file open."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"the store {path!r} is open in another process or runtime; "
+            "one process owns a store file at a time, so close the other one first"
+        )
+
+
+class StoreFailedError(AsidesError):
+    """A commit failed; the store stopped so memory and disk never disagree.
+
+    Every call on a failed store raises this. Reopen the store to continue from what was
+    durably committed.
+    """
+
+
+class UnknownBranchError(AsidesError, LookupError):
+    """A branch name that the store does not hold."""
+
+    def __init__(self, branch: str) -> None:
+        self.branch = branch
+        super().__init__(f"the store has no branch named {branch!r}; list_branches() shows the ones it has")
+
+
+class BranchExistsError(AsidesError, ValueError):
+    """A new branch was asked for under a name already taken."""
+
+    def __init__(self, branch: str) -> None:
+        self.branch = branch
+        super().__init__(f"a branch named {branch!r} already exists; choose another name")
+
+
+class UnknownMessageError(AsidesError, LookupError):
+    """A message id that is not on the branch in question."""
+
+    def __init__(self, message_id: str, branch: str) -> None:
+        self.message_id = message_id
+        self.branch = branch
+        super().__init__(f"no message {message_id!r} is visible on branch {branch!r}")

@@ -1,0 +1,577 @@
+"""The store's in-memory model: branches, their message logs and their state records.
+
+Pure logic, no I/O. ``store.sqlite`` persists every record this model creates and replays the
+records at open; all reads are answered from here.
+
+Every write is one *record* with a store-wide record id and, on its branch, the next value of the
+branch's sequence. A child branch sees its parent's records up to its fork point and never
+anything the parent writes later; nothing is copied at a fork (the child keeps a reference to its
+ancestors and the limit up to which each is visible). Message bodies read back at open are kept as
+JSON text and decoded on first use, so opening a large store costs one pass over the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from bisect import bisect_right
+from types import MappingProxyType
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content, has_audience
+from ._errors import BranchExistsError, MalformedContentError, UnknownBranchError, UnknownMessageError
+from ._messages import Message, freeze_metadata
+
+__all__ = ["BranchInfo", "LogModel", "Row", "UNREADABLE", "MISSING"]
+
+log = logging.getLogger("asides.store")
+
+MESSAGE: Final = "message"
+EDIT: Final = "edit"
+STATE: Final = "state"
+BRANCH: Final = "branch"
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: A state record whose stored JSON could not be read.
+UNREADABLE: Final = _Marker("UNREADABLE")
+#: No state record under that key on that branch.
+MISSING: Final = _Marker("MISSING")
+
+
+@attrs.frozen(slots=True)
+class BranchInfo:
+    """A branch: its ``parent`` (``None`` for ``main``), the parent sequence it was forked at,
+    and its current ``head`` sequence."""
+
+    name: str
+    parent: str | None
+    fork_sequence: int
+    head: int
+
+
+@attrs.frozen(slots=True)
+class Row:
+    """One record as persisted: ``(id, branch, seq, kind, ref, body)``."""
+
+    id: int
+    branch: str
+    seq: int
+    kind: str
+    ref: str | None
+    body: str
+
+    def as_tuple(self) -> tuple[int, str, int, str, str | None, str]:
+        return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
+
+
+class _Stored:
+    """A message body not decoded yet."""
+
+    __slots__ = ("record_id", "seq", "body")
+
+    def __init__(self, record_id: int, seq: int, body: str) -> None:
+        self.record_id = record_id
+        self.seq = seq
+        self.body = body
+
+
+def _encodable(body: str, path: str) -> str:
+    """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start:exc.end]!r})") from None
+    return body
+
+
+def _body_may_hold_audience(body: str) -> bool:
+    """Whether a stored message or edit body has an audience on a block (not merely the word in
+    metadata or in a tool call's input). Only bodies that mention the word are parsed."""
+    if '"audience"' not in body:
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return True
+    items = value.get("content") if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return True
+    for item in items:
+        if not isinstance(item, dict):
+            return True
+        if item.get("audience") is not None:
+            return True
+        nested = item.get("content")
+        if item.get("type") == "tool_result" and isinstance(nested, list):
+            if any(not isinstance(n, dict) or n.get("audience") is not None for n in nested):
+                return True
+    return False
+
+
+def _unsafe(content: Sequence[ContentBlock]) -> bool:
+    """Stored content no view may pass on as it is: empty, or holding an unreadable block."""
+    return not content or any(isinstance(b, UnreadableBlock) for b in content)
+
+
+def _reported(record_id: int, problems: Sequence[str]) -> None:
+    for problem in problems:
+        log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
+
+
+def _decode_message(stored: _Stored) -> Message:
+    try:
+        body = json.loads(stored.body)
+        if not isinstance(body, dict):
+            raise ValueError("a message record must be a JSON object")
+    except ValueError as exc:
+        _reported(stored.record_id, [f"message body: {exc}"])
+        body = {"participant": "", "content": stored.body}
+    problems: list[str] = []
+    participant = body.get("participant")
+    if not isinstance(participant, str):
+        problems.append("participant: not a string")
+        participant = str(participant)
+    content, content_problems = decode_stored_content(body.get("content"))
+    problems.extend(content_problems)
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        problems.append("metadata: not a JSON object")
+        metadata = None
+    timestamp = body.get("timestamp", 0.0)
+    if not isinstance(timestamp, (int, float)):
+        problems.append("timestamp: not a number")
+        timestamp = 0.0
+    _reported(stored.record_id, problems)
+    # metadata read from disk is already a private JSON object: wrap it, no round trip
+    return Message(str(stored.record_id), stored.seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
+
+
+class _StoredEdit:
+    """An edit's content not decoded yet."""
+
+    __slots__ = ("record_id", "body")
+
+    def __init__(self, record_id: int, body: str) -> None:
+        self.record_id = record_id
+        self.body = body
+
+
+def _decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
+    try:
+        value = json.loads(body)
+        items = value.get("content") if isinstance(value, dict) else value
+    except ValueError as exc:
+        _reported(record_id, [f"edit body: {exc}"])
+        items = body
+    content, problems = decode_stored_content(items)
+    _reported(record_id, problems)
+    return content
+
+
+class _Branch:
+    """One branch's records. Ancestors are referenced, never copied."""
+
+    def __init__(self, name: str, parent: _Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.meta: Mapping[str, Any] = meta or {}
+        self.parent = parent
+        self.fork_sequence = fork_sequence
+        self.head = fork_sequence
+        # Ancestors, root first, each with the newest of its sequences visible here, the number
+        # of its own messages visible here, and the position of its first one.
+        self.ancestors: list[tuple[_Branch, int, int, int]] = []
+        if parent is not None:
+            offset = 0
+            for ancestor, limit, _count, _offset in parent.ancestors:
+                limit = min(limit, fork_sequence)
+                count = bisect_right(ancestor.own_seqs, limit)
+                self.ancestors.append((ancestor, limit, count, offset))
+                offset += count
+            count = bisect_right(parent.own_seqs, fork_sequence)
+            self.ancestors.append((parent, fork_sequence, count, offset))
+            offset += count
+            self.base_count = offset
+        else:
+            self.base_count = 0
+        self.segment_starts = [offset for _b, _l, _c, offset in self.ancestors]
+        self.ancestor_index = {b.name: i for i, (b, _l, _c, _o) in enumerate(self.ancestors)}
+        self.own: list[Message | _Stored] = []
+        self.own_seqs: list[int] = []
+        # message id -> [(seq, content or JSON text)] of edits made on this branch
+        self.edits: dict[str, list[tuple[int, Any]]] = {}
+        self.edit_log: list[str] = []
+        # key -> [(seq, value)] of state writes made on this branch, and their record ids
+        self.states: dict[str, list[tuple[int, Any]]] = {}
+        self.state_ids: dict[tuple[str, int], int] = {}
+        # Ids of messages that have an edit visible here (inherited or own).
+        self.edited_ids: set[str] = set()
+        self.resolved: dict[str, Message] = {}
+        self.may_hold_audience = parent.may_hold_audience if parent is not None else False
+        for ancestor, limit, _count, _offset in self.ancestors:
+            for message_id, versions in ancestor.edits.items():
+                if versions[0][0] <= limit:
+                    self.edited_ids.add(message_id)
+
+    def chain(self) -> Iterator[tuple[_Branch, float]]:
+        """This branch (no limit) then its ancestors nearest first, each with its visible limit."""
+        yield self, float("inf")
+        for ancestor, limit, _count, _offset in reversed(self.ancestors):
+            yield ancestor, limit
+
+    def info(self) -> BranchInfo:
+        return BranchInfo(self.name, self.parent.name if self.parent else None, self.fork_sequence, self.head)
+
+
+def _latest(versions: list[tuple[int, Any]], limit: float) -> tuple[int, Any] | None:
+    if versions[-1][0] <= limit:
+        return versions[-1]
+    index = bisect_right([seq for seq, _ in versions], limit)
+    return versions[index - 1] if index else None
+
+
+class LogModel:
+    """Every branch of one store, in memory."""
+
+    def __init__(self) -> None:
+        self._branches: dict[str, _Branch] = {"main": _Branch("main", None, 0)}
+        self._owner: dict[str, tuple[_Branch, int]] = {}
+        self._state_keys: set[str] = set()
+        self._reports: set[tuple[int | None, str]] = set()
+        self._unsafe: set[str] = set()
+        self.next_id = 1
+
+    # -- replay ---------------------------------------------------------------------------
+
+    def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
+        """Rebuild the model from persisted rows, in record-id order."""
+        for record_id, branch_name, seq, kind, ref, body in rows:
+            self.next_id = max(self.next_id, record_id + 1)
+            if kind == BRANCH:
+                if branch_name not in self._branches:
+                    parent = self._branches.get(ref or "")
+                    if parent is None:
+                        log.warning("record %s forks %r from unknown branch %r; ignored", record_id, branch_name, ref)
+                        continue
+                    try:
+                        meta = json.loads(body)
+                    except ValueError:
+                        meta = {}
+                    self._branches[branch_name] = _Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
+                continue
+            branch = self._branches.get(branch_name)
+            if branch is None:
+                log.warning("record %s is on unknown branch %r; ignored", record_id, branch_name)
+                continue
+            branch.head = max(branch.head, seq)
+            if kind == MESSAGE:
+                self._owner[str(record_id)] = (branch, len(branch.own))
+                branch.own.append(_Stored(record_id, seq, body))
+                branch.own_seqs.append(seq)
+                if _body_may_hold_audience(body):
+                    branch.may_hold_audience = True
+            elif kind == EDIT and ref is not None:
+                branch.edits.setdefault(ref, []).append((seq, _StoredEdit(record_id, body)))
+                branch.edit_log.append(ref)
+                branch.edited_ids.add(ref)
+                branch.resolved.pop(ref, None)
+                if _body_may_hold_audience(body):
+                    branch.may_hold_audience = True
+            elif kind == STATE and ref is not None:
+                try:
+                    value = json.loads(body)
+                except ValueError:
+                    log.warning("record %s: state %r is not JSON; read as unreadable", record_id, ref)
+                    value = UNREADABLE
+                branch.states.setdefault(ref, []).append((seq, value))
+                branch.state_ids[(ref, seq)] = record_id
+                self._state_keys.add(ref)
+            else:
+                log.warning("record %s has unknown kind %r; ignored", record_id, kind)
+
+    # -- branches -------------------------------------------------------------------------
+
+    def _branch(self, name: str) -> _Branch:
+        try:
+            return self._branches[name]
+        except KeyError:
+            raise UnknownBranchError(name) from None
+
+    def has_branch(self, name: str) -> bool:
+        return name in self._branches
+
+    def branch_info(self, name: str) -> BranchInfo:
+        return self._branch(name).info()
+
+    def branches(self) -> tuple[BranchInfo, ...]:
+        return tuple(b.info() for b in self._branches.values())
+
+    def head(self, branch: str) -> int:
+        return self._branch(branch).head
+
+    def branch_meta(self, name: str) -> Mapping[str, Any]:
+        """What was recorded with the branch when it was made (for example a derivation)."""
+        return self._branch(name).meta
+
+    def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, meta: Mapping[str, Any] | None = None
+    ) -> tuple[BranchInfo, Row]:
+        """A new branch forked from ``parent`` at ``at_sequence`` (default: its head)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("a branch name must be a non-empty string")
+        if name in self._branches:
+            raise BranchExistsError(name)
+        source = self._branch(parent)
+        at = source.head if at_sequence is None else at_sequence
+        if not isinstance(at, int) or at < 0 or at > source.head:
+            raise ValueError(f"at_sequence must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
+        record = dict(meta or {})
+        record["created"] = time.time()
+        row = Row(self._take_id(), name, at, BRANCH, parent, json.dumps(record, ensure_ascii=False))
+        branch = _Branch(name, source, at, json.loads(row.body))
+        self._branches[name] = branch
+        return branch.info(), row
+
+    # -- writes (in memory; the caller persists the rows) ------------------------------------
+
+    def _take_id(self) -> int:
+        record_id = self.next_id
+        self.next_id += 1
+        return record_id
+
+    def append_message(
+        self,
+        branch_name: str,
+        participant: str,
+        content: tuple[ContentBlock, ...],
+        metadata: Mapping[str, Any] | None,
+        timestamp: float | None = None,
+    ) -> tuple[Message, Row]:
+        """Append a message; its sequence is the branch's next one."""
+        branch = self._branch(branch_name)
+        frozen = freeze_metadata(metadata)
+        stamp = time.time() if timestamp is None else float(timestamp)
+        body = json.dumps(
+            {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
+            ensure_ascii=False,
+        )
+        _encodable(body, "content")
+        record_id = self._take_id()
+        branch.head += 1
+        message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
+        self._owner[message.id] = (branch, len(branch.own))
+        branch.own.append(message)
+        branch.own_seqs.append(branch.head)
+        if has_audience(content):
+            branch.may_hold_audience = True
+        return message, Row(record_id, branch.name, branch.head, MESSAGE, None, body)
+
+    def edit_message(self, branch_name: str, message_id: str, content: tuple[ContentBlock, ...]) -> tuple[Message, Row]:
+        """Replace a visible message's content on this branch; id and sequence are kept."""
+        branch = self._branch(branch_name)
+        current = self.get(branch_name, message_id)
+        if current is None:
+            raise UnknownMessageError(message_id, branch_name)
+        body = _encodable(json.dumps({"content": content_to_json(content)}, ensure_ascii=False), "content")
+        record_id = self._take_id()
+        branch.head += 1
+        branch.edits.setdefault(message_id, []).append((branch.head, content))
+        branch.edit_log.append(message_id)
+        branch.edited_ids.add(message_id)
+        edited = attrs.evolve(current, content=content)
+        branch.resolved[message_id] = edited
+        if has_audience(content):
+            branch.may_hold_audience = True
+        return edited, Row(record_id, branch.name, branch.head, EDIT, message_id, body)
+
+    def set_state(self, branch_name: str, key: str, value: Any) -> Row:
+        """Write a state record (a JSON value) under ``key`` on this branch."""
+        branch = self._branch(branch_name)
+        body = _encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key)
+        record_id = self._take_id()
+        branch.head += 1
+        branch.states.setdefault(key, []).append((branch.head, json.loads(body)))
+        branch.state_ids[(key, branch.head)] = record_id
+        self._state_keys.add(key)
+        return Row(record_id, branch.name, branch.head, STATE, key, body)
+
+    # -- message reads --------------------------------------------------------------------
+
+    def length(self, branch_name: str) -> int:
+        branch = self._branch(branch_name)
+        return branch.base_count + len(branch.own)
+
+    def may_hold_audience(self, branch_name: str) -> bool:
+        """Conservative: false only if no block with an audience was ever stored on the branch."""
+        return self._branch(branch_name).may_hold_audience
+
+    def edit_count(self, branch_name: str) -> int:
+        return len(self._branch(branch_name).edit_log)
+
+    def edits_since(self, branch_name: str, start: int) -> list[str]:
+        """Ids of messages edited on this branch, in order, from the ``start``-th edit on."""
+        return self._branch(branch_name).edit_log[start:]
+
+    def _base(self, owner: _Branch, index: int) -> Message:
+        entry = owner.own[index]
+        if isinstance(entry, _Stored):
+            entry = _decode_message(entry)
+            owner.own[index] = entry
+            if _unsafe(entry.content):
+                self._unsafe.add(entry.id)
+        return entry
+
+    def _resolve(self, branch: _Branch, base: Message) -> Message:
+        if base.id not in branch.edited_ids:
+            return base
+        cached = branch.resolved.get(base.id)
+        if cached is not None:
+            return cached
+        for holder, limit in branch.chain():
+            versions = holder.edits.get(base.id)
+            if versions:
+                found = _latest(versions, limit)
+                if found is not None:
+                    seq, content = found
+                    if isinstance(content, _StoredEdit):
+                        content = _decode_edit(content.record_id, content.body)
+                        versions[versions.index(found)] = (seq, content)
+                        if _unsafe(content):
+                            self._unsafe.add(base.id)
+                    resolved = attrs.evolve(base, content=content)
+                    branch.resolved[base.id] = resolved
+                    return resolved
+        return base
+
+    def at(self, branch_name: str, position: int) -> Message:
+        """The message at ``position`` (0 = oldest) as this branch sees it."""
+        branch = self._branch(branch_name)
+        return self._at(branch, position)
+
+    def _at(self, branch: _Branch, position: int) -> Message:
+        if position < 0:
+            position += branch.base_count + len(branch.own)
+        if position >= branch.base_count:
+            message = self._resolve(branch, self._base(branch, position - branch.base_count))
+        else:
+            if position < 0:
+                raise IndexError(position)
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            message = self._resolve(branch, self._base(owner, position - offset))
+        if self._unsafe and message.id in self._unsafe and not branch.may_hold_audience:
+            # Stored data that must be read fail-closed (an unreadable block, no content): the
+            # branch's views stop reading it plainly.
+            branch.may_hold_audience = True
+        return message
+
+    def id_at(self, branch_name: str, position: int) -> str:
+        """The id of the message at ``position``, without decoding it."""
+        branch = self._branch(branch_name)
+        if position < 0:
+            position += branch.base_count + len(branch.own)
+        if position >= branch.base_count:
+            entry = branch.own[position - branch.base_count]
+        else:
+            if position < 0:
+                raise IndexError(position)
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            entry = owner.own[position - offset]
+        return str(entry.record_id) if isinstance(entry, _Stored) else entry.id
+
+    def slice(self, branch_name: str, start: int, stop: int | None = None) -> list[Message]:
+        """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
+        branch = self._branch(branch_name)
+        total = branch.base_count + len(branch.own)
+        start, stop, _ = slice(start, stop).indices(total)
+        return [self._at(branch, i) for i in range(start, stop)]
+
+    def position_of(self, branch_name: str, message_id: str) -> int | None:
+        """Where ``message_id`` stands on this branch, or ``None`` if it is not visible there."""
+        branch = self._branch(branch_name)
+        found = self._owner.get(message_id)
+        if found is None:
+            return None
+        owner, index = found
+        if owner is branch:
+            return branch.base_count + index
+        slot = branch.ancestor_index.get(owner.name)
+        if slot is None:
+            return None
+        holder, _limit, count, offset = branch.ancestors[slot]
+        if holder is not owner or index >= count:
+            return None
+        return offset + index
+
+    def get(self, branch_name: str, message_id: str) -> Message | None:
+        position = self.position_of(branch_name, message_id)
+        return None if position is None else self.at(branch_name, position)
+
+    # -- state reads ----------------------------------------------------------------------
+
+    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[_Branch, int, Any] | None:
+        """The branch holding the newest version of ``key`` visible on this branch up to
+        ``sequence``, with that version's sequence and value."""
+        branch = self._branch(branch_name)
+        for holder, limit in branch.chain():
+            versions = holder.states.get(key)
+            if versions:
+                found = _latest(versions, min(limit, sequence))
+                if found is not None:
+                    return holder, found[0], found[1]
+        return None
+
+    def get_state(self, branch_name: str, key: str) -> Any:
+        """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
+        found = self._state_version(branch_name, key)
+        return MISSING if found is None else found[2]
+
+    def state_record_id(self, branch_name: str, key: str) -> int | None:
+        """The record id of the value under ``key`` visible on this branch, or ``None``."""
+        found = self._state_version(branch_name, key)
+        return None if found is None else found[0].state_ids.get((key, found[1]))
+
+    def report(self, record_id: int | None, problem: str) -> None:
+        """Report malformed data once per record (SPEC E): logged with its record id."""
+        marker = (record_id, problem)
+        if marker in self._reports:
+            return
+        self._reports.add(marker)
+        log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
+
+    def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
+        """The value under ``key`` as the branch saw it at ``sequence``."""
+        found = self._state_version(branch_name, key, sequence)
+        return MISSING if found is None else found[2]
+
+    def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
+        """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
+        return sorted(k for k in self._state_keys if k.endswith(suffix) and self.get_state(branch_name, k) is not MISSING)
+
+    def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
+        branch = self._branch(branch_name)
+        found = []
+        for key in self._state_keys:
+            if key.startswith(prefix) and self.get_state(branch.name, key) is not MISSING:
+                found.append(key)
+        found.sort()
+        return found
+
+    def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
+        """``{key: value}`` for every key under ``prefix`` visible on this branch."""
+        return {key: self.get_state(branch_name, key) for key in self.state_keys(branch_name, prefix)}

@@ -1,0 +1,492 @@
+"""The durable store: one SQLite file, one append-only table, group commit.
+
+Every write (a message, an edit, a state record, a new branch) is one row of the ``log`` table.
+Rows are never updated or deleted, so a write's cost does not depend on history length. All reads
+are answered from the in-memory model (``store.model``) loaded at open; nothing on a read path
+touches the database.
+
+Writers share commits: a write puts its rows in memory and in the pending batch, then waits while
+one committer task writes the whole batch as a single multi-row ``INSERT`` (one statement, which
+SQLite runs as one implicit transaction; a batch too large for one statement is written inside
+``BEGIN IMMEDIATE`` ... ``COMMIT`` and rolled back on failure). A write returns only after its
+batch committed. If a commit fails, the store stops: every later call raises
+:class:`~store.errors.StoreFailedError`, so memory and disk never disagree.
+
+All SQL and all driver calls live in this module. The driver is aiosqlite (asyncio only); under
+Trio it runs through trio-asyncio, under asyncio directly. The driver sits behind the small
+``_Driver`` interface so that it can be swapped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import anyio
+import attrs
+import sniffio
+
+from ._blocks import ContentBlock
+from ._groups import collapse
+from ._errors import StoreFailedError, StoreLockedError, UnknownMessageError
+from ._messages import Message, freeze_metadata
+from ._model import MISSING, BranchInfo, LogModel, Row
+
+__all__ = ["SqliteStore", "open_store", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
+
+log = logging.getLogger("asides.store")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS log (
+    id INTEGER PRIMARY KEY,
+    branch TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    ref TEXT,
+    body TEXT NOT NULL
+)
+"""
+_FORMAT_VERSION = 1
+_COLUMNS = 6
+#: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
+_ROWS_PER_STATEMENT = 2000
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class MessagesAppended:
+    branch: str
+    messages: tuple[Message, ...]
+
+
+@attrs.frozen
+class MessageEdited:
+    branch: str
+    before: Message
+    after: Message
+
+
+@attrs.frozen
+class StatesWritten:
+    branch: str
+    keys: tuple[str, ...]
+
+
+@attrs.frozen
+class BranchCreated:
+    info: BranchInfo
+
+
+StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated
+
+
+# -- the driver --------------------------------------------------------------------------------
+
+
+class _Driver(Protocol):
+    """What the store needs of a SQLite connection."""
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    async def close(self) -> None: ...
+
+
+class _AiosqliteDriver:
+    """aiosqlite, called through ``bridge`` (identity under asyncio, trio-asyncio under Trio)."""
+
+    def __init__(self, connection: Any, bridge: Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]):
+        self._connection = connection
+        self._bridge = bridge
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows = await self._bridge(self._connection.execute_fetchall)(sql, params)
+        return list(rows)
+
+    async def close(self) -> None:
+        await self._bridge(self._connection.close)()
+
+
+@asynccontextmanager
+async def _open_driver(path: str) -> AsyncIterator[_Driver]:
+    import aiosqlite
+
+    async def connect() -> Any:
+        return await aiosqlite.connect(path, isolation_level=None)
+
+    if sniffio.current_async_library() == "trio":
+        import trio_asyncio
+
+        async with trio_asyncio.open_loop():
+            connection = await trio_asyncio.aio_as_trio(connect)()
+            driver = _AiosqliteDriver(connection, trio_asyncio.aio_as_trio)
+            try:
+                yield driver
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await driver.close()
+    else:
+        connection = await connect()
+        driver = _AiosqliteDriver(connection, lambda fn: fn)
+        try:
+            yield driver
+        finally:
+            with anyio.CancelScope(shield=True):
+                await driver.close()
+
+
+# -- the process lock --------------------------------------------------------------------------
+
+
+def _lock(path: str) -> int | None:
+    if path == ":memory:" or path.startswith("file::memory:"):
+        return None
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StoreLockedError(path) from None
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+
+class _Batch:
+    __slots__ = ("rows", "done", "error")
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.done = anyio.Event()
+        self.error: BaseException | None = None
+
+
+class SqliteStore:
+    """A store file (or ``:memory:``): branches, message logs and state records.
+
+    Reads are synchronous and served from memory. Writes are async and durable when they return.
+    Listeners registered with :meth:`add_listener` hear of every write synchronously, after the
+    in-memory model changed and before the commit is awaited, in write order.
+    """
+
+    def __init__(self, path: str, driver: _Driver, model: LogModel) -> None:
+        self.path = path
+        self._driver = driver
+        self._model = model
+        self._listeners: list[Callable[[StoreEvent], None]] = []
+        self._batch: _Batch | None = None
+        self._wakeup = anyio.Event()
+        self._closing = False
+        self._closed = False
+        self._failure: BaseException | None = None
+        self.commits = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def model(self) -> LogModel:
+        """The in-memory model (read it; never write through it)."""
+        return self._model
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._closing
+
+    @property
+    def failed(self) -> bool:
+        return self._failure is not None
+
+    def _check_not_failed(self) -> None:
+        if self._failure is not None:
+            raise StoreFailedError(
+                f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
+            ) from self._failure
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise StoreFailedError(
+                f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
+            ) from self._failure
+        if self._closing or self._closed:
+            raise StoreFailedError(f"the store {self.path!r} is closed")
+
+    def add_listener(self, listener: Callable[[StoreEvent], None]) -> Callable[[], None]:
+        """Hear of every write; returns a function that removes the listener."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _emit(self, event: StoreEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    async def _committer(self) -> None:
+        while True:
+            batch = self._batch
+            if batch is None:
+                if self._closing:
+                    return
+                await self._wakeup.wait()
+                self._wakeup = anyio.Event()
+                continue
+            self._batch = None
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._insert(batch.rows)
+                except BaseException as exc:
+                    self._failure = exc
+                    # Fail this batch and the one filling behind it: nothing waits forever.
+                    for failed in (batch, self._batch):
+                        if failed is not None:
+                            failed.error = exc
+                            failed.done.set()
+                    self._batch = None
+                    log.critical("commit of %d record(s) to %r failed; the store stops: %r", len(batch.rows), self.path, exc)
+                    raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
+            self.commits += 1
+            batch.done.set()
+
+    async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) <= _ROWS_PER_STATEMENT:
+            await self._driver.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+            return
+        await self._driver.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+                chunk = rows[start : start + _ROWS_PER_STATEMENT]
+                await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            await self._driver.execute("COMMIT")
+        except BaseException:
+            await self._driver.execute("ROLLBACK")
+            raise
+
+    async def _persist(self, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch()
+        batch.rows.extend(row.as_tuple() for row in rows)
+        self._wakeup.set()
+        await batch.done.wait()
+        if batch.error is not None:
+            raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
+
+    async def _shutdown(self) -> None:
+        self._closing = True
+        self._wakeup.set()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        branch: str,
+        items: Sequence[tuple[Any, ...]],
+        *,
+        timestamp: float | None = None,
+    ) -> tuple[Message, ...]:
+        """Append messages as one atomic commit. Each item is ``(participant, content, metadata)``
+        or ``(participant, content, metadata, timestamp)``; ``timestamp`` (seconds since the epoch)
+        defaults to the batch's ``timestamp``, else now.
+
+        Content must already be validated by the caller; metadata must be a JSON object.
+        """
+        self._check_usable()
+        self._model.branch_info(branch)  # refuses an unknown branch before anything changes
+        for item in items:
+            if len(item) not in (3, 4):
+                raise ValueError("an item is (participant, content, metadata[, timestamp])")
+            freeze_metadata(item[2])  # refuses bad metadata before anything changes
+        messages: list[Message] = []
+        rows: list[Row] = []
+        for item in items:
+            participant, content, metadata = item[:3]
+            stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
+            message, row = self._model.append_message(branch, participant, content, metadata, stamp)
+            messages.append(message)
+            rows.append(row)
+        appended = tuple(messages)
+        self._emit(MessagesAppended(branch, appended))
+        await self._persist(rows)
+        return appended
+
+    async def append_message(
+        self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
+    ) -> Message:
+        """Append one message; returns it once it is durable."""
+        (message,) = await self.append_messages(branch, [(participant, content, metadata)])
+        return message
+
+    async def edit_message(
+        self, branch: str, message_id: str, content: tuple[ContentBlock, ...], *, states: Mapping[str, Any] | None = None
+    ) -> Message:
+        """Replace a message's content on ``branch`` (id and sequence kept), together with any
+        ``states`` records, in one atomic commit."""
+        self._check_usable()
+        before = self._model.get(branch, message_id)
+        if before is None:
+            raise UnknownMessageError(message_id, branch)
+        _check_json_values(states or {})
+        after, row = self._model.edit_message(branch, message_id, content)
+        rows = [row] + [self._model.set_state(branch, key, value) for key, value in (states or {}).items()]
+        self._emit(MessageEdited(branch, before, after))
+        if states:
+            self._emit(StatesWritten(branch, tuple(states)))
+        await self._persist(rows)
+        return after
+
+    async def set_states(self, branch: str, states: Mapping[str, Any]) -> int:
+        """Write state records (JSON values) in one atomic commit; each raises the branch
+        sequence by one. Returns the branch head after the writes."""
+        self._check_usable()
+        self._model.branch_info(branch)
+        _check_json_values(states)
+        rows = [self._model.set_state(branch, key, value) for key, value in states.items()]
+        head = self._model.head(branch)
+        if rows:
+            self._emit(StatesWritten(branch, tuple(states)))
+            await self._persist(rows)
+        return head
+
+    async def set_state(self, branch: str, key: str, value: Any) -> int:
+        """Write one state record; returns its sequence."""
+        return await self.set_states(branch, {key: value})
+
+    async def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
+    ) -> BranchInfo:
+        """Fork ``name`` from ``parent`` at ``at_sequence`` (default: the parent's head).
+
+        Nothing is copied: the child sees the parent's records up to that point, never later.
+        ``meta`` (a JSON object) is kept with the branch record."""
+        self._check_usable()
+        if meta is not None:
+            _check_json_values({"meta": meta})
+        info, row = self._model.create_branch(name, parent, at_sequence, meta)
+        self._emit(BranchCreated(info))
+        await self._persist([row])
+        return info
+
+    # -- reads (memory only) -----------------------------------------------------------------
+
+    def branches(self) -> tuple[BranchInfo, ...]:
+        self._check_not_failed()
+        return self._model.branches()
+
+    def branch_info(self, name: str) -> BranchInfo:
+        self._check_not_failed()
+        return self._model.branch_info(name)
+
+    def has_branch(self, name: str) -> bool:
+        self._check_not_failed()
+        return self._model.has_branch(name)
+
+    def head(self, branch: str) -> int:
+        self._check_not_failed()
+        return self._model.head(branch)
+
+    def length(self, branch: str) -> int:
+        self._check_not_failed()
+        return self._model.length(branch)
+
+    def messages(self, branch: str, start: int = 0, stop: int | None = None) -> list[Message]:
+        self._check_not_failed()
+        return self._model.slice(branch, start, stop)
+
+    def get_message(self, branch: str, message_id: str) -> Message | None:
+        self._check_not_failed()
+        return self._model.get(branch, message_id)
+
+    def get_state(self, branch: str, key: str, default: Any = None) -> Any:
+        """The state record under ``key`` on ``branch``; ``default`` when there is none.
+        A record whose JSON could not be read comes back as ``store.model.UNREADABLE``."""
+        self._check_not_failed()
+        value = self._model.get_state(branch, key)
+        return default if value is MISSING else value
+
+    def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]:
+        self._check_not_failed()
+        return self._model.state_items(branch, prefix)
+
+    def may_hold_audience(self, branch: str) -> bool:
+        self._check_not_failed()
+        return self._model.may_hold_audience(branch)
+
+
+def _check_json_values(states: Mapping[str, Any]) -> None:
+    for key, value in states.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"a state key must be a non-empty string, got {key!r}")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"state {key!r} must be a JSON value: {exc}") from None
+
+
+def _insert_sql(count: int) -> str:
+    return "INSERT INTO log (id, branch, seq, kind, ref, body) VALUES " + ",".join(["(?,?,?,?,?,?)"] * count)
+
+
+@asynccontextmanager
+async def _collapsing() -> AsyncIterator[None]:
+    """Raise what the body raised, not the task groups' wrapping of it (see store.groups)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        inner = collapse(group)
+        if inner is group:
+            raise
+        raise inner from inner.__cause__
+
+
+@asynccontextmanager
+async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> AsyncIterator[SqliteStore]:
+    """Open (creating) the store at ``path`` for the duration of the block.
+
+    Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
+    the block flushes the pending commit and closes the file. ``synchronous`` is SQLite's
+    setting in WAL mode: ``NORMAL`` survives a process crash (``kill -9``); ``FULL`` also
+    survives a power loss, at a cost per commit.
+    """
+    if synchronous not in ("NORMAL", "FULL"):
+        raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
+    lock = _lock(path)
+    try:
+        async with _collapsing(), _open_driver(path) as driver:
+            await driver.execute("PRAGMA journal_mode=WAL")
+            await driver.execute(f"PRAGMA synchronous={synchronous}")
+            await driver.execute("PRAGMA busy_timeout=5000")
+            version = (await driver.execute("PRAGMA user_version"))[0][0]
+            if version not in (0, _FORMAT_VERSION):
+                raise StoreFailedError(f"{path!r} is a asides store of format {version}; this build reads format {_FORMAT_VERSION}")
+            await driver.execute(_SCHEMA)
+            if version == 0:
+                await driver.execute(f"PRAGMA user_version={_FORMAT_VERSION}")
+            rows = await driver.execute("SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id")
+            model = LogModel()
+            model.replay(rows)
+            del rows
+            store = SqliteStore(path, driver, model)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(store._committer)
+                try:
+                    yield store
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await store._shutdown()
+                store._closed = True
+    finally:
+        _unlock(lock)
+

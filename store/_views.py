@@ -1,0 +1,295 @@
+"""Views of a branch's messages: the branch's messages, then ``view_filter``, then the reader view.
+
+Pure logic over the in-memory model; no I/O. A :class:`MessageView` is what a strategy reads
+(``ctx.view``). Positions index the view's own list; messages keep their ids and sequences.
+
+The reader's view of a message (SPEC A2, A3, A4.1): its content as :func:`content_for_reader`
+gives it; if that hid any block, the message's thinking blocks are left out too (a signed thinking
+block vouches for its turn as written); a message left with nothing is left out of the view.
+
+Fast path (SPEC A6): while no block with an audience was ever stored on the branch and there is
+no ``view_filter``, the view reads the branch directly and returns the stored objects themselves;
+the first audience block switches it to a maintained list, built once and then kept up to date
+incrementally (a write costs the view one message, not a pass over history).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+from typing import TYPE_CHECKING
+
+import attrs
+
+from ._blocks import ContentBlock, ToolResultBlock, ToolUseBlock, content_for_reader, is_thinking
+from ._messages import Message
+
+if TYPE_CHECKING:
+    from ._model import LogModel
+
+__all__ = ["MessageView", "ViewFilter", "reader_view", "content_for_reader", "reader_body"]
+
+ViewFilter = Callable[[Message], bool]
+T = TypeVar("T")
+
+
+def reader_body(message: Message, reader: str | None) -> tuple[ContentBlock, ...]:
+    """What ``reader`` may see of ``message``'s content, thinking included (a provenance raw body)."""
+    return content_for_reader(message.content, reader)
+
+
+def reader_view(message: Message, reader: str | None) -> tuple[Message | None, bool]:
+    """The reader's view of ``message`` and whether thinking was left out because of a hidden block.
+
+    Returns ``(None, ...)`` when the reader sees nothing of it. When nothing is hidden or
+    stripped, the very same message object comes back.
+    """
+    content = message.content
+    if not content:
+        return None, False  # no empty message is ever compiled (A3)
+    visible = content_for_reader(content, reader)
+    if visible is content:
+        return message, False
+    dropped_thinking = False
+    if len(visible) < len(content) and any(is_thinking(b) for b in visible):
+        visible = tuple(b for b in visible if not is_thinking(b))
+        dropped_thinking = True
+    if not visible:
+        return None, dropped_thinking
+    return attrs.evolve(message, content=visible), dropped_thinking
+
+
+def _no_check() -> None:
+    return None
+
+
+class MessageView:
+    """The reader's view of one branch, as a strategy reads it.
+
+    Every read first calls ``check`` (the namespace's reader check, SPEC R5), which raises when
+    the manager this view belongs to may no longer read.
+    """
+
+    def __init__(
+        self,
+        model: LogModel,
+        branch: str,
+        *,
+        reader: str | None,
+        view_filter: ViewFilter | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        self._model = model
+        self.branch = branch
+        self.reader = reader
+        self._filter = view_filter
+        self._check = check or _no_check
+        self._built = False
+        self._items: list[Message] = []
+        self._seqs: list[int] = []
+        self._thinking_dropped: set[str] = set()
+        # Tool ids of blocks on the branch that this view hides (by filter or reader view).
+        self._hidden_of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._hidden_uses: Counter[str] = Counter()
+        self._hidden_results: Counter[str] = Counter()
+        self._seen_length = 0
+        self._seen_edits = 0
+        self._all: tuple[Message, ...] | None = None
+        self._all_key: tuple[int, int] | None = None
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @property
+    def plain(self) -> bool:
+        """Whether reads go straight to the branch (no filter, no audience ever stored)."""
+        return not self._built and self._filter is None and not self._model.may_hold_audience(self.branch)
+
+    def _project(self, message: Message) -> Message | None:
+        if self._filter is not None and not self._filter(message):
+            projected, dropped = None, False
+        else:
+            projected, dropped = reader_view(message, self.reader)
+        if dropped:
+            self._thinking_dropped.add(message.id)
+        else:
+            self._thinking_dropped.discard(message.id)
+        self._note_hidden(message, projected)
+        return projected
+
+    def _note_hidden(self, stored: Message, projected: Message | None) -> None:
+        old = self._hidden_of.pop(stored.id, None)
+        if old is not None:
+            self._hidden_uses.subtract(old[0])
+            self._hidden_results.subtract(old[1])
+        if projected is stored:
+            return
+        shown = projected.content if projected is not None else ()
+        shown_uses = {b.id for b in shown if isinstance(b, ToolUseBlock)}
+        shown_results = {b.tool_use_id for b in shown if isinstance(b, ToolResultBlock)}
+        uses = tuple(b.id for b in stored.content if isinstance(b, ToolUseBlock) and b.id not in shown_uses)
+        results = tuple(
+            b.tool_use_id for b in stored.content if isinstance(b, ToolResultBlock) and b.tool_use_id not in shown_results
+        )
+        if uses or results:
+            self._hidden_of[stored.id] = (uses, results)
+            self._hidden_uses.update(uses)
+            self._hidden_results.update(results)
+
+    def _sync(self) -> None:
+        """Bring the maintained list up to date with the branch (appends, then edits)."""
+        if not self._built:
+            if self._filter is None and not self._model.may_hold_audience(self.branch):
+                return
+            self._built = True
+        model, branch = self._model, self.branch
+        length = model.length(branch)
+        if length > self._seen_length:
+            for message in model.slice(branch, self._seen_length, length):
+                projected = self._project(message)
+                if projected is not None:
+                    self._items.append(projected)
+                    self._seqs.append(projected.sequence)
+            self._seen_length = length
+            self._all = None
+        edits = model.edit_count(branch)
+        if edits > self._seen_edits:
+            for message_id in dict.fromkeys(model.edits_since(branch, self._seen_edits)):
+                stored = model.get(branch, message_id)
+                if stored is None:
+                    continue
+                projected = self._project(stored)
+                index = bisect_left(self._seqs, stored.sequence)
+                present = index < len(self._seqs) and self._seqs[index] == stored.sequence
+                if projected is None:
+                    if present:
+                        del self._items[index]
+                        del self._seqs[index]
+                elif present:
+                    self._items[index] = projected
+                else:
+                    self._items.insert(index, projected)
+                    self._seqs.insert(index, projected.sequence)
+            self._seen_edits = edits
+            self._all = None
+
+    # -- reads (each checked) ----------------------------------------------------------------
+
+    def _read(self, plain: Callable[[], T], built: Callable[[], T]) -> T:
+        """Answer a read plainly or from the maintained list. A plain read that met stored data
+        which must be read fail-closed (the model then marks the branch) is answered again from
+        the maintained list, so such data never passes through."""
+        self._check()
+        self._sync()
+        if self._built:
+            return built()
+        result = plain()
+        if self._filter is None and not self._model.may_hold_audience(self.branch):
+            return result
+        self._sync()
+        return built()
+
+    def length(self) -> int:
+        """How many messages the view holds."""
+        return self._read(lambda: self._model.length(self.branch), lambda: len(self._items))
+
+    def get_all(self) -> tuple[Message, ...]:
+        """Every message of the view, oldest first."""
+
+        def built() -> tuple[Message, ...]:
+            if self._all is None:
+                self._all = tuple(self._items)
+            return self._all
+
+        def plain() -> tuple[Message, ...]:
+            key = (self._model.length(self.branch), self._model.edit_count(self.branch))
+            if self._all is None or self._all_key != key:
+                self._all = tuple(self._model.slice(self.branch, 0))
+                self._all_key = key
+            return self._all
+
+        return self._read(plain, built)
+
+    def get_from(self, index: int) -> tuple[Message, ...]:
+        """The messages from position ``index`` on (negative counts from the end)."""
+        return self._read(lambda: tuple(self._model.slice(self.branch, index)), lambda: tuple(self._items[index:]))
+
+    def get_tail(self, count: int) -> tuple[Message, ...]:
+        """The newest ``count`` messages, oldest first."""
+        if count <= 0:
+            self._check()
+            return ()
+        return self._read(lambda: tuple(self._model.slice(self.branch, -count)), lambda: tuple(self._items[-count:]))
+
+    def at(self, index: int) -> Message:
+        """The message at position ``index``."""
+        return self._read(lambda: self._model.at(self.branch, index), lambda: self._items[index])
+
+    def id_at(self, index: int) -> str:
+        """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
+        return self._read(lambda: self._model.id_at(self.branch, index), lambda: self._items[index].id)
+
+    @property
+    def revision(self) -> tuple[int, int]:
+        """Changes when the branch gains messages (first) or edits (second)."""
+        return (self._model.length(self.branch), self._model.edit_count(self.branch))
+
+    def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
+        """Messages at positions ``start`` to ``stop`` (exclusive)."""
+        return self._read(lambda: tuple(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop]))
+
+    def _built_position(self, message_id: str) -> int | None:
+        stored = self._model.get(self.branch, message_id)
+        if stored is None:
+            return None
+        index = bisect_left(self._seqs, stored.sequence)
+        if index < len(self._seqs) and self._seqs[index] == stored.sequence:
+            return index
+        return None
+
+    def position_of(self, message_id: str) -> int | None:
+        """The position of ``message_id`` in this view, or ``None`` when the view does not hold it."""
+        return self._read(lambda: self._model.position_of(self.branch, message_id), lambda: self._built_position(message_id))
+
+    def get(self, message_id: str) -> Message | None:
+        """The view's message with that id, or ``None`` when the view does not hold it."""
+
+        def plain() -> Message | None:
+            position = self._model.position_of(self.branch, message_id)
+            return None if position is None else self._model.at(self.branch, position)
+
+        def built() -> Message | None:
+            position = self._built_position(message_id)
+            return None if position is None else self._items[position]
+
+        return self._read(plain, built)
+
+    def sequence_of(self, message_id: str) -> int | None:
+        """The sequence of the view's message with that id, or ``None``."""
+        message = self.get(message_id)
+        return None if message is None else message.sequence
+
+    def hidden_tool_ids(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Ids of tool calls, and of the calls answered by tool results, that are on the branch
+        but hidden from this view (STRATEGIES 1.6). Both empty on the plain fast path."""
+        self._check()
+        self._sync()
+        return (
+            frozenset(k for k, n in self._hidden_uses.items() if n > 0),
+            frozenset(k for k, n in self._hidden_results.items() if n > 0),
+        )
+
+    def thinking_dropped(self, message_id: str) -> bool:
+        """Whether the view left out this message's thinking because it hid another block (A4.1)."""
+        self._check()
+        self._sync()
+        return message_id in self._thinking_dropped
+
+    def stored(self, message_id: str) -> Message | None:
+        """The message as stored on the branch (audience fields included); not reader-filtered."""
+        self._check()
+        return self._model.get(self.branch, message_id)
+
+    def __repr__(self) -> str:
+        return f"<MessageView {self.branch} reader={self.reader!r} plain={self.plain}>"

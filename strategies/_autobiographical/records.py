@@ -1,0 +1,343 @@
+"""The autobiographical strategy's records and the memory derived from them (STRATEGIES 4.2).
+
+Records are small JSON values under ``<kind>/...`` in the namespace's state on a branch, each
+written once (attempt counts aside):
+
+* ``<kind>/chunk/<first message id>``: ``{"id", "message_ids", "first_sequence", "last_sequence"}``
+* ``<kind>/summary/<id>``: ``{"id", "level", "text", "message_ids", "first_sequence",
+  "last_sequence"}`` plus ``"chunk"`` (level 1) or ``"children"`` (levels 2 and 3)
+* ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}``
+* ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
+
+Everything else (owners, parents, roots, queue) is derived here, in memory. A malformed record
+is reported once and read fail-closed: a broken chunk owns nothing; a broken summary is neither
+rendered nor read, so what it covered renders raw and its chunk is queued again.
+
+The summary counter is not a record of its own: the next ``n`` is one more than the highest
+``n`` among this namespace's summary records on the branch (the same value a counter record
+would hold, without a second write per summary).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "summary_n"]
+
+log = logging.getLogger("asides.strategies")
+
+_SUMMARY_ID = re.compile(r"^L([123])-(\d+)$")
+
+
+def summary_n(summary_id: str) -> int | None:
+    found = _SUMMARY_ID.match(summary_id)
+    return int(found.group(2)) if found else None
+
+
+@attrs.frozen(slots=True)
+class Summary:
+    """A summary as hosts read it (SPEC 3.3.1)."""
+
+    id: str
+    level: int
+    text: str
+    message_ids: tuple[str, ...]
+    first_sequence: int
+    last_sequence: int
+
+
+@attrs.frozen(slots=True)
+class SummaryRecord:
+    summary: Summary
+    chunk: str | None = None
+    children: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.summary.id
+
+    @property
+    def level(self) -> int:
+        return self.summary.level
+
+    @property
+    def n(self) -> int:
+        return summary_n(self.summary.id) or 0
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.summary
+        out: dict[str, Any] = {
+            "id": s.id,
+            "level": s.level,
+            "text": s.text,
+            "message_ids": list(s.message_ids),
+            "first_sequence": s.first_sequence,
+            "last_sequence": s.last_sequence,
+        }
+        if self.chunk is not None:
+            out["chunk"] = self.chunk
+        else:
+            out["children"] = list(self.children)
+        return out
+
+
+@attrs.frozen(slots=True)
+class Chunk:
+    id: str
+    message_ids: tuple[str, ...]
+    first_sequence: int
+    last_sequence: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "message_ids": list(self.message_ids),
+            "first_sequence": self.first_sequence,
+            "last_sequence": self.last_sequence,
+        }
+
+
+@attrs.frozen(slots=True)
+class Attempts:
+    rejections: int = 0
+    failed: bool = False
+    members: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rejections": self.rejections, "failed": self.failed, "members": list(self.members)}
+
+
+def _ids(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    return None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def decode_chunk(key_id: str, value: object) -> Chunk | None:
+    if not isinstance(value, dict):
+        return None
+    ids = _ids(value.get("message_ids"))
+    first, last = _int(value.get("first_sequence")), _int(value.get("last_sequence"))
+    if ids is None or value.get("id") != key_id or ids[0] != key_id or first is None or last is None:
+        return None
+    return Chunk(key_id, ids, first, last)
+
+
+def decode_summary(key_id: str, value: object) -> SummaryRecord | None:
+    if not isinstance(value, dict) or value.get("id") != key_id:
+        return None
+    found = _SUMMARY_ID.match(key_id)
+    level = value.get("level")
+    if found is None or level != int(found.group(1)):
+        return None
+    text, ids = value.get("text"), _ids(value.get("message_ids"))
+    first, last = _int(value.get("first_sequence")), _int(value.get("last_sequence"))
+    if not isinstance(text, str) or not text or ids is None or first is None or last is None:
+        return None
+    summary = Summary(key_id, level, text, ids, first, last)
+    if level == 1:
+        chunk = value.get("chunk")
+        if not isinstance(chunk, str) or not chunk:
+            return None
+        return SummaryRecord(summary, chunk=chunk)
+    children = _ids(value.get("children"))
+    if children is None:
+        return None
+    return SummaryRecord(summary, children=children)
+
+
+def decode_attempts(value: object) -> Attempts | None:
+    if not isinstance(value, dict):
+        return None
+    rejections, failed = _int(value.get("rejections")), value.get("failed")
+    members = value.get("members", [])
+    if rejections is None or not isinstance(failed, bool) or not isinstance(members, list):
+        return None
+    return Attempts(rejections, failed, tuple(m for m in members if isinstance(m, str)))
+
+
+class Memory:
+    """What a namespace's records say, in memory, with the derived links."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.chunks: dict[str, Chunk] = {}
+        self.owner: dict[str, str] = {}
+        self.order: list[str] = []  # chunk ids by first sequence
+        self.index: dict[str, int] = {}
+        self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
+        self._loading = False
+        self._unsorted = False
+        self.summaries: dict[str, SummaryRecord] = {}
+        self.l1_of: dict[str, str] = {}
+        self.parent: dict[str, str] = {}
+        self.attempts: dict[str, Attempts] = {}
+        self.head_start: int | None = None
+        self.next_n = 1
+        self._reported: set[str] = set()
+        #: ``(relative key, problem)`` -> None; reports a malformed record (once, with its id).
+        self.reporter: Callable[[str, str], None] | None = None
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def _report(self, key: str, what: str) -> None:
+        if self.reporter is not None:
+            self.reporter(key, what)
+        elif key not in self._reported:
+            self._reported.add(key)
+            log.warning("record %s is malformed (%s); read fail-closed", key, what)
+
+    def load(self, items: Mapping[str, Any]) -> None:
+        """Load every record (relative keys, e.g. ``autobiographical/chunk/12``)."""
+        self._loading = True
+        try:
+            for key in sorted(items, key=_load_order):
+                if "/summary/" in key and self._unsorted:
+                    self._resort()  # summaries need the chunk order (their spans)
+                self.apply(key, items[key])
+        finally:
+            self._loading = False
+        if self._unsorted:
+            self._resort()
+
+    def _resort(self) -> None:
+        self.order.sort(key=lambda c: self.chunks[c].first_sequence)
+        self.index = {c: i for i, c in enumerate(self.order)}
+        self._unsorted = False
+
+    def apply(self, key: str, value: Any) -> None:
+        """Take one record into memory (loading, or catching up with another manager's write)."""
+        prefix = self.kind + "/"
+        if not key.startswith(prefix):
+            return
+        rest = key[len(prefix) :]
+        if rest.startswith("chunk/"):
+            chunk = decode_chunk(rest[len("chunk/") :], value)
+            if chunk is None:
+                self._report(key, "not a chunk record")
+                return
+            self.add_chunk(chunk)
+        elif rest.startswith("summary/"):
+            record = decode_summary(rest[len("summary/") :], value)
+            if record is None:
+                self._report(key, "not a summary record")
+                n = summary_n(rest[len("summary/") :])
+                if n is not None:
+                    self.next_n = max(self.next_n, n + 1)
+                return
+            self.add_summary(record)
+        elif rest.startswith("attempts/"):
+            attempts = decode_attempts(value)
+            if attempts is None:
+                self._report(key, "not an attempts record")
+                return
+            self.attempts[rest[len("attempts/") :]] = attempts
+        elif rest == "head-start":
+            if _int(value) is None:
+                self._report(key, "not a sequence")
+                return
+            self.head_start = value
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def add_chunk(self, chunk: Chunk) -> None:
+        if chunk.id in self.chunks:
+            return
+        if any(m in self.owner for m in chunk.message_ids):
+            self._report(f"{self.kind}/chunk/{chunk.id}", "overlaps another chunk")
+            return
+        self.chunks[chunk.id] = chunk
+        for message_id in chunk.message_ids:
+            self.owner[message_id] = chunk.id
+        if not self.by_last or self.by_last[-1] < (chunk.last_sequence, chunk.id):
+            self.by_last.append((chunk.last_sequence, chunk.id))
+        else:
+            bisect.insort(self.by_last, (chunk.last_sequence, chunk.id))
+        in_order = not self.order or self.chunks[self.order[-1]].first_sequence < chunk.first_sequence
+        self.order.append(chunk.id)
+        self.index[chunk.id] = len(self.order) - 1
+        if not in_order:
+            if self._loading:
+                self._unsorted = True  # sorted once, when loading is done
+            else:
+                self._resort()
+
+    def add_summary(self, record: SummaryRecord) -> None:
+        if record.id in self.summaries:
+            return
+        self.next_n = max(self.next_n, record.n + 1)
+        if record.level == 1:
+            if record.chunk not in self.chunks or record.chunk in self.l1_of:
+                self._report(f"{self.kind}/summary/{record.id}", "summarises no chunk of this branch")
+                return
+            self.summaries[record.id] = record
+            self.l1_of[record.chunk] = record.id  # type: ignore[index]
+        else:
+            if any(c not in self.summaries or c in self.parent for c in record.children):
+                self._report(f"{self.kind}/summary/{record.id}", "merges summaries this branch does not hold")
+                return
+            self.summaries[record.id] = record
+            for child in record.children:
+                self.parent[child] = record.id
+
+    # -- derived -----------------------------------------------------------------------------
+
+    def root_of(self, summary_id: str) -> str:
+        while summary_id in self.parent:
+            summary_id = self.parent[summary_id]
+        return summary_id
+
+    def rendering_summary(self, chunk_id: str) -> str | None:
+        """The highest summary covering a chunk (the level 3 -> 2 -> 1 waterfall), or None."""
+        l1 = self.l1_of.get(chunk_id)
+        return None if l1 is None else self.root_of(l1)
+
+    def chunk_span(self, summary_id: str) -> tuple[int, int]:
+        """Indexes (in chunk order) of the first and last chunk a summary covers."""
+        record = self.summaries[summary_id]
+        if record.level == 1:
+            i = self.index[record.chunk]  # type: ignore[index]
+            return i, i
+        first = self.chunk_span(record.children[0])[0]
+        last = self.chunk_span(record.children[-1])[1]
+        return first, last
+
+    def roots(self) -> Iterable[SummaryRecord]:
+        return (r for r in self.summaries.values() if r.id not in self.parent)
+
+    def newest_by_last(self, count: int) -> set[str]:
+        """The ``count`` chunks whose last message is newest (the held-back ones, 4.4)."""
+        return {chunk_id for _seq, chunk_id in self.by_last[-count:]} if count else set()
+
+    def failed(self, key: str) -> bool:
+        found = self.attempts.get(key)
+        return bool(found and found.failed)
+
+    def public(self, summary_id: str) -> Summary | None:
+        record = self.summaries.get(summary_id)
+        return None if record is None else record.summary
+
+
+def _load_order(key: str) -> tuple[int, int, str]:
+    # chunks (by first message id) before summaries; summaries by level then n, so children
+    # load before parents
+    if "/chunk/" in key:
+        chunk_id = key.rsplit("/", 1)[1]
+        return (0, int(chunk_id) if chunk_id.isdigit() else 0, key)
+    if "/summary/" in key:
+        summary_id = key.rsplit("/", 1)[1]
+        found = _SUMMARY_ID.match(summary_id)
+        if found:
+            return (1, int(found.group(1)) * 10**9 + int(found.group(2)), key)
+        return (1, 0, key)
+    return (2, 0, key)

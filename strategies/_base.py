@@ -1,0 +1,288 @@
+"""The strategy protocol and what a strategy is handed and returns.
+
+A strategy decides what of the history a compile holds. The runtime calls it inside its
+namespace actor's turn, so calls never overlap for one namespace and branch:
+
+* ``initialize(ctx)`` once when it starts on a branch (open, switch, fork, set_strategy, derive);
+* ``on_new_message(message, ctx)`` for every message added on its branch (through any manager),
+  in its reader's view, and not at all for a message its reader sees nothing of;
+* ``select(ctx, budget, options)`` for a compile or a preview;
+* ``tick(ctx)`` for one unit of background work (drains call it in a loop);
+* ``is_ready()``: whether no background work remains.
+
+A strategy that makes compression reads must raise the narrowing floor first with
+``await ctx.mark_compression_read(sequence)`` and say so with ``marks_compression_reads = True``
+(SPEC N2, N7); a manager with a reader refuses to start one that does not say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from ..store._blocks import ContentBlock, check_content, coerce_content
+from ..store._errors import MalformedContentError
+from ..store._model import MISSING, UNREADABLE
+from ..store._views import MessageView
+
+if TYPE_CHECKING:
+    from ..store._sqlite import SqliteStore
+
+    from ._models import Model
+
+__all__ = [
+    "CompiledMessage",
+    "SourceEntry",
+    "SourceKind",
+    "Injection",
+    "InjectionPosition",
+    "MessageInjection",
+    "SelectOptions",
+    "Selection",
+    "StrategyContext",
+    "StrategyState",
+    "ContextStrategy",
+    "UNREADABLE",
+    "check_injections",
+]
+
+SourceKind = Literal["raw", "summary", "injection", "repair"]
+InjectionPosition = Literal["system", "before_user", "after_user"]
+
+
+def _content_tuple(value: object) -> tuple[ContentBlock, ...]:
+    return coerce_content(value)
+
+
+@attrs.frozen(slots=True)
+class CompiledMessage:
+    """One message of a compile. A compiled block never has an audience."""
+
+    participant: str
+    content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
+
+
+@attrs.frozen(slots=True)
+class SourceEntry:
+    """Where one compiled message came from (SPEC P1).
+
+    ``kind``: ``raw`` (a view message), ``summary`` (either half of a recall pair, with
+    ``summary_id``), ``injection``, or ``repair`` (a stub the strategy wrote). ``message_ids``
+    names the view messages it stands for.
+    """
+
+    kind: SourceKind
+    message_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    summary_id: str | None = None
+
+
+def _check_position(_i: object, _a: object, value: object) -> None:
+    if value not in ("system", "before_user", "after_user"):
+        raise ValueError(f"an injection's position is 'system', 'before_user' or 'after_user', not {value!r}")
+
+
+@attrs.frozen(slots=True)
+class Injection:
+    """Content a host injects into one compile: ``system`` content goes to
+    ``CompiledContext.system_injections``; ``before_user``/``after_user`` become a message by
+    ``system_context:<namespace>`` placed around the last message whose participant is ``user``."""
+
+    namespace: str
+    position: InjectionPosition = attrs.field(validator=_check_position)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
+
+
+@attrs.frozen(slots=True)
+class MessageInjection:
+    """A message placed as the newest entry of one compile, counted against its budget."""
+
+    participant: str
+    content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
+
+
+def _checked(items: Sequence[Any], kind: type, name: str) -> tuple[Any, ...]:
+    for index, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise MalformedContentError(f"{name}[{index}]", f"not {kind.__name__}: {type(item).__name__}")
+        check_content(item.content, path=f"{name}[{index}].content", allow_audience=False)
+        if not item.content:
+            raise MalformedContentError(f"{name}[{index}].content", "an injection needs content: no empty message is compiled")
+    return tuple(items)
+
+
+def check_injections(
+    injections: Sequence[Injection], message_injections: Sequence[MessageInjection]
+) -> tuple[tuple[Injection, ...], tuple[MessageInjection, ...]]:
+    """Refuse an audience anywhere in a compile's injections (SPEC W2), or an injection with no
+    content, naming the place."""
+    return _checked(injections, Injection, "injections"), _checked(message_injections, MessageInjection, "message_injections")
+
+
+@attrs.frozen(slots=True)
+class SelectOptions:
+    """What a compile asks of ``select`` beyond the budget."""
+
+    preview: bool = False
+    max_tokens: int = 100_000
+    reserve_for_response: int = 4_000
+    message_injections: tuple[MessageInjection, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class Selection:
+    """What ``select`` returns: compiled messages with one source entry each, and the ids of
+    raw view messages the compile does not hold whole (truncated or repaired)."""
+
+    messages: tuple[CompiledMessage, ...] = attrs.field(default=(), converter=tuple)
+    sources: tuple[SourceEntry, ...] = attrs.field(default=(), converter=tuple)
+    incomplete: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.messages) != len(self.sources):
+            raise ValueError("a Selection needs exactly one source entry per compiled message")
+
+
+_RESERVED_KEYS = ("reader", "narrowing-floor")
+
+
+class StrategyState:
+    """A namespace's strategy state records on one branch (``ctx.state``).
+
+    Keys are relative to the namespace (``autobiographical/chunk/12`` is stored as
+    ``<namespace>/autobiographical/chunk/12``). Values are JSON. Every write is a state record
+    that raises the branch sequence by one. The namespace's reader record, narrowing floor and
+    context log are not reachable through here.
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        branch: str,
+        namespace: str,
+        *,
+        written: Callable[[], Sequence[str]] | None = None,
+        read_only: bool = False,
+        notify: Callable[[tuple[str, ...]], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._branch = branch
+        self._namespace = namespace
+        self._prefix = f"{namespace}/"
+        self._written = written
+        self._read_only = read_only
+        self._notify = notify
+
+    @property
+    def read_only(self) -> bool:
+        """True during a preview: a preview writes nothing."""
+        return self._read_only
+
+    def _key(self, key: str) -> str:
+        if not isinstance(key, str) or not key:
+            raise ValueError("a state key must be a non-empty string")
+        segments = key.split("/")
+        if segments[-1] in _RESERVED_KEYS or any(
+            first == "context" and second.isdigit() for first, second in zip(segments, segments[1:])
+        ):
+            # ``agents`` + ``ann/narrowing-floor`` would be the floor of namespace ``agents/ann``:
+            # no strategy key may end like a namespace's own records, in any namespace.
+            raise ValueError(
+                f"the state key {key!r} ends like a namespace's own record (reader, narrowing-floor, context/<n>); "
+                "choose another"
+            )
+        return self._prefix + key
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The record under ``key``; ``default`` when absent; ``UNREADABLE`` when its JSON is
+        broken (report it and read it fail-closed)."""
+        value = self._store.model.get_state(self._branch, self._key(key))
+        return default if value is MISSING else value
+
+    def items(self, prefix: str = "") -> dict[str, Any]:
+        """``{key: value}`` for every record whose key starts with ``prefix``."""
+        full = self._prefix + prefix
+        cut = len(self._prefix)
+        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items()}
+
+    async def set(self, key: str, value: Any) -> None:
+        """Write one record (durable on return)."""
+        await self.set_many({key: value})
+
+    async def set_many(self, records: Mapping[str, Any]) -> None:
+        """Write several records in one commit; each raises the branch sequence by one."""
+        if self._read_only:
+            raise RuntimeError("a preview writes nothing: select must not write state when options.preview is true")
+        if records:
+            await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
+            if self._notify is not None:
+                self._notify(tuple(records))
+
+    def report(self, key: str, problem: str) -> None:
+        """Report a malformed record under ``key`` (logged once, with its record id; SPEC E)."""
+        full = self._key(key)
+        self._store.model.report(self._store.model.state_record_id(self._branch, full), f"{full}: {problem}")
+
+    @property
+    def revision(self) -> int:
+        """How many records were written under this namespace on this branch since the
+        namespace's actor started; use with :meth:`written_since` to catch up on writes made by
+        another manager's strategy."""
+        return len(self._written()) if self._written else 0
+
+    def written_since(self, revision: int) -> tuple[str, ...]:
+        """Keys (relative) written since ``revision``, oldest first."""
+        if self._written is None:
+            return ()
+        return tuple(self._written()[revision:])
+
+
+@attrs.frozen(slots=True)
+class StrategyContext:
+    """What a strategy is handed on every call.
+
+    ``view`` is the reader's view of the branch (SPEC A3; every read is checked as R5 says);
+    ``model`` the model to compress with, or ``None``; ``state`` the namespace's state records on
+    this branch; ``reader`` the reader the manager compiles for (``None``: no reader).
+    """
+
+    view: MessageView
+    model: Model | None
+    namespace: str
+    branch: str
+    state: StrategyState
+    reader: str | None = None
+    preview: bool = False
+    _mark: Callable[[int], Awaitable[None]] | None = attrs.field(default=None, alias="mark")
+    _in_flight: Callable[[], bool] | None = attrs.field(default=None, alias="in_flight")
+
+    async def mark_compression_read(self, sequence: int) -> None:
+        """Raise the namespace's narrowing floor to ``sequence`` before a compression read
+        (SPEC N2). Never lowers it; writes nothing for a manager with no reader. Raises
+        ``FloorUnavailableError`` when the raise cannot be recorded: then make no request."""
+        if self._mark is not None:
+            await self._mark(sequence)
+
+    @property
+    def compression_in_flight(self) -> bool:
+        """Whether a compression request of this namespace and branch is out (any manager)."""
+        return bool(self._in_flight and self._in_flight())
+
+
+@runtime_checkable
+class ContextStrategy(Protocol):
+    """What the runtime needs of a strategy (SPEC 3.3)."""
+
+    name: str
+    marks_compression_reads: bool
+
+    async def initialize(self, ctx: StrategyContext) -> None: ...
+
+    async def on_new_message(self, message: Any, ctx: StrategyContext) -> None: ...
+
+    async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection: ...
+
+    async def tick(self, ctx: StrategyContext) -> bool: ...
+
+    def is_ready(self) -> bool: ...

@@ -1,0 +1,130 @@
+"""WindowedPassthroughStrategy (SPEC C2, STRATEGIES 3): a window that moves forward in coarse
+jumps, so successive compiles share a stable prefix."""
+
+from __future__ import annotations
+
+from ..store._messages import Message
+
+from ._base import CompiledMessage, SelectOptions, Selection, StrategyContext
+from ._errors import OverBudgetError
+from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
+from ._repair import Emitted, glued
+from ._tokens import Estimator, MessageCosts
+from ._truncation import truncate_content
+
+__all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after"]
+
+
+def first_position_at_or_after(view, sequence: int) -> int:
+    """The first view position whose message has ``sequence >=`` the given one (binary search)."""
+    low, high = 0, view.length()
+    while low < high:
+        mid = (low + high) // 2
+        if view.at(mid).sequence < sequence:
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+class WindowedPassthroughStrategy(NoBackgroundWork):
+    """Every message at or after a persisted anchor; on overflow the anchor jumps forward so the
+    window holds about ``re_anchor_fraction`` of the budget. A tool call is never cut from its
+    result at the window start; the newest unit alone over budget raises ``OverBudgetError``."""
+
+    name = "windowed-passthrough"
+    ANCHOR = "windowed-passthrough/anchor"
+
+    def __init__(
+        self,
+        *,
+        re_anchor_fraction: float = 0.5,
+        max_message_tokens: int | None = None,
+        estimator: Estimator | None = None,
+    ) -> None:
+        if not isinstance(re_anchor_fraction, (int, float)) or not 0 < re_anchor_fraction <= 1:
+            raise ValueError(f"re_anchor_fraction must be in (0, 1], got {re_anchor_fraction!r}")
+        if max_message_tokens is not None and (not isinstance(max_message_tokens, int) or max_message_tokens < 1):
+            raise ValueError(f"max_message_tokens must be None or an int >= 1, got {max_message_tokens!r}")
+        self.re_anchor_fraction = float(re_anchor_fraction)
+        self.max_message_tokens = max_message_tokens
+        self._costs = MessageCosts(estimator)
+        self.estimator = self._costs.estimator
+
+    def anchor(self, ctx: StrategyContext) -> int:
+        """The persisted anchor sequence (0 when absent or malformed; a malformed one is
+        reported once)."""
+        value = ctx.state.get(self.ANCHOR, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            ctx.state.report(self.ANCHOR, f"the windowed anchor is not a non-negative integer ({value!r}); read as 0")
+            return 0
+        return value
+
+    def _emit(self, message: Message, hidden) -> tuple[list[Emitted], int]:
+        emitted = emit_view_message(message, hidden)
+        cost = 0
+        out = []
+        for item in emitted:
+            content = item.message.content
+            shown, cut = truncate_content(content, self.max_message_tokens, self.estimator)
+            if cut:
+                item = Emitted(CompiledMessage(item.message.participant, shown), item.source, complete=False)
+            cost += self._costs(message) if item.message.content is message.content else self._costs.content(item.message.content)
+            out.append(item)
+        return out, cost
+
+    async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
+        view = ctx.view
+        hidden = view.hidden_tool_ids()
+        anchor = self.anchor(ctx)
+        start = first_position_at_or_after(view, anchor)
+        # Walk the window newest to oldest, grouping glued messages into units, until it is
+        # all priced or it is over budget.
+        units: list[tuple[list[Emitted], int]] = []  # newest first
+        unit_items: list[Emitted] = []
+        unit_cost = 0
+        total = 0
+        over = False
+        for position in range(view.length() - 1, start - 1, -1):
+            message = view.at(position)
+            items, cost = self._emit(message, hidden)
+            unit_items = items + unit_items
+            unit_cost += cost
+            previous = view.at(position - 1) if position > start else None
+            if previous is not None and glued(previous.content, message.content):
+                continue  # glued to the message before it: same unit
+            units.append((unit_items, unit_cost))
+            total += unit_cost
+            unit_items, unit_cost = [], 0
+            if total > budget:
+                over = True
+                break
+        if not over:
+            return selection_of([item for items, _ in reversed(units) for item in items])
+
+        # Re-anchor: the newest units within the fraction of the budget, at least one.
+        target = self.re_anchor_fraction * budget
+        admitted = 0
+        running = 0
+        for _items, cost in units:
+            if running + cost > target:
+                break
+            running += cost
+            admitted += 1
+        admitted = max(admitted, 1)
+        window = list(reversed(units[:admitted]))
+        needed = sum(cost for _items, cost in window)
+        if needed > budget and not options.preview:
+            raise OverBudgetError(
+                f"compile for {ctx.namespace} on {ctx.branch} needs {needed} tokens for its newest message "
+                f"(with its tool partners) but the budget is {budget}: raise max_tokens or set max_message_tokens.",
+                budget=budget,
+                needed=needed,
+            )
+        items = [item for unit, _cost in window for item in unit]
+        new_anchor = next(m for m in items if m.source.kind == "raw")
+        first_id = new_anchor.source.message_ids[0]
+        sequence = view.sequence_of(first_id)
+        if not options.preview and sequence is not None and sequence != anchor:
+            await ctx.state.set(self.ANCHOR, sequence)
+        return selection_of(items)
