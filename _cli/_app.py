@@ -36,6 +36,9 @@ from typing import Any
 
 import trio
 
+from ..actors._namespace import normalise_namespace
+from ..actors._runtime import Runtime
+from ..actors._runtime import open_runtime as _open_runtime
 from ..store._blocks import (
     ContentBlock,
     ImageBlock,
@@ -53,7 +56,7 @@ from ..store._blocks import (
     has_audience,
     text,
 )
-from ..store._errors import MalformedContentError, StoreLockedError, AsidesError
+from ..store._errors import AsidesError, MalformedContentError, StoreLockedError
 from ..store._messages import freeze_metadata
 from ..store._model import MISSING, UNREADABLE
 from ..store._views import reader_view
@@ -65,9 +68,6 @@ from ..strategies import (
     WindowedPassthroughStrategy,
 )
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
-
-from ..actors._namespace import normalise_namespace
-from ..actors._runtime import Runtime, open_runtime as _open_runtime
 
 __all__ = ["main"]
 

@@ -1,9 +1,10 @@
 """asides's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI."""
 
+from ..store._model import BranchInfo
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
-
 from ._compiled import CompiledContext, Provenance
 from ._errors import (
+    AsidesError,
     BranchExistsError,
     CompressionError,
     FloorUnavailableError,
@@ -17,13 +18,11 @@ from ._errors import (
     StoreLockedError,
     StrategyCapabilityError,
     StrategyNotStartedError,
-    AsidesError,
     UnknownBranchError,
     UnknownMessageError,
 )
 from ._manager import ContextEntry, ContextManager, Derivation
 from ._runtime import Runtime, open_runtime
-from ..store._model import BranchInfo
 
 __all__ = [
     "BranchExistsError",

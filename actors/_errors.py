@@ -7,11 +7,11 @@ names the namespace, branch and readers involved.
 from __future__ import annotations
 
 from ..store._errors import (
+    AsidesError,
     BranchExistsError,
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
-    AsidesError,
     UnknownBranchError,
     UnknownMessageError,
 )

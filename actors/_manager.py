@@ -38,7 +38,6 @@ from ..strategies._base import (
 from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Completion, CompletionRequest, Model
 from ..strategies._tokens import default_estimate
-
 from ._compiled import CompiledContext, assemble, injection_cost
 from ._drains import run_drain
 from ._errors import (

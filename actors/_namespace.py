@@ -29,7 +29,6 @@ import attrs
 from ..store._model import MISSING, UNREADABLE
 from ..store._sqlite import SqliteStore
 from ..strategies._errors import FloorUnavailableError
-
 from ._errors import ReaderClaimError, ReaderRecordError
 from ._protocol import InboxItem, MessageChanged, MessagesAdded, TurnRequest
 

@@ -18,13 +18,12 @@ import anyio.abc
 import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
+from ..store._groups import collapse
 from ..store._messages import Message
 from ..store._model import MISSING, BranchInfo
-from ..store._groups import collapse
 from ..store._sqlite import MessageEdited, MessagesAppended, SqliteStore, StoreEvent, open_store
 from ..store._views import ViewFilter, reader_view
 from ..strategies._models import Model
-
 from ._manager import ContextEntry, ContextManager, Derivation
 from ._namespace import NamespaceActor, normalise_namespace
 from ._protocol import MessageChanged, MessagesAdded

@@ -28,11 +28,11 @@ from ._blocks import (
     tool_use,
 )
 from ._errors import (
+    AsidesError,
     BranchExistsError,
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
-    AsidesError,
     UnknownBranchError,
     UnknownMessageError,
 )

@@ -16,8 +16,8 @@ import json
 import logging
 import time
 from bisect import bisect_right
-from types import MappingProxyType
 from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs

@@ -31,8 +31,8 @@ import attrs
 import sniffio
 
 from ._blocks import ContentBlock
-from ._groups import collapse
 from ._errors import StoreFailedError, StoreLockedError, UnknownMessageError
+from ._groups import collapse
 from ._messages import Message, freeze_metadata
 from ._model import MISSING, BranchInfo, LogModel, Row
 

@@ -1,22 +1,21 @@
 """asides's strategies: what of the history a compile holds, and the models they compress with."""
 
+from ._adapters import AnthropicModel, OpenAIModel
+from ._autobiographical import AutobiographicalStrategy, Summary
 from ._base import (
     CompiledMessage,
     ContextStrategy,
     Injection,
     MessageInjection,
-    SelectOptions,
     Selection,
+    SelectOptions,
     SourceEntry,
     StrategyContext,
     StrategyState,
 )
 from ._errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
-from ._models import Completion, CompletionRequest, Model, Usage
-from ._autobiographical import AutobiographicalStrategy, Summary
 from ._knowledge import KnowledgeStrategy
-from ._adapters import AnthropicModel, OpenAIModel
-from ._models import ExtractiveModel, completion_text
+from ._models import Completion, CompletionRequest, ExtractiveModel, Model, Usage, completion_text
 from ._passthrough import PassthroughStrategy
 from ._tokens import default_estimate, estimate_text
 from ._windowed import WindowedPassthroughStrategy

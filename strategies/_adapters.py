@@ -40,7 +40,6 @@ from typing import Any, TypeVar
 import anyio
 
 from ..store._blocks import ContentBlock, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
-
 from ._models import Completion, CompletionRequest, Usage
 
 __all__ = ["AnthropicModel", "OpenAIModel", "DEFAULT_ANTHROPIC_MODEL", "DEFAULT_OPENAI_MODEL"]

@@ -29,7 +29,6 @@ from ..store._views import MessageView
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
-
     from ._models import Model
 
 __all__ = [

@@ -13,7 +13,6 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from ..store._blocks import ContentBlock
-
 from ._base import CompiledMessage
 
 __all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel", "AnthropicModel", "OpenAIModel"]
@@ -114,7 +113,6 @@ class ExtractiveModel:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         from ..store._blocks import TextBlock
-
         from ._tokens import estimate_text
 
         self.requests.append(request)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..store._messages import Message
-
-from ._base import CompiledMessage, SelectOptions, Selection, SourceEntry, StrategyContext
+from ._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from ._repair import Emitted, repair_hidden_partners
 from ._tokens import Estimator, MessageCosts
 

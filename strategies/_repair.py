@@ -14,7 +14,6 @@ import attrs
 
 from ..store._blocks import ContentBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from ..store._messages import Message
-
 from ._base import CompiledMessage, SourceEntry
 
 __all__ = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..store._blocks import ContentBlock, TextBlock, ToolResultBlock
-
 from ._tokens import Estimator
 
 __all__ = ["truncate_content", "TRUNCATED", "OMITTED"]

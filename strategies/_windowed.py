@@ -4,8 +4,7 @@ jumps, so successive compiles share a stable prefix."""
 from __future__ import annotations
 
 from ..store._messages import Message
-
-from ._base import CompiledMessage, SelectOptions, Selection, StrategyContext
+from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from ._errors import OverBudgetError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued

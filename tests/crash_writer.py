@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 
-
 import trio  # noqa: E402
 
 from asides.store import open_store, text  # noqa: E402

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asides.store import (
+    AsidesError,
     ImageBlock,
     MalformedContentError,
     RedactedThinkingBlock,
@@ -35,7 +36,6 @@ from asides.store import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    AsidesError,
     UnreadableBlock,
     block_from_json,
     block_to_json,

@@ -20,13 +20,12 @@ import sys
 
 import pytest
 import trio
+from helpers import Raw, message_body, seed_records
 
-from asides.actors import open_runtime
 from asides._cli._app import demo_script, main
+from asides.actors import open_runtime
 from asides.store import text, thinking, tool_result, tool_use
 from asides.strategies import AutobiographicalStrategy, ExtractiveModel, WindowedPassthroughStrategy
-
-from helpers import Raw, message_body, seed_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_LEAK = "no private line reached a reader it was not for"

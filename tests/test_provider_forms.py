@@ -19,7 +19,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asides.strategies._provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
 from asides.store._blocks import (
     image,
     redacted_thinking,
@@ -30,6 +29,7 @@ from asides.store._blocks import (
     tool_use,
 )
 from asides.strategies._base import CompiledMessage
+from asides.strategies._provider_forms import CONVERSATION_CONTINUES, NO_OUTPUT, STUB_RESULT, to_anthropic, to_openai
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -28,8 +28,8 @@ from asides.store import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    content_for_reader,
     block_to_json,
+    content_for_reader,
     content_to_json,
     text,
     thinking,
@@ -37,8 +37,7 @@ from asides.store import (
     tool_use,
 )
 from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
-from asides.strategies._base import CompiledMessage, SelectOptions, Selection, StrategyContext
-
+from asides.strategies._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from tests.helpers import message_body, seed_records
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}

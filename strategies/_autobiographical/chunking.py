@@ -14,7 +14,6 @@ from collections.abc import Callable
 import attrs
 
 from ...store._messages import Message
-
 from .regions import Regions, ViewLike, has_call
 
 __all__ = ["MIN_CHUNK_MESSAGES", "FrontierWalk", "frontier_start"]

@@ -19,7 +19,6 @@ from ...store._blocks import (
     ToolUseBlock,
 )
 from ...store._messages import Message
-
 from .._base import CompiledMessage
 from .._tokens import Estimator
 from .._truncation import truncate_content

@@ -16,7 +16,6 @@ import attrs
 
 from ...store._blocks import ToolUseBlock
 from ...store._messages import Message
-
 from .._repair import glued
 
 __all__ = ["Regions", "RecentWindow", "ViewLike", "head_end", "straddle", "has_call", "is_glued"]

@@ -22,8 +22,7 @@ import attrs
 
 from ...store._blocks import ContentBlock, TextBlock, has_audience
 from ...store._messages import Message
-
-from .._base import CompiledMessage, SelectOptions, Selection, SourceEntry, StrategyContext
+from .._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from .._errors import CompressionError, OverBudgetError
 from .._models import CompletionRequest, completion_text
 from .._passthrough import selection_of
