@@ -108,7 +108,7 @@ def _check_store_file(path: str) -> None:
     with open(path, "rb") as handle:
         header = handle.read(len(_SQLITE_HEADER))
     if header and header != _SQLITE_HEADER:
-        raise CliError(f"{path!r} is not a asides store (not an SQLite database)")
+        raise CliError(f"{path!r} is not an asides store (not an SQLite database)")
     if header:
         # A foreign SQLite database: refuse it rather than add asides's table to it. (immutable=1
         # reads without creating -wal/-shm files; a store's main file holds either nothing yet or
@@ -122,7 +122,7 @@ def _check_store_file(path: str) -> None:
         except sqlite3.Error:
             return  # let the store's own open report what is wrong
         if tables and "log" not in tables:
-            raise CliError(f"{path!r} is an SQLite database but not a asides store (it has no log table)")
+            raise CliError(f"{path!r} is an SQLite database but not an asides store (it has no log table)")
 
 
 @asynccontextmanager
@@ -138,7 +138,7 @@ async def open_runtime(path: str, *, model: Any = None, must_exist: bool = True)
     except StoreLockedError as exc:
         raise CliError(str(exc), EXIT_BUSY) from None
     except sqlite3.DatabaseError as exc:
-        raise CliError(f"{path!r} could not be opened as a asides store: {exc}") from None
+        raise CliError(f"{path!r} could not be opened as an asides store: {exc}") from None
 
 
 def _single_expected(group: BaseExceptionGroup) -> BaseException | None:
@@ -1013,7 +1013,7 @@ def _silence_stdout() -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="asides",
-        description="Look into a asides store, compile for an agent, move messages between stores, or run a demo.",
+        description="Look into an asides store, compile for an agent, move messages between stores, or run a demo.",
         epilog="Exit codes: 0 done, 1 refused (the reason is printed on one line), 2 store locked or usage error.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -470,7 +470,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> 
             await driver.execute("PRAGMA busy_timeout=5000")
             version = (await driver.execute("PRAGMA user_version"))[0][0]
             if version not in (0, _FORMAT_VERSION):
-                raise StoreFailedError(f"{path!r} is a asides store of format {version}; this build reads format {_FORMAT_VERSION}")
+                raise StoreFailedError(f"{path!r} is an asides store of format {version}; this build reads format {_FORMAT_VERSION}")
             await driver.execute(_SCHEMA)
             if version == 0:
                 await driver.execute(f"PRAGMA user_version={_FORMAT_VERSION}")

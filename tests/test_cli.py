@@ -433,7 +433,7 @@ def test_foreign_files_are_refused(capsys, tmp_path):
     text_file = tmp_path / "notes.txt"
     text_file.write_text("just some notes\n")
     code, _out, err = run(capsys, "inspect", str(text_file))
-    assert code == 1 and "not a asides store" in one_error_line(err)
+    assert code == 1 and "not an asides store" in one_error_line(err)
     assert text_file.read_text() == "just some notes\n"
 
     import sqlite3
@@ -444,7 +444,7 @@ def test_foreign_files_are_refused(capsys, tmp_path):
     connection.commit()
     connection.close()
     code, _out, err = run(capsys, "export", str(other))
-    assert code == 1 and "not a asides store" in one_error_line(err)
+    assert code == 1 and "not an asides store" in one_error_line(err)
 
     code, _out, err = run(capsys, "inspect", str(tmp_path))
     assert code == 1 and "directory" in one_error_line(err)

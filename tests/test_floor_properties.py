@@ -14,7 +14,7 @@ have no deadline (they do real SQLite commits).
 (b) A refused call never changes the store: random opens (random namespace, reader and
     branch), messages, narrowing and widening edits, forks, switches, derives, set_strategy
     (sometimes with a strategy that does not mark its reads), marks and closes. Every call that
-    raises a asides error leaves ``dump(rt.store)`` identical, and a refused fork, switch,
+    raises an asides error leaves ``dump(rt.store)`` identical, and a refused fork, switch,
     set_strategy or derive leaves the manager's branch and strategy as they were (SPEC E, R2).
 """
 
