@@ -1,11 +1,12 @@
 """The ``asides`` command line (``asides._cli``), through its entry point ``main([...])`` with
 captured output, and once as a user runs it (a subprocess).
 
-Covers the CLI issue: ``demo`` (exit code and its no-leak line), ``inspect`` and ``compile`` on a
-store the test builds, export -> import -> export identical, an import with one malformed line
-writing nothing and naming the line; plus ``--help`` everywhere, one-line errors for a missing,
-locked or foreign store and an unknown namespace or branch, and SPEC E (an unreadable record is
-shown, never dropped).
+Covers: ``demo`` (exit code and its no-leak line, exit 3 on a leak), ``inspect`` and ``compile``
+on a store the test builds, export -> import -> export identical, an import with one malformed
+line writing nothing and naming the line, ``import --append``; plus ``--help`` everywhere,
+one-line errors for a missing, locked or foreign store and an unknown namespace or branch, and an
+unreadable record shown, never dropped. The read-only commands against a live store, backups,
+strict JSON lines, exit codes and output widths have their own files (tests/test_cli_*.py).
 
 ``main`` runs its own ``trio.run``, so the tests that call it are synchronous; stores are built
 with ``trio.run`` in fixtures.
@@ -22,7 +23,8 @@ import pytest
 import trio
 from helpers import Raw, message_body, seed_records
 
-from asides._cli._app import demo_script, main
+from asides._cli._demo import demo_script
+from asides._cli._main import main
 from asides.actors import open_runtime
 from asides.store import text, thinking, tool_result, tool_use
 from asides.strategies import AutobiographicalStrategy, ExtractiveModel, WindowedPassthroughStrategy
@@ -84,17 +86,27 @@ def built(tmp_path) -> str:
 # -- help and usage ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["inspect", "--help"], ["compile", "--help"], ["export", "--help"], ["import", "--help"]])
-def test_help_everywhere_exits_0(capsys, argv):
-    code, out, _err = run(capsys, *argv)
+@pytest.mark.parametrize("command", [[], ["demo"], ["inspect"], ["compile"], ["export"], ["import"], ["dump"], ["restore"]])
+def test_help_everywhere_exits_0_and_lists_the_exit_codes(capsys, command):
+    code, out, _err = run(capsys, *command, "--help")
     assert code == 0
     assert out.startswith("usage: asides")
+    assert "Exit codes: 0 done; 1 refused" in " ".join(out.split())
+    assert "3 the demo found a leak" in " ".join(out.split())
 
 
 def test_usage_error_exits_2(capsys):
     code, _out, err = run(capsys, "compile", "x.db")  # --namespace missing
     assert code == 2
     assert "--namespace" in err
+
+
+@pytest.mark.parametrize("option", ["--max-tokens", "--reserve"])
+def test_a_negative_budget_is_bad_usage_exit_2(capsys, built, option):
+    code, out, err = run(capsys, "compile", built, "-n", "agents/ann", option, "-5")
+    assert code == 2
+    assert out == ""
+    assert option in err and "negative" in err
 
 
 # -- demo ---------------------------------------------------------------------------------------
@@ -132,22 +144,23 @@ def test_demo_keeps_its_store_with_store_and_refuses_an_existing_one(capsys, tmp
     assert code == 0
     (main_branch,) = json.loads(out)["branches"]
     namespaces = {ns["namespace"]: ns for ns in main_branch["namespaces"]}
-    assert {namespaces[f"agents/{n}"]["reader"] for n in ("ann", "bob", "cleo")} == {"ann", "bob", "cleo"}
-    assert all(ns["strategy"] == "autobiographical" and ns["summaries"]["L1"] > 0 for ns in namespaces.values())
+    agents = [namespaces[f"agents/{n}"] for n in ("ann", "bob", "cleo")]
+    assert {ns["reader"] for ns in agents} == {"ann", "bob", "cleo"}
+    assert all(ns["strategy"] == "autobiographical" and ns["summaries"]["L1"] > 0 for ns in agents)
 
     code, _out, err = run(capsys, "demo", "--store", path)
     assert code == 1
     assert "already exists" in one_error_line(err)
 
 
-def test_demo_reports_a_leak_and_exits_1(capsys, monkeypatch):
+def test_demo_reports_a_leak_and_exits_3(capsys, monkeypatch):
     """The closing check is real: with a reader view that hides nothing (a broken library), the
-    demo names leaks and exits 1."""
+    demo names leaks and exits 3 (its own code, apart from a refusal's 1)."""
     import asides.store._views
 
     monkeypatch.setattr(asides.store._views, "reader_view", lambda message, reader: (message, False))
     code, out, _err = run(capsys, "demo")
-    assert code == 1
+    assert code == 3
     assert "LEAK" in out and NO_LEAK not in out
 
 
@@ -290,14 +303,24 @@ def test_compile_refusals_are_one_line(capsys, built):
     assert "no branch 'nope'" in one_error_line(err)
 
 
-def test_compile_never_claims(capsys, built):
-    """--reader on a namespace that records no reader is refused: a claim would be a write."""
+def test_compile_for_a_reader_on_an_unclaimed_namespace_previews_without_claiming(capsys, built):
+    """--reader on a namespace that records no reader shows that reader's view, and claims
+    nothing: the store file is the same bytes after, and a later compile still sees no reader."""
+    with open(built, "rb") as handle:
+        before_bytes = handle.read()
     _code, before, _err = run(capsys, "inspect", built, "--json")
-    code, _out, err = run(capsys, "compile", built, "-n", "host", "--reader", "ann")
-    assert code == 1
-    assert "would claim it" in one_error_line(err)
+    code, out, err = run(capsys, "compile", built, "-n", "host", "--reader", "ann")
+    assert code == 0, err
+    assert out.startswith("# host on main, for reader 'ann' (windowed-passthrough)")
+    assert "BOB-ONLY" not in out and "SECRET-BOB" not in out
+    code, out, err = run(capsys, "compile", built, "-n", "host", "--reader", "bob")  # not claimed by ann either
+    assert code == 0, err
+    assert out.startswith("# host on main, for reader 'bob' (windowed-passthrough)")
+    assert "BOB-ONLY" in out and "ANN-NOTE" not in out
     _code, after, _err = run(capsys, "inspect", built, "--json")
     assert after == before
+    with open(built, "rb") as handle:
+        assert handle.read() == before_bytes
 
 
 # -- export / import ----------------------------------------------------------------------------
@@ -349,7 +372,10 @@ def test_import_appends_to_an_existing_branch_in_one_go(capsys, built, tmp_path)
         '{"participant":"ann","content":[{"type":"text","text":"two","audience":["ann"]}]}\n',
         encoding="utf-8",
     )
-    code, out, err = run(capsys, "import", built, str(source), "--branch", "alt")
+    code, _out, err = run(capsys, "import", built, str(source), "--branch", "alt")
+    assert code == 1
+    assert "already holds messages" in one_error_line(err) and "--append" in err
+    code, out, err = run(capsys, "import", built, str(source), "--branch", "alt", "--append")
     assert code == 0, err
     assert "imported 2 message(s)" in out and "now 37 messages" in out
     _code, exported, _err = run(capsys, "export", built, "--branch", "alt")
@@ -450,15 +476,19 @@ def test_foreign_files_are_refused(capsys, tmp_path):
     assert code == 1 and "directory" in one_error_line(err)
 
 
-async def test_locked_store_is_one_line_and_exits_2(built):
-    """A store another process holds: the CLI (a subprocess) says so on one line and exits 2."""
-    env = dict(os.environ)
+async def test_a_write_to_a_store_another_process_holds_is_one_line_and_exits_1(built, tmp_path):
+    """import and restore write: while a host holds the store, the CLI (a subprocess) says so on
+    one line and exits 1 (a refusal). The reading commands work then (tests/test_cli_live.py)."""
+    source = tmp_path / "one.jsonl"
+    source.write_text('{"participant":"u","content":[{"type":"text","text":"x"}]}\n', encoding="utf-8")
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text('{"asides":"dump","format":1}\n', encoding="utf-8")
     async with open_runtime(built):
-        for argv in (["inspect", built], ["export", built], ["import", built, os.devnull]):
+        for argv in (["import", built, str(source), "--append"], ["restore", built, str(dump)]):
             result = await trio.run_process(
-                [sys.executable, "-m", "asides", *argv], capture_stdout=True, capture_stderr=True, check=False, env=env
+                [sys.executable, "-m", "asides", *argv], capture_stdout=True, capture_stderr=True, check=False
             )
-            assert result.returncode == 2, result.stderr
             err = result.stderr.decode()
+            assert result.returncode == 1, err
             assert "open in another process" in one_error_line(err)
             assert "Traceback" not in err

@@ -1,0 +1,231 @@
+"""``asides dump`` and ``asides restore``: every record of a store as JSON lines, and back.
+
+A dump is every row of the store's log, in record order: messages, edits, branches and state
+records (reader records, narrowing floors, strategy state, memories, context logs). Its first
+line is ``{"asides":"dump","format":1}``; then one compact JSON object per record, which starts
+with the record's place (``kind``, ``id``, ``branch``, ``sequence``) and goes on by kind:
+
+- ``message``: the export form (``participant``, ``content``, ``metadata``, ``timestamp``), so a
+  message line is an ``export --with-ids`` line plus ``kind`` and ``branch``;
+- ``edit``: ``message`` (the id of the edited message) and ``content``;
+- ``state``: ``key`` and ``value``;
+- ``branch``: ``parent`` and ``meta`` (what the branch was made with);
+- any record whose stored text the forms above would not give back exactly (data written by
+  something else, or not JSON): ``ref`` and ``body``, the stored text as it is.
+
+Keys keep the order the store wrote them in, so ``restore`` writes every record back as the same
+bytes, and a dump of the restored store is the same file. ``restore`` writes into a new or empty
+store only, in one atomic commit, after reading every line strictly (see ``_jsonl``); it writes
+the records as they were, so a record a write would refuse is carried and read fail-closed, as in
+the original.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import trio
+
+from ..store._errors import MalformedContentError, StoreLockedError
+from ..store._sqlite import open_store
+from ._common import EXIT_OK, CliError, check_store_file, reading_runtime, write_out
+from ._export import DUMP_HEADER_KEY
+from ._jsonl import parse_json_line, read_lines, refuse_lines
+
+__all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record"]
+
+FORMAT = 1
+HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
+PLACE = ("kind", "id", "branch", "sequence")
+#: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
+#: a JSON object whose keys follow the place, flat).
+FORMS: dict[str, tuple[str, str | None]] = {
+    "message": ("", None),
+    "edit": ("message", None),
+    "state": ("key", "value"),
+    "branch": ("parent", "meta"),
+}
+RAW = ("ref", "body")
+_RESERVED = set(PLACE) | set(RAW) | {key for form in FORMS.values() for key in form if key}
+
+Record = tuple[int, str, int, str, str | None, str]
+
+
+def _encode(value: Any) -> str:
+    """A body as the store writes one (``json.dumps`` with ``ensure_ascii=False``)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def record_line(record: Record) -> dict[str, Any]:
+    """One record as a dump line (see the module's docstring)."""
+    record_id, branch, sequence, kind, ref, body = record
+    line: dict[str, Any] = {"kind": kind, "id": str(record_id), "branch": branch, "sequence": sequence}
+    form = FORMS.get(kind)
+    if form is not None and (ref is None if kind == "message" else bool(ref)):
+        ref_key, body_key = form
+        value = _exact(body)
+        flat_ok = body_key is not None or (isinstance(value, dict) and not _RESERVED & set(value))
+        if value is not _NOT_EXACT and flat_ok:
+            if ref_key:
+                line[ref_key] = ref
+            if body_key is None:
+                line.update(value)
+            else:
+                line[body_key] = value
+            return line
+    line["ref"] = ref
+    line["body"] = body
+    return line
+
+
+_NOT_EXACT = object()
+
+
+def _exact(body: str) -> Any:
+    """The JSON value of ``body`` when encoding it again gives ``body`` back byte for byte."""
+    try:
+        value = json.loads(body, object_pairs_hook=_pairs)
+        if _encode(value) == body:
+            return value
+    except (ValueError, RecursionError):
+        pass
+    return _NOT_EXACT
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("a key given twice")  # the body would not come back the same
+    return obj
+
+
+def line_record(obj: Any, where: str) -> Record:
+    """A dump line (already read as JSON) as the record it holds; ``MalformedContentError``
+    naming ``where`` and the field otherwise."""
+    if not isinstance(obj, dict):
+        raise MalformedContentError(where, "a dump line must be a JSON object")
+    missing = [key for key in PLACE if key not in obj]
+    if missing:
+        raise MalformedContentError(f"{where}: {missing[0]}", "missing (a dump line starts with kind, id, branch, sequence)")
+    kind, record_id, branch, sequence = (obj[key] for key in PLACE)
+    if not isinstance(kind, str) or not kind:
+        raise MalformedContentError(f"{where}: kind", "must be a non-empty string")
+    if not isinstance(record_id, str) or not record_id.isdigit() or str(int(record_id)) != record_id or int(record_id) < 1:
+        raise MalformedContentError(f"{where}: id", "must be a record id (a positive integer, as a string)")
+    if not isinstance(branch, str) or not branch:
+        raise MalformedContentError(f"{where}: branch", "must be a non-empty string")
+    if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+        raise MalformedContentError(f"{where}: sequence", "must be a non-negative integer")
+    rest = {key: value for key, value in obj.items() if key not in PLACE}
+    if "body" in rest:
+        unknown = [key for key in rest if key not in RAW]
+        if unknown or "ref" not in rest:
+            raise MalformedContentError(f"{where}: {unknown[0] if unknown else 'ref'}", "a line with a body holds ref and body only")
+        ref, body = rest["ref"], rest["body"]
+        if ref is not None and not isinstance(ref, str):
+            raise MalformedContentError(f"{where}: ref", "must be a string or null")
+        if not isinstance(body, str):
+            raise MalformedContentError(f"{where}: body", "must be a string (the stored text)")
+        return int(record_id), branch, sequence, kind, ref, body
+    form = FORMS.get(kind)
+    if form is None:
+        raise MalformedContentError(f"{where}: kind", f"{kind!r} is not a record kind asides writes; such a record carries ref and body")
+    ref_key, body_key = form
+    ref = None
+    if ref_key:
+        ref = rest.pop(ref_key, None)
+        if not isinstance(ref, str) or not ref:
+            raise MalformedContentError(f"{where}: {ref_key}", "must be a non-empty string")
+    if body_key is None:
+        value: Any = rest
+    else:
+        unknown = [key for key in rest if key != body_key]
+        if unknown:
+            raise MalformedContentError(f"{where}: {unknown[0]}", f"a {kind} line has no such field")
+        if body_key not in rest:
+            raise MalformedContentError(f"{where}: {body_key}", "missing")
+        value = rest[body_key]
+    try:
+        body = _encode(value)
+    except RecursionError:
+        raise MalformedContentError(where, "nested too deeply to write") from None
+    return int(record_id), branch, sequence, kind, ref, body
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    async def run() -> list[Record]:
+        async with reading_runtime(args.path) as rt:
+            return await rt.store.records()
+
+    records = trio.run(run)
+    write_out([_line(HEADER)] + [_line(record_line(record)) for record in records])
+    return EXIT_OK
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _parse_dump(source: str) -> list[Record]:
+    lines, problems = read_lines(source, what="records")
+    records: list[Record] = []
+    last_id = 0
+    for index, (number, raw) in enumerate(lines):
+        where = f"line {number}"
+        try:
+            obj = parse_json_line(raw, where)
+            if index == 0:
+                if not isinstance(obj, dict) or obj.get(DUMP_HEADER_KEY) != "dump":
+                    raise CliError(
+                        f"{source!r} is not an asides dump (its first line is not {_line(HEADER)}); "
+                        "a file of messages is read by asides import"
+                    )
+                if obj != HEADER:
+                    raise MalformedContentError(where, f"a dump of format {obj.get('format')!r}; this asides reads format {FORMAT}")
+                continue
+            record = line_record(obj, where)
+            if record[0] <= last_id:
+                raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
+            last_id = record[0]
+            records.append(record)
+        except MalformedContentError as exc:
+            problems.append((number, str(exc)))
+    if problems:
+        refuse_lines("restore", source, [problem for _number, problem in sorted(problems)])
+    return records
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    records = _parse_dump(args.dump)
+    path = args.path
+    creating = not os.path.exists(path)
+    if not creating and os.path.getsize(path) > 0:
+        check_store_file(path)
+
+    async def run() -> None:
+        try:
+            async with open_store(path) as store:
+                await store.restore_records(records)
+        except StoreLockedError as exc:
+            raise CliError(str(exc)) from None
+
+    try:
+        trio.run(run)
+    except BaseException:
+        if creating:
+            _remove_store_files(path)
+        raise
+    print(f"restored {len(records)} record(s) into {'a new store' if creating else 'the store'} {path}")
+    return EXIT_OK
+
+
+def _remove_store_files(path: str) -> None:
+    """Remove a store this command created and could not fill (and its -wal/-shm files)."""
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            pass

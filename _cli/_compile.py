@@ -1,0 +1,154 @@
+"""``asides compile PATH --namespace NS``: what a namespace's agent would be sent now, as text,
+JSON or a provider's message form. Reads the store read-only: a compile here is a preview, so
+``--reader`` on an unclaimed namespace shows that reader's view without claiming it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import trio
+
+from ..actors._namespace import normalise_namespace
+from ..actors._runtime import Runtime
+from ..store._blocks import (
+    ContentBlock,
+    ImageBlock,
+    RedactedThinkingBlock,
+    SystemChangeBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    content_to_json,
+)
+from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy, WindowedPassthroughStrategy
+from ._common import EXIT_OK, CliError, UsageError, dumps, one_line, reading_runtime, require_branch
+from ._inspect import detect_strategy, split_state_key
+
+__all__ = ["FORMATS", "STRATEGIES", "block_line", "cmd_compile", "compile_as_json"]
+
+FORMATS = ("text", "json", "anthropic", "openai")
+STRATEGIES: dict[str, Any] = {
+    "passthrough": PassthroughStrategy,
+    "windowed-passthrough": WindowedPassthroughStrategy,
+    "autobiographical": AutobiographicalStrategy,
+    "knowledge": KnowledgeStrategy,
+}
+
+
+def block_line(block: ContentBlock) -> str:
+    """One line for a block that is not text (text format)."""
+    if isinstance(block, ToolUseBlock):
+        return f"[tool_use {block.name} id={block.id}] {dumps(block.input, compact=True)}"
+    if isinstance(block, ToolResultBlock):
+        body = block.content if isinstance(block.content, str) else " ".join(
+            b.text if isinstance(b, TextBlock) else f"[{b.type}]" for b in block.content
+        )
+        return f"[tool_result{' error' if block.is_error else ''} for {block.tool_use_id}] {one_line(body)}"
+    if isinstance(block, ThinkingBlock):
+        return f"[thinking] {one_line(block.thinking)}"
+    if isinstance(block, RedactedThinkingBlock):
+        return "[redacted_thinking]"
+    if isinstance(block, ImageBlock):
+        return f"[image {block.media_type}]"
+    if isinstance(block, SystemChangeBlock):
+        return f"[system_change] {block.text}"
+    return f"[{getattr(block, 'type', 'block')}]"
+
+
+def _compile_as_text(compiled: Any, header: str) -> str:
+    lines = [header]
+    if compiled.system_injections:
+        lines += ["", "── system ──"]
+        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in compiled.system_injections]
+    for message, source in zip(compiled.messages, compiled.provenance.entries, strict=True):
+        label = message.participant
+        if source.kind == "summary":
+            label += f"  (memory {source.summary_id})"
+        elif source.kind != "raw":
+            label += f"  ({source.kind})"
+        lines += ["", f"── {label} ──"]
+        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in message.content]
+    return "\n".join(lines)
+
+
+def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:
+    provenance = compiled.provenance
+    return {
+        **about,
+        "messages": [{"participant": m.participant, "content": content_to_json(m.content)} for m in compiled.messages],
+        "system_injections": content_to_json(compiled.system_injections),
+        "token_estimate": compiled.token_estimate,
+        "provenance": {
+            "entries": [
+                {"kind": e.kind, "message_ids": list(e.message_ids), "summary_id": e.summary_id} for e in provenance.entries
+            ],
+            "complete": dict(provenance.complete),
+        },
+    }
+
+
+async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    branch, namespace = args.branch, normalise_namespace(args.namespace)
+    require_branch(rt, branch)
+    model = rt.store.model
+    keys = model.state_keys(branch)
+    records = {split[1]: model.get_state(branch, key) for key in keys if (split := split_state_key(key)) and split[0] == namespace}
+    if not records and args.strategy is None:
+        known = sorted({s[0] for key in keys if (s := split_state_key(key))})
+        raise CliError(
+            f"namespace {namespace!r} has no records on branch {branch!r} (namespaces there: "
+            f"{', '.join(known) or 'none'}); a namespace that never wrote anything compiles as passthrough for no "
+            "reader: pass --strategy passthrough to compile it anyway"
+        )
+    strategy_name = args.strategy or detect_strategy(records)
+    if strategy_name not in STRATEGIES:
+        raise CliError(
+            f"namespace {namespace!r} on branch {branch!r} runs strategy {strategy_name!r}, which asides compile cannot "
+            f"build; pass --strategy with one of {', '.join(sorted(STRATEGIES))}"
+        )
+    # The runtime is read-only: a reader given for an unclaimed namespace is held in memory for
+    # this preview, never recorded.
+    manager = await rt.open_manager(namespace, strategy=STRATEGIES[strategy_name](), view_reader=args.reader, branch=branch)
+    try:
+        compiled = await manager.preview_context(max_tokens=args.max_tokens, reserve_for_response=args.reserve)
+    finally:
+        await manager.aclose()
+    budget = max(0, args.max_tokens - args.reserve)
+    if compiled.token_estimate > budget:
+        print(
+            f"asides: warning: this context needs ~{compiled.token_estimate} tokens, over the budget of {budget} "
+            "(--max-tokens minus --reserve); a live compile would refuse it (OverBudgetError)",
+            file=sys.stderr,
+        )
+    about = {"namespace": manager.namespace, "branch": branch, "reader": manager.view_reader, "strategy": strategy_name}
+    return compiled, about
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    if args.max_tokens < 0 or args.reserve < 0:
+        raise UsageError("--max-tokens and --reserve must not be negative")
+    if args.reader == "":
+        raise UsageError("--reader must name a reader (a non-empty string)")
+
+    async def run() -> tuple[Any, dict[str, Any]]:
+        async with reading_runtime(args.path) as rt:
+            return await _compile(rt, args)
+
+    compiled, about = trio.run(run)
+    if args.format == "json":
+        print(dumps(compile_as_json(compiled, about)))
+    elif args.format == "anthropic":
+        print(dumps(compiled.to_anthropic(args.assistant)))
+    elif args.format == "openai":
+        print(dumps(compiled.to_openai(args.assistant)))
+    else:
+        reader = "no reader" if about["reader"] is None else f"reader {about['reader']!r}"
+        header = (
+            f"# {about['namespace']} on {about['branch']}, for {reader} ({about['strategy']}): "
+            f"{len(compiled.messages)} messages, ~{compiled.token_estimate} tokens"
+        )
+        print(_compile_as_text(compiled, header))
+    return EXIT_OK

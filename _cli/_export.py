@@ -1,0 +1,173 @@
+"""``asides export`` and ``asides import``: a branch's messages as JSON lines, and back.
+
+A message line is one compact JSON object with sorted keys::
+
+    {"content":[...],"metadata":{...},"participant":"ann","timestamp":1714000000.0}
+
+``content`` is the blocks' stored (wire) form, audiences included; ``export --with-ids`` adds
+``id`` and ``sequence``, which ``import`` ignores (the store assigns its own). ``asides dump``
+writes messages in this same form (see ``_backup``).
+
+``import`` reads the file strictly (see ``_jsonl``), validates every line as a write would, and
+appends every message in one atomic commit, or writes nothing and names each bad line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import trio
+
+from ..store._blocks import ContentBlock, UnreadableBlock, check_content, content_from_json, content_to_json
+from ..store._errors import MalformedContentError
+from ..store._messages import Message, freeze_metadata
+from ._common import EXIT_OK, CliError, check_store_file, dumps, reading_runtime, require_branch, write_out, writing_runtime
+from ._jsonl import parse_json_line, read_lines, refuse_lines
+
+__all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse_message_line"]
+
+MESSAGE_KEYS = ("participant", "content", "metadata", "timestamp")
+_IGNORED_KEYS = {"id", "sequence"}  # what --with-ids adds; the store assigns its own
+#: The key of a dump's first line (``{"asides":"dump","format":1}``), so import can say what it is.
+DUMP_HEADER_KEY = "asides"
+
+Item = tuple[str, tuple[ContentBlock, ...], dict[str, Any], float | None]
+
+
+def message_line(message: Message, *, with_ids: bool) -> dict[str, Any]:
+    """A message in the export form."""
+    line: dict[str, Any] = {
+        "participant": message.participant,
+        "content": content_to_json(message.content),
+        "metadata": dict(message.metadata),
+        "timestamp": message.timestamp,
+    }
+    if with_ids:
+        line["id"] = message.id
+        line["sequence"] = message.sequence
+    return line
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    async def run() -> list[Message]:
+        async with reading_runtime(args.path) as rt:
+            require_branch(rt, args.branch)
+            return rt.store.messages(args.branch)
+
+    messages = trio.run(run)
+    refused: list[int] = []
+    lines: list[str] = []
+    for number, message in enumerate(messages, start=1):
+        line = message_line(message, with_ids=args.with_ids)
+        lines.append(dumps(line, compact=True))
+        if any(isinstance(b, UnreadableBlock) for b in message.content) or _problem_of(line["content"], "content"):
+            refused.append(number)
+    write_out(lines)
+    if refused:
+        shown = ", ".join(map(str, refused[:20])) + (" …" if len(refused) > 20 else "")
+        print(
+            f"asides: note: {len(refused)} exported message(s) hold data a write would refuse (lines {shown}); "
+            "they are exported as stored, and an import will name them",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def _problem_of(content: Any, path: str) -> str | None:
+    try:
+        check_content(content_from_json(content, path=path), path=path, allow_audience=True)
+    except MalformedContentError as exc:
+        return str(exc)
+    except RecursionError:
+        return f"{path}: nested too deeply"
+    return None
+
+
+def _timestamp(value: Any, where: str) -> float | None:
+    """A line's timestamp: seconds since the epoch that a date can hold, or none."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedContentError(f"{where}: timestamp", "must be a number (seconds since the epoch)")
+    try:
+        stamp = float(value)
+        if not math.isfinite(stamp):
+            raise ValueError
+        datetime.fromtimestamp(stamp, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        raise MalformedContentError(f"{where}: timestamp", "is out of range for a date (seconds since the epoch)") from None
+    return stamp
+
+
+def parse_message_line(obj: Any, where: str) -> Item:
+    """A message line (already read as JSON), validated as a write would be;
+    ``MalformedContentError`` naming ``where`` and the field otherwise."""
+    if not isinstance(obj, dict):
+        raise MalformedContentError(where, f"a message must be a JSON object, not {_json_type(obj)}")
+    unknown = [key for key in obj if key not in MESSAGE_KEYS and key not in _IGNORED_KEYS]
+    if unknown:
+        raise MalformedContentError(f"{where}: {unknown[0]}", "a message line has no such field")
+    participant = obj.get("participant")
+    if not isinstance(participant, str) or not participant:
+        raise MalformedContentError(f"{where}: participant", "must be a non-empty string")
+    if "content" not in obj:
+        raise MalformedContentError(f"{where}: content", "missing")
+    try:
+        blocks = content_from_json(obj["content"], path=f"{where}: content")
+        check_content(blocks, path=f"{where}: content", allow_audience=True)
+        metadata = freeze_metadata(obj.get("metadata"), path=f"{where}: metadata")
+    except RecursionError:
+        raise MalformedContentError(where, "nested too deeply to read") from None
+    return participant, blocks, dict(metadata), _timestamp(obj.get("timestamp"), where)
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _parse_file(source: str) -> list[Item]:
+    lines, problems = read_lines(source, what="messages")
+    items: list[Item] = []
+    for number, raw in lines:
+        where = f"line {number}"
+        try:
+            obj = parse_json_line(raw, where)
+            if number == lines[0][0] and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "dump":
+                raise CliError(f"{source!r} is a dump of a whole store, not a messages file; restore it with asides restore")
+            items.append(parse_message_line(obj, where))
+        except MalformedContentError as exc:
+            problems.append((number, str(exc)))
+    if problems:
+        refuse_lines("import", source, [problem for _number, problem in sorted(problems)])
+    return items
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    items = _parse_file(args.messages)
+    creating = not os.path.exists(args.path)
+    if creating and args.branch != "main":
+        raise CliError(f"no store at {args.path!r}, so it has no branch {args.branch!r}; a new store has only main")
+    if not creating and os.path.getsize(args.path) > 0:
+        check_store_file(args.path)  # refuse a foreign file before opening it for writing
+
+    async def run() -> int:
+        async with writing_runtime(args.path) as rt:
+            require_branch(rt, args.branch)
+            if not args.append and any(rt.store.length(info.name) for info in rt.list_branches()):
+                raise CliError(
+                    f"the store {args.path!r} already holds messages; pass --append to add these after them "
+                    "(nothing was written)"
+                )
+            await rt.store.append_messages(args.branch, items)
+            return rt.store.length(args.branch)
+
+    total = trio.run(run)
+    made = "a new store" if creating else "the store"
+    print(f"imported {len(items)} message(s) into {made} {args.path} (branch {args.branch}, now {total} messages)")
+    return EXIT_OK

@@ -1,0 +1,281 @@
+"""``asides inspect PATH``: a store's branches, namespaces, reader records, floors, strategies and
+summary counts, as a table or as JSON. Reads the store read-only; unreadable records are shown,
+never dropped (read fail-closed)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import trio
+
+from ..actors._runtime import Runtime
+from ..store._blocks import decode_stored_content, has_audience
+from ..store._model import UNREADABLE
+from ..store._views import reader_view
+from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
+from ._common import EXIT_OK, console, dumps, reading_runtime
+
+__all__ = ["cmd_inspect", "describe_store", "detect_strategy", "split_state_key"]
+
+_KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
+_KIND_KEY = re.compile(r"^(?P<ns>.+)/(?P<kind>autobiographical|knowledge|windowed-passthrough)/(?P<rest>[^/]+(?:/[^/]+)?)$")
+_CONTEXT_KEY = re.compile(r"^(?P<ns>.+)/(?P<tail>context/\d+)$")
+
+
+def split_state_key(key: str) -> tuple[str, str] | None:
+    """``(namespace, tail)`` of a state key, or ``None`` for a key no namespace owns."""
+    for suffix in ("/reader", "/narrowing-floor", "/strategy"):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], suffix[1:]
+    found = _CONTEXT_KEY.match(key)
+    if found:
+        return found["ns"], found["tail"]
+    found = _KIND_KEY.match(key)
+    if found:
+        return found["ns"], f"{found['kind']}/{found['rest']}"
+    return None
+
+
+def _json_safe(value: Any) -> Any:
+    return None if value is UNREADABLE else value
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def detect_strategy(records: Mapping[str, Any]) -> str:
+    """The strategy a namespace runs, from its records (``{tail: value}``): the name its
+    ``strategy`` record holds; else, for records written before there was one,
+    ``autobiographical`` or ``knowledge`` by their records, ``windowed-passthrough`` for an
+    anchor, else ``passthrough``."""
+    recorded = records.get("strategy")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    kinds = {tail.split("/", 1)[0] for tail in records}
+    for kind in _KINDS:
+        if kind in kinds:
+            return kind
+    return "passthrough"
+
+
+def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any]) -> dict[str, Any]:
+    unreadable: list[dict[str, Any]] = []
+
+    def bad(tail: str, problem: str) -> None:
+        unreadable.append({"key": f"{namespace}/{tail}", "problem": problem, "value": _json_safe(records[tail])})
+
+    reader: str | None = None
+    reader_status = "unclaimed"
+    if "reader" in records:
+        value = records["reader"]
+        if isinstance(value, str) and value:
+            reader, reader_status = value, "claimed"
+        else:
+            reader_status = "unreadable"
+            bad("reader", "not a reader's name" if value is not UNREADABLE else "not JSON")
+    floor: int | None = None
+    if "narrowing-floor" in records:
+        value = records["narrowing-floor"]
+        if _non_negative_int(value):
+            floor = value
+        else:
+            bad("narrowing-floor", "not a non-negative integer" if value is not UNREADABLE else "not JSON")
+
+    summaries = {"L1": 0, "L2": 0, "L3": 0}
+    chunks = 0
+    context_entries = 0
+    anchor: int | None = None
+    head_start: int | None = None
+    for tail in sorted(records):
+        value = records[tail]
+        if tail in ("reader", "narrowing-floor"):
+            continue
+        if tail == "strategy":
+            if not isinstance(value, str) or not value:
+                bad(tail, "not a strategy's name" if value is not UNREADABLE else "not JSON")
+            continue
+        if value is UNREADABLE:
+            bad(tail, "not JSON")
+            continue
+        if tail.startswith("context/"):
+            if value is None:
+                continue  # an entry an edit dropped (the reader no longer sees its message)
+            if not isinstance(value, dict):
+                bad(tail, "a context entry must be a JSON object")
+                continue
+            _content, problems = decode_stored_content(value.get("content"))
+            if problems:
+                bad(tail, "; ".join(problems))
+            context_entries += 1
+            continue
+        kind, rest = tail.split("/", 1)
+        if kind == "windowed-passthrough":
+            if rest == "anchor" and _non_negative_int(value):
+                anchor = value
+            else:
+                bad(tail, "not a windowed anchor (a non-negative integer under windowed-passthrough/anchor)")
+            continue
+        section, _, item = rest.partition("/")
+        if section == "summary" and item:
+            record = decode_summary(item, value)
+            if record is None:
+                bad(tail, "not a well-formed summary record")
+            else:
+                summaries[f"L{record.level}"] += 1
+        elif section == "chunk" and item:
+            if decode_chunk(item, value) is None:
+                bad(tail, "not a well-formed chunk record")
+            else:
+                chunks += 1
+        elif section == "attempts" and item:
+            if decode_attempts(value) is None:
+                bad(tail, "not a well-formed attempts record")
+        elif rest == "head-start":
+            if _non_negative_int(value):
+                head_start = value
+            else:
+                bad(tail, "not a sequence number")
+        else:
+            bad(tail, f"a {kind} record asides does not know")
+
+    if reader_status == "unreadable":
+        visible: int | None = None  # nothing can tell whose view it holds (read fail-closed)
+    else:
+        visible = sum(1 for message in store.messages(branch) if reader_view(message, reader)[0] is not None)
+    return {
+        "namespace": namespace,
+        "reader": reader,
+        "reader_status": reader_status,
+        "narrowing_floor": floor,
+        "strategy": detect_strategy(records),
+        "strategy_records": sorted({t.split("/", 1)[0] for t in records if t.split("/", 1)[0] in _KINDS}),
+        "visible_messages": visible,
+        "summaries": summaries,
+        "chunks": chunks,
+        "context_entries": context_entries,
+        "windowed_anchor": anchor,
+        "head_start": head_start,
+        "unreadable": unreadable,
+    }
+
+
+def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
+    """Everything ``asides inspect`` reports, as JSON-ready data."""
+    store = rt.store
+    model = store.model
+    branches = []
+    for info in rt.list_branches():
+        grouped: dict[str, dict[str, Any]] = {}
+        other: list[dict[str, Any]] = []
+        for key in model.state_keys(info.name):
+            value = model.get_state(info.name, key)
+            split = split_state_key(key)
+            if split is None:
+                other.append({"key": key, "value": _json_safe(value)})
+                continue
+            namespace, tail = split
+            grouped.setdefault(namespace, {})[tail] = value
+        messages = store.messages(info.name)
+        meta = model.branch_meta(info.name)
+        derivation = meta.get("derivation") if isinstance(meta, dict) else None
+        branches.append(
+            {
+                "name": info.name,
+                "parent": info.parent,
+                "fork_sequence": info.fork_sequence if info.parent is not None else None,
+                "head": info.head,
+                "messages": len(messages),
+                "messages_with_audience": sum(1 for m in messages if has_audience(m.content)),
+                "derivation": derivation if isinstance(derivation, dict) else None,
+                "namespaces": [
+                    _describe_namespace(store, info.name, ns, records) for ns, records in sorted(grouped.items())
+                ],
+                "other_records": other,
+            }
+        )
+    return {"store": os.path.abspath(path), "branches": branches}
+
+
+def _print_inspection(report: dict[str, Any]) -> None:
+    """The report as tables. Nothing is cut: a cell too wide for the terminal folds onto more
+    lines, and output that is not a terminal is as wide as its content (see ``console``)."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    out = console(fit_content=True)
+
+    def table(title: str, columns: Iterable[str], left: Iterable[str]) -> Table:
+        made = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        lefts = set(left)
+        for column in columns:
+            made.add_column(column, justify="left" if column in lefts else "right", no_wrap=False, overflow="fold")
+        return made
+
+    out.print(Text.assemble(("asides store", "bold"), " ", report["store"]))
+    branches = table("Branches", ("branch", "parent", "fork point", "head", "messages", "with audience"), ("branch", "parent"))
+    for branch in report["branches"]:
+        branches.add_row(
+            Text(branch["name"]),
+            Text(branch["parent"] or "-"),
+            "-" if branch["fork_sequence"] is None else str(branch["fork_sequence"]),
+            str(branch["head"]),
+            str(branch["messages"]),
+            str(branch["messages_with_audience"]),
+        )
+    out.print(branches)
+    for branch in report["branches"]:
+        any_unreadable = any(ns["unreadable"] for ns in branch["namespaces"])
+        columns = ("namespace", "reader", "floor", "strategy", "sees", "L1/L2/L3") + (("bad",) if any_unreadable else ())
+        namespaces = table(f"Namespaces on {branch['name']}", columns, ("namespace", "reader", "strategy"))
+        for ns in branch["namespaces"]:
+            reader = {
+                "claimed": Text(ns["reader"] or ""),
+                "unclaimed": Text("-"),
+                "unreadable": Text("UNREADABLE", style="red"),
+            }[ns["reader_status"]]
+            row: list[Text | str] = [
+                Text(ns["namespace"]),
+                reader,
+                "-" if ns["narrowing_floor"] is None else str(ns["narrowing_floor"]),
+                ns["strategy"],
+                "?" if ns["visible_messages"] is None else str(ns["visible_messages"]),
+                "/".join(str(ns["summaries"][level]) for level in ("L1", "L2", "L3")),
+            ]
+            if any_unreadable:
+                row.append(Text(str(len(ns["unreadable"])), style="red" if ns["unreadable"] else ""))
+            namespaces.add_row(*row)
+        if not branch["namespaces"]:
+            namespaces.add_row("(none recorded)", *[""] * (len(namespaces.columns) - 1))
+        out.print(namespaces)
+        for ns in branch["namespaces"]:
+            for problem in ns["unreadable"]:
+                shown = "" if problem["value"] is None else f" ({problem['value']!r})"
+                out.print(f"  [red]unreadable[/red] {escape(problem['key'])}: {escape(problem['problem'] + shown)}")
+        for record in branch["other_records"]:
+            out.print(f"  [yellow]record no namespace owns[/yellow] {escape(record['key'])}: {escape(repr(record['value']))}")
+    out.print(
+        "[dim]sees: messages the namespace's reader sees anything of; L1/L2/L3: summary records per level "
+        "(merged-away included); floor: the narrowing floor, the newest message a compression of the namespace "
+        "has read (an edit may not narrow who sees a message at or below it); bad: records asides cannot read, "
+        "listed by key (read fail-closed).[/dim]"
+    )
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    async def run() -> dict[str, Any]:
+        async with reading_runtime(args.path) as rt:
+            return describe_store(rt, args.path)
+
+    report = trio.run(run)
+    if args.json:
+        print(dumps(report))
+    else:
+        _print_inspection(report)
+    return EXIT_OK

@@ -1,0 +1,129 @@
+"""Reading JSON-lines files (``import`` and ``restore``) strictly, one line at a time.
+
+A file is split on ``\\n`` only, so text holding U+2028, U+2029 or U+0085 (which
+``str.splitlines`` would split on) stays whole. Each line must be UTF-8 and one JSON value; a
+value is refused, naming its line, when it holds ``NaN``/``Infinity``, an object with a key given
+twice, a lone surrogate (``"\\udc80"``) anywhere, or nesting too deep to read. Blank lines are
+skipped. A file with no line at all is refused: it holds nothing to import or restore.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from ..store._errors import MalformedContentError
+from ._common import CliError
+
+__all__ = ["read_lines", "parse_json_line", "refuse_lines"]
+
+
+def read_lines(source: str, *, what: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """The non-blank lines of ``source`` (a path, or ``-`` for stdin) as ``(number, text)``, and
+    ``(number, problem)`` for each line that is not UTF-8. Refuses a missing file, a directory and a file
+    with no line (``what`` names what the lines should hold, e.g. ``messages``)."""
+    data = _read_bytes(source)
+    lines: list[tuple[int, str]] = []
+    problems: list[tuple[int, str]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append((number, f"line {number}: not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"))
+            continue
+        if line.strip(" \t\r"):
+            lines.append((number, line))
+    if not lines and not problems:
+        shown = "stdin" if source == "-" else repr(source)
+        raise CliError(f"{shown} holds no {what} (it is empty); nothing was written and no store was created")
+    return lines, problems
+
+
+def _read_bytes(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    if not os.path.exists(source):
+        raise CliError(f"no file at {source!r}")
+    if os.path.isdir(source):
+        raise CliError(f"{source!r} is a directory, not a JSON-lines file")
+    with open(source, "rb") as handle:
+        return handle.read()
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def parse_json_line(raw: str, where: str) -> Any:
+    """One JSON value, read strictly (see the module's docstring); ``MalformedContentError``
+    whose text starts with ``where`` otherwise. Key order is kept."""
+    try:
+        value = json.loads(raw, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise MalformedContentError(where, f"an object gives the key {_shown(exc.key)} twice") from None
+    except RecursionError:
+        raise MalformedContentError(where, "nested too deeply to read") from None
+    except ValueError as exc:
+        raise MalformedContentError(where, f"not JSON ({one_problem(exc)})") from None
+    _refuse_surrogates(value, where)
+    return value
+
+
+def one_problem(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _shown(text: str) -> str:
+    return repr(text) if _encodes(text) else ascii(text)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse_surrogates(value: Any, where: str) -> None:
+    """Refuse a lone surrogate in any string or key of ``value``, naming its place (iterative:
+    depth costs no stack)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not _encodes(item):
+                place = f"{where}: {path}" if path else where
+                raise MalformedContentError(place, f"text must be valid Unicode (it holds a lone surrogate: {ascii(item)[:60]})")
+        elif isinstance(item, dict):
+            for key, nested in item.items():
+                if not _encodes(key):
+                    place = f"{where}: {path}" if path else where
+                    raise MalformedContentError(place, f"a key must be valid Unicode (it holds a lone surrogate: {ascii(key)[:60]})")
+                stack.append((nested, f"{path}.{key}" if path else key))
+        elif isinstance(item, list):
+            stack.extend((nested, f"{path}[{index}]") for index, nested in enumerate(item))
+
+
+def refuse_lines(action: str, source: str, problems: list[str]) -> None:
+    """Refuse the whole file: one line saying nothing was written, then each problem."""
+    shown = "stdin" if source == "-" else repr(source)
+    message = f"{action} refused, nothing was written: {len(problems)} malformed line(s) in {shown}"
+    raise CliError(message, details=tuple(problems))
