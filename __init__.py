@@ -10,6 +10,7 @@ names by layer. Modules whose names start with an underscore are not API.
 
 from ._version import __version__
 from .actors import (
+    ArgumentTypeError,
     AsidesError,
     BranchExistsError,
     BranchInfo,
@@ -21,6 +22,8 @@ from .actors import (
     Derivation,
     FloorUnavailableError,
     Injection,
+    InvalidArgumentError,
+    InvalidNameError,
     MalformedContentError,
     ManagerClosedError,
     MessageInjection,
@@ -98,6 +101,7 @@ from .strategies import (
 
 __all__ = [
     "AnthropicModel",
+    "ArgumentTypeError",
     "AsidesError",
     "Audience",
     "AutobiographicalStrategy",
@@ -117,6 +121,8 @@ __all__ = [
     "FloorUnavailableError",
     "ImageBlock",
     "Injection",
+    "InvalidArgumentError",
+    "InvalidNameError",
     "KnowledgeStrategy",
     "MalformedContentError",
     "ManagerClosedError",

@@ -4,10 +4,13 @@ from ..store._model import BranchInfo
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
 from ._compiled import CompiledContext, Provenance
 from ._errors import (
+    ArgumentTypeError,
     AsidesError,
     BranchExistsError,
     CompressionError,
     FloorUnavailableError,
+    InvalidArgumentError,
+    InvalidNameError,
     MalformedContentError,
     ManagerClosedError,
     NarrowingRefusedError,
@@ -25,6 +28,7 @@ from ._manager import ContextEntry, ContextManager, Derivation
 from ._runtime import Runtime, open_runtime
 
 __all__ = [
+    "ArgumentTypeError",
     "BranchExistsError",
     "BranchInfo",
     "CompiledContext",
@@ -35,6 +39,8 @@ __all__ = [
     "Derivation",
     "FloorUnavailableError",
     "Injection",
+    "InvalidArgumentError",
+    "InvalidNameError",
     "MalformedContentError",
     "ManagerClosedError",
     "MessageInjection",

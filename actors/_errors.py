@@ -7,8 +7,11 @@ names the namespace, branch and readers involved.
 from __future__ import annotations
 
 from ..store._errors import (
+    ArgumentTypeError,
     AsidesError,
     BranchExistsError,
+    InvalidArgumentError,
+    InvalidNameError,
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
@@ -20,6 +23,9 @@ from ..strategies._errors import CompressionError, FloorUnavailableError, OverBu
 __all__ = [
     "AsidesError",
     "MalformedContentError",
+    "InvalidArgumentError",
+    "ArgumentTypeError",
+    "InvalidNameError",
     "ReaderClaimError",
     "ReaderRecordError",
     "NarrowingRefusedError",

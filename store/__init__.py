@@ -28,8 +28,11 @@ from ._blocks import (
     tool_use,
 )
 from ._errors import (
+    ArgumentTypeError,
     AsidesError,
     BranchExistsError,
+    InvalidArgumentError,
+    InvalidNameError,
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
@@ -42,7 +45,10 @@ from ._sqlite import SqliteStore, open_store
 from ._views import MessageView, ViewFilter, reader_body, reader_view
 
 __all__ = [
+    "ArgumentTypeError",
     "Audience",
+    "InvalidArgumentError",
+    "InvalidNameError",
     "BranchExistsError",
     "BranchInfo",
     "ContentBlock",

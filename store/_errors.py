@@ -10,6 +10,9 @@ from __future__ import annotations
 __all__ = [
     "AsidesError",
     "MalformedContentError",
+    "InvalidArgumentError",
+    "ArgumentTypeError",
+    "InvalidNameError",
     "StoreLockedError",
     "StoreFailedError",
     "UnknownBranchError",
@@ -33,6 +36,37 @@ class MalformedContentError(AsidesError, ValueError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+
+class InvalidArgumentError(AsidesError, ValueError):
+    """An argument outside what the call accepts: a negative budget, an unknown injection
+    position, a sequence past a branch's head, ...
+
+    ``path`` names the argument (``max_tokens``, ``injections[1].position``). Nothing is written
+    when this is raised.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (also a ``TypeError``), for example a ``view_filter`` that
+    is not callable. ``path`` names the argument."""
+
+
+class InvalidNameError(MalformedContentError, InvalidArgumentError):
+    """A name that cannot be stored or shown safely: a namespace, branch, reader, participant,
+    or metadata key that is not a string, is empty, is too long, or holds a control character or
+    a lone surrogate.
+
+    ``path`` names the field (``namespace``, ``branch``, ``view_reader``, ``participant``,
+    ``metadata.tags``). It is a :class:`MalformedContentError` and an
+    :class:`InvalidArgumentError` (so a ``ValueError``) too. Nothing is written when this is
+    raised.
+    """
 
 
 class StoreLockedError(AsidesError):

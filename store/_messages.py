@@ -11,18 +11,23 @@ import attrs
 
 from ._blocks import ContentBlock
 from ._errors import MalformedContentError
+from ._names import check_metadata
 
 __all__ = ["Message", "freeze_metadata"]
 
 
 def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") -> Mapping[str, Any]:
-    """A read-only private copy of JSON metadata; refuses anything that is not a JSON object."""
+    """A read-only private copy of JSON metadata.
+
+    Refuses, naming the place, anything that is not a JSON object; a key that is not a name
+    (:class:`InvalidNameError` at ``metadata.<key>``, at any depth); a string that is not valid
+    Unicode; and nesting deeper than the documented limit.
+    """
     if value is None:
         return MappingProxyType({})
     if isinstance(value, MappingProxyType):
         value = dict(value)
-    if not isinstance(value, Mapping):
-        raise MalformedContentError(path, f"metadata must be a JSON object, not {type(value).__name__}")
+    check_metadata(value, path)
     try:
         copied = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:

@@ -13,7 +13,14 @@ from ._base import (
     StrategyContext,
     StrategyState,
 )
-from ._errors import CompressionError, FloorUnavailableError, OverBudgetError, StrategyCapabilityError
+from ._errors import (
+    ArgumentTypeError,
+    CompressionError,
+    FloorUnavailableError,
+    InvalidArgumentError,
+    OverBudgetError,
+    StrategyCapabilityError,
+)
 from ._knowledge import KnowledgeStrategy
 from ._models import Completion, CompletionRequest, ExtractiveModel, Model, Usage, completion_text
 from ._passthrough import PassthroughStrategy
@@ -22,6 +29,7 @@ from ._windowed import WindowedPassthroughStrategy
 
 __all__ = [
     "AnthropicModel",
+    "ArgumentTypeError",
     "AutobiographicalStrategy",
     "CompiledMessage",
     "Completion",
@@ -30,6 +38,7 @@ __all__ = [
     "ContextStrategy",
     "FloorUnavailableError",
     "Injection",
+    "InvalidArgumentError",
     "MessageInjection",
     "Model",
     "OpenAIModel",

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from ..store._errors import AsidesError
+from ..store._errors import ArgumentTypeError, AsidesError, InvalidArgumentError
 
-__all__ = ["OverBudgetError", "CompressionError", "FloorUnavailableError", "StrategyCapabilityError"]
+__all__ = [
+    "OverBudgetError",
+    "CompressionError",
+    "FloorUnavailableError",
+    "StrategyCapabilityError",
+    "InvalidArgumentError",
+    "ArgumentTypeError",
+]
 
 
 class OverBudgetError(AsidesError):

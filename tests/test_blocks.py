@@ -89,13 +89,17 @@ READERS = ["ann", "bob", "Ann", "an", "anne"]
 # 1. Hypothesis strategies
 # =============================================================================================
 
-reader_names = st.text(min_size=1, max_size=8)
+# A reader's name: one line of printable text (no control characters, line separators or lone
+# surrogates; Hypothesis draws no surrogates unless asked).
+reader_names = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=8
+)
 pool_names = st.sampled_from(READERS)
 
 
 def audiences(names=reader_names):
-    """None, or a list of non-empty reader names (possibly empty: names no one)."""
-    return st.none() | st.lists(names, max_size=3)
+    """None, or a list of at least one reader name (an empty audience is refused)."""
+    return st.none() | st.lists(names, min_size=1, max_size=3)
 
 
 # JSON that survives a JSON round trip unchanged (no NaN / infinities), for tool inputs.
@@ -117,15 +121,18 @@ ids = st.text(min_size=1, max_size=10)
 media_types = st.sampled_from(["image/png", "image/jpeg", "image/gif"]) | st.text(min_size=1, max_size=10)
 
 
-def text_blocks(aud=audiences()):
+def text_blocks(aud=None):
+    aud = audiences() if aud is None else aud
     return st.builds(text, st.text(max_size=20), aud)
 
 
-def thinking_blocks(aud=audiences()):
+def thinking_blocks(aud=None):
+    aud = audiences() if aud is None else aud
     return st.builds(thinking, st.text(max_size=20), st.none() | st.text(max_size=10), aud)
 
 
-def redacted_blocks(aud=audiences()):
+def redacted_blocks(aud=None):
+    aud = audiences() if aud is None else aud
     return st.builds(redacted_thinking, st.text(max_size=20), aud)
 
 
@@ -140,7 +147,8 @@ tool_result_blocks = st.builds(
 system_change_blocks = st.builds(system_change, st.text(max_size=20))
 
 
-def any_blocks(aud=audiences()):
+def any_blocks(aud=None):
+    aud = audiences() if aud is None else aud
     return st.one_of(
         text_blocks(aud),
         thinking_blocks(aud),
@@ -280,7 +288,6 @@ def test_round_trip_examples_of_every_shape():
     cases = [
         (text("hi"), {"type": "text", "text": "hi"}),
         (text("hi", ["ann", "bob"]), {"type": "text", "text": "hi", "audience": ["ann", "bob"]}),
-        (text("hi", []), {"type": "text", "text": "hi", "audience": []}),
         (thinking("t", "sig"), {"type": "thinking", "thinking": "t", "signature": "sig"}),
         (thinking("t", audience=["ann"]), {"type": "thinking", "thinking": "t", "audience": ["ann"]}),
         (redacted_thinking("xx", ["ann"]), {"type": "redacted_thinking", "data": "xx", "audience": ["ann"]}),
@@ -374,11 +381,22 @@ def test_content_from_json_decodes_or_refuses_with_path(obj):
 @FAST
 @given(block_json_candidates, st.sampled_from(["content[3]", "messages[0].content[1]", "x"]))
 def test_block_from_json_custom_root_path(obj, root):
-    """SPEC 3.1, E: with a custom `path`, every refusal's path starts with that root."""
+    """SPEC 3.1, E: the root ``path`` changes where a refusal is reported and nothing else: the
+    same value decodes to the same block under either root, or is refused under both, at the same
+    place below the root and for the same reason."""
     try:
-        block_from_json(obj, path=root)
+        default = block_from_json(obj)
     except MalformedContentError as exc:
-        _assert_refusal_under(exc, root)
+        with pytest.raises(MalformedContentError) as info:
+            block_from_json(obj, path=root)
+        _assert_refusal_under(info.value, root)
+        assert info.value.path == root + exc.path[len("block") :]
+        assert info.value.problem == exc.problem
+        return
+    block = block_from_json(obj, path=root)
+    assert block == default
+    assert isinstance(block, BLOCK_CLASSES)
+    assert block_to_json(block) == block_to_json(default)
 
 
 @FAST
@@ -581,6 +599,10 @@ def test_w1_nested_audience_refused_by_check_content(allow_audience):
 
 
 MALFORMED_AUDIENCES = [
+    pytest.param([], id="empty"),
+    pytest.param(["ann\n"], id="newline-in-name"),
+    pytest.param(["ann", "b\x00b"], id="nul-in-name"),
+    pytest.param(["x" * 257], id="name-too-long"),
     pytest.param("ann", id="str"),
     pytest.param(["ann", 1], id="list-with-int"),
     pytest.param([1], id="int-only"),
@@ -629,7 +651,6 @@ def test_w1_well_formed_top_level_audiences_are_accepted():
         text("a", ["ann"]),
         thinking("t", "sig", ["ann", "bob"]),
         redacted_thinking("d", ["bob"]),
-        text("nobody", []),
         tool_use("c1", "f", {}),
         tool_result("c1", [text("r"), image("image/png", url="u")]),
         system_change("s"),
@@ -648,9 +669,8 @@ def test_w1_well_formed_top_level_audiences_are_accepted():
         text("a", ["ann"]),
         thinking("t", audience=["ann"]),
         redacted_thinking("d", ["ann"]),
-        text("a", []),
     ],
-    ids=["text", "thinking", "redacted", "empty-audience"],
+    ids=["text", "thinking", "redacted"],
 )
 def test_w2_no_audience_allowed_in_injections(block):
     """SPEC W2: without allow_audience (injections, context entries) even a top-level text
@@ -727,7 +747,7 @@ def test_constructor_does_not_share_the_callers_list():
     assert block.audience == ("ann",)
 
 
-@pytest.mark.parametrize("audience", ["ann", [1], [""], ["ann", None], 5, {"ann"}])
+@pytest.mark.parametrize("audience", ["ann", [1], [""], ["ann", None], 5, {"ann"}, [], (), ["ann\n"], ["a\x00"], ["\udc80"], ["x" * 257]])
 @pytest.mark.parametrize(
     "make",
     [
@@ -746,14 +766,27 @@ def test_constructor_refuses_malformed_audience(make, audience):
     assert "audience" in info.value.path
 
 
-def test_constructor_accepts_empty_audience():
-    """SPEC 3.1, A2: audience=() is accepted; it names no one."""
-    block = text("x", ())
-    assert block.audience == ()
-    assert text("x", []).audience == ()
-    assert content_for_reader((block,), "ann") == ()
-    assert content_for_reader((block,), None) == ()
-    assert has_audience((block,))
+@pytest.mark.parametrize("make", [text, lambda s, a: thinking(s, None, a), redacted_thinking], ids=["text", "thinking", "redacted"])
+@pytest.mark.parametrize("empty", [[], ()], ids=["list", "tuple"])
+def test_constructor_refuses_an_empty_audience(make, empty):
+    """An empty audience is refused with a message that says what to do instead; ``None`` is
+    the audience of a block for everyone."""
+    with pytest.raises(MalformedContentError) as info:
+        make("x", empty)
+    assert info.value.path == "audience"
+    assert info.value.problem == "an audience names at least one reader; leave it out for everyone"
+    assert make("x", None).audience is None
+
+
+def test_stored_empty_audience_names_no_one():
+    """An empty audience found in stored data (written before it was refused) is reported and
+    names no one: the block is hidden from every reader and from no reader."""
+    stored, problems = decode_stored_content([{"type": "text", "text": "x", "audience": []}])
+    assert problems and "at least one reader" in problems[0]
+    assert stored[0].audience == ()
+    assert has_audience(stored)
+    for reader in [None, *READERS]:
+        assert content_for_reader(stored, reader) == ()
 
 
 def test_constructor_refuses_malformed_fields():
@@ -813,7 +846,7 @@ def test_reader_view_of_a_list_holds_same_objects():
     content = [text("a"), image("image/png", url="u")]
     view = content_for_reader(content, "ann")
     assert isinstance(view, tuple)
-    assert len(view) == 2 and all(v is b for v, b in zip(view, content))
+    assert len(view) == 2 and all(v is b for v, b in zip(view, content, strict=True))
 
 
 def test_reader_view_keeps_named_block_without_audience_and_drops_others():
@@ -844,7 +877,7 @@ def test_reader_view_keeps_named_block_without_audience_and_drops_others():
 def test_reader_none_drops_every_audience_block():
     """SPEC A2: with reader=None every block with an audience is dropped, even ()."""
     plain = text("p")
-    content = (text("a", ["ann"]), plain, thinking("t", audience=["bob"]), text("e", []))
+    content = (text("a", ["ann"]), plain, thinking("t", audience=["bob"]))
     view = content_for_reader(content, None)
     assert view == (plain,)
     assert view[0] is plain
@@ -861,7 +894,6 @@ def test_reader_none_drops_every_audience_block():
         (["ann"], "ann ", False),
         (["an"], "ann", False),
         (["ann", "bob"], "bob", True),
-        ([], "ann", False),
     ],
 )
 def test_reader_names_match_exactly(audience, reader, visible):
@@ -993,7 +1025,7 @@ def test_reader_view_model(content, reader):
             del wire["audience"]
             expected.append(wire)
     assert len(view) == len(expected)
-    for got, want in zip(view, expected):
+    for got, want in zip(view, expected, strict=True):
         if isinstance(want, dict):
             assert got.audience is None
             assert block_to_json(got) == want
@@ -1074,7 +1106,6 @@ def test_decode_stored_content_keeps_misplaced_audience_and_reports_it():
         ((tool_use("c", "f", {"audience": ["ann"]}),), False),
         ((tool_result("c", [text("a"), image("image/png", url="u")]), system_change("s")), False),
         ((text("a"), text("b", ["ann"])), True),
-        ((text("b", []),), True),
         ((thinking("t", audience=["ann"]),), True),
         ((redacted_thinking("d", ["ann"]),), True),
         ((tool_result("c", [text("x", ["ann"])]),), True),
@@ -1114,3 +1145,135 @@ def test_has_audience_matches_reader_none_view(content):
     assert has_audience(content) is any_audience
     if not any_audience:
         assert content_for_reader(content, None) is content
+
+
+# =============================================================================================
+# 9. The placement table, nesting depth and text that cannot be stored
+# =============================================================================================
+
+MAX_DEPTH = 64  # documented in docs/input.md
+
+
+def _nested_dicts(depth: int) -> dict:
+    """An object ``depth`` levels deep: {"a": {"a": ... {} }}."""
+    value: dict = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_placement_table_matches_the_constructors():
+    """The one table of where a write may put an audience agrees with the block types: exactly
+    the types whose constructor takes an audience may carry one, and only at the top level."""
+    import inspect
+
+    from asides.store._blocks import WRITE_AUDIENCE_PLACES
+    from asides.store._blocks.placement import Depth
+
+    assert set(WRITE_AUDIENCE_PLACES) == {cls.type for cls in BLOCK_CLASSES}
+    for cls in BLOCK_CLASSES:
+        takes_audience = "audience" in inspect.signature(cls).parameters
+        assert (WRITE_AUDIENCE_PLACES[cls.type] == {Depth.TOP}) is takes_audience, cls
+        assert Depth.NESTED not in WRITE_AUDIENCE_PLACES[cls.type]
+
+
+def test_tool_input_at_the_depth_limit_is_accepted():
+    """A tool call's input nesting exactly the documented depth is stored as given."""
+    deep = _nested_dicts(MAX_DEPTH)
+    block = tool_use("c", "f", deep)
+    assert block.input == deep
+    assert block_from_json(block_to_json(block)) == block
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1_000, 100_000])
+def test_tool_input_nested_too_deep_is_refused_at_its_path(depth):
+    """A tool call's input nested deeper than the limit is refused with MalformedContentError at
+    the first level past it, by the constructor, block_from_json and content_from_json alike;
+    never RecursionError."""
+    deep = _nested_dicts(depth)
+    expected = "input" + ".a" * MAX_DEPTH
+    with pytest.raises(MalformedContentError) as info:
+        tool_use("c", "f", deep)
+    assert info.value.path == expected
+    assert "64 levels" in info.value.problem
+    with pytest.raises(MalformedContentError) as info:
+        block_from_json({"type": "tool_use", "id": "c", "name": "f", "input": deep})
+    assert info.value.path == "block." + expected
+    with pytest.raises(MalformedContentError) as info:
+        content_from_json([TEXT, {"type": "tool_use", "id": "c", "name": "f", "input": deep}])
+    assert info.value.path == "content[1]." + expected
+
+
+def test_deep_lists_in_tool_input_name_their_indexes():
+    """The path names list indexes and escapes odd keys."""
+    value: object = []
+    for _ in range(MAX_DEPTH):
+        value = [value]
+    with pytest.raises(MalformedContentError) as info:
+        tool_use("c", "f", {"odd key": value})
+    assert info.value.path == "input['odd key']" + "[0]" * (MAX_DEPTH - 1)
+
+
+def test_tool_results_nested_in_tool_results_are_refused_without_recursing():
+    """A tool result inside a tool result, 1,000 deep, is refused at the first nested one (a tool
+    result holds text and image blocks only), never RecursionError; stored, it is unreadable."""
+    obj: dict = {"type": "text", "text": "bottom"}
+    for _ in range(1_000):
+        obj = {"type": "tool_result", "tool_use_id": "t", "content": [obj]}
+    with pytest.raises(MalformedContentError) as info:
+        block_from_json(obj)
+    assert info.value.path == "block.content[0]"
+    with pytest.raises(MalformedContentError) as info:
+        content_from_json([obj])
+    assert info.value.path == "content[0].content[0]"
+    stored, problems = decode_stored_content([obj, TEXT])
+    assert isinstance(stored[0], UnreadableBlock) and problems
+    assert content_for_reader(stored, "ann") == (text("plain"),)
+
+
+def test_deep_stored_tool_input_is_unreadable_not_an_error():
+    """Stored (foreign) content with a tool input past the limit decodes to an unreadable block,
+    hidden from every reader."""
+    stored, problems = decode_stored_content([{"type": "tool_use", "id": "c", "name": "f", "input": _nested_dicts(500)}])
+    assert isinstance(stored[0], UnreadableBlock)
+    assert problems
+    assert content_for_reader(stored, None) == ()
+
+
+@pytest.mark.parametrize(
+    ("make", "path"),
+    [
+        (lambda: text("bad \udc80"), "text"),
+        (lambda: thinking("ok", "sig\ud800"), "signature"),
+        (lambda: redacted_thinking("\udfff"), "data"),
+        (lambda: tool_use("c\udc80", "f"), "id"),
+        (lambda: tool_use("c", "f", {"k": ["ok", "\udc80"]}), "input.k[1]"),
+        (lambda: tool_use("c", "f", {"\udc80": 1}), "input['\\udc80']"),
+        (lambda: tool_result("c", "res \udc80"), "content"),
+        (lambda: image("image/png", url="http://x/\udc80"), "url"),
+        (lambda: system_change("\ud800"), "text"),
+    ],
+)
+def test_text_with_a_lone_surrogate_is_refused_at_its_field(make, path):
+    """A lone surrogate cannot be stored, so a block holding one is refused when it is made,
+    naming the field; the message shows the surrogate escaped, so it always prints."""
+    with pytest.raises(MalformedContentError) as info:
+        make()
+    assert info.value.path == path
+    assert "valid Unicode" in info.value.problem
+    str(info.value).encode("utf-8")  # printable
+
+
+def test_wire_form_with_a_lone_surrogate_is_refused_at_its_path():
+    """block_from_json names the place of a lone surrogate, nested blocks included."""
+    obj = {"type": "tool_result", "tool_use_id": "t", "content": [TEXT, {"type": "text", "text": "\udc80"}]}
+    with pytest.raises(MalformedContentError) as info:
+        content_from_json([TEXT, obj])
+    assert info.value.path == "content[1].content[1].text"
+
+
+def test_block_from_json_custom_root_names_the_nested_place():
+    """A concrete case of the custom-root property: the path continues below the root."""
+    with pytest.raises(MalformedContentError) as info:
+        block_from_json({"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text"}]}, path="messages[0].content[1]")
+    assert info.value.path == "messages[0].content[1].content[0].text"
