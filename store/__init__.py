@@ -36,6 +36,8 @@ from ._errors import (
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
     UnknownBranchError,
     UnknownMessageError,
 )
@@ -60,6 +62,8 @@ __all__ = [
     "SqliteStore",
     "StoreFailedError",
     "StoreLockedError",
+    "StoreNotEmptyError",
+    "StoreReadOnlyError",
     "SystemChangeBlock",
     "TextBlock",
     "ThinkingBlock",

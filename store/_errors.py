@@ -15,6 +15,8 @@ __all__ = [
     "InvalidNameError",
     "StoreLockedError",
     "StoreFailedError",
+    "StoreReadOnlyError",
+    "StoreNotEmptyError",
     "UnknownBranchError",
     "BranchExistsError",
     "UnknownMessageError",
@@ -86,6 +88,22 @@ class StoreFailedError(AsidesError):
     Every call on a failed store raises this. Reopen the store to continue from what was
     durably committed.
     """
+
+
+class StoreReadOnlyError(AsidesError):
+    """A write to a store opened read-only (``read_only=True``), which never writes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"the store {path!r} was opened read-only, so it takes no writes; open it without read_only to write")
+
+
+class StoreNotEmptyError(AsidesError, ValueError):
+    """A restore into a store that already holds records (a restore only fills an empty store)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"the store {path!r} already holds records; a restore writes only into an empty store")
 
 
 class UnknownBranchError(AsidesError, LookupError):
