@@ -435,7 +435,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--build", choices=("auto", "manager", "bulk"), default="auto", help="how history is built")
     parser.add_argument("--manager-max", type=int, default=20000, help="with --build auto: largest size built through the manager")
     parser.add_argument(
-        "--gc-freeze", action="store_true", help="gc.freeze() after each build (keeps full collections of the built heap out of the timed writes)"
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() after each build (keeps full collections of the built heap out of the timed writes)",
     )
     parser.add_argument("--drain-every", type=int, default=500, help="drain() every this many messages while building")
     args = parser.parse_args(argv)
@@ -447,6 +449,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-if __name__ == "__main__":
-    ARGS = parse_args()
+def run(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` (default: the command line) and run."""
+    global ARGS
+    ARGS = parse_args(argv)
     trio.run(main, ARGS)
+
+
+if __name__ == "__main__":
+    run()

@@ -139,14 +139,14 @@ async def run(sizes: list[int], sequential: int, writers: int, per_writer: int, 
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2000,20000,200000", help="comma-separated history lengths")
     parser.add_argument("--sequential", type=int, default=500, help="sequential writes to time")
     parser.add_argument("--writers", type=int, default=16, help="concurrent writer tasks")
     parser.add_argument("--per-writer", type=int, default=100, help="writes per concurrent writer")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best of each figure is shown")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     trio.run(run, sizes, args.sequential, args.writers, args.per_writer, max(1, args.repeat))
 

@@ -1,0 +1,64 @@
+"""``python -m benchmarks [--quick] [part ...]``: run benchmark parts, each in turn, never two at once.
+
+Parts: ``peers`` (asides next to the OpenAI Agents SDK and LangGraph, with the issue's goals),
+``memory`` (resident memory and open time at 200k and 1M messages), ``drivers`` (one commit
+through each SQLite driver under Trio), ``writes`` (store-level write cost and open time) and
+``compression`` (the autobiographical strategy in detail). With no part: peers, memory and
+drivers. ``all``: every part. ``--quick`` makes each part smaller (peers, memory and drivers
+together take about two minutes on an idle 2-core machine); without it the peers part adds the
+autobiographical compile at 200,000 messages and memory adds 1,000,000 messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ._common import machine
+
+DEFAULT = ("peers", "memory", "drivers")
+PARTS = ("peers", "memory", "drivers", "writes", "compression")
+
+
+def run_part(part: str, quick: bool, backend: str) -> None:
+    if part == "peers":
+        from . import peers
+
+        peers.run(quick, backend)
+    elif part == "memory":
+        from . import memory
+
+        memory.run(quick)
+    elif part == "drivers":
+        from . import drivers
+
+        drivers.run(quick)
+    elif part == "writes":
+        from . import store_writes
+
+        print("\nStore writes\n============")
+        store_writes.main(["--sizes", "2000,20000", "--sequential", "200", "--repeat", "1"] if quick else [])
+    elif part == "compression":
+        from . import compression
+
+        print("\nCompression\n===========")
+        compression.run(["--sizes", "2000,20000", "--writes", "100", "--compiles", "10"] if quick else [])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", choices=[*PARTS, "all"], help=f"parts to run (default: {' '.join(DEFAULT)})")
+    parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about two minutes")
+    parser.add_argument("--backend", choices=("trio", "asyncio"), default="trio", help="the event loop asides runs under in peers")
+    args = parser.parse_args(argv)
+    parts = list(PARTS) if "all" in args.parts else (args.parts or list(DEFAULT))
+    started = time.perf_counter()
+    print(f"asides benchmarks ({'quick' if args.quick else 'full'}): {', '.join(parts)}")
+    print(machine())
+    for part in dict.fromkeys(parts):
+        run_part(part, args.quick, args.backend)
+    print(f"\nDone in {time.perf_counter() - started:.0f} s; {machine()}")
+
+
+if __name__ == "__main__":
+    main()

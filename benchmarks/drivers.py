@@ -1,0 +1,247 @@
+"""The SQLite driver under Trio: aiosqlite through trio-asyncio against a writer thread.
+
+    python -m benchmarks drivers [--quick]
+
+The store writes every commit as one multi-row ``INSERT`` in autocommit mode (one implicit
+transaction) into its append-only ``log`` table. This part times exactly that statement, alone,
+outside asides, through each way of reaching SQLite from an async host:
+
+* ``aiosqlite via trio-asyncio`` (what the store does under Trio today): ``aio_as_trio`` around
+  ``connection.execute_fetchall``, inside ``trio_asyncio.open_loop()``;
+* ``sqlite3 in to_thread (limiter 1)``: one ``sqlite3`` connection, each commit a
+  ``trio.to_thread.run_sync`` call holding a ``CapacityLimiter(1)``;
+* ``sqlite3 in a dedicated thread``: one thread owns the connection and takes commits from a
+  ``queue.SimpleQueue``; it wakes the waiting Trio task through the Trio token;
+* references: ``aiosqlite under asyncio`` (no bridge: what asyncio hosts pay) and ``sqlite3
+  inline`` (the loop thread blocks on the commit: the floor, not an option).
+
+For each: WAL, ``synchronous`` NORMAL and FULL, commits of one row and of 16 rows (300-byte
+bodies), one after the other; µs per commit, median and p90, on a fresh file each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ._common import Stats, duration, print_table, progress, quiet_heap, rounds, section
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, ref TEXT, body TEXT NOT NULL)"
+)
+BODY = "x" * 300
+WARMUP = 10
+
+Commit = Callable[[str, list[Any]], Awaitable[None]]
+
+
+def insert(rows: int) -> str:
+    return "INSERT INTO log (branch, seq, kind, ref, body) VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows)
+
+
+def params(first: int, rows: int) -> list[Any]:
+    out: list[Any] = []
+    for seq in range(first, first + rows):
+        out += ["main", seq, "message", None, BODY]
+    return out
+
+
+def _connect(path: str, synchronous: str) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute(f"PRAGMA synchronous={synchronous}")
+    connection.execute(SCHEMA)
+    return connection
+
+
+async def _series(commit: Commit, rows: int, count: int, budget_s: float) -> Stats:
+    sql = insert(rows)
+    seq = 0
+    for _ in range(WARMUP):
+        await commit(sql, params(seq, rows))
+        seq += rows
+    times: list[float] = []
+    with quiet_heap():
+        for _ in rounds(count, budget_s):
+            values = params(seq, rows)
+            t0 = time.perf_counter()
+            await commit(sql, values)
+            times.append(time.perf_counter() - t0)
+            seq += rows
+    return Stats.of(times)
+
+
+# -- the drivers ----------------------------------------------------------------------------------
+
+
+async def via_trio_asyncio(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    import aiosqlite
+    import trio_asyncio
+
+    async with trio_asyncio.open_loop():
+        connection = await trio_asyncio.aio_as_trio(aiosqlite.connect)(path, isolation_level=None)
+        execute = trio_asyncio.aio_as_trio(connection.execute_fetchall)
+        try:
+            for statement in ("PRAGMA journal_mode=WAL", f"PRAGMA synchronous={synchronous}", SCHEMA):
+                await execute(statement, ())
+
+            async def commit(sql: str, values: list[Any]) -> None:
+                await execute(sql, values)
+
+            return await _series(commit, rows, count, budget_s)
+        finally:
+            await trio_asyncio.aio_as_trio(connection.close)()
+
+
+async def via_to_thread(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    connection = _connect(path, synchronous)
+    limiter = trio.CapacityLimiter(1)
+    try:
+
+        async def commit(sql: str, values: list[Any]) -> None:
+            await trio.to_thread.run_sync(connection.execute, sql, values, limiter=limiter)
+
+        return await _series(commit, rows, count, budget_s)
+    finally:
+        connection.close()
+
+
+class WriterThread:
+    """One thread owning one ``sqlite3`` connection; ``await commit(sql, values)`` runs the
+    statement there and resumes the caller through the Trio token."""
+
+    def __init__(self, path: str, synchronous: str) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._token = trio.lowlevel.current_trio_token()
+        self._thread = threading.Thread(target=self._work, args=(path, synchronous), daemon=True)
+        self._ready = threading.Event()
+        self._thread.start()
+        self._ready.wait()
+
+    def _work(self, path: str, synchronous: str) -> None:
+        connection = _connect(path, synchronous)
+        self._ready.set()
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                break
+            sql, values, done, box = job
+            try:
+                connection.execute(sql, values)
+            except BaseException as exc:  # handed to the waiting task
+                box.append(exc)
+            self._token.run_sync_soon(done.set)
+        connection.close()
+
+    async def commit(self, sql: str, values: list[Any]) -> None:
+        done = trio.Event()
+        box: list[BaseException] = []
+        self._jobs.put((sql, values, done, box))
+        await done.wait()
+        if box:
+            raise box[0]
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+
+async def via_writer_thread(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    writer = WriterThread(path, synchronous)
+    try:
+        return await _series(writer.commit, rows, count, budget_s)
+    finally:
+        writer.close()
+
+
+async def inline(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    connection = _connect(path, synchronous)
+    try:
+
+        async def commit(sql: str, values: list[Any]) -> None:
+            connection.execute(sql, values)
+
+        return await _series(commit, rows, count, budget_s)
+    finally:
+        connection.close()
+
+
+def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    import aiosqlite
+
+    async def main() -> Stats:
+        async with aiosqlite.connect(path, isolation_level=None) as connection:
+            for statement in ("PRAGMA journal_mode=WAL", f"PRAGMA synchronous={synchronous}", SCHEMA):
+                await connection.execute_fetchall(statement, ())
+
+            async def commit(sql: str, values: list[Any]) -> None:
+                await connection.execute_fetchall(sql, values)
+
+            return await _series(commit, rows, count, budget_s)
+
+    return asyncio.run(main())
+
+
+TRIO_DRIVERS: dict[str, Callable[..., Awaitable[Stats]]] = {
+    "aiosqlite via trio-asyncio (today)": via_trio_asyncio,
+    "sqlite3 in to_thread (limiter 1)": via_to_thread,
+    "sqlite3 in a dedicated thread": via_writer_thread,
+    "sqlite3 inline (blocks the loop; floor)": inline,
+}
+ASYNCIO_REFERENCE = "aiosqlite under asyncio (no bridge)"
+
+CONFIGS = [(sync, rows) for sync in ("NORMAL", "FULL") for rows in (1, 16)]
+
+
+def measure(count: int, budget_s: float) -> dict[str, dict[tuple[str, int], Stats]]:
+    """Every driver, every configuration, each on a fresh file."""
+    results: dict[str, dict[tuple[str, int], Stats]] = {}
+    with tempfile.TemporaryDirectory(prefix="asides-drivers-") as directory:
+        serial = 0
+
+        def fresh() -> str:
+            nonlocal serial
+            serial += 1
+            return os.path.join(directory, f"d{serial}.db")
+
+        for name, driver in TRIO_DRIVERS.items():
+            progress(name)
+            results[name] = {(sync, rows): trio.run(driver, fresh(), sync, rows, count, budget_s) for sync, rows in CONFIGS}
+        progress(ASYNCIO_REFERENCE)
+        results[ASYNCIO_REFERENCE] = {(sync, rows): aiosqlite_under_asyncio(fresh(), sync, rows, count, budget_s) for sync, rows in CONFIGS}
+    return results
+
+
+def report(results: dict[str, dict[tuple[str, int], Stats]]) -> None:
+    headers = ["µs per commit, median (p90)"] + [f"{sync}, {rows} row{'s' if rows > 1 else ''}" for sync, rows in CONFIGS]
+    rows = [[name] + [f"{duration(s.median)} ({duration(s.p90)})" for s in by.values()] for name, by in results.items()]
+    base = results["aiosqlite via trio-asyncio (today)"]
+    for name, by in results.items():
+        if name.startswith("sqlite3 in"):
+            rows.append([f"  {name} ÷ trio-asyncio"] + [f"{by[c].median / base[c].median:.2f}×" for c in CONFIGS])
+    print_table(headers, rows)
+    print("One multi-row INSERT per commit in autocommit mode (the store's commit), WAL, a fresh file per cell.")
+    print()
+
+
+def run(quick: bool) -> dict[str, dict[tuple[str, int], Stats]]:
+    section(f"Drivers: one commit under Trio ({'quick' if quick else 'full'})")
+    sys.stdout.flush()
+    results = measure(300 if quick else 2000, 1.5 if quick else 10.0)
+    report(results)
+    return results
+
+
+if __name__ == "__main__":
+    run("--quick" in sys.argv)
