@@ -1,0 +1,211 @@
+"""The PostgreSQL connections of one store: psycopg 3's synchronous connection, used from one
+worker thread at a time, and a listening connection watched from the event loop.
+
+Why a thread and not psycopg's ``AsyncConnection``: the async connection runs on asyncio only.
+Under Trio it needs trio-asyncio, which works only if trio-asyncio was imported before psycopg
+(psycopg binds asyncio's ``get_running_loop`` at import), and measured no faster there than the
+thread; under asyncio it is faster per statement. A store's commit is one or two thread hops
+whatever the backend, so the thread is kept for both (docs/postgres.md has the numbers).
+
+Every method of :class:`Connection` is synchronous and runs in the worker thread; each is one
+round trip (statements are pipelined), and each either completes or raises a psycopg error,
+leaving no transaction open behind it.
+
+The listening connection is not driven by a thread: :class:`Listener` waits on its socket with
+anyio and reads notifications with libpq's non-blocking calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ._pg_schema import CHANNEL, prepare_schema
+
+__all__ = ["Connection", "Listener", "connect", "is_connection_error"]
+
+log = logging.getLogger("asides.store")
+
+RowTuple = tuple[int, str, int, str, str | None, str]
+
+_SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id"
+#: Append rows only if the head still names ``applied``: one statement, so in autocommit mode one
+#: round trip commits it; when another process committed meanwhile it inserts nothing.
+_APPEND_IF_HEAD = """
+WITH head AS (UPDATE asides_head SET last_id = %(last)s WHERE singleton AND last_id = %(applied)s RETURNING last_id)
+INSERT INTO asides_log (id, branch, seq, kind, ref, body)
+SELECT * FROM unnest(%(ids)s::bigint[], %(branches)s::text[], %(seqs)s::bigint[], %(kinds)s::text[], %(refs)s::text[], %(bodies)s::text[])
+WHERE EXISTS (SELECT 1 FROM head)
+"""
+#: How long a session may sit inside a transaction (holding the write lock) before the server
+#: ends it: a stalled process cannot stop every other writer for longer than this.
+IDLE_IN_TRANSACTION_MS = 10_000
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is unusable (lost, refused, closed)."""
+    import psycopg
+
+    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def _columns(rows: Sequence[RowTuple]) -> dict[str, list[Any]]:
+    return {
+        "ids": [r[0] for r in rows],
+        "branches": [r[1] for r in rows],
+        "seqs": [r[2] for r in rows],
+        "kinds": [r[3] for r in rows],
+        "refs": [r[4] for r in rows],
+        "bodies": [r[5] for r in rows],
+    }
+
+
+class Connection:
+    """A store's writing (and catching-up) connection."""
+
+    def __init__(self, conn: Any, schema: str) -> None:
+        self._conn = conn
+        self.schema = schema
+        self.in_transaction = False
+
+    @property
+    def broken(self) -> bool:
+        return bool(self._conn.closed or self._conn.broken)
+
+    @property
+    def backend_pid(self) -> int:
+        """The server process of this connection (it signs the notifications of its commits)."""
+        return int(self._conn.info.backend_pid)
+
+    def rows_after(self, applied: int) -> list[RowTuple]:
+        """Every record with an id above ``applied``, in id order."""
+        return self._conn.execute(_SELECT_AFTER, (applied,)).fetchall()  # type: ignore[no-any-return]
+
+    def rows_with_ids(self, ids: list[int]) -> list[RowTuple]:
+        return self._conn.execute(  # type: ignore[no-any-return]
+            "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id = ANY(%s) ORDER BY id", (ids,)
+        ).fetchall()
+
+    def last_id(self) -> int:
+        return int(self._conn.execute("SELECT last_id FROM asides_head WHERE singleton").fetchone()[0])
+
+    def append_if_head(self, applied: int, rows: Sequence[RowTuple]) -> bool:
+        """Commit ``rows`` if no record was committed after ``applied``; whether it did."""
+        cursor = self._conn.execute(_APPEND_IF_HEAD, {"applied": applied, "last": rows[-1][0], **_columns(rows)})
+        return bool(cursor.rowcount == len(rows))
+
+    def lock(self, applied: int) -> tuple[int, list[RowTuple]]:
+        """Begin a transaction holding the write lock; returns the newest id and the records
+        after ``applied``. End it with :meth:`commit_locked` or :meth:`rollback`."""
+        conn = self._conn
+        self.in_transaction = True
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                head = conn.execute("SELECT last_id FROM asides_head WHERE singleton FOR UPDATE")
+                after = conn.execute(_SELECT_AFTER, (applied,))
+            return int(head.fetchone()[0]), after.fetchall()
+        except BaseException:
+            self.rollback()
+            raise
+
+    def commit_locked(self, applied: int, rows: Sequence[RowTuple]) -> None:
+        """Append ``rows`` and commit the transaction :meth:`lock` began."""
+        conn = self._conn
+        try:
+            with conn.pipeline():
+                if rows:
+                    cursor = conn.execute(_APPEND_IF_HEAD, {"applied": applied, "last": rows[-1][0], **_columns(rows)})
+                conn.execute("COMMIT")
+            if rows and cursor.rowcount != len(rows):  # cannot happen while the lock is held
+                raise RuntimeError(f"the head moved under the write lock (inserted {cursor.rowcount} of {len(rows)})")
+        except BaseException:
+            self.rollback()
+            raise
+        finally:
+            self.in_transaction = False
+
+    def rollback(self) -> None:
+        self.in_transaction = False
+        if self.broken:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except Exception:  # the connection is going; closing it rolls back on the server
+            self.close()
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except Exception:  # pragma: no cover - closing a broken connection
+            pass
+
+
+def connect(url: str, where: str, *, create: bool, connect_timeout: float = 5.0) -> Connection:
+    """A new connection to the store at ``url`` (checking, or creating, its schema). Runs in a
+    worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses."""
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
+    try:
+        conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+        schema = prepare_schema(conn, where, create=create)
+        return Connection(conn, schema)
+    except BaseException:
+        conn.close()
+        raise
+
+
+class Listener:
+    """A connection that listens for commits to the store (``LISTEN``), read from the event loop
+    without a thread: anyio waits for its socket, libpq reads what arrived without blocking."""
+
+    def __init__(self, conn: Any, schema: str) -> None:
+        self._conn = conn
+        self._prefix = schema + ":"
+
+    @classmethod
+    async def open(cls, url: str, schema: str) -> Listener:
+        def start() -> Any:
+            import psycopg
+
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+
+        return cls(await anyio.to_thread.run_sync(start), schema)
+
+    async def next_head(self, own_pid: Callable[[], int | None]) -> int:
+        """Wait for the next commit notification of this store from another connection than the
+        one whose server process is ``own_pid()``; returns the newest id it names (the highest,
+        if several arrived). Raises a psycopg error when the connection is lost."""
+        import psycopg
+
+        pgconn = self._conn.pgconn
+        while True:
+            newest = -1
+            while (note := pgconn.notifies()) is not None:
+                if note.be_pid == own_pid():
+                    continue  # this process's own commit: its committer replays it
+                payload = note.extra.decode("utf-8", "replace")
+                if payload.startswith(self._prefix) and payload[len(self._prefix) :].isdigit():
+                    newest = max(newest, int(payload[len(self._prefix) :]))
+            if newest >= 0:
+                return newest
+            await anyio.wait_readable(pgconn.socket)
+            pgconn.consume_input()
+            if pgconn.status != psycopg.pq.ConnStatus.OK:
+                raise psycopg.OperationalError("the listening connection was lost")
+
+    async def aclose(self) -> None:
+        conn = self._conn
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(conn.close)

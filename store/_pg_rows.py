@@ -1,0 +1,156 @@
+"""Records on their way to and from PostgreSQL: pending writes, and committed rows replayed into
+the in-memory model with the store events they make.
+
+A write is encoded when it is called (so bad input is refused before anything is queued) but
+takes its record ids and branch sequences only at commit, under the store's write lock, from a
+model that holds every record committed before it. The model learns a record only once it is
+committed, by replaying it: memory never holds a record the database might not.
+
+The record bodies are the same JSON the in-memory model writes for the SQLite store (the model
+reads both alike).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import attrs
+
+from ._blocks import ContentBlock, content_to_json
+from ._messages import Message, freeze_metadata
+from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel, _encodable
+from ._sqlite import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
+
+__all__ = ["PendingRow", "PendingWrite", "RowTuple", "apply_rows", "branch_row", "edit_row", "message_row", "number_rows", "state_row"]
+
+RowTuple = tuple[int, str, int, str, str | None, str]
+
+
+@attrs.frozen
+class PendingRow:
+    """A record without its id; ``fork`` is the sequence of a branch record (its fork point),
+    ``None`` for the records that take their branch's next sequence."""
+
+    branch: str
+    kind: str
+    ref: str | None
+    body: str
+    fork: int | None = None
+
+
+@attrs.define(eq=False)
+class PendingWrite:
+    """One call's records, committed together or not at all.
+
+    ``recheck`` runs at commit against the caught-up model and raises what the call would have
+    raised had it been made then (a branch name taken meanwhile); ``guard`` is the caller's own
+    check, run at the same moment. Either raising refuses the write, which then writes nothing.
+    """
+
+    rows: list[PendingRow]
+    recheck: Callable[[LogModel], None] | None = None
+    guard: Callable[[], None] | None = None
+    ids: list[int] = attrs.Factory(list)
+    error: BaseException | None = None
+    done: anyio.Event = attrs.Factory(anyio.Event)
+
+
+# The bodies below are the ones LogModel.append_message, edit_message, set_state and
+# create_branch write; the callers have checked names and values as the SQLite store does.
+
+
+def message_row(
+    branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None, timestamp: float | None
+) -> PendingRow:
+    frozen = freeze_metadata(metadata)
+    stamp = time.time() if timestamp is None else float(timestamp)
+    body = json.dumps(
+        {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
+        ensure_ascii=False,
+    )
+    return PendingRow(branch, MESSAGE, None, _encodable(body, "content"))
+
+
+def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
+    body = json.dumps({"content": content_to_json(content)}, ensure_ascii=False)
+    return PendingRow(branch, EDIT, message_id, _encodable(body, "content"))
+
+
+def state_row(branch: str, key: str, value: Any) -> PendingRow:
+    return PendingRow(branch, STATE, key, _encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key))
+
+
+def branch_row(name: str, parent: str, at: int, meta: Mapping[str, Any] | None) -> PendingRow:
+    record = dict(meta or {})
+    record["created"] = time.time()
+    return PendingRow(name, BRANCH, parent, _encodable(json.dumps(record, ensure_ascii=False), "meta"), fork=at)
+
+
+def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) -> list[RowTuple]:
+    """Give the writes' records consecutive ids from ``first_id`` and each its branch's next
+    sequence after ``model``'s head (which must hold every committed record)."""
+    heads: dict[str, int] = {}
+    rows: list[RowTuple] = []
+    record_id = first_id
+    for write in writes:
+        write.ids = []
+        for row in write.rows:
+            if row.fork is not None:
+                seq = row.fork
+                heads[row.branch] = row.fork
+            else:
+                seq = heads.get(row.branch, model.head(row.branch) if model.has_branch(row.branch) else 0) + 1
+                heads[row.branch] = seq
+            rows.append((record_id, row.branch, seq, row.kind, row.ref, row.body))
+            write.ids.append(record_id)
+            record_id += 1
+    return rows
+
+
+def apply_rows(model: LogModel, rows: Sequence[RowTuple]) -> list[StoreEvent]:
+    """Replay committed ``rows`` (in id order) into ``model``; returns the store events they make,
+    consecutive messages (or states) on one branch in one event, as the writes that made them."""
+    events: list[StoreEvent] = []
+    messages: list[Message] = []
+    keys: list[str] = []
+    current: tuple[str, str] | None = None
+
+    def flush() -> None:
+        nonlocal current
+        if current is not None and messages:
+            events.append(MessagesAppended(current[0], tuple(messages)))
+        elif current is not None and keys:
+            events.append(StatesWritten(current[0], tuple(keys)))
+        messages.clear()
+        keys.clear()
+        current = None
+
+    for row in rows:
+        record_id, branch, _seq, kind, ref, _body = row
+        if (branch, kind) != current:
+            flush()
+        before = model.get(branch, ref) if kind == EDIT and ref is not None and model.has_branch(branch) else None
+        known = kind == BRANCH or model.has_branch(branch)
+        model.replay([row])
+        if not known:
+            continue  # the model logged and ignored it
+        if kind == MESSAGE:
+            current = (branch, kind)
+            found = model.get(branch, str(record_id))
+            if found is not None:
+                messages.append(found)
+        elif kind == STATE and ref is not None:
+            current = (branch, kind)
+            keys.append(ref)
+        elif kind == EDIT and ref is not None and before is not None:
+            after = model.get(branch, ref)
+            if after is not None:
+                events.append(MessageEdited(branch, before, after))
+        elif kind == BRANCH and model.has_branch(branch):
+            events.append(BranchCreated(model.branch_info(branch)))
+    flush()
+    return events

@@ -1,0 +1,520 @@
+"""The store on PostgreSQL: many processes, on many hosts, sharing one store.
+
+The same store as :class:`~store._sqlite.SqliteStore` (it is one, and inherits every read): an
+in-memory model answers all reads, writes are group-committed, listeners hear of every write.
+What differs is who decides the order of writes: the database.
+
+* **One total order.** A commit takes the store's write lock (the ``asides_head`` row), so
+  commits of every process form one order, and record ids follow it with no gap. A write is
+  numbered (its record ids, its branch's next sequences) at commit, from a model holding every
+  record committed before it, and the model learns it only once it is committed. So sequences
+  are gap-free and totally ordered per branch across processes, and memory never holds what the
+  database might not.
+* **Group commit, one round trip.** A commit first tries one statement that appends the batch
+  only if no other process committed since the last record this process has seen; otherwise it
+  takes the lock, reads the records it missed, replays them, and commits after them.
+* **Guards.** A write may carry a ``guard``: a check run at commit, under the lock, once every
+  earlier commit is in the model (and its events were heard). Raising refuses that write alone;
+  it writes nothing. Claims, floor raises and narrowing edits are checked this way.
+* **Other processes' writes** reach the model through ``LISTEN/NOTIFY`` and a catch-up query
+  (records after the last one seen): at open, after every notification, after a reconnect, and
+  on :meth:`PostgresStore.sync`. They make the same store events as local writes.
+* **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
+  happened whole or not at all. When a commit's outcome was lost with the connection, the store
+  reconnects and looks for its records before it answers. New calls reconnect (bounded retries).
+
+The synchronous reads answer from what this process has seen; :meth:`PostgresStore.sync` brings
+the model up to every commit made before it was called.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from ._blocks import ContentBlock
+from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
+from ._messages import Message, check_message_items
+from ._model import BranchInfo, LogModel
+from ._names import check_branch
+from ._pg_driver import Connection, Listener, connect, is_connection_error
+from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, number_rows, state_row
+from ._sqlite import SqliteStore, StoreEvent, _check_json_values, _collapsing
+
+__all__ = ["PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
+
+log = logging.getLogger("asides.store")
+T = TypeVar("T")
+
+#: Attempts to (re)connect for one call, and the pause before each retry.
+RECONNECT_DELAYS = (0.0, 0.1, 0.5, 2.0)
+
+
+def is_postgres_url(path: str) -> bool:
+    """Whether ``path`` names a PostgreSQL store (``postgresql://`` or ``postgres://``)."""
+    return isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages and ``store.path``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        user = urllib.parse.quote(parts.username or "", safe="")
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):
+        query = [(key, "***" if key == "password" else value) for key, value in query]
+        parts = parts._replace(query=urllib.parse.urlencode(query, safe="/*"))
+    return urllib.parse.urlunsplit(parts)
+
+
+class _NoDriver:
+    """The SQLite driver slot of the base class, never used here."""
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise AssertionError("the PostgreSQL store has no SQLite driver")
+
+    async def close(self) -> None:
+        return None
+
+
+class _Sync:
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: BaseException | None = None
+
+
+class PostgresStore(SqliteStore):
+    """A store in a PostgreSQL database, shared by every process that opens the same URL."""
+
+    def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False) -> None:
+        super().__init__(redact_url(url), _NoDriver(), model)
+        self.read_only = read_only
+        self.url = url
+        self._connection: Connection | None = connection
+        self._schema = connection.schema
+        self._limiter = anyio.CapacityLimiter(1)
+        self._pending: list[PendingWrite] = []
+        self._syncs: list[_Sync] = []
+        self._catch_up_wanted = False
+        self._wake = anyio.Event()
+        #: The newest record id this process has replayed, and the newest one it has heard of.
+        self._applied = 0
+        self._announced = 0
+        #: Commits that found another process's commit first and took the lock (for measurements).
+        self.contended_commits = 0
+        self.caught_up_records = 0
+
+    # -- the worker thread and the connection ------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    async def _ensure_connection(self) -> Connection:
+        """The connection, reconnecting (bounded retries) if it was lost; a new connection first
+        catches up, since notifications may have been missed meanwhile."""
+        current = self._connection
+        if current is not None and not current.broken:
+            return current
+        self._connection = None
+        if current is not None:
+            await self._call(current.close)
+        error: BaseException | None = None
+        for delay in RECONNECT_DELAYS:
+            if delay:
+                await anyio.sleep(delay)
+            try:
+                fresh = await self._call(lambda: connect(self.url, self.path, create=False))
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    raise
+                error = exc
+                continue
+            self._connection = fresh
+            log.info("reconnected to %s", self.path)
+            self._apply(await self._call(fresh.rows_after, self._applied))
+            return fresh
+        raise StoreFailedError(f"cannot reach the store {self.path!r} after {len(RECONNECT_DELAYS)} attempts: {error}") from error
+
+    def _writer_pid(self) -> int | None:
+        connection = self._connection
+        return None if connection is None else connection.backend_pid
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    # -- replaying committed records ---------------------------------------------------------
+
+    def _apply(self, rows: Sequence[RowTuple]) -> None:
+        """Replay committed records (in id order) into the model and tell the listeners."""
+        fresh = [row for row in rows if row[0] > self._applied]
+        if not fresh:
+            return
+        events = apply_rows(self._model, fresh)
+        self._applied = fresh[-1][0]
+        self._announced = max(self._announced, self._applied)
+        for event in events:
+            self._tell(event)
+
+    def _tell(self, event: StoreEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a listener's failure must not stop the committer
+                log.exception("a store listener failed on %r", event)
+
+    # -- the committer -----------------------------------------------------------------------
+
+    def _wake_up(self) -> None:
+        self._wake.set()
+
+    async def _committer(self) -> None:
+        while True:
+            if not (self._pending or self._syncs or self._catch_up_wanted):
+                if self._closing:
+                    return
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                continue
+            writes, self._pending = self._pending, []
+            syncs, self._syncs = self._syncs, []
+            self._catch_up_wanted = False
+            with anyio.CancelScope(shield=True):
+                error: BaseException | None = None
+                try:
+                    committed = await self._commit(writes) if writes else False
+                    if not committed:
+                        connection = await self._ensure_connection()
+                        rows = await self._call(connection.rows_after, self._applied)
+                        self.caught_up_records += len(rows)
+                        self._apply(rows)
+                except Exception as exc:
+                    error = exc
+                    if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
+                        self._drop_connection()
+                    log.warning("a round of the store %r failed: %r", self.path, exc)
+                for write in writes:
+                    if error is not None and write.error is None and not write.done.is_set():
+                        write.error = _failure(self.path, error, "the commit holding this write")
+                    write.done.set()
+                for sync in syncs:
+                    if error is not None:
+                        sync.error = _failure(self.path, error, "catching up with other processes' commits")
+                    sync.done.set()
+
+    def _accept(self, writes: Sequence[PendingWrite]) -> list[PendingWrite]:
+        """The writes that pass their rechecks and guards against the model as it is now."""
+        accepted = []
+        names: set[str] = set()
+        for write in writes:
+            if write.error is not None:
+                continue
+            try:
+                if write.recheck is not None:
+                    write.recheck(self._model)
+                for row in write.rows:
+                    if row.fork is not None and row.branch in names:
+                        raise BranchExistsError(row.branch)
+                if write.guard is not None:
+                    write.guard()
+            except Exception as exc:
+                write.error = exc
+                continue
+            names.update(row.branch for row in write.rows if row.fork is not None)
+            accepted.append(write)
+        return accepted
+
+    async def _commit(self, writes: list[PendingWrite]) -> bool:
+        """Commit the writes that pass their checks, in one transaction, after every commit made
+        before; whether the database now holds every record of this process's model's future
+        (so no catch-up is needed)."""
+        connection = await self._ensure_connection()
+        if self._announced <= self._applied:
+            accepted = self._accept(writes)
+            if not accepted:
+                return False
+            rows = number_rows(self._model, self._applied + 1, accepted)
+            try:
+                done = await self._call(connection.append_if_head, self._applied, rows)
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    raise
+                await self._settle_unknown(accepted, rows, exc)
+                return True
+            if done:
+                self._finish(accepted, rows)
+                return True
+        self.contended_commits += 1
+        head, missed = await self._call(connection.lock, self._applied)
+        try:
+            self.caught_up_records += len(missed)
+            self._apply(missed)
+            self._applied = max(self._applied, head)
+            accepted = self._accept(writes)
+            rows = number_rows(self._model, head + 1, accepted)
+        except BaseException:
+            await self._call(connection.rollback)
+            raise
+        try:
+            await self._call(connection.commit_locked, head, rows)
+        except Exception as exc:
+            if not is_connection_error(exc) or not rows:
+                raise
+            await self._settle_unknown(accepted, rows, exc)
+            return True
+        self._finish(accepted, rows)
+        return True
+
+    def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
+        self.commits += 1
+        self._apply(rows)
+        for write in accepted:
+            write.done.set()
+
+    async def _settle_unknown(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], cause: BaseException) -> None:
+        """The connection was lost while a commit was out: reconnect, catch up, and see whether
+        the commit happened (its records are there, exactly) before answering its writers."""
+        self._drop_connection()
+        try:
+            await self._ensure_connection()
+        except Exception as exc:
+            raise StoreFailedError(
+                f"the connection to {self.path!r} was lost during a commit ({cause}) and could not be restored, so whether "
+                "it happened is not known; a later open (or sync) shows it"
+            ) from exc
+        connection = await self._ensure_connection()
+        stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
+        if [tuple(row) for row in stored] == list(rows):
+            self.commits += 1
+            for write in accepted:
+                write.done.set()
+            return
+        raise StoreFailedError(f"the connection to {self.path!r} was lost during a commit ({cause}); nothing of it was written") from cause
+
+    # -- queueing writes ---------------------------------------------------------------------
+
+    async def _submit(self, write: PendingWrite) -> list[int]:
+        self._pending.append(write)
+        self._wake_up()
+        await write.done.wait()
+        if write.error is not None:
+            raise write.error
+        return write.ids
+
+    async def sync(self) -> None:
+        """Return once the model holds every record committed (by any process) before this
+        call. Raises ``StoreFailedError`` when the database cannot be reached."""
+        self._check_not_failed()
+        if self.closed:
+            raise StoreFailedError(f"the store {self.path!r} is closed")
+        waiter = _Sync()
+        self._syncs.append(waiter)
+        self._wake_up()
+        await waiter.done.wait()
+        if waiter.error is not None:
+            raise waiter.error
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        branch: str,
+        items: Sequence[tuple[Any, ...]],
+        *,
+        timestamp: float | None = None,
+    ) -> tuple[Message, ...]:
+        """Append messages as one atomic commit (see :meth:`SqliteStore.append_messages`); each
+        takes its sequence at commit, after every message committed before it by any process."""
+        self._check_usable()
+        self._model.branch_info(branch)
+        check_message_items(items, timestamp)
+        rows = []
+        for item in items:
+            participant, content, metadata = item[:3]
+            stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
+            rows.append(message_row(branch, participant, content, metadata, stamp))
+        if not rows:
+            return ()
+        ids = await self._submit(PendingWrite(rows))
+        return tuple(self._message(branch, record_id) for record_id in ids)
+
+    def _message(self, branch: str, record_id: int | str) -> Message:
+        found = self._model.get(branch, str(record_id))
+        if found is None:  # pragma: no cover - a committed record is always replayed
+            raise StoreFailedError(f"record {record_id} was committed to {self.path!r} but is not in memory")
+        return found
+
+    async def edit_message(
+        self,
+        branch: str,
+        message_id: str,
+        content: tuple[ContentBlock, ...],
+        *,
+        states: Mapping[str, Any] | None = None,
+        guard: Callable[[], None] | None = None,
+    ) -> Message:
+        """Replace a message's content on ``branch`` with any ``states`` records, in one atomic
+        commit. ``guard`` (the narrowing check) runs at commit, under the write lock, so a floor
+        another process raised before it refuses the edit, and one raised after follows it."""
+        self._check_usable()
+        if self._model.get(branch, message_id) is None:
+            raise UnknownMessageError(message_id, branch)
+        _check_json_values(states or {})
+        rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
+        await self._submit(PendingWrite(rows, guard=guard))
+        return self._message(branch, message_id)
+
+    async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
+        """Write state records in one atomic commit; returns the branch head after them (as
+        this process sees it). ``guard`` runs at commit, under the write lock."""
+        self._check_usable()
+        self._model.branch_info(branch)
+        _check_json_values(states)
+        rows = [state_row(branch, key, value) for key, value in states.items()]
+        if not rows:
+            return self._model.head(branch)
+        await self._submit(PendingWrite(rows, guard=guard))
+        return self._model.head(branch)
+
+    async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
+        """Write one state record; returns the branch head after it."""
+        return await self.set_states(branch, {key: value}, guard=guard)
+
+    async def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
+    ) -> BranchInfo:
+        """Fork ``name`` from ``parent`` at ``at_sequence`` (default: the parent's head as this
+        process sees it). Refused with ``BranchExistsError`` when any process took the name."""
+        self._check_usable()
+        check_branch(name)
+        if meta is not None:
+            _check_json_values({"meta": meta})
+        if self._model.has_branch(name):
+            raise BranchExistsError(name)
+        head = self._model.head(parent)
+        at = head if at_sequence is None else at_sequence
+        if not isinstance(at, int) or isinstance(at, bool) or at < 0 or at > head:
+            raise InvalidArgumentError("at_sequence", f"must be between 0 and {head} (the head of {parent!r}), got {at!r}")
+
+        def recheck(model: LogModel) -> None:
+            if model.has_branch(name):
+                raise BranchExistsError(name)
+
+        await self._submit(PendingWrite([branch_row(name, parent, at, meta)], recheck=recheck))
+        return self._model.branch_info(name)
+
+    # -- backups -----------------------------------------------------------------------------
+
+    async def records(self) -> list[RowTuple]:
+        """Every record of the store as the database holds it now, in id order (for a backup;
+        read on a connection of its own, in one snapshot)."""
+        self._check_not_failed()
+
+        def read() -> list[RowTuple]:
+            connection = connect(self.url, self.path, create=False)
+            try:
+                return connection.rows_after(0)
+            finally:
+                connection.close()
+
+        try:
+            return await anyio.to_thread.run_sync(read)
+        except Exception as exc:
+            raise _failure(self.path, exc, "reading the records") from exc
+
+    # -- closing -----------------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        self._closing = True
+        self._wake_up()
+
+    async def _listen(self) -> None:
+        """Hear of other processes' commits; reconnect (and catch up) when the listening
+        connection is lost. Runs until cancelled."""
+        delay = 0.05
+        while True:
+            try:
+                listener = await Listener.open(self.url, self._schema)
+            except Exception as exc:
+                log.warning("cannot listen to %s (%r); retrying in %.2f s", self.path, exc, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            delay = 0.05
+            try:
+                self._catch_up_wanted = True  # commits made while nobody listened
+                self._wake_up()
+                while True:
+                    newest = await listener.next_head(self._writer_pid)
+                    if newest > self._applied:
+                        self._announced = max(self._announced, newest)
+                        self._catch_up_wanted = True
+                        self._wake_up()
+            except Exception as exc:
+                log.warning("the listening connection to %s was lost (%r); reconnecting", self.path, exc)
+            finally:
+                await listener.aclose()
+
+
+def _failure(where: str, error: BaseException, what: str) -> BaseException:
+    if isinstance(error, StoreFailedError):
+        return error
+    failure = StoreFailedError(f"{what} to {where!r} failed ({error}); nothing of it was written")
+    failure.__cause__ = error
+    return failure
+
+
+@asynccontextmanager
+async def open_postgres_store(url: str, *, read_only: bool = False) -> AsyncIterator[PostgresStore]:
+    """Open (creating its tables, unless ``read_only``) the store at the PostgreSQL ``url`` for
+    the block; any number of processes may have it open at once.
+
+    Refuses with ``StoreFailedError``: a database that cannot be reached, and a schema that holds
+    another format or tables that are not an asides store's (changing nothing there). Leaving the
+    block flushes the pending commit and closes the connections.
+    """
+    where = redact_url(url)
+    try:
+        connection = await anyio.to_thread.run_sync(lambda: connect(url, where, create=not read_only))
+    except Exception as exc:
+        if isinstance(exc, StoreFailedError):
+            raise
+        raise StoreFailedError(f"cannot open the store {where!r}: {exc}") from exc
+    store = PostgresStore(url, LogModel(), connection, read_only=read_only)
+    try:
+        async with _collapsing():
+            rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
+            store.model.replay(rows)
+            store._applied = store._announced = rows[-1][0] if rows else 0
+            del rows
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(store._committer)
+                listening = anyio.CancelScope()
+
+                async def listen() -> None:
+                    with listening:
+                        await store._listen()
+
+                tasks.start_soon(listen)
+                try:
+                    yield store
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await store._shutdown()
+                    listening.cancel()
+            store._closed = True
+    finally:
+        store._closed = True
+        store._drop_connection()
