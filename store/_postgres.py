@@ -194,7 +194,7 @@ class PostgresStore(SqliteStore):
             with anyio.CancelScope(shield=True):
                 error: BaseException | None = None
                 try:
-                    committed = await self._commit(writes) if writes else False
+                    committed = await self._commit_retrying(writes) if writes else False
                     if not committed:
                         connection = await self._ensure_connection()
                         rows = await self._call(connection.rows_after, self._applied)
@@ -235,6 +235,20 @@ class PostgresStore(SqliteStore):
             names.update(row.branch for row in write.rows if row.fork is not None)
             accepted.append(write)
         return accepted
+
+    async def _commit_retrying(self, writes: list[PendingWrite]) -> bool:
+        """:meth:`_commit`, tried once more on a fresh connection when the connection was lost
+        and the first attempt is known to have written nothing (so the retry cannot double it)."""
+        try:
+            return await self._commit(writes)
+        except _Unwritten as lost:
+            log.info("a commit to %s was lost with its connection (%s) and wrote nothing; retrying once", self.path, lost.cause)
+            try:
+                return await self._commit(writes)
+            except _Unwritten as again:
+                raise StoreFailedError(
+                    f"the connection to {self.path!r} was lost during a commit, twice ({again.cause}); nothing of it was written"
+                ) from again.cause
 
     async def _commit(self, writes: list[PendingWrite]) -> bool:
         """Commit the writes that pass their checks, in one transaction, after every commit made
@@ -285,7 +299,8 @@ class PostgresStore(SqliteStore):
 
     async def _settle_unknown(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], cause: BaseException) -> None:
         """The connection was lost while a commit was out: reconnect, catch up, and see whether
-        the commit happened (its records are there, exactly) before answering its writers."""
+        the commit happened (its records are there, exactly) before answering its writers.
+        Raises :class:`_Unwritten` when it did not happen."""
         self._drop_connection()
         try:
             await self._ensure_connection()
@@ -301,7 +316,7 @@ class PostgresStore(SqliteStore):
             for write in accepted:
                 write.done.set()
             return
-        raise StoreFailedError(f"the connection to {self.path!r} was lost during a commit ({cause}); nothing of it was written") from cause
+        raise _Unwritten(cause)
 
     # -- queueing writes ---------------------------------------------------------------------
 
@@ -466,6 +481,14 @@ class PostgresStore(SqliteStore):
                 log.warning("the listening connection to %s was lost (%r); reconnecting", self.path, exc)
             finally:
                 await listener.aclose()
+
+
+class _Unwritten(Exception):
+    """A commit lost with its connection, known not to have happened."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _failure(where: str, error: BaseException, what: str) -> BaseException:

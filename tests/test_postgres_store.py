@@ -1,19 +1,335 @@
-"""The PostgreSQL store on its own: schema, writes, reads, reopen, and two stores (as two
-processes would) on one database. Skipped, saying why, where PostgreSQL is not available."""
+"""The PostgreSQL store on its own: schema, writes, reads, reopen, and several stores on one
+database in one test (each with its own connections, as separate processes have). Skipped,
+saying why, where PostgreSQL is not available."""
 
 from __future__ import annotations
 
+import psycopg
+import pytest
+import trio
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
-from asides.store import open_store, text
+from asides.store import (
+    BranchExistsError,
+    InvalidArgumentError,
+    InvalidNameError,
+    StoreFailedError,
+    StoreReadOnlyError,
+    UnknownBranchError,
+    UnknownMessageError,
+    open_store,
+    text,
+)
+from asides.store._pg_driver import Connection
+from asides.store._postgres import PostgresStore, redact_url
+from asides.store._sqlite import MessagesAppended, SqliteStore, StatesWritten
+
+
+def _rows(url: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT id, branch, seq, kind, ref, body FROM asides_log ORDER BY id").fetchall()
+
+
+def _execute(url: str, *statements: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def check_sequences(rows: list[tuple]) -> None:
+    """Record ids 1..n with no gap; on each branch, sequences from its fork point up, no gap."""
+    assert [row[0] for row in rows] == list(range(1, len(rows) + 1))
+    forks = {row[1]: row[2] for row in rows if row[3] == "branch"}
+    seqs: dict[str, list[int]] = {}
+    for _id, branch, seq, kind, _ref, _body in rows:
+        if kind != "branch":
+            seqs.setdefault(branch, []).append(seq)
+    for branch, found in seqs.items():
+        start = forks.get(branch, 0) + 1
+        assert found == list(range(start, start + len(found))), branch
+
+
+# -- one store ---------------------------------------------------------------------------------
 
 
 async def test_a_new_store_is_created_and_reopened(pg_url):
     async with open_store(pg_url) as store:
+        assert isinstance(store, PostgresStore) and isinstance(store, SqliteStore)
         first = await store.append_message("main", "alice", (text("hello"),))
         more = await store.append_messages("main", [("bob", (text("a"),), None), ("bob", (text("b"),), {"k": 1})])
         assert [m.sequence for m in (first, *more)] == [1, 2, 3]
         assert more[1].metadata == {"k": 1}
+        head = await store.set_states("main", {"ns/reader": "alice", "ns/x": [1, 2]})
+        assert head == 5
+        edited = await store.edit_message("main", first.id, (text("hello!"),))
+        assert (edited.id, edited.sequence, edited.content) == (first.id, 1, (text("hello!"),))
+        side = await store.create_branch("side", "main", meta={"why": "test"})
+        assert (side.parent, side.fork_sequence) == ("main", 6)
+        on_side = await store.append_message("side", "carol", (text("c"),))
+        assert on_side.sequence == 7
     async with open_store(pg_url) as store:
-        assert [m.content for m in store.messages("main")] == [(text("hello"),), (text("a"),), (text("b"),)]
-        assert store.head("main") == 3
+        assert [m.content for m in store.messages("main")] == [(text("hello!"),), (text("a"),), (text("b"),)]
+        assert store.head("main") == 6
+        assert store.get_state("main", "ns/x") == [1, 2]
+        assert [m.id for m in store.messages("side")][-1] == on_side.id
+        assert store.model.branch_meta("side")["why"] == "test"
+    check_sequences(_rows(pg_url))
+
+
+async def test_refused_writes_leave_the_database_as_it_was(pg_url):
+    async with open_store(pg_url) as store:
+        await store.append_message("main", "alice", (text("hello"),))
+        before = _rows(pg_url)
+        with pytest.raises(UnknownBranchError):
+            await store.append_message("nowhere", "alice", (text("x"),))
+        with pytest.raises(InvalidNameError):
+            await store.set_states("main", {"": 1})
+        with pytest.raises(ValueError):
+            await store.set_states("main", {"k": float("nan")})
+        with pytest.raises(UnknownMessageError):
+            await store.edit_message("main", "999", (text("x"),))
+        with pytest.raises(BranchExistsError):
+            await store.create_branch("main", "main")
+        with pytest.raises(InvalidArgumentError):
+            await store.create_branch("b", "main", 99)
+        with pytest.raises(InvalidNameError):
+            await store.create_branch("bad\x00name", "main")
+        assert _rows(pg_url) == before
+
+
+async def test_a_foreign_or_other_format_schema_is_refused_and_left_alone(pg_cluster):
+    foreign = pg_cluster.fresh_url()
+    _execute(foreign, "CREATE TABLE asides_log (x int)")
+    with pytest.raises(StoreFailedError, match="not an asides store"):
+        async with open_store(foreign):
+            pass
+    newer = pg_cluster.fresh_url()
+    async with open_store(newer):
+        pass
+    _execute(newer, "UPDATE asides_meta SET value = '7' WHERE key = 'format'")
+    with pytest.raises(StoreFailedError, match="format '7'; this build reads format 1"):
+        async with open_store(newer):
+            pass
+    stranger = pg_cluster.fresh_url()
+    async with open_store(stranger):
+        pass
+    _execute(stranger, "UPDATE asides_meta SET value = 'something else' WHERE key = 'store'")
+    with pytest.raises(StoreFailedError, match="not an asides store"):
+        async with open_store(stranger):
+            pass
+    with psycopg.connect(foreign, autocommit=True) as conn:
+        tables = {row[0] for row in conn.execute("SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace")}
+    assert tables == {"asides_log"}  # nothing was created next to the foreign table
+
+
+async def test_a_read_only_open_creates_nothing_and_refuses_writes(pg_cluster):
+    empty = pg_cluster.fresh_url()
+    with pytest.raises(StoreFailedError, match="holds no asides store"):
+        async with open_store(empty, read_only=True):
+            pass
+    async with open_store(empty) as store:
+        await store.append_message("main", "alice", (text("hello"),))
+    async with open_store(empty, read_only=True) as store:
+        assert len(store.messages("main")) == 1
+        with pytest.raises(StoreReadOnlyError):
+            await store.append_message("main", "alice", (text("x"),))
+
+
+async def test_racing_opens_of_a_new_store_create_it_once(pg_url):
+    opened = []
+
+    async def open_one() -> None:
+        async with open_store(pg_url) as store:
+            opened.append(store.head("main"))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(6):
+            nursery.start_soon(open_one)
+    assert opened == [0] * 6
+
+
+def test_a_password_never_shows_in_the_store_path():
+    assert redact_url("postgresql://me:secret@db.example/asides") == "postgresql://me:***@db.example/asides"
+    assert "secret" not in redact_url("postgresql://db.example/asides?user=me&password=secret&sslmode=require")
+    assert redact_url("postgresql://me@/asides?host=/tmp") == "postgresql://me@/asides?host=/tmp"
+
+
+async def test_records_reads_the_database(pg_url):
+    async with open_store(pg_url) as store:
+        await store.append_message("main", "alice", (text("hello"),))
+        await store.set_state("main", "k", 1)
+        assert [tuple(r) for r in await store.records()] == _rows(pg_url)
+
+
+# -- several stores on one database ------------------------------------------------------------
+
+
+async def test_a_commit_elsewhere_reaches_this_store_by_notification_and_by_sync(pg_url):
+    async with open_store(pg_url) as a, open_store(pg_url) as b:
+        heard = trio.Event()
+        seen: list[object] = []
+
+        def listener(event: object) -> None:
+            seen.append(event)
+            if isinstance(event, MessagesAppended):
+                heard.set()
+
+        b.add_listener(listener)
+        sent = await a.append_message("main", "alice", (text("hello"),))
+        with trio.fail_after(10):
+            await heard.wait()  # no sync: the notification alone brought it
+        assert [m.id for m in seen[0].messages] == [sent.id]
+        assert b.get_message("main", sent.id) == sent
+        # sync: every commit made before it is in the model when it returns
+        await a.set_state("main", "k", "v")
+        await b.sync()
+        assert b.get_state("main", "k") == "v"
+        assert any(isinstance(e, StatesWritten) and e.keys == ("k",) for e in seen)
+
+
+async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_url):
+    stores = 4
+    per_task = 25
+    returned: dict[str, int] = {}
+    async with open_store(pg_url) as first:
+        await first.create_branch("side", "main")
+
+    async def writer(store: PostgresStore, name: str) -> None:
+        for n in range(per_task):
+            branch = "side" if n % 3 == 0 else "main"
+            if n % 5 == 0:
+                items = [(name, (text(f"{name} {n}.{i}"),), None) for i in range(3)]
+                for message in await store.append_messages(branch, items):
+                    returned[message.id] = message.sequence
+            else:
+                message = await store.append_message(branch, name, (text(f"{name} {n}"),))
+                returned[message.id] = message.sequence
+            if n % 7 == 0:
+                await store.set_state(branch, f"{name}/n", n)
+
+    async def run_store(index: int) -> None:
+        async with open_store(pg_url) as store:
+            async with trio.open_nursery() as nursery:
+                for task in range(3):
+                    nursery.start_soon(writer, store, f"s{index}t{task}")
+            await store.sync()
+            assert store.head("main") == store.model.head("main")
+
+    async with trio.open_nursery() as nursery:
+        for index in range(stores):
+            nursery.start_soon(run_store, index)
+    rows = _rows(pg_url)
+    check_sequences(rows)
+    stored = {str(row[0]): row[2] for row in rows if row[3] == "message"}
+    assert stored == returned  # every acknowledged message, with the sequence it was returned with
+    async with open_store(pg_url) as reopened:
+        found = {m.id: m.sequence for branch in ("main", "side") for m in reopened.model.slice(branch, 0) if m.id in stored}
+        assert found == returned
+
+
+async def test_a_guard_runs_after_every_earlier_commit_and_its_refusal_writes_nothing(pg_url):
+    async with open_store(pg_url) as a, open_store(pg_url) as b:
+        await a.set_state("main", "ns/reader", "alice")
+        # b may not have heard of it yet: its guard runs after a's commit is in b's model anyway
+
+        def only_if_unclaimed() -> None:
+            recorded = b.get_state("main", "ns/reader")
+            if recorded is not None:
+                raise LookupError(f"claimed by {recorded}")
+
+        before = _rows(pg_url)
+        with pytest.raises(LookupError, match="claimed by alice"):
+            await b.set_state("main", "ns/reader", "bob", guard=only_if_unclaimed)
+        assert _rows(pg_url) == before
+        # a write batched with the refused one still commits
+        await b.set_state("main", "other", 1)
+        assert b.get_state("main", "other") == 1
+
+
+async def test_racing_branch_creations_across_stores_make_one_branch(pg_url):
+    outcomes: list[str] = []
+
+    async def create(store: PostgresStore) -> None:
+        try:
+            await store.create_branch("feature", "main")
+            outcomes.append("made")
+        except BranchExistsError:
+            outcomes.append("refused")
+
+    async with open_store(pg_url) as a, open_store(pg_url) as b, open_store(pg_url) as c:
+        async with trio.open_nursery() as nursery:
+            for store in (a, b, c):
+                nursery.start_soon(create, store)
+    assert sorted(outcomes) == ["made", "refused", "refused"]
+    assert [row[1] for row in _rows(pg_url) if row[3] == "branch"] == ["feature"]
+
+
+# -- losing the database -----------------------------------------------------------------------
+
+
+async def test_a_killed_connection_is_replaced_for_the_next_call(pg_url):
+    async with open_store(pg_url) as store:
+        await store.append_message("main", "alice", (text("one"),))
+        pid = store._writer_pid()
+        _execute(pg_url, f"SELECT pg_terminate_backend({pid})")
+        second = await store.append_message("main", "alice", (text("two"),))
+        assert second.sequence == 2
+        assert store._writer_pid() != pid
+    check_sequences(_rows(pg_url))
+
+
+async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(pg_url, monkeypatch):
+    import asides.store._postgres as module
+
+    async with open_store(pg_url) as store:
+        await store.append_message("main", "alice", (text("one"),))
+        before = _rows(pg_url)
+        store._drop_connection()
+
+        def refuse(*args, **kwargs):
+            raise psycopg.OperationalError("connection refused (test)")
+
+        monkeypatch.setattr(module, "connect", refuse)
+        monkeypatch.setattr(module, "RECONNECT_DELAYS", (0.0, 0.01))
+        with pytest.raises(StoreFailedError, match="cannot reach"):
+            await store.append_message("main", "alice", (text("lost"),))
+        with pytest.raises(StoreFailedError):
+            await store.sync()
+        assert _rows(pg_url) == before
+        assert [m.content for m in store.messages("main")] == [(text("one"),)]  # reads still answer
+        monkeypatch.undo()
+        again = await store.append_message("main", "alice", (text("two"),))
+        assert again.sequence == 2
+    check_sequences(_rows(pg_url))
+
+
+@pytest.mark.parametrize("happened", [True, False])
+async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monkeypatch, happened):
+    """The connection drops with a commit out: the store reconnects and looks. Written: the
+    write returns normally, once. Not written: it is retried once; lost again, it fails."""
+    original = Connection.append_if_head
+    calls = []
+
+    def lose_the_answer(self, applied, rows):
+        calls.append(rows)
+        if happened:
+            original(self, applied, rows)
+        self._conn.close()
+        raise psycopg.OperationalError("server closed the connection unexpectedly (test)")
+
+    async with open_store(pg_url) as store:
+        await store.append_message("main", "alice", (text("one"),))
+        monkeypatch.setattr(Connection, "append_if_head", lose_the_answer)
+        if happened:
+            message = await store.append_message("main", "alice", (text("two"),))
+            assert message.sequence == 2
+            assert len(calls) == 1
+        else:
+            with pytest.raises(StoreFailedError, match="nothing of it was written"):
+                await store.append_message("main", "alice", (text("two"),))
+            assert len(calls) == 2
+        monkeypatch.undo()
+        await store.append_message("main", "alice", (text("three"),))
+        expected = ["one", "two", "three"] if happened else ["one", "three"]
+        assert [m.content[0].text for m in store.messages("main")] == expected
+    check_sequences(_rows(pg_url))
