@@ -117,7 +117,14 @@ def console(*, fit_content: bool = False) -> Console:
     width: int | None = None
     if fit_content and "COLUMNS" not in os.environ and not sys.stdout.isatty():
         width = 100_000
-    return Console(highlight=False, width=width, soft_wrap=False)
+    made = Console(highlight=False, width=width, soft_wrap=False)
+    made.on_broken_pipe = _closed_pipe  # type: ignore[method-assign]  # (rich's own exits with 1)
+    return made
+
+
+def _closed_pipe() -> None:
+    """Hand a closed output pipe to ``main``, which ends the command quietly."""
+    raise BrokenPipeError
 
 
 def check_store_file(path: str) -> None:

@@ -23,6 +23,7 @@ from ..store._blocks import (
     ToolUseBlock,
     content_to_json,
 )
+from ..store._names import name_problem
 from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy, WindowedPassthroughStrategy
 from ._common import EXIT_OK, CliError, UsageError, dumps, one_line, reading_runtime, require_branch
 from ._inspect import detect_strategy, split_state_key
@@ -130,8 +131,9 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
 def cmd_compile(args: argparse.Namespace) -> int:
     if args.max_tokens < 0 or args.reserve < 0:
         raise UsageError("--max-tokens and --reserve must not be negative")
-    if args.reader == "":
-        raise UsageError("--reader must name a reader (a non-empty string)")
+    reader_problem = None if args.reader is None else name_problem(args.reader, what="a reader's name")
+    if reader_problem is not None:
+        raise UsageError(f"--reader must name a reader: {reader_problem}")
 
     async def run() -> tuple[Any, dict[str, Any]]:
         async with reading_runtime(args.path) as rt:

@@ -26,6 +26,7 @@ import trio
 from ..store._blocks import ContentBlock, UnreadableBlock, check_content, content_from_json, content_to_json
 from ..store._errors import MalformedContentError
 from ..store._messages import Message, freeze_metadata
+from ..store._names import check_participant
 from ._common import EXIT_OK, CliError, check_store_file, dumps, reading_runtime, require_branch, write_out, writing_runtime
 from ._jsonl import parse_json_line, read_lines, refuse_lines
 
@@ -112,9 +113,7 @@ def parse_message_line(obj: Any, where: str) -> Item:
     unknown = [key for key in obj if key not in MESSAGE_KEYS and key not in _IGNORED_KEYS]
     if unknown:
         raise MalformedContentError(f"{where}: {unknown[0]}", "a message line has no such field")
-    participant = obj.get("participant")
-    if not isinstance(participant, str) or not participant:
-        raise MalformedContentError(f"{where}: participant", "must be a non-empty string")
+    participant = check_participant(obj.get("participant"), f"{where}: participant")
     if "content" not in obj:
         raise MalformedContentError(f"{where}: content", "missing")
     try:

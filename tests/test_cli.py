@@ -387,7 +387,8 @@ def test_import_appends_to_an_existing_branch_in_one_go(capsys, built, tmp_path)
 def test_import_with_one_malformed_line_writes_nothing_and_names_it(capsys, built, tmp_path):
     _code, before, _err = run(capsys, "export", built)
     lines = before.splitlines()[:4]
-    lines.insert(2, '{"participant":"user","content":[{"type":"tool_use","id":"t9","name":"x","input":{},"audience":["ann"]}],"metadata":{},"timestamp":1}')
+    tool_call = '{"type":"tool_use","id":"t9","name":"x","input":{},"audience":["ann"]}'
+    lines.insert(2, '{"participant":"user","content":[' + tool_call + '],"metadata":{},"timestamp":1}')
     source = tmp_path / "bad.jsonl"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
