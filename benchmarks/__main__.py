@@ -47,10 +47,13 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", choices=[*PARTS, "all"], help=f"parts to run (default: {' '.join(DEFAULT)})")
+    parser.add_argument("parts", nargs="*", help=f"parts to run, of {', '.join(PARTS)}, all (default: {' '.join(DEFAULT)})")
     parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about two minutes")
     parser.add_argument("--backend", choices=("trio", "asyncio"), default="trio", help="the event loop asides runs under in peers")
     args = parser.parse_args(argv)
+    for part in args.parts:
+        if part not in (*PARTS, "all"):
+            parser.error(f"unknown part {part!r}; choose from {', '.join(PARTS)}, all")
     parts = list(PARTS) if "all" in args.parts else (args.parts or list(DEFAULT))
     started = time.perf_counter()
     print(f"asides benchmarks ({'quick' if args.quick else 'full'}): {', '.join(parts)}")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 import anyio
@@ -26,7 +29,7 @@ from asides import (
     text,
 )
 
-from ._common import Stats, message_text, participant, quiet_heap, rounds
+from ._common import Stats, interleave, message_text, participant, quiet_heap, rounds
 
 #: A compile budget that holds the whole history: "full read" means every message compiled.
 WHOLE = {"max_tokens": 10**9, "reserve_for_response": 0}
@@ -39,6 +42,8 @@ BUILD_BATCH = 5000
 WARMUP = 5
 #: Between two timed compiles under writes, the compiling task sleeps this long.
 PAUSE = 0.05
+#: A writer under compiles that falls further behind than this drops its backlog.
+BACKLOG_S = 1.0
 
 
 def content(i: int, *, private: bool = False) -> tuple[Any, ...]:
@@ -64,42 +69,47 @@ async def grow(runtime_or_store: Any, size: int, *, private: bool = False, batch
             await after_batch()
 
 
-async def timed_writes(manager: ContextManager, count: int, budget_s: float, *, private: bool = False) -> Stats:
-    """``count`` timed ``add_message`` calls, one after the other (after a few untimed ones)."""
-    for i in range(WARMUP):
-        await manager.add_message(participant(i), content(i, private=private))
-    times: list[float] = []
-    with quiet_heap():
-        for i in rounds(count, budget_s):
-            blocks = content(i, private=private)
-            t0 = time.perf_counter()
-            await manager.add_message(participant(i), blocks)
-            times.append(time.perf_counter() - t0)
-    return Stats.of(times)
+async def warm(*managers: ContextManager) -> None:
+    """A few untimed writes through each manager."""
+    for manager in managers:
+        for i in range(WARMUP):
+            await manager.add_message(participant(i), content(i))
 
 
-async def timed_compiles(
-    manager: ContextManager,
-    count: int,
-    budget_s: float,
-    budget: dict[str, int],
-    *,
-    drain: bool = False,
-    private: bool = False,
-    start: int = 0,
-) -> Stats:
-    """``count`` rounds of: one new message (and a drain, with ``drain``), untimed; then one
-    timed ``compile``."""
-    times: list[float] = []
-    with quiet_heap():
-        for i in rounds(count, budget_s):
-            await manager.add_message(participant(start + i), content(start + i, private=private))
-            if drain:
-                await manager.drain()
-            t0 = time.perf_counter()
-            await manager.compile(**budget)
-            times.append(time.perf_counter() - t0)
-    return Stats.of(times)
+def writes_through(manager: ContextManager) -> Callable[[int], Awaitable[float]]:
+    """A round: one timed ``add_message``."""
+
+    async def one_round(i: int) -> float:
+        blocks = content(i)
+        t0 = time.perf_counter()
+        await manager.add_message(participant(i), blocks)
+        return time.perf_counter() - t0
+
+    return one_round
+
+
+def store_appends(store: Any) -> Callable[[int], Awaitable[float]]:
+    """A round: one timed store-level ``append_message`` (no manager involved)."""
+
+    async def one_round(i: int) -> float:
+        blocks = content(i)
+        t0 = time.perf_counter()
+        await store.append_message("main", participant(i), blocks)
+        return time.perf_counter() - t0
+
+    return one_round
+
+
+def compiles_after_one(manager: ContextManager, budget: dict[str, int]) -> Callable[[int], Awaitable[float]]:
+    """A round: one new message, untimed; then one timed ``compile``."""
+
+    async def one_round(i: int) -> float:
+        await manager.add_message(participant(i), content(i))
+        t0 = time.perf_counter()
+        await manager.compile(**budget)
+        return time.perf_counter() - t0
+
+    return one_round
 
 
 # -- the peers table ---------------------------------------------------------------------------
@@ -117,42 +127,35 @@ class MainSeries:
 
 
 async def measure_main(directory: str, sizes: tuple[int, ...], writes: int, reads: int, budget_s: float) -> dict[int, MainSeries]:
-    """One store, one passthrough manager, at each size (ascending): ``add_message``, compile of
-    the whole history after one new message, ``store.append_message`` (NORMAL, and on a second
-    store with ``synchronous=FULL``) and ``get_all_messages``."""
+    """One store, one passthrough manager, at each size (ascending): ``add_message``,
+    ``store.append_message`` and, on a second store opened with ``synchronous=FULL``,
+    ``append_message`` (timed in alternation); then a compile of the whole history after one new
+    message and ``get_all_messages`` (in alternation)."""
     results: dict[int, MainSeries] = {}
     async with (
         open_runtime(os.path.join(directory, "main.db")) as runtime,
         open_store(os.path.join(directory, "main-full.db"), synchronous="FULL") as full_store,
     ):
         manager = await runtime.open_manager("bench", strategy=PassthroughStrategy())
+
+        async def get_all(i: int) -> float:
+            t0 = time.perf_counter()
+            manager.get_all_messages()
+            return time.perf_counter() - t0
+
         for size in sizes:
             await grow(runtime, size)
             await grow(full_store, size)
-            add = await timed_writes(manager, writes, budget_s)
-            compiled = await timed_compiles(manager, reads, budget_s, WHOLE)
-            store_append = await _store_appends(runtime.store, writes, budget_s)
-            store_append_full = await _store_appends(full_store, writes, budget_s)
-            get_all: list[float] = []
-            with quiet_heap():
-                for _ in rounds(reads, budget_s):
-                    t0 = time.perf_counter()
-                    manager.get_all_messages()
-                    get_all.append(time.perf_counter() - t0)
-            results[size] = MainSeries(add, compiled, store_append, store_append_full, Stats.of(get_all))
+            await warm(manager)
+            w = await interleave(
+                {"add": writes_through(manager), "store": store_appends(runtime.store), "full": store_appends(full_store)},
+                writes,
+                budget_s,
+            )
+            r = await interleave({"compile": compiles_after_one(manager, WHOLE), "get_all": get_all}, reads, budget_s, block=3)
+            results[size] = MainSeries(w["add"], r["compile"], w["store"], w["full"], r["get_all"])
         await manager.aclose()
     return results
-
-
-async def _store_appends(store: Any, count: int, budget_s: float) -> Stats:
-    times: list[float] = []
-    with quiet_heap():
-        for i in rounds(count, budget_s):
-            blocks = content(i)
-            t0 = time.perf_counter()
-            await store.append_message("main", participant(i), blocks)
-            times.append(time.perf_counter() - t0)
-    return Stats.of(times)
 
 
 # -- many managers -----------------------------------------------------------------------------
@@ -160,26 +163,36 @@ async def _store_appends(store: Any, count: int, budget_s: float) -> Stats:
 
 @attrs.frozen
 class ManyManagers:
+    """``add_message`` through one manager of a store with 1 manager open, against one with
+    ``managers`` open (timed in alternation); then the same after ``managers - 1`` closed."""
+
     one: Stats
     many: Stats
+    one_again: Stats
     after_close: Stats
     managers: int
 
 
 async def measure_many_managers(directory: str, size: int, managers: int, writes: int, budget_s: float) -> ManyManagers:
-    """``add_message`` through one manager: alone; with ``managers - 1`` more open on the branch
-    (passthrough, one namespace each); and after those closed."""
-    async with open_runtime(os.path.join(directory, "many.db")) as runtime:
-        await grow(runtime, size)
-        manager = await runtime.open_manager("bench", strategy=PassthroughStrategy())
-        one = await timed_writes(manager, writes, budget_s)
-        others = [await runtime.open_manager(f"agent-{k:03d}", strategy=PassthroughStrategy()) for k in range(1, managers)]
-        many = await timed_writes(manager, writes, budget_s)
+    """Two stores of ``size`` messages: one with a single passthrough manager open, one with
+    ``managers`` (one namespace each); ``add_message`` through one manager of each, timed in
+    alternation; then ``managers - 1`` close and both are timed again."""
+    async with AsyncExitStack() as stack:
+        alone = await stack.enter_async_context(open_runtime(os.path.join(directory, "one-manager.db")))
+        crowded = await stack.enter_async_context(open_runtime(os.path.join(directory, "many-managers.db")))
+        await grow(alone, size)
+        await grow(crowded, size)
+        single = await alone.open_manager("bench", strategy=PassthroughStrategy())
+        first = await crowded.open_manager("bench", strategy=PassthroughStrategy())
+        others = [await crowded.open_manager(f"agent-{k:03d}", strategy=PassthroughStrategy()) for k in range(1, managers)]
+        await warm(single, first)
+        open_ = await interleave({"one": writes_through(single), "many": writes_through(first)}, writes, budget_s)
         for other in others:
             await other.aclose()
-        after = await timed_writes(manager, writes, budget_s)
-        await manager.aclose()
-    return ManyManagers(one, many, after, managers)
+        closed = await interleave({"one": writes_through(single), "after": writes_through(first)}, writes, budget_s)
+        await single.aclose()
+        await first.aclose()
+    return ManyManagers(open_["one"], open_["many"], closed["one"], closed["after"], managers)
 
 
 @attrs.frozen
@@ -196,9 +209,7 @@ async def measure_concurrent_writers(directory: str, size: int, writers: int, pe
     async with open_runtime(os.path.join(directory, "writers.db")) as runtime:
         await grow(runtime, size)
         managers = [await runtime.open_manager(f"writer-{w:02d}", strategy=PassthroughStrategy()) for w in range(writers)]
-        for m in managers:
-            for i in range(WARMUP):
-                await m.add_message(participant(i), content(i))
+        await warm(*managers)
         latencies: list[float] = []
 
         async def write(m: ContextManager) -> None:
@@ -231,10 +242,11 @@ async def measure_compile_under_writes(
     directory: str, size: int, managers: int, rate: float, compiles: int, budget_s: float
 ) -> CompileUnderWrites:
     """Compiles of the whole history by one manager while ``managers`` managers (that one
-    included) each write in their own task, ``rate`` writes per second in total (each writer
-    sleeps ``managers / rate`` seconds after each write). The compiling task sleeps ``PAUSE``
-    before each compile; the rate achieved is reported (a compile that holds the event loop
-    holds the writers too)."""
+    included) each write in their own task, ``rate`` writes per second in total: each writer
+    has a write due every ``managers / rate`` seconds and, when a compile held the event loop,
+    catches up on the writes it owes (up to ``BACKLOG_S`` seconds of them), so both arms get
+    the same write load. The compiling task sleeps ``PAUSE`` before each compile. The rate
+    achieved is reported."""
     async with open_runtime(os.path.join(directory, f"under-writes-{managers}.db")) as runtime:
         await grow(runtime, size)
         manager = await runtime.open_manager("bench", strategy=PassthroughStrategy())
@@ -244,13 +256,18 @@ async def measure_compile_under_writes(
 
         async def write(m: ContextManager, offset: float) -> None:
             nonlocal written
-            await anyio.sleep(offset)
+            due = time.perf_counter() + offset
             i = 0
             while True:
+                now = time.perf_counter()
+                if due > now:
+                    await anyio.sleep(due - now)
+                elif due < now - BACKLOG_S:
+                    due = now  # too far behind: drop the backlog rather than burst
                 await m.add_message(participant(i), content(i))
                 written += 1
                 i += 1
-                await anyio.sleep(interval)
+                due += interval
 
         times: list[float] = []
         async with anyio.create_task_group() as tasks:
@@ -283,28 +300,48 @@ class AutobiographicalCompile:
     messages_compiled: int
 
 
-async def measure_autobiographical(directory: str, size: int, *, reader: bool, compiles: int, budget_s: float) -> AutobiographicalCompile:
-    """AutobiographicalStrategy with ExtractiveModel, built to ``size`` messages (in batches of
-    2,000 with the manager open and a drain after each); then rounds of one new message and a
-    drain, untimed, and one timed compile. With ``reader``: ``view_reader='ann'`` and one private
-    block per 100 messages."""
-    model = ExtractiveModel()
-    name = f"autobiographical-{size}-{'reader' if reader else 'none'}.db"
-    async with open_runtime(os.path.join(directory, name), model=model) as runtime:
-        manager = await runtime.open_manager(
-            "bench", strategy=AutobiographicalStrategy(**AUTOBIOGRAPHICAL_OPTIONS), view_reader=READER if reader else None
-        )
+async def measure_autobiographical(directory: str, size: int, compiles: int, budget_s: float) -> dict[bool, AutobiographicalCompile]:
+    """Two stores, AutobiographicalStrategy with ExtractiveModel: one manager compiling for no
+    reader, and one with ``view_reader='ann'`` over a history where one message in 100 holds a
+    private block for ann. Each is built to ``size`` messages (batches of 2,000 with the manager
+    open and a drain after each); then rounds of one new message and a drain, untimed, and one
+    timed compile, alternating between the two. Keyed by ``reader``."""
+    built: dict[bool, tuple[ContextManager, float]] = {}
+    async with AsyncExitStack() as stack:
+        for reader in (False, True):
+            model = ExtractiveModel()
+            name = f"autobiographical-{size}-{'reader' if reader else 'none'}.db"
+            runtime = await stack.enter_async_context(open_runtime(os.path.join(directory, name), model=model))
+            manager = await runtime.open_manager(
+                "bench", strategy=AutobiographicalStrategy(**AUTOBIOGRAPHICAL_OPTIONS), view_reader=READER if reader else None
+            )
+            t0 = time.perf_counter()
+            await grow(runtime, size, private=reader, batch=2000, after_batch=partial(_drain, manager, model))
+            built[reader] = (manager, time.perf_counter() - t0)
 
-        async def drain() -> None:
-            await manager.drain()
-            model.requests.clear()  # the model's request log is not part of what is measured
+        def compile_after_one(reader: bool) -> Callable[[int], Awaitable[float]]:
+            manager, _ = built[reader]
 
-        t0 = time.perf_counter()
-        await grow(runtime, size, private=reader, batch=2000, after_batch=drain)
-        build_s = time.perf_counter() - t0
-        stats = await timed_compiles(
-            manager, compiles, budget_s, AUTOBIOGRAPHICAL_BUDGET, drain=True, private=reader, start=runtime.store.head("main")
-        )
-        compiled = await manager.compile(**AUTOBIOGRAPHICAL_BUDGET)
-        await manager.aclose()
-    return AutobiographicalCompile(stats, size, reader, build_s, len(compiled.messages))
+            async def one_round(i: int) -> float:
+                n = size + i
+                await manager.add_message(participant(n), content(n, private=reader))
+                await manager.drain()
+                t0 = time.perf_counter()
+                await manager.compile(**AUTOBIOGRAPHICAL_BUDGET)
+                return time.perf_counter() - t0
+
+            return one_round
+
+        stats = await interleave({"none": compile_after_one(False), "reader": compile_after_one(True)}, compiles, budget_s, block=3)
+        out = {}
+        for reader in (False, True):
+            manager, build_s = built[reader]
+            compiled = await manager.compile(**AUTOBIOGRAPHICAL_BUDGET)
+            out[reader] = AutobiographicalCompile(stats["reader" if reader else "none"], size, reader, build_s, len(compiled.messages))
+            await manager.aclose()
+    return out
+
+
+async def _drain(manager: ContextManager, model: ExtractiveModel) -> None:
+    await manager.drain()
+    model.requests.clear()  # the model's request log is not part of what is measured

@@ -11,7 +11,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import attrs
@@ -63,6 +63,26 @@ def rounds(count: int, budget_s: float, minimum: int = 3) -> Iterator[int]:
         if i >= minimum and time.perf_counter() - start > budget_s:
             return
         yield i
+
+
+async def interleave(
+    series: Mapping[str, Callable[[int], Awaitable[float]]], count: int, budget_s: float, *, block: int = 10, minimum: int = 3
+) -> dict[str, Stats]:
+    """Run several timed series in alternation, ``block`` rounds of each in turn, so that a change
+    in the machine's load falls on all of them alike. Each callable does round ``i`` and returns
+    the seconds it timed. Each series stops after ``count`` rounds; all stop once ``budget_s``
+    seconds (for all of them together) have passed and each ran at least ``minimum``."""
+    times: dict[str, list[float]] = {name: [] for name in series}
+    start = time.perf_counter()
+    gc.collect()
+    while any(len(t) < count for t in times.values()):
+        if all(len(t) >= minimum for t in times.values()) and time.perf_counter() - start > budget_s:
+            break
+        for name, one_round in series.items():
+            done = times[name]
+            for _ in range(min(block, count - len(done))):
+                done.append(await one_round(len(done)))
+    return {name: Stats.of(t) for name, t in times.items()}
 
 
 @contextmanager

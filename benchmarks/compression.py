@@ -72,11 +72,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trio  # noqa: E402
 
-from asides.actors import open_runtime  # noqa: E402
-from asides.store import text  # noqa: E402
-from asides.strategies._autobiographical import AutobiographicalStrategy  # noqa: E402
-from asides.strategies._errors import OverBudgetError  # noqa: E402
-from asides.strategies._models import ExtractiveModel  # noqa: E402
+from asides import AutobiographicalStrategy, ExtractiveModel, OverBudgetError, open_runtime, text  # noqa: E402
 
 NAMESPACE = "bench"
 READER = "ann"

@@ -16,7 +16,9 @@ outside asides, through each way of reaching SQLite from an async host:
   inline`` (the loop thread blocks on the commit: the floor, not an option).
 
 For each: WAL, ``synchronous`` NORMAL and FULL, commits of one row and of 16 rows (300-byte
-bodies), one after the other; µs per commit, median and p90, on a fresh file each.
+bodies), one after the other; µs per commit, median and p90, on a fresh file each. The four Trio
+ways of one configuration are timed in alternation (blocks of 20 commits), so a change in the
+machine's load falls on all of them alike.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import trio
 
-from ._common import Stats, duration, print_table, progress, quiet_heap, rounds, section
+from ._common import Stats, duration, interleave, print_table, progress, section
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL,"
@@ -66,26 +69,40 @@ def _connect(path: str, synchronous: str) -> sqlite3.Connection:
 
 
 async def _series(commit: Commit, rows: int, count: int, budget_s: float) -> Stats:
+    """One driver alone: a few untimed commits, then up to ``count`` timed ones."""
+    (stats,) = (await _interleaved({"one": commit}, rows, count, budget_s)).values()
+    return stats
+
+
+async def _interleaved(commits: dict[str, Commit], rows: int, count: int, budget_s: float) -> dict[str, Stats]:
+    """Several drivers timed in alternation (blocks of 20 commits each), each on its own file."""
     sql = insert(rows)
-    seq = 0
-    for _ in range(WARMUP):
-        await commit(sql, params(seq, rows))
-        seq += rows
-    times: list[float] = []
-    with quiet_heap():
-        for _ in rounds(count, budget_s):
-            values = params(seq, rows)
+    next_seq = dict.fromkeys(commits, 0)
+
+    def timed(name: str) -> Callable[[int], Awaitable[float]]:
+        commit = commits[name]
+
+        async def one_round(i: int) -> float:
+            values = params(next_seq[name], rows)
+            next_seq[name] += rows
             t0 = time.perf_counter()
             await commit(sql, values)
-            times.append(time.perf_counter() - t0)
-            seq += rows
-    return Stats.of(times)
+            return time.perf_counter() - t0
+
+        return one_round
+
+    for name in commits:
+        for i in range(WARMUP):
+            await timed(name)(i)
+    return await interleave({name: timed(name) for name in commits}, count, budget_s, block=20)
 
 
 # -- the drivers ----------------------------------------------------------------------------------
 
 
-async def via_trio_asyncio(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+@asynccontextmanager
+async def via_trio_asyncio(path: str, synchronous: str) -> AsyncIterator[Commit]:
+    """aiosqlite, each call bridged with ``trio_asyncio.aio_as_trio`` (the store's way today)."""
     import aiosqlite
     import trio_asyncio
 
@@ -99,12 +116,14 @@ async def via_trio_asyncio(path: str, synchronous: str, rows: int, count: int, b
             async def commit(sql: str, values: list[Any]) -> None:
                 await execute(sql, values)
 
-            return await _series(commit, rows, count, budget_s)
+            yield commit
         finally:
             await trio_asyncio.aio_as_trio(connection.close)()
 
 
-async def via_to_thread(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+@asynccontextmanager
+async def via_to_thread(path: str, synchronous: str) -> AsyncIterator[Commit]:
+    """One ``sqlite3`` connection; each commit a ``trio.to_thread.run_sync`` under a limiter of 1."""
     connection = _connect(path, synchronous)
     limiter = trio.CapacityLimiter(1)
     try:
@@ -112,7 +131,7 @@ async def via_to_thread(path: str, synchronous: str, rows: int, count: int, budg
         async def commit(sql: str, values: list[Any]) -> None:
             await trio.to_thread.run_sync(connection.execute, sql, values, limiter=limiter)
 
-        return await _series(commit, rows, count, budget_s)
+        yield commit
     finally:
         connection.close()
 
@@ -157,27 +176,31 @@ class WriterThread:
         self._thread.join()
 
 
-async def via_writer_thread(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+@asynccontextmanager
+async def via_writer_thread(path: str, synchronous: str) -> AsyncIterator[Commit]:
     writer = WriterThread(path, synchronous)
     try:
-        return await _series(writer.commit, rows, count, budget_s)
+        yield writer.commit
     finally:
         writer.close()
 
 
-async def inline(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+@asynccontextmanager
+async def inline(path: str, synchronous: str) -> AsyncIterator[Commit]:
+    """``sqlite3`` called in the event loop's thread: the loop stops for the whole commit."""
     connection = _connect(path, synchronous)
     try:
 
         async def commit(sql: str, values: list[Any]) -> None:
             connection.execute(sql, values)
 
-        return await _series(commit, rows, count, budget_s)
+        yield commit
     finally:
         connection.close()
 
 
 def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
+    """The reference: aiosqlite called directly from an asyncio loop."""
     import aiosqlite
 
     async def main() -> Stats:
@@ -193,7 +216,7 @@ def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, 
     return asyncio.run(main())
 
 
-TRIO_DRIVERS: dict[str, Callable[..., Awaitable[Stats]]] = {
+TRIO_DRIVERS: dict[str, Callable[[str, str], AbstractAsyncContextManager[Commit]]] = {
     "aiosqlite via trio-asyncio (today)": via_trio_asyncio,
     "sqlite3 in to_thread (limiter 1)": via_to_thread,
     "sqlite3 in a dedicated thread": via_writer_thread,
@@ -204,22 +227,24 @@ ASYNCIO_REFERENCE = "aiosqlite under asyncio (no bridge)"
 CONFIGS = [(sync, rows) for sync in ("NORMAL", "FULL") for rows in (1, 16)]
 
 
+async def _trio_drivers(paths: dict[str, str], synchronous: str, rows: int, count: int, budget_s: float) -> dict[str, Stats]:
+    async with AsyncExitStack() as stack:
+        commits = {name: await stack.enter_async_context(TRIO_DRIVERS[name](path, synchronous)) for name, path in paths.items()}
+        return await _interleaved(commits, rows, count, budget_s)
+
+
 def measure(count: int, budget_s: float) -> dict[str, dict[tuple[str, int], Stats]]:
-    """Every driver, every configuration, each on a fresh file."""
-    results: dict[str, dict[tuple[str, int], Stats]] = {}
+    """Every driver, every configuration, each on a fresh file; the Trio drivers of one
+    configuration in alternation, in one ``trio.run``; the asyncio reference after them."""
+    results: dict[str, dict[tuple[str, int], Stats]] = {name: {} for name in [*TRIO_DRIVERS, ASYNCIO_REFERENCE]}
     with tempfile.TemporaryDirectory(prefix="asides-drivers-") as directory:
-        serial = 0
-
-        def fresh() -> str:
-            nonlocal serial
-            serial += 1
-            return os.path.join(directory, f"d{serial}.db")
-
-        for name, driver in TRIO_DRIVERS.items():
-            progress(name)
-            results[name] = {(sync, rows): trio.run(driver, fresh(), sync, rows, count, budget_s) for sync, rows in CONFIGS}
-        progress(ASYNCIO_REFERENCE)
-        results[ASYNCIO_REFERENCE] = {(sync, rows): aiosqlite_under_asyncio(fresh(), sync, rows, count, budget_s) for sync, rows in CONFIGS}
+        for k, (sync, rows) in enumerate(CONFIGS):
+            progress(f"synchronous={sync}, {rows} row(s) a commit")
+            paths = {name: os.path.join(directory, f"c{k}-d{d}.db") for d, name in enumerate(TRIO_DRIVERS)}
+            for name, stats in trio.run(_trio_drivers, paths, sync, rows, count, budget_s).items():
+                results[name][(sync, rows)] = stats
+            path = os.path.join(directory, f"c{k}-asyncio.db")
+            results[ASYNCIO_REFERENCE][(sync, rows)] = aiosqlite_under_asyncio(path, sync, rows, count, budget_s / 4)
     return results
 
 
@@ -238,7 +263,7 @@ def report(results: dict[str, dict[tuple[str, int], Stats]]) -> None:
 def run(quick: bool) -> dict[str, dict[tuple[str, int], Stats]]:
     section(f"Drivers: one commit under Trio ({'quick' if quick else 'full'})")
     sys.stdout.flush()
-    results = measure(300 if quick else 2000, 1.5 if quick else 10.0)
+    results = measure(500 if quick else 3000, 3.0 if quick else 15.0)
     report(results)
     return results
 

@@ -51,7 +51,7 @@ def _results(
         peer,
         graph,
         main,
-        cases.ManyManagers(_stats(add), _stats(many), _stats(add), 200),
+        cases.ManyManagers(_stats(add), _stats(many), _stats(add), _stats(add), 200),
         cases.ConcurrentWriters(per_write, _stats(1e-3), 16, 1600),
         cases.CompileUnderWrites(_stats(compile_), 1, 200.0),
         cases.CompileUnderWrites(_stats(under_many), 200, 200.0),
@@ -90,7 +90,7 @@ def test_peers_measure_every_figure_on_a_tiny_history(capsys: pytest.CaptureFixt
         autobiographical_compiles=3,
     )
     results = peers.measure(settings)
-    assert results.main[80].add_message.count == 3 and results.session[40].read.count == 3
+    assert results.main[80].add_message.count == 4 and results.main[80].compile.count == 3 and results.session[40].read.count == 3
     assert results.concurrent.writes == 6 and results.compile_many.managers == 3
     assert set(results.autobiographical) == {(120, False), (120, True)}
     peers.report(results)
