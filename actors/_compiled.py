@@ -16,6 +16,7 @@ from ..store._blocks import ContentBlock
 from ..store._messages import Message
 from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
+from ..strategies._provider_forms import INJECTION_LABEL
 
 __all__ = ["CompiledContext", "Provenance", "assemble", "injection_cost"]
 
@@ -47,18 +48,20 @@ class CompiledContext:
 
     def to_anthropic(self, assistant: str) -> list[dict[str, Any]]:
         """The Anthropic Messages API ``messages`` for this compile, with ``assistant`` as the
-        participant that takes the assistant role (SPEC 3.3.1). System injections are not
-        included: pass them as the request's ``system``."""
+        participant that takes the assistant role; the memories in the compile (recall markers and
+        memory texts) speak as the assistant too. System injections are not included: pass them
+        as the request's ``system``."""
         from ..strategies._provider_forms import to_anthropic
 
-        return to_anthropic(self.messages, assistant)
+        return to_anthropic(self.messages, assistant, sources=self.provenance.entries)
 
     def to_openai(self, assistant: str) -> list[dict[str, Any]]:
         """The OpenAI Chat Completions ``messages`` for this compile (system injections first, as a
-        ``system`` message), with ``assistant`` taking the assistant role (SPEC 3.3.1)."""
+        ``system`` message), with ``assistant`` and the compile's memories taking the assistant
+        role."""
         from ..strategies._provider_forms import to_openai
 
-        return to_openai(self.messages, assistant, self.system_injections)
+        return to_openai(self.messages, assistant, self.system_injections, sources=self.provenance.entries)
 
 
 def injection_cost(
@@ -97,8 +100,8 @@ def assemble(
             after.append(item)
     if before or after:
         last_user = max((i for i, m in enumerate(messages) if _is_user(m.participant)), default=None)
-        made_after = [(CompiledMessage(f"system_context:{i.namespace}", i.content), SourceEntry("injection")) for i in after]
-        made_before = [(CompiledMessage(f"system_context:{i.namespace}", i.content), SourceEntry("injection")) for i in before]
+        made_after = [(CompiledMessage(f"{INJECTION_LABEL}{i.namespace}", i.content), SourceEntry("injection")) for i in after]
+        made_before = [(CompiledMessage(f"{INJECTION_LABEL}{i.namespace}", i.content), SourceEntry("injection")) for i in before]
         if last_user is None:
             # after-user goes last; before-user is dropped when there is no user message
             placed = list(zip(messages, sources)) + made_after

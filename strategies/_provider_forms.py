@@ -1,11 +1,15 @@
-"""The request forms of a compile for the Anthropic Messages API and OpenAI Chat Completions (SPEC 3.3.1).
+"""The request forms of a compile for the Anthropic Messages API and OpenAI Chat Completions.
 
 A compile is a list of :class:`~strategies.base.CompiledMessage` by any number of participants.
 A provider API knows two speakers, so :func:`to_anthropic` and :func:`to_openai` reshape it:
 
-* a message whose participant is ``assistant`` takes the assistant role, every other message the
-  user role; another speaker's name is kept as a ``"<participant>: "`` prefix on the first text of
-  its message (no prefix for the participant ``user``, in any case);
+* a message whose participant is ``assistant`` takes the assistant role, and so does every
+  message of a memory (given ``sources``, a message whose source is a ``summary``: the recall
+  marker and the memory written for this agent speak in its own voice); every other message takes
+  the user role. Another speaker's name is kept as a ``"<participant>: "`` prefix on the first
+  text of its message (no prefix for the participant ``user``, in any case, nor for content a host
+  injected into the compile, whose participant is an internal ``system_context:<namespace>``
+  label);
 * consecutive messages of one role are merged into one;
 * every tool call is answered by its result in the very next message. Only the assistant's own
   calls stay tool blocks (the first call with a given id; a later call reusing the id is text).
@@ -39,7 +43,7 @@ from ..store._blocks import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ._base import CompiledMessage
+from ._base import CompiledMessage, SourceEntry
 from ._repair import STUB_RESULT  # the stub a call with no result gets, as in compiles
 
 __all__ = [
@@ -48,6 +52,17 @@ __all__ = [
     "STUB_RESULT",
     "CONVERSATION_CONTINUES",
     "NO_OUTPUT",
+    "IMAGE_TEXT",
+    "INJECTION_LABEL",
+    "SYSTEM_CHANGE_PREFIX",
+    "Role",
+    "role_of",
+    "takes_prefix",
+    "foreign_call_text",
+    "orphan_result_text",
+    "result_text",
+    "system_change_text",
+    "openai_image_url",
 ]
 
 CONVERSATION_CONTINUES = "[conversation continues]"
@@ -59,7 +74,25 @@ NO_OUTPUT = "[no output]"
 IMAGE_TEXT = "[image]"
 SYSTEM_CHANGE_PREFIX = "[system change]"
 
+INJECTION_LABEL = "system_context:"
+"""How the participant of a positioned injection begins (``system_context:<namespace>``): an
+internal label that no provider form shows the model."""
+
 Role = Literal["user", "assistant"]
+
+
+def role_of(participant: str, source: SourceEntry | None, assistant: str) -> Role:
+    """The provider role of a compiled message: ``assistant`` for the assistant's own messages and
+    for every message of a memory (a ``summary`` source), ``user`` for everything else."""
+    if participant == assistant or (source is not None and source.kind == "summary"):
+        return "assistant"
+    return "user"
+
+
+def takes_prefix(participant: str, role: Role) -> bool:
+    """Whether a message's first text is prefixed with ``"<participant>: "``: only in the user
+    role, never for the participant ``user`` (any case) nor for an injection's internal label."""
+    return role == "user" and participant.lower() != "user" and not participant.startswith(INJECTION_LABEL)
 
 
 # -- the neutral plan both forms are rendered from --------------------------------------------------
@@ -107,7 +140,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _result_text(content: str | tuple[ContentBlock, ...]) -> str:
+def result_text(content: str | tuple[ContentBlock, ...]) -> str:
     """A tool result's content as text: nested text kept, an image as ``[image]``, joined by newlines."""
     if isinstance(content, str):
         return content
@@ -121,18 +154,21 @@ def _result_text(content: str | tuple[ContentBlock, ...]) -> str:
     return "\n".join(parts)
 
 
-def _orphan_result_text(block: ToolResultBlock) -> str:
+def orphan_result_text(block: ToolResultBlock) -> str:
+    """A tool result that answers no call of the assistant, as readable text."""
     label = "tool error" if block.is_error else "tool result"
-    body = _result_text(block.content)
+    body = result_text(block.content)
     return f"[{label} {block.tool_use_id}] {body}" if body else f"[{label} {block.tool_use_id}]"
 
 
-def _foreign_call_text(participant: str, block: ToolUseBlock) -> str:
+def foreign_call_text(participant: str, block: ToolUseBlock) -> str:
+    """Another speaker's tool call, as readable text that names the speaker."""
     return f"[{participant} called tool {block.name} {_compact_json(block.input)}]"
 
 
-def _takes_prefix(participant: str, role: Role) -> bool:
-    return role == "user" and participant.lower() != "user"
+def system_change_text(block: SystemChangeBlock) -> str:
+    """A system change as the text ``[system change] <text>``."""
+    return f"{SYSTEM_CHANGE_PREFIX} {block.text}" if block.text else SYSTEM_CHANGE_PREFIX
 
 
 def _prefix_first_text(items: list[_Item], participant: str) -> None:
@@ -147,9 +183,20 @@ def _prefix_first_text(items: list[_Item], participant: str) -> None:
         items[n] = _Text(f"{participant}: {item.text}", item.own, True)
 
 
-def _plan(messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking: bool) -> list[_Segment]:
+def _checked_sources(messages: Sequence[CompiledMessage], sources: Sequence[SourceEntry] | None) -> list[SourceEntry | None]:
+    if sources is None:
+        return [None] * len(messages)
+    if len(sources) != len(messages):
+        raise ValueError(f"sources must hold one entry per message: {len(sources)} entries for {len(messages)} messages")
+    return list(sources)
+
+
+def _plan(
+    messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking: bool, sources: Sequence[SourceEntry] | None
+) -> list[_Segment]:
     """Role-mapped, tool-paired, merged segments with no empty item and no empty segment."""
-    roles: list[Role] = ["assistant" if m.participant == assistant else "user" for m in messages]
+    entries = _checked_sources(messages, sources)
+    roles: list[Role] = [role_of(m.participant, entries[i], assistant) for i, m in enumerate(messages)]
 
     # The assistant's own calls that stay tool blocks: the first call with each id.
     kept: dict[tuple[int, int], ToolUseBlock] = {}
@@ -195,7 +242,7 @@ def _plan(messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking:
                 if block.text:
                     items.append(_Text(block.text, own=True))
             elif isinstance(block, SystemChangeBlock):
-                items.append(_Text(f"{SYSTEM_CHANGE_PREFIX} {block.text}" if block.text else SYSTEM_CHANGE_PREFIX))
+                items.append(_Text(system_change_text(block)))
             elif isinstance(block, ThinkingBlock):
                 if keep_thinking and role == "assistant" and block.thinking and block.signature:
                     items.append(_Thinking(block))
@@ -209,15 +256,15 @@ def _plan(messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking:
                     items.append(_Call(block))
                     results.append(answer[(i, j)])
                 else:
-                    items.append(_Text(_foreign_call_text(message.participant, block), names_speaker=True))
+                    items.append(_Text(foreign_call_text(message.participant, block), names_speaker=True))
             elif isinstance(block, ToolResultBlock):
                 if (i, j) in claimed:
                     held_claims = True  # moved to follow its call
                 else:
-                    items.append(_Text(_orphan_result_text(block)))
+                    items.append(_Text(orphan_result_text(block)))
             # anything else (not a compiled block) is dropped
 
-        if _takes_prefix(message.participant, role):
+        if takes_prefix(message.participant, role):
             _prefix_first_text(items, message.participant)
 
         if not items and not held_claims:
@@ -287,8 +334,14 @@ def _anthropic_block(item: _Item) -> dict[str, Any]:
     return _anthropic_result(item)
 
 
-def to_anthropic(messages: Sequence[CompiledMessage], assistant: str) -> list[dict[str, Any]]:
-    """The ``messages`` of an Anthropic Messages API request for ``assistant`` (SPEC 3.3.1).
+def to_anthropic(
+    messages: Sequence[CompiledMessage], assistant: str, *, sources: Sequence[SourceEntry] | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` of an Anthropic Messages API request for ``assistant``.
+
+    ``sources`` (one entry per message, as a compile's provenance gives them) lets the memories
+    written for ``assistant`` speak as the assistant; without it only ``assistant``'s own
+    messages do. A ``ValueError`` is raised when it does not hold one entry per message.
 
     Promises: roles alternate ``user``/``assistant`` starting with ``user`` (a list that would start
     with the assistant gets a leading ``[conversation continues]`` user message); every
@@ -302,7 +355,7 @@ def to_anthropic(messages: Sequence[CompiledMessage], assistant: str) -> list[di
     text or content is empty and no ``audience`` key is emitted. An empty input gives ``[]``.
     """
     out: list[dict[str, Any]] = []
-    for segment in _plan(messages, assistant, keep_thinking=True):
+    for segment in _plan(messages, assistant, keep_thinking=True, sources=sources):
         out.append({"role": segment.role, "content": [_anthropic_block(item) for item in segment.items]})
     if out and out[0]["role"] == "assistant":
         out.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_CONTINUES}]})
@@ -312,21 +365,28 @@ def to_anthropic(messages: Sequence[CompiledMessage], assistant: str) -> list[di
 # -- OpenAI -----------------------------------------------------------------------------------------
 
 
-def _openai_image_url(block: ImageBlock) -> str:
+def openai_image_url(block: ImageBlock) -> str:
+    """An image as an OpenAI ``image_url``: inline data as a data URL, else its URL."""
     if block.data is not None:
         return f"data:{block.media_type};base64,{block.data}"
     return block.url  # type: ignore[return-value]
 
 
 def _openai_tool_content(result: _Result) -> str:
-    body = _result_text(result.content) or NO_OUTPUT
+    body = result_text(result.content) or NO_OUTPUT
     return f"[tool error] {body}" if result.is_error else body
 
 
 def to_openai(
-    messages: Sequence[CompiledMessage], assistant: str, system: Sequence[ContentBlock] = ()
+    messages: Sequence[CompiledMessage],
+    assistant: str,
+    system: Sequence[ContentBlock] = (),
+    *,
+    sources: Sequence[SourceEntry] | None = None,
 ) -> list[dict[str, Any]]:
-    """The ``messages`` of an OpenAI Chat Completions request for ``assistant`` (SPEC 3.3.1).
+    """The ``messages`` of an OpenAI Chat Completions request for ``assistant``.
+
+    ``sources`` is as for :func:`to_anthropic`: with it, memories speak as the assistant.
 
     Promises: a leading ``{"role": "system", "content": text}`` when ``system`` holds non-empty
     text blocks (their texts joined by a blank line; other blocks are ignored); then user and
@@ -348,7 +408,7 @@ def to_openai(
     if system_texts:
         out.append({"role": "system", "content": "\n\n".join(system_texts)})
 
-    for segment in _plan(messages, assistant, keep_thinking=False):
+    for segment in _plan(messages, assistant, keep_thinking=False, sources=sources):
         if segment.role == "assistant":
             texts = [item.text for item in segment.items if isinstance(item, _Text)]
             calls = [item.block for item in segment.items if isinstance(item, _Call)]
@@ -374,7 +434,7 @@ def to_openai(
                 parts.append({"type": "text", "text": item.text})
             elif isinstance(item, _Image):
                 has_image = True
-                parts.append({"type": "image_url", "image_url": {"url": _openai_image_url(item.block)}})
+                parts.append({"type": "image_url", "image_url": {"url": openai_image_url(item.block)}})
         if not parts:
             continue
         if has_image:

@@ -191,7 +191,8 @@ def test_roles_follow_the_assistant_name():
 
 def test_prefix_rules():
     """SPEC 3.3.1: other speakers' names prefix the first text of their message; 'user' (any case)
-    takes none; synthetic participants such as 'Context Manager' and 'system_context:ns' take one."""
+    takes none; 'Context Manager' takes one; an injection's internal 'system_context:ns' label is
+    never shown to the model (issue 9)."""
     msgs = [
         m("User", text("one"), text("two")),
         m("USER", text("three")),
@@ -206,7 +207,7 @@ def test_prefix_rules():
         "two",
         "three",
         "Context Manager: [Recall s1]",
-        "system_context:ns: note",
+        "note",
         "bob: first",
         "second",
     ]
@@ -214,7 +215,7 @@ def test_prefix_rules():
     assert openai == [
         {
             "role": "user",
-            "content": "one\n\ntwo\n\nthree\n\nContext Manager: [Recall s1]\n\nsystem_context:ns: note\n\nbob: first\n\nsecond",
+            "content": "one\n\ntwo\n\nthree\n\nContext Manager: [Recall s1]\n\nnote\n\nbob: first\n\nsecond",
         }
     ]
 
