@@ -208,13 +208,13 @@ class Fault:
         self.count = 0
         original = rt.store.set_states
 
-        async def set_states(branch, states):
+        async def set_states(branch, states, **options):
             if self.on and any(matches(key) for key in states):
                 self.count += 1
                 self.settled.set()
                 raise OSError("injected write failure (test)")
             try:
-                return await original(branch, states)
+                return await original(branch, states, **options)
             finally:
                 if any(watch(key) for key in states):
                     self.settled.set()
