@@ -87,6 +87,7 @@ from .strategies import (
     Model,
     OpenAIModel,
     PassthroughStrategy,
+    ProviderMessage,
     Selection,
     SelectOptions,
     StrategyContext,
@@ -97,6 +98,8 @@ from .strategies import (
     completion_text,
     default_estimate,
     estimate_text,
+    from_anthropic,
+    from_openai,
 )
 
 __all__ = [
@@ -134,6 +137,7 @@ __all__ = [
     "OpenAIModel",
     "OverBudgetError",
     "PassthroughStrategy",
+    "ProviderMessage",
     "Provenance",
     "ReaderClaimError",
     "ReaderRecordError",
@@ -172,6 +176,8 @@ __all__ = [
     "content_to_json",
     "default_estimate",
     "estimate_text",
+    "from_anthropic",
+    "from_openai",
     "has_audience",
     "image",
     "open_runtime",

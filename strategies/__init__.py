@@ -24,6 +24,7 @@ from ._errors import (
 from ._knowledge import KnowledgeStrategy
 from ._models import Completion, CompletionRequest, ExtractiveModel, Model, Usage, completion_text
 from ._passthrough import PassthroughStrategy
+from ._provider_input import ProviderMessage, from_anthropic, from_openai
 from ._tokens import default_estimate, estimate_text
 from ._windowed import WindowedPassthroughStrategy
 
@@ -44,6 +45,7 @@ __all__ = [
     "OpenAIModel",
     "OverBudgetError",
     "PassthroughStrategy",
+    "ProviderMessage",
     "SelectOptions",
     "Selection",
     "SourceEntry",
@@ -58,4 +60,6 @@ __all__ = [
     "completion_text",
     "default_estimate",
     "estimate_text",
+    "from_anthropic",
+    "from_openai",
 ]

@@ -8,6 +8,7 @@ Sections:
   5. OpenAI specifics
   6. Purity
   7. Properties (Hypothesis)
+  8. Memories in the agent's own voice; injections; the SDKs' own request types (issue 12)
 """
 
 from __future__ import annotations
@@ -16,9 +17,19 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ConfigDict, TypeAdapter
 
+from asides import (
+    AutobiographicalStrategy,
+    ExtractiveModel,
+    Injection,
+    PassthroughStrategy,
+    SourceEntry,
+    open_runtime,
+)
 from asides.store._blocks import (
     image,
     redacted_thinking,
@@ -165,7 +176,7 @@ def check_openai_shape(out: list[dict[str, Any]]) -> None:
             last_assistant = None
     # adjacent messages never repeat the user or assistant role (merged)
     roles = [msg["role"] for msg in out]
-    for first, second in zip(roles, roles[1:]):
+    for first, second in zip(roles, roles[1:], strict=False):
         assert not (first == second and first in ("user", "assistant"))
 
 
@@ -740,3 +751,162 @@ def test_property_every_text_is_kept(msgs):
         for block in msg.content:
             if block.type == "text" and block.text:
                 assert json.dumps(block.text)[1:-1] in flat
+
+
+# -- 8. Memories in the agent's own voice; injections; the SDKs' own request types (issue 12) ----
+
+def _force(value: Any) -> Any:
+    """Walk a pydantic-validated value, iterating the lazy iterables so every item is validated."""
+    if isinstance(value, dict):
+        return {k: _force(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, bytes, int, float, bool)):
+        return value
+    return [_force(v) for v in value]  # a list, or a pydantic ValidatorIterator
+
+
+def anthropic_request_valid(out: list[dict[str, Any]]) -> None:
+    """Every message and block of ``out`` validates as the Anthropic SDK's request params
+    (``ContentBlockParam``, unknown keys refused)."""
+    from anthropic.types import ContentBlockParam
+
+    blocks = TypeAdapter(ContentBlockParam, config=ConfigDict(extra="forbid"))
+    for message in out:
+        assert message["role"] in ("user", "assistant")
+        for block in message["content"]:
+            _force(blocks.validate_python(block))
+
+
+def openai_request_valid(out: list[dict[str, Any]]) -> None:
+    """Every message of ``out`` validates as the OpenAI SDK's ``ChatCompletionMessageParam``."""
+    from openai.types.chat import ChatCompletionMessageParam
+
+    adapter = TypeAdapter(ChatCompletionMessageParam, config=ConfigDict(extra="forbid"))
+    for message in out:
+        _force(adapter.validate_python(message))
+
+
+def test_summary_sources_speak_as_the_assistant():
+    """Issue 12: a memory's recall marker and text (``summary`` sources) take the assistant role
+    in both forms, whoever their participant, merge with the assistant's own lines around them,
+    and alternate with the user turns; without sources they stay where the participant puts them."""
+    recall = SourceEntry("summary", ("m1", "m2"), "L1-1")
+    msgs = [
+        m("user", text("Where do we meet?")),
+        m("Context Manager", text("[Recall L1-1]")),
+        m("assistant", text("- user: We meet in Lisbon.")),
+        m("ann", text("I remember.")),
+        m("bob", text("Good.")),
+    ]
+    sources = [SourceEntry("raw", ("m0",)), recall, recall, SourceEntry("raw", ("m3",)), SourceEntry("raw", ("m4",))]
+    out = to_anthropic(msgs, "ann", sources=sources)
+    check_anthropic_shape(out)
+    anthropic_request_valid(out)
+    assert out == [
+        {"role": "user", "content": [{"type": "text", "text": "Where do we meet?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "[Recall L1-1]"},
+                {"type": "text", "text": "- user: We meet in Lisbon."},
+                {"type": "text", "text": "I remember."},
+            ],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "bob: Good."}]},
+    ]
+    openai = to_openai(msgs, "ann", sources=sources)
+    check_openai_shape(openai)
+    openai_request_valid(openai)
+    assert openai == [
+        {"role": "user", "content": "Where do we meet?"},
+        {"role": "assistant", "content": "[Recall L1-1]\n\n- user: We meet in Lisbon.\n\nI remember."},
+        {"role": "user", "content": "bob: Good."},
+    ]
+    plain = to_anthropic(msgs, "ann")
+    assert [x["role"] for x in plain] == ["user", "assistant", "user"]
+    assert texts_of(plain[0])[1] == "Context Manager: [Recall L1-1]"
+
+
+def test_a_memory_first_gets_a_user_turn_before_it():
+    """Issue 12: a compile that opens with a memory still starts with a user turn (Anthropic)."""
+    recall = SourceEntry("summary", ("m1",), "L1-1")
+    out = to_anthropic([m("Context Manager", text("[Recall L1-1]")), m("x", text("memo"))], "ann", sources=[recall, recall])
+    check_anthropic_shape(out)
+    assert [x["role"] for x in out] == ["user", "assistant"]
+    assert texts_of(out[1]) == ["[Recall L1-1]", "memo"]
+
+
+def test_sources_must_match_the_messages():
+    """Issue 12: ``sources`` holds one entry per message, or the call is refused."""
+    with pytest.raises(ValueError, match="one entry per message"):
+        to_anthropic([m("user", text("a"))], "ann", sources=[])
+    with pytest.raises(ValueError, match="one entry per message"):
+        to_openai([m("user", text("a"))], "ann", sources=[SourceEntry("raw"), SourceEntry("raw")])
+
+
+async def test_compiled_memories_speak_in_the_agents_voice_end_to_end():
+    """Issue 12: ``ctx.to_anthropic(assistant="ann")`` and ``ctx.to_openai("ann")`` of a compressed
+    compile put every memory and recall marker in ann's assistant turns (never in a user turn, never
+    as ``Context Manager:`` or ``assistant:``), alternate correctly, and validate as each SDK's own
+    request types."""
+    async with open_runtime(model=ExtractiveModel()) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        strategy = AutobiographicalStrategy(target_chunk_tokens=30, head_window_tokens=0, recent_window_tokens=40, holdback_chunks=0)
+        ann = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
+        for i in range(24):
+            speaker = ("user", "ann", "bob")[i % 3]
+            await host.add_message(speaker, [text(f"Line {i} about the venue and the budget of the workshop.")])
+        await ann.drain()
+        ctx = await ann.compile(max_tokens=100_000)
+        memories = [msg for msg, src in zip(ctx.messages, ctx.provenance.entries, strict=True) if src.kind == "summary"]
+        assert memories, "the compile holds memories"
+        memory_texts = {b.text for msg in memories for b in msg.content}
+
+        out = ctx.to_anthropic("ann")
+        check_anthropic_shape(out)
+        anthropic_request_valid(out)
+        for message in out:
+            for block in message["content"]:
+                if block["type"] != "text":
+                    continue
+                if block["text"] in memory_texts:
+                    assert message["role"] == "assistant"
+                if message["role"] == "user":
+                    assert "[Recall" not in block["text"]
+                    assert not block["text"].startswith(("Context Manager:", "assistant:"))
+        assert memory_texts <= {b["text"] for x in out if x["role"] == "assistant" for b in x["content"]}
+
+        openai = ctx.to_openai("ann")
+        check_openai_shape(openai)
+        openai_request_valid(openai)
+        for message in openai:
+            if message["role"] == "user":
+                assert "[Recall" not in message["content"]
+        joined = "\n\n".join(x["content"] or "" for x in openai if x["role"] == "assistant")
+        assert all(t in joined for t in memory_texts)
+
+
+async def test_injected_content_reaches_the_model_without_internal_labels():
+    """Issue 9 and 12: positioned injections reach the model as their text alone, never behind a
+    ``system_context:<namespace>:`` label, in both forms."""
+    async with open_runtime() as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await ann.add_message("user", [text("Book the room.")])
+        ctx = await ann.compile(
+            injections=[
+                Injection("agents/ann", "before_user", [text("Remember the deposit.")]),
+                Injection("agents/ann", "after_user", [text("Today is Monday.")]),
+            ]
+        )
+        assert any(msg.participant.startswith("system_context:") for msg in ctx.messages)
+        for form in (ctx.to_anthropic("ann"), ctx.to_openai("ann")):
+            dumped = json.dumps(form)
+            assert "system_context" not in dumped
+            assert "Remember the deposit." in dumped and "Today is Monday." in dumped
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message_lists)
+def test_property_forms_are_valid_sdk_requests(msgs):
+    """Issue 12 (property): for any compile, both forms validate as the SDKs' own request types."""
+    anthropic_request_valid(to_anthropic(msgs, "ann"))
+    openai_request_valid(to_openai(msgs, "ann"))
