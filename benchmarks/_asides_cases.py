@@ -29,7 +29,7 @@ from asides import (
     text,
 )
 
-from ._common import Stats, interleave, message_text, participant, quiet_heap, rounds
+from ._common import Stats, interleave, message_text, participant, quiet_heap
 
 #: A compile budget that holds the whole history: "full read" means every message compiled.
 WHOLE = {"max_tokens": 10**9, "reserve_for_response": 0}
@@ -40,10 +40,6 @@ READER = "ann"
 PRIVATE_EVERY = 100
 BUILD_BATCH = 5000
 WARMUP = 5
-#: Between two timed compiles under writes, the compiling task sleeps this long.
-PAUSE = 0.05
-#: A writer under compiles that falls further behind than this drops its backlog.
-BACKLOG_S = 1.0
 
 
 def content(i: int, *, private: bool = False) -> tuple[Any, ...]:
@@ -229,63 +225,6 @@ async def measure_concurrent_writers(directory: str, size: int, writers: int, pe
             await m.aclose()
     total = writers * per_writer
     return ConcurrentWriters(wall / total, Stats.of(latencies), writers, total)
-
-
-@attrs.frozen
-class CompileUnderWrites:
-    compile: Stats
-    managers: int
-    writes_per_s: float  # achieved, in total
-
-
-async def measure_compile_under_writes(
-    directory: str, size: int, managers: int, rate: float, compiles: int, budget_s: float
-) -> CompileUnderWrites:
-    """Compiles of the whole history by one manager while ``managers`` managers (that one
-    included) each write in their own task, ``rate`` writes per second in total: each writer
-    has a write due every ``managers / rate`` seconds and, when a compile held the event loop,
-    catches up on the writes it owes (up to ``BACKLOG_S`` seconds of them), so both arms get
-    the same write load. The compiling task sleeps ``PAUSE`` before each compile. The rate
-    achieved is reported."""
-    async with open_runtime(os.path.join(directory, f"under-writes-{managers}.db")) as runtime:
-        await grow(runtime, size)
-        manager = await runtime.open_manager("bench", strategy=PassthroughStrategy())
-        writers = [manager] + [await runtime.open_manager(f"agent-{k:03d}", strategy=PassthroughStrategy()) for k in range(1, managers)]
-        interval = len(writers) / rate
-        written = 0
-
-        async def write(m: ContextManager, offset: float) -> None:
-            nonlocal written
-            due = time.perf_counter() + offset
-            i = 0
-            while True:
-                now = time.perf_counter()
-                if due > now:
-                    await anyio.sleep(due - now)
-                elif due < now - BACKLOG_S:
-                    due = now  # too far behind: drop the backlog rather than burst
-                await m.add_message(participant(i), content(i))
-                written += 1
-                i += 1
-                due += interval
-
-        times: list[float] = []
-        async with anyio.create_task_group() as tasks:
-            for k, m in enumerate(writers):
-                tasks.start_soon(write, m, interval * k / len(writers))
-            await anyio.sleep(min(1.0, interval))
-            started, written_before = time.perf_counter(), written
-            with quiet_heap():
-                for _ in rounds(compiles, budget_s):
-                    await anyio.sleep(PAUSE)  # the writers run between compiles, as between an agent's turns
-                    t0 = time.perf_counter()
-                    await manager.compile(**WHOLE)
-                    times.append(time.perf_counter() - t0)
-            achieved = (written - written_before) / (time.perf_counter() - started)
-            tasks.cancel_scope.cancel()
-        for m in writers:
-            await m.aclose()
-    return CompileUnderWrites(Stats.of(times), managers, achieved)
 
 
 # -- the autobiographical compile ------------------------------------------------------------------

@@ -36,6 +36,7 @@ import attrs
 from . import _asides_cases as cases
 from ._common import Goal, Stats, count, duration, print_goals, print_table, progress, ratio, section
 from ._peer_libraries import AppendAndRead, measure_langgraph, measure_sqlite_session
+from ._under_writes import CompileUnderWrites, measure_compile_under_writes
 
 
 @attrs.frozen
@@ -79,8 +80,8 @@ class PeerResults:
     main: dict[int, cases.MainSeries]
     many: cases.ManyManagers
     concurrent: cases.ConcurrentWriters
-    compile_one: cases.CompileUnderWrites
-    compile_many: cases.CompileUnderWrites
+    compile_one: CompileUnderWrites
+    compile_many: CompileUnderWrites
     autobiographical: dict[tuple[int, bool], cases.AutobiographicalCompile]
 
 
@@ -102,9 +103,8 @@ async def _asides(directory: str, s: PeerSettings) -> dict[str, Any]:
     progress(f"asides: {s.writers} concurrent writers")
     out["concurrent"] = await cases.measure_concurrent_writers(directory, big, s.writers, s.per_writer)
     progress("asides: compiles under writes")
-    out["compile_one"] = await cases.measure_compile_under_writes(directory, big, 1, s.write_rate, s.compiles_under_writes, s.budget_s)
-    out["compile_many"] = await cases.measure_compile_under_writes(
-        directory, big, s.managers, s.write_rate, s.compiles_under_writes, s.budget_s
+    out["compile_one"], out["compile_many"] = await measure_compile_under_writes(
+        directory, big, s.managers, s.managers, s.write_rate, s.compiles_under_writes, s.budget_s
     )
     auto: dict[tuple[int, bool], cases.AutobiographicalCompile] = {}
     for size in s.autobiographical_sizes:
@@ -182,12 +182,12 @@ def print_asides_table(r: PeerResults) -> None:
             f"call latency {_cell(c.call)}; {c.writes} writes",
         ],
         [
-            f"compile (whole history), 1 manager writing ({one.writes_per_s:.0f} writes/s)",
+            f"compile (whole history), 1 manager open, {one.writers} tasks writing ({one.writes_per_s:.0f} writes/s)",
             _cell(one.compile),
             "",
         ],
         [
-            f"compile (whole history), {many.managers} managers open and writing ({many.writes_per_s:.0f} writes/s)",
+            f"compile (whole history), {many.managers} managers open, {many.writers} tasks writing ({many.writes_per_s:.0f} writes/s)",
             _cell(many.compile),
             ratio(many.compile.median, one.compile.median) + " of 1 manager",
         ],

@@ -17,6 +17,7 @@ from benchmarks import _asides_cases as cases  # noqa: E402
 from benchmarks import drivers, memory, peers  # noqa: E402
 from benchmarks._common import MESSAGE_BYTES, Stats, message_text, rounds  # noqa: E402
 from benchmarks._peer_libraries import AppendAndRead  # noqa: E402
+from benchmarks._under_writes import CompileUnderWrites  # noqa: E402
 
 
 def test_every_message_holds_300_distinct_bytes() -> None:
@@ -53,8 +54,8 @@ def _results(
         main,
         cases.ManyManagers(_stats(add), _stats(many), _stats(add), _stats(add), 200),
         cases.ConcurrentWriters(per_write, _stats(1e-3), 16, 1600),
-        cases.CompileUnderWrites(_stats(compile_), 1, 200.0),
-        cases.CompileUnderWrites(_stats(under_many), 200, 200.0),
+        CompileUnderWrites(_stats(compile_), 1, 200, 200.0),
+        CompileUnderWrites(_stats(under_many), 200, 200, 200.0),
         {
             (20000, False): cases.AutobiographicalCompile(_stats(auto), 20000, False, 1.0, 400),
             (20000, True): cases.AutobiographicalCompile(_stats(auto_reader), 20000, True, 1.0, 400),
