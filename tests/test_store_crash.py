@@ -1,13 +1,15 @@
 """Durability across a process crash (SPEC S1) and one owner per store file (SPEC S4).
 
-Both tests run ``tests/crash_writer.py`` as a child process: it writes through the store and
-prints each acknowledged write; the parent kills it with SIGKILL and then opens the store itself.
-No sleeps: the parent waits on the child's output lines. A watchdog kills a child that stops
-talking, so a broken child fails the test instead of hanging it (it asserts nothing about time).
+The tests run ``tests/crash_writer.py`` as a child process: it writes through the store (or a
+runtime) and prints each acknowledged write; the parent kills it with SIGKILL and then opens the
+store itself. No sleeps: the parent waits on the child's output lines. A watchdog kills a child
+that stops talking, so a broken child fails the test instead of hanging it (it asserts nothing
+about time). All are marked ``slow``; CI runs them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -17,9 +19,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import attrs
 import pytest
 
+from asides import PassthroughStrategy, content_for_reader, open_runtime
 from asides.store import StoreLockedError, open_store, text
+from tests.crash_writer import digest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -67,6 +72,7 @@ def kill(proc: subprocess.Popen) -> None:
     assert proc.wait() == -signal.SIGKILL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_acknowledged_writes_survive_kill_9(tmp_path, seed):
     """S1, D2: every write the store acknowledged before the process was killed with SIGKILL is
@@ -131,6 +137,7 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path, seed):
             assert store.get_message("main", after.id) == after
 
 
+@pytest.mark.slow
 async def test_a_second_process_is_refused_with_store_locked(tmp_path):
     """S4: while another process has the store open, ``open_store`` here is refused with
     ``StoreLockedError`` (naming the file) and touches nothing; once that process is killed, the
@@ -154,3 +161,141 @@ async def test_a_second_process_is_refused_with_store_locked(tmp_path):
         await store.append_message("main", "parent", (text("mine now"),))
     async with open_store(path) as store:
         assert [m.participant for m in store.messages("main")] == ["holder", "parent"]
+
+
+# -- many writers through a runtime, killed at 24 points ---------------------------------------------
+
+ROUNDS = 24
+
+
+@attrs.define
+class Acknowledged:
+    """Everything the children acknowledged, over every round."""
+
+    #: message id -> (branch, audience or None, text); text None: only its presence is promised
+    messages: dict[str, tuple[str, tuple[str, ...] | None, str | None]] = attrs.field(factory=dict)
+    claims: dict[tuple[str, str], str] = attrs.field(factory=dict)  # (branch, namespace) -> reader
+    edits: dict[str, int] = attrs.field(factory=dict)  # message id -> newest acknowledged version
+    copies: dict[tuple[str, int], str] = attrs.field(factory=dict)  # (namespace, index) -> source id
+    floors: dict[tuple[str, str], int] = attrs.field(factory=dict)  # (branch, namespace) -> floor
+    summaries: dict[tuple[str, str], str] = attrs.field(factory=dict)  # (namespace, key) -> digest
+    bulk_started: set[int] = attrs.field(factory=set)
+    bulk_done: set[int] = attrs.field(factory=set)
+
+    def take(self, line: str) -> None:
+        kind, *rest = line.split(" ")
+        if kind == "A":
+            branch, message_id, audience, body = rest
+            assert message_id not in self.messages, "a message id was handed out twice"
+            known = None if body in ("to-edit", "memory") else body
+            self.messages[message_id] = (branch, None if audience == "-" else tuple(audience.split(",")), known)
+        elif kind == "C":
+            branch, namespace, reader = rest
+            self.claims[(branch, namespace)] = reader
+        elif kind == "E":
+            _branch, message_id, version = rest
+            self.edits[message_id] = max(self.edits.get(message_id, -1), int(version))
+        elif kind == "X":
+            _branch, namespace, index, source = rest
+            self.copies[(namespace, int(index))] = source
+        elif kind == "F":
+            branch, namespace, floor = rest
+            self.floors[(branch, namespace)] = max(self.floors.get((branch, namespace), 0), int(floor))
+        elif kind == "S":
+            _branch, namespace, key, sha = rest
+            self.summaries[(namespace, key)] = sha
+        elif kind == "B":
+            (self.bulk_started if rest[0] == "start" else self.bulk_done).add(int(rest[1]))
+        else:
+            assert kind == "T", line  # progress while a batch commits
+
+
+def check_after_kill(store, acked: Acknowledged) -> None:
+    """Everything ``acked`` holds is in the reopened ``store``, and the store is consistent."""
+    for message_id, (branch, audience, body) in acked.messages.items():
+        found = store.get_message(branch, message_id)
+        assert found is not None, f"acknowledged message {message_id} on {branch} is gone"
+        if body is not None:
+            assert found.content == (text(f"{body} {PAD}", audience),)
+    for (branch, namespace), reader in acked.claims.items():
+        assert store.get_state(branch, f"{namespace}/reader") == reader, f"the claim of {namespace} on {branch} is gone"
+    for message_id, version in acked.edits.items():
+        found = store.get_message("main", message_id)
+        stored = int(found.content[0].text.rsplit(" v", 1)[1])
+        # a later, unacknowledged edit may have committed too; never an older one
+        assert stored >= version, f"edit {version} of {message_id} is gone (the store holds {stored})"
+        assert [b.audience for b in found.content] == [None, ("ann",), ("bob",)]
+    for (namespace, index), source in acked.copies.items():
+        entry = store.get_state("main", f"{namespace}/context/{index}")
+        assert entry is not None and entry["source_message_id"] == source, f"context entry {namespace}/{index} is gone"
+        message = store.get_message("main", source)
+        # the copy was rewritten in the same commit as the edit the store holds: ann's view of it
+        expected = [b.text for b in content_for_reader(message.content, "ann")]
+        assert [b["text"] for b in entry["content"]] == expected
+    for (branch, namespace), floor in acked.floors.items():
+        assert store.get_state(branch, f"{namespace}/narrowing-floor") >= floor, f"the floor of {namespace} lowered"
+    for (namespace, key), sha in acked.summaries.items():
+        value = store.get_state("memory", key)
+        assert value is not None and digest(value) == sha, f"summary {key} of {namespace} is gone or changed"
+    for round_ in acked.bulk_started:
+        count = sum(1 for m in store.messages("bulk") if m.metadata.get("bulk") == round_) if store.has_branch("bulk") else 0
+        assert count in (0, 3_000), f"a batch of 3,000 was torn: {count} rows of round {round_} survived"
+        if round_ in acked.bulk_done:
+            assert count == 3_000
+    for info in store.branches():
+        sequences = [m.sequence for m in store.messages(info.name)]
+        assert sequences == sorted(set(sequences)), f"sequences on {info.name} repeat or run backwards"
+    for branch in ("main", "side", "memory"):
+        for key, value in store.state_items(branch).items():
+            if key.startswith(("memory/", "copies/")):
+                assert "BOB-ONLY" not in json.dumps(value), f"{key} (ann's) holds bob's block"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
+    """S1, D2, R1, N2, P2, C7: many writers through a runtime, killed with SIGKILL at 24 points
+    (the same file reopened by each next child); after each kill, everything acknowledged is
+    there: messages (4 tasks on two branches, random audiences), claims (managers opened with
+    readers on fresh namespaces), edits (never older than acknowledged) and the context-log
+    copies they rewrite (always ann's view of the stored version: same commit), ann's floor
+    (never lower) and summaries (byte for byte, holding none of bob's blocks), and batches of
+    3,000 messages written as one multi-statement transaction (all or none; all once returned).
+    Every fourth round kills while a batch commits (the child prints progress lines while it
+    does; the kill comes 0-800 of them after the batch was handed to the store); the others at
+    40-400 acknowledgements. The kill points come from a fixed seed."""
+    path = str(tmp_path / "crash.db")
+    stderr_path = str(tmp_path / "child.err")
+    rng = random.Random(20260101)
+    acked = Acknowledged()
+    killed_in_batch = 0
+    for round_ in range(ROUNDS):
+        mid_batch = round_ % 4 == 1
+        with_batch = round_ % 2 == 1
+        bulk_after = rng.randint(20, 80) if with_batch else -1
+        wanted = rng.randint(40, 400)
+        ticks = rng.randint(0, 800)  # progress lines of the batch's commit to let pass
+        with child(path, "--runtime", str(round_), str(bulk_after), stderr_path=stderr_path) as proc:
+            seen = 0
+            started_at = None
+            while True:
+                line = read_line(proc, stderr_path)
+                acked.take(line)
+                seen += 1 if mid_batch or not line.startswith("T ") else 0
+                if line == f"B start {round_}":
+                    started_at = seen
+                if mid_batch and started_at is not None and seen - started_at >= ticks:
+                    break
+                if not mid_batch and seen >= wanted:
+                    break
+            kill(proc)
+        if mid_batch and round_ not in acked.bulk_done:
+            killed_in_batch += 1
+        async with open_store(path) as store:
+            check_after_kill(store, acked)
+    assert killed_in_batch >= 1, "the premise: some kill landed while a batch was being written"
+    assert acked.summaries and acked.floors and acked.copies and acked.edits, "the premise: every kind of write was acknowledged"
+    async with open_runtime(path) as rt:
+        ann = await rt.open_manager(f"memory/{ROUNDS - 1}", strategy=PassthroughStrategy(), view_reader="ann")
+        compiled = await ann.compile(max_tokens=10_000_000, reserve_for_response=0)
+        assert compiled.messages and "BOB-ONLY" not in json.dumps([str(m.content) for m in compiled.messages])
