@@ -187,7 +187,7 @@ class Refused(Exception):
         self.error = error
 
 
-STEPS = {"count": 0}
+STEPS = {"checks": 0, "examples": 0}
 
 
 class RuntimeMachine(RuleBasedStateMachine):
@@ -195,6 +195,7 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        STEPS["examples"] += 1
         self.directory = tempfile.TemporaryDirectory()
         self.path = os.path.join(self.directory.name, "store.db")
         self._portal_cm = anyio.from_thread.start_blocking_portal("trio")
@@ -665,7 +666,7 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     @invariant()
     def holds(self):
-        STEPS["count"] += 1
+        STEPS["checks"] += 1
         self.run(self._check_everything)
 
     async def _check_everything(self) -> None:
@@ -809,10 +810,12 @@ class CancellingMachine(RuntimeMachine):
 
 def _run(machine: type[RuntimeMachine]) -> None:
     started = time.monotonic()
-    STEPS["count"] = 0
+    STEPS.update(checks=0, examples=0)
     run_state_machine_as_test(machine, settings=PROFILE)
     if PROFILE is LONG:
-        print(f"\n{machine.__name__}: {STEPS['count']} steps in {time.monotonic() - started:.1f} s", file=sys.stderr)
+        steps = STEPS["checks"] - STEPS["examples"]  # the invariants also run once before the first step
+        took = time.monotonic() - started
+        print(f"\n{machine.__name__}: {STEPS['examples']} examples, {steps} steps in {took:.1f} s", file=sys.stderr)
 
 
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
