@@ -116,6 +116,6 @@ def _schedule(fails: Schedule, name: str) -> Callable[[int], bool]:
     if isinstance(fails, Sequence) and not isinstance(fails, str | bytes):
         pattern = tuple(fails)
         if not pattern or not all(isinstance(item, bool) for item in pattern):
-            raise HarnessError(f"FailingModel {name!r}: a pattern is a non-empty sequence of bools, not {fails!r}")
+            raise HarnessError(f"FailingModel {name!r}: fails= as a pattern is a non-empty sequence of bools, not {fails!r}")
         return lambda number: pattern[(number - 1) % len(pattern)]
     raise HarnessError(f"FailingModel {name!r}: fails is None, a count, a pattern or a function, not {fails!r}")

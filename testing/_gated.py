@@ -116,17 +116,20 @@ class GatedModel(RequestLog):
         else:
             self._held.append(entry)
         self._record(request)
-        try:
-            if self.shield:
-                with anyio.CancelScope(shield=True):
-                    await entry.released.wait()
-            else:
+        if self.shield:
+            with anyio.CancelScope(shield=True):
                 await entry.released.wait()
+                return await self._answer(entry, request)
+        try:
+            await entry.released.wait()
         except BaseException:
             if entry in self._held:
                 self._held.remove(entry)
             self.abandoned.append(request)
             raise
+        return await self._answer(entry, request)
+
+    async def _answer(self, entry: _Held, request: CompletionRequest) -> Completion:
         if entry.answer is not None:
             return completion_of(entry.answer, request)
         return await self.model.complete(request)

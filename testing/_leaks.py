@@ -189,12 +189,14 @@ def _excerpt(text: str, at: int, length: int, context: int = 30) -> str:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """Every string value in a JSON value, so markers are matched unescaped."""
+    """Every string value in a JSON value but the blocks' ``type`` tags, so markers are matched
+    unescaped."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
+        for key, item in value.items():
+            if key != "type":
+                yield from _strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _strings(item)

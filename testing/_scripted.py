@@ -67,16 +67,16 @@ class ScriptedModel(RequestLog):
     async def complete(self, request: CompletionRequest) -> Completion:
         """The next queued answer, else ``respond(request)``, else :class:`ScriptExhaustedError`."""
         number = self._record(request)
-        await anyio.lowlevel.checkpoint()
-        if self._queue:
-            answer = self._queue.popleft()
-        elif self._respond is not None:
-            answer = await respond_with(self._respond, request, f"ScriptedModel {self.name!r}: respond")
-        else:
+        answer: Answer | None = self._queue.popleft() if self._queue else None
+        if answer is None and self._respond is None:
             error = ScriptExhaustedError(self.name, number, request, describe_request(request))
             if self._dry is None:
                 self._dry = error
-            raise error
+            answer = error
+        await anyio.lowlevel.checkpoint()
+        if answer is None and self._respond is not None:
+            answer = await respond_with(self._respond, request, f"ScriptedModel {self.name!r}: respond")
+        assert answer is not None
         return completion_of(answer, request)
 
     def __repr__(self) -> str:

@@ -1,0 +1,135 @@
+"""The pytest plugin of ``asides.testing``, run as another project would: pytest in a
+subprocess, in a folder of its own with its own configuration.
+
+- Installed, it changes nothing: a project that does not ask has no asides fixtures.
+- Asked for (the ``asides_fixtures`` ini option, or ``-p asides.testing.pytest_plugin``), its
+  fixtures work under pytest-trio (with an autojump clock) and under anyio's plugin on asyncio.
+- ``scripted_model`` fails a test whose model ran dry, at teardown, naming the request.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HOST_TEST = '''
+import sniffio
+from asides import AutobiographicalStrategy, PassthroughStrategy, Runtime, text
+
+
+def memory():
+    return AutobiographicalStrategy(target_chunk_tokens=1, head_window_tokens=0, recent_window_tokens=0, holdback_chunks=0)
+
+
+async def {name}(asides_runtime: Runtime, asides_store_path, scripted_model{extra}):
+    model = scripted_model("MEMORY")
+    log = await asides_runtime.open_manager("room", strategy=PassthroughStrategy())
+    ann = await asides_runtime.open_manager("agents/ann", strategy=memory(), view_reader="ann", model=model)
+    for number in range(4):
+        await log.add_message("user", [text(f"line {{number}}")])
+    await ann.drain()
+    assert [s.text for s in ann.get_summaries_in_range()] == ["MEMORY"]
+    assert asides_store_path.endswith("asides.db")
+    print("BACKEND", sniffio.current_async_library())
+'''
+
+
+def _project(tmp_path: Path, config: str, tests: str) -> Path:
+    (tmp_path / "pytest.ini").write_text(textwrap.dedent(config))
+    (tmp_path / "test_host.py").write_text(textwrap.dedent(tests))
+    return tmp_path
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "-q", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_installed_alone_it_adds_no_fixture(tmp_path):
+    folder = _project(
+        tmp_path,
+        "[pytest]\n",
+        "def test_uses_it(asides_runtime):\n    pass\n",
+    )
+    result = _pytest(folder)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "fixture 'asides_runtime' not found" in result.stdout
+    listed = _pytest(folder, "--fixtures")
+    assert "asides_runtime" not in listed.stdout and "scripted_model" not in listed.stdout
+
+
+def test_asked_for_by_the_ini_option_under_pytest_trio(tmp_path):
+    folder = _project(
+        tmp_path,
+        """\
+        [pytest]
+        trio_mode = true
+        asides_fixtures = true
+        """,
+        HOST_TEST.format(name="test_host", extra=", autojump_clock"),
+    )
+    result = _pytest(folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BACKEND trio" in result.stdout and "1 passed" in result.stdout
+
+
+def test_asked_for_with_dash_p_under_anyio_on_asyncio(tmp_path):
+    folder = _project(
+        tmp_path,
+        "[pytest]\n",
+        textwrap.dedent(
+            """\
+        import pytest
+
+        pytestmark = pytest.mark.anyio
+
+
+        @pytest.fixture
+        def anyio_backend():
+            return "asyncio"
+        """
+        )
+        + HOST_TEST.format(name="test_host", extra=""),
+    )
+    result = _pytest(folder, "-p", "asides.testing.pytest_plugin")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BACKEND asyncio" in result.stdout and "1 passed" in result.stdout
+
+
+def test_a_scripted_model_that_ran_dry_fails_the_test_at_teardown(tmp_path):
+    folder = _project(
+        tmp_path,
+        """\
+        [pytest]
+        trio_mode = true
+        asides_fixtures = true
+        """,
+        """\
+        from asides import CompiledMessage, CompletionRequest, text
+
+
+        async def test_scripts_too_few(scripted_model):
+            model = scripted_model("one answer", name="answers")
+            request = CompletionRequest([CompiledMessage("user", [text("what is the budget?")])])
+            await model.complete(request)
+            try:
+                await model.complete(request)
+            except Exception:
+                pass  # a host that swallows model errors
+        """,
+    )
+    result = _pytest(folder)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 passed, 1 error" in result.stdout
+    assert "ScriptedModel 'answers' ran dry: request #2" in result.stdout
+    assert "what is the budget?" in result.stdout
