@@ -7,6 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 import trio
+from pg_checks import check_sequences, execute, rows
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides.store import (
@@ -26,27 +27,10 @@ from asides.store._sqlite import MessagesAppended, SqliteStore, StatesWritten
 
 
 def _rows(url: str) -> list[tuple]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return conn.execute("SELECT id, branch, seq, kind, ref, body FROM asides_log ORDER BY id").fetchall()
+    return rows(url)
 
 
-def _execute(url: str, *statements: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
-
-
-def check_sequences(rows: list[tuple]) -> None:
-    """Record ids 1..n with no gap; on each branch, sequences from its fork point up, no gap."""
-    assert [row[0] for row in rows] == list(range(1, len(rows) + 1))
-    forks = {row[1]: row[2] for row in rows if row[3] == "branch"}
-    seqs: dict[str, list[int]] = {}
-    for _id, branch, seq, kind, _ref, _body in rows:
-        if kind != "branch":
-            seqs.setdefault(branch, []).append(seq)
-    for branch, found in seqs.items():
-        start = forks.get(branch, 0) + 1
-        assert found == list(range(start, start + len(found))), branch
+_execute = execute
 
 
 # -- one store ---------------------------------------------------------------------------------
