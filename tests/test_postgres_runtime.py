@@ -7,10 +7,10 @@ Skipped, saying why, where PostgreSQL is not available."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 import trio
 import trio.testing
+from pg_checks import rows
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
@@ -22,8 +22,7 @@ from tests.test_compression_readers import BlockingModel, MarkerModel, all_summa
 
 
 def reader_rows(url: str, key: str) -> list[str]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return [row[0] for row in conn.execute("SELECT body FROM asides_log WHERE kind = 'state' AND ref = %s ORDER BY id", (key,))]
+    return [row[5] for row in rows(url) if row[3] == "state" and row[4] == key]
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ saying why, where PostgreSQL is not available."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 import trio
 from pg_checks import check_sequences, execute, rows
@@ -101,6 +100,8 @@ async def test_a_foreign_or_other_format_schema_is_refused_and_left_alone(pg_clu
     with pytest.raises(StoreFailedError, match="not an asides store"):
         async with open_store(stranger):
             pass
+    import psycopg
+
     with psycopg.connect(foreign, autocommit=True) as conn:
         tables = {row[0] for row in conn.execute("SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace")}
     assert tables == {"asides_log"}  # nothing was created next to the foreign table
@@ -271,6 +272,8 @@ async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(
         store._drop_connection()
 
         def refuse(*args, **kwargs):
+            import psycopg
+
             raise psycopg.OperationalError("connection refused (test)")
 
         monkeypatch.setattr(module, "connect", refuse)
@@ -299,6 +302,8 @@ async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monk
         if happened:
             original(self, applied, rows)
         self._conn.close()
+        import psycopg
+
         raise psycopg.OperationalError("server closed the connection unexpectedly (test)")
 
     async with open_store(pg_url) as store:
