@@ -6,9 +6,9 @@ script opens a runtime on a store file under ``asyncio.run``, opens two agents, 
 compiling for its own reader, writes a message with a line for each of them and one for both,
 and prints each agent's compile. It then closes the runtime, opens the file again and shows that
 the messages, and each namespace's reader, survived: a manager reopened with no ``view_reader``
-compiles for the reader its namespace records (SPEC R3).
+compiles for the reader its namespace records.
 
-Run it from the repository root: ``python examples/asyncio_host.py``. It uses a temporary store
+Run it: ``python examples/asyncio_host.py``. It uses a temporary store
 file, no network and no model.
 """
 
@@ -17,15 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import tempfile
 
-# Run from a checkout without installing: put the repository root on the path.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from asides.actors import open_runtime  # noqa: E402
-from asides.store import text  # noqa: E402
-from asides.strategies import PassthroughStrategy  # noqa: E402
+from asides import PassthroughStrategy, open_runtime, text
 
 
 def texts(compiled) -> str:

@@ -1,7 +1,7 @@
 """A long-running host: three agents take turns in one shared conversation, compressing as they go.
 
 The host writes each incoming line once, through its own manager (namespace ``host``, no
-reader); every agent's strategy hears of it (SPEC 3.3.1). Three agents, ann, bob and cleo, each
+reader); every agent's strategy hears of it. Three agents, ann, bob and cleo, each
 have a manager in a namespace of their own (``agents/<name>``), compiling for their own reader
 with an ``AutobiographicalStrategy`` whose windows are small, so older stretches become memories.
 Some incoming lines are meant for one or two agents only (a block with an ``audience``).
@@ -10,11 +10,14 @@ Each turn the host writes a line, then the agent whose turn it is compiles its c
 answers; the answer goes into the shared log. Compression runs in the background: the runtime
 starts a drain whenever an agent's strategy has work, and the loop never waits for one. The host
 prints a line per turn (who spoke, the compile's size, each agent's pending work). At the end
-it waits for every drain, prints each agent's memories by level and checks that no private line
-reached a compile, a memory or a model request of an agent it was not for.
+it waits for every drain, prints each agent's memories by level and checks, with
+``asides.testing.LeakCheck``, that no private line reached a compile, a memory, the provenance,
+the context log or a model request of an agent it was not for, nor the host's compile.
 
 Answers: with ``ANTHROPIC_API_KEY`` set, ``AnthropicModel`` answers from the compile and writes
-the memories (needs ``pip install 'asides[anthropic]'``). Without it, everything is offline and
+the memories (needs ``pip install 'asides[anthropic]'``); if the API cannot be reached (no
+network, a bad key), the host stops with one line saying so. With ``--offline``, or without the
+key, everything is offline and
 deterministic: the agent's answer quotes the newest line of its compile, and the
 ``ExtractiveModel`` writes the memories. The conversation and the final counts are the same on
 every run; the per-turn compile sizes and pending work show how far the background drains had
@@ -23,33 +26,35 @@ got at that moment, which can differ by a unit or so between runs.
 A host policy worth copying: an answer to a line meant for some readers only is itself meant for
 those readers only (the host looks the line up through the compile's provenance).
 
-Run it from the repository root: ``python examples/multi_agent_host.py [--turns N] [--store
-PATH]``. By default it uses a temporary store file; ``--store PATH`` keeps the store, for
+Run it: ``python examples/multi_agent_host.py [--turns N] [--store PATH] [--offline]``. By
+default it uses a temporary store file; ``--store PATH`` keeps the store, for
 ``asides inspect PATH``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 
-# Run from a checkout without installing: put the repository root on the path.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import trio
 
-import trio  # noqa: E402
-
-from asides.actors import CompiledMessage, OverBudgetError, open_runtime  # noqa: E402
-from asides.store import TextBlock, content_for_reader, content_to_json, text  # noqa: E402
-from asides.strategies import (  # noqa: E402
+from asides import (
     AutobiographicalStrategy,
+    CompiledMessage,
     CompletionRequest,
     ExtractiveModel,
+    Model,
+    OverBudgetError,
     PassthroughStrategy,
+    TextBlock,
     completion_text,
+    content_for_reader,
+    open_runtime,
+    text,
 )
+from asides.testing import LeakCheck, RecordingModel
 
 AGENTS = ("ann", "bob", "cleo")
 
@@ -74,7 +79,7 @@ COMPILE = {"max_tokens": 2_000, "reserve_for_response": 300}
 
 
 def strategy(name: str) -> AutobiographicalStrategy:
-    # Small windows, so that a conversation of this size is compressed (SPEC C3); memories are
+    # Small windows, so that a conversation of this size is compressed; memories are
     # written in the agent's own voice.
     return AutobiographicalStrategy(
         target_chunk_tokens=150,
@@ -103,16 +108,8 @@ def first_sentence(words: str, limit: int = 70) -> str:
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
-class Recording:
-    """A model that remembers every request it was sent (for the leak check)."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.requests: list[CompletionRequest] = []
-
-    async def complete(self, request: CompletionRequest):
-        self.requests.append(request)
-        return await self.model.complete(request)
+class ModelUnavailable(Exception):
+    """The online model could not answer; the host stops with one line."""
 
 
 async def answer(name: str, compiled, online) -> str:
@@ -131,12 +128,17 @@ async def answer(name: str, compiled, online) -> str:
         ),
         max_tokens=200,
     )
-    return completion_text(await online.complete(request)) or "(no answer)"
+    try:
+        completion = await online.complete(request)
+    except Exception as error:  # the provider's own errors: no network, a bad key, an outage
+        reason = str(error).splitlines()[0] if str(error) else ""
+        raise ModelUnavailable(f"{type(error).__name__}{': ' + reason if reason else ''}") from error
+    return completion_text(completion) or "(no answer)"
 
 
 def reply_audience(name: str, agent, compiled) -> tuple[str, ...] | None:
     """The host policy: an answer to a private line is for that line's readers only. The newest
-    compiled message's provenance names the stored message; its blocks carry the audiences (A5)."""
+    compiled message's provenance names the stored message; its blocks carry the audiences."""
     source = compiled.provenance.entries[-1]
     if source.kind != "raw":
         return None
@@ -149,18 +151,24 @@ def reply_audience(name: str, agent, compiled) -> tuple[str, ...] | None:
     return None if readers is None else tuple(sorted(readers))
 
 
-async def main(path: str, turns: int) -> int:
-    online = None
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        from asides.strategies._models import AnthropicModel
+def online_model() -> Model | None:
+    """``AnthropicModel`` when ``ANTHROPIC_API_KEY`` is set, else ``None`` (offline)."""
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        return None
+    from asides import AnthropicModel
 
-        online = AnthropicModel()
+    return AnthropicModel()
+
+
+async def main(path: str, turns: int, online: Model | None) -> int:
+    if online is not None:
         print("answers and memories: AnthropicModel (ANTHROPIC_API_KEY is set)")
     else:
         print("answers: offline, quoting the newest line of each compile; memories: ExtractiveModel")
-    models = {name: Recording(online or ExtractiveModel()) for name in AGENTS}
-    seen: dict[str, list[str]] = {name: [] for name in AGENTS}  # everything each agent was given
-    notes: list[tuple[str, tuple[str, ...]]] = []  # (marker, audience) of every private line
+    # Each agent's model records what it is asked, so the leak check can search its requests.
+    models = {name: RecordingModel(online or ExtractiveModel(), name=name) for name in AGENTS}
+    check = LeakCheck()  # every private line's marker, and the agents it is for
+    private_lines = 0
 
     async with open_runtime(path) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
@@ -173,7 +181,8 @@ async def main(path: str, turns: int) -> int:
             speaker = AGENTS[turn % len(AGENTS)]
             audience, words = line_for(turn)
             if audience is not None:
-                notes.append((words.split(" ", 1)[0], audience))
+                check.add(words.split(" ", 1)[0], audience)
+                private_lines += 1
             await host.add_message("user", [text(words, audience)])
 
             agent = agents[speaker]
@@ -183,8 +192,8 @@ async def main(path: str, turns: int) -> int:
                 print(f"turn {turn:2}: {speaker} waits for compression ({error.needed} tokens > {error.budget})")
                 await agent.drain()
                 compiled = await agent.compile(**COMPILE)
-            seen[speaker].append(json.dumps([content_to_json(m.content) for m in compiled.messages]))
-            said = await answer(speaker, compiled, online)
+            check.record(speaker, compiled, where=f"compile at turn {turn}")
+            said = await answer(speaker, compiled, None if online is None else models[speaker])
             private = reply_audience(speaker, agent, compiled)
             await agent.add_message(speaker, [text(said, private)])
 
@@ -199,7 +208,7 @@ async def main(path: str, turns: int) -> int:
         for name, agent in agents.items():
             await agent.drain()
             compiled = await agent.compile(**COMPILE)
-            seen[name].append(json.dumps([content_to_json(m.content) for m in compiled.messages]))
+            check.record(name, compiled, where="final compile")
             summaries = agent.get_summaries_in_range()
             levels = ", ".join(f"L{k} ×{sum(1 for s in summaries if s.level == k)}" for k in (1, 2, 3))
             visible = sum(1 for m in host.get_all_messages() if content_for_reader(m.content, name))
@@ -208,29 +217,19 @@ async def main(path: str, turns: int) -> int:
                 f"{len(models[name].requests)} model requests; final compile {len(compiled.messages)} msgs "
                 f"~{compiled.token_estimate} tok"
             )
-            seen[name].extend(s.text for s in summaries)
-        host_compile = await host.compile(max_tokens=1_000_000, reserve_for_response=0)
+        # The check: each private marker, in everything given to an agent it was not for (its
+        # compiles, memories, provenance, context log and model requests), and in the host's
+        # compile (no reader).
+        leaks = await check.scan(host, *agents.values())
 
-    # The check: each private marker, in everything given to an agent it was not for.
-    for name in AGENTS:
-        for request in models[name].requests:
-            seen[name].append(request.system or "")
-            seen[name].extend(json.dumps(content_to_json(m.content)) for m in request.messages)
-    seen["the host (no reader)"] = [json.dumps([content_to_json(m.content) for m in host_compile.messages])]
-    leaks = [
-        f"LEAK: {marker} (for {', '.join(audience)}) reached {reader}"
-        for marker, audience in notes
-        for reader, haystack in seen.items()
-        if reader not in audience and any(marker in hay for hay in haystack)
-    ]
-    for leak in leaks:
-        print(leak)
     if online is not None:
-        await online.aclose()
+        await online.aclose()  # type: ignore[attr-defined]
+    for leak in leaks:
+        print(f"LEAK: {leak}")
     if leaks:
         return 1
     print(
-        f"no leak: none of the {len(notes)} private lines reached the compiles, memories or model requests "
+        f"no leak: none of the {private_lines} private lines reached the compiles, memories or model requests "
         "of an agent it was not for, nor the host's compile"
     )
     return 0
@@ -240,14 +239,44 @@ def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60, help="how many turns the agents take (default 60)")
     parser.add_argument("--store", metavar="PATH", help="write the store here and keep it (default: a temporary file)")
+    parser.add_argument(
+        "--offline", action="store_true", help="answer and compress offline even when ANTHROPIC_API_KEY is set"
+    )
     args = parser.parse_args()
     if args.store is not None and os.path.exists(args.store):
         parser.error(f"{args.store!r} already exists; give a path for a new store")
+    try:
+        online = None if args.offline else online_model()
+    except ImportError as error:
+        print(f"multi_agent_host: {error}; or run with --offline", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory() as directory:
         path = args.store or os.path.join(directory, "host.db")
         print(f"store: {path}{' (kept)' if args.store else ' (temporary)'}")
-        return trio.run(main, path, args.turns)
+        try:
+            return trio.run(main, path, args.turns, online)
+        except (ModelUnavailable, BaseExceptionGroup) as error:
+            stopped = unavailable(error)
+            if stopped is None:
+                raise
+            print(
+                f"multi_agent_host: the Anthropic API did not answer ({stopped}); check the network and "
+                "ANTHROPIC_API_KEY, or run with --offline",
+                file=sys.stderr,
+            )
+            return 1
 
+
+def unavailable(error: BaseException) -> ModelUnavailable | None:
+    """The ``ModelUnavailable`` that stopped the host, also from inside an exception group."""
+    if isinstance(error, ModelUnavailable):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = unavailable(inner)
+            if found is not None:
+                return found
+    return None
 
 if __name__ == "__main__":
     sys.exit(run())

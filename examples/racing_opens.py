@@ -3,9 +3,9 @@
 A simulation under Trio's ``MockClock`` (simulated time: the sleeps below take no real time).
 ``--tasks N`` tasks (default 20) each sleep a simulated delay, some of them equal, and then open
 a manager of ``agents/shared`` for a reader of their own (``reader-<i>``). The first open claims
-the namespace for its reader (one state write, SPEC R1); every other open is refused with
-``ReaderClaimError`` naming both readers, having written nothing (R2, R6, 3.3.1: "an open that
-claims nothing writes nothing").
+the namespace for its reader (one state write); every other open is refused with
+``ReaderClaimError`` naming both readers, having written nothing (an open that
+claims nothing writes nothing).
 
 The script prints the simulated time of each open, the winner and each loser's error, then the
 proof: the store holds exactly one reader record, the branch head rose by exactly one during the
@@ -16,7 +16,7 @@ Several tasks wake at the first instant, so the claim itself is a real race. Tri
 picks the order of tasks that are ready at the same instant at random, so *which* of them wins
 can differ between runs; the times, the number of winners (one) and the proof never do.
 
-Run it from the repository root: ``python examples/racing_opens.py [--tasks N]``. It uses a
+Run it: ``python examples/racing_opens.py [--tasks N]``. It uses a
 temporary store file, no network and no model.
 """
 
@@ -28,15 +28,10 @@ import os
 import sys
 import tempfile
 
-# Run from a checkout without installing: put the repository root on the path.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import trio
+import trio.testing
 
-import trio  # noqa: E402
-import trio.testing  # noqa: E402
-
-from asides.actors import ReaderClaimError, open_runtime  # noqa: E402
-from asides.store import text  # noqa: E402
-from asides.strategies import PassthroughStrategy  # noqa: E402
+from asides import PassthroughStrategy, ReaderClaimError, open_runtime, text
 
 NAMESPACE = "agents/shared"
 

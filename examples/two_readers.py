@@ -1,13 +1,13 @@
 """Two agents sharing one conversation, each compiling only what is meant for it.
 
-The scenario of the seed's "Problem" section: two managers over one store, ann's in namespace
+Two managers over one store, ann's in namespace
 ``agents/ann`` and bob's in ``agents/bob``, both with ``PassthroughStrategy`` and each compiling
 for its own reader (``view_reader``). One message holds a block for ann, a block for bob and a
 block for both. Each reader's compile holds its own block and the shared one, and no compiled
 block carries an audience; ``get_all_messages()`` still returns the message as stored, audiences
-included (SPEC A1, A2, A5).
+included.
 
-Run it from the repository root: ``python examples/two_readers.py``. It uses a temporary store
+Run it: ``python examples/two_readers.py``. It uses a temporary store
 file, no network and no model.
 """
 
@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 
-# Run from a checkout without installing: put the repository root on the path.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import trio
 
-import trio  # noqa: E402
-
-from asides.actors import open_runtime  # noqa: E402
-from asides.store import content_to_json, text  # noqa: E402
-from asides.strategies._passthrough import PassthroughStrategy  # noqa: E402
+from asides import PassthroughStrategy, content_to_json, open_runtime, text
 
 
 async def main() -> None:

@@ -8,6 +8,9 @@
 - ``examples/racing_opens.py``: R1, R2, R6 and 3.3.1 (a claim is one write; an open that claims
   nothing writes nothing) under racing opens on a Trio ``MockClock``.
 - ``examples/asyncio_host.py``: the API from asyncio (SPEC 2), and reopening a file store (S1, R3).
+
+``examples/test_my_host.py`` is a test file itself: pytest collects it (``examples`` is among the
+``testpaths``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(script: str, *args: str, **environment: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("ANTHROPIC_API_KEY", None)  # the examples run offline
+    env.update(environment)
     return subprocess.run(
         [sys.executable, os.path.join("examples", script), *args],
         cwd=ROOT,
@@ -104,6 +108,38 @@ def test_multi_agent_host_example_is_deterministic_where_it_says(tmp_path):
         runs.append((answers, [re.sub(r"; final compile.*", "", line) for line in finals]))
     assert runs[0] == runs[1]
     assert _run("multi_agent_host.py", "--store", str(tmp_path / "run1.db")).returncode != 0  # never overwrites
+
+
+def test_multi_agent_host_stops_with_one_line_when_the_api_cannot_be_reached():
+    """With ``ANTHROPIC_API_KEY`` set and no network (here: the API's address is a closed local
+    port), the host stops at its first answer with exit code 1 and one line on stderr naming the
+    error and ``--offline``, not a traceback; with ``--offline`` the same environment runs offline."""
+    unreachable = {"ANTHROPIC_API_KEY": "sk-test-not-a-key", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    result = _run("multi_agent_host.py", "--turns", "3", **unreachable)
+    assert result.returncode == 1, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("multi_agent_host: the Anthropic API did not answer (APIConnectionError")
+    assert line.endswith("or run with --offline")
+    assert "answers and memories: AnthropicModel" in result.stdout
+
+    offline = _run("multi_agent_host.py", "--turns", "6", "--offline", **unreachable)
+    assert offline.returncode == 0, offline.stderr
+    assert _line(offline.stdout.splitlines(), "answers: ").startswith("answers: offline")
+
+
+def test_examples_import_public_names_only():
+    """Every example imports asides through its public surface (``asides`` and
+    ``asides.testing``), never a private module or a subpackage, and needs no path tricks."""
+    folder = os.path.join(ROOT, "examples")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py") or name == "openai_agents_room.py":  # that one has its own owner
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8") as source:
+            code = source.read()
+        imports = re.findall(r"^\s*(?:from|import) (asides[\w.]*)", code, re.MULTILINE)
+        assert imports, name
+        assert set(imports) <= {"asides", "asides.testing"}, (name, imports)
+        assert "sys.path" not in code, name
 
 
 def test_racing_opens_example():
