@@ -16,9 +16,9 @@ Conventions used throughout:
   when no background work can write meanwhile (drained, or the model request held).
 * Compression-driven floors use ``AutobiographicalStrategy(target_chunk_tokens=1,
   head_window_tokens=0, recent_window_tokens=0)`` (every four messages close a chunk; the newest
-  closed chunk is held back) and fake models: :class:`FakeModel` answers ``SUMMARY``,
-  :class:`BlockingModel` keeps its request out until released, :class:`RejectingModel` ends with
-  ``max_tokens``, :class:`RaisingModel` raises.
+  closed chunk is held back) and the models of ``asides.testing``: :func:`summarising_model`
+  answers ``SUMMARY``, :func:`holding_model` keeps its requests out until opened,
+  :func:`cut_off_model` ends with ``max_tokens``, :func:`raising_model` raises.
 * Direct floors use :class:`Marker`, a host strategy that calls ``ctx.mark_compression_read``
   from ``tick`` (or ``initialize``/``select``) and says it marks its reads (N7).
 * Fault injection (rows 53, 56-58): :func:`inject_fault` wraps ``rt.store.set_states`` so that
@@ -44,6 +44,7 @@ from asides.store import text
 from asides.strategies._autobiographical import AutobiographicalStrategy
 from asides.strategies._models import Completion, Usage
 from asides.strategies._passthrough import PassthroughStrategy
+from asides.testing import FailingModel, GatedModel, ScriptedModel
 from tests.helpers import Raw, dump, seed_records
 
 REFUSAL_WHY = "nothing removes a block from a summary already written or a request already sent"
@@ -79,52 +80,24 @@ def request_text(request) -> str:
     return "\n".join(b.text for m in request.messages for b in m.content if hasattr(b, "text"))
 
 
-class FakeModel:
+def summarising_model() -> ScriptedModel:
     """Answers every request with ``SUMMARY``; keeps the requests."""
-
-    def __init__(self) -> None:
-        self.requests: list[Any] = []
-
-    async def complete(self, request):
-        self.requests.append(request)
-        return Completion("end_turn", [text("SUMMARY")], Usage())
+    return ScriptedModel(respond=lambda request: "SUMMARY")
 
 
-class BlockingModel(FakeModel):
-    """Keeps each request out until ``release`` is set; ``entered`` is set when one is out."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = anyio.Event()
-        self.release = anyio.Event()
-
-    async def complete(self, request):
-        self.requests.append(request)
-        self.entered.set()
-        await self.release.wait()
-        return Completion("end_turn", [text("SUMMARY")], Usage())
+def holding_model() -> GatedModel:
+    """Holds each request until ``open()``; ``wait_for_request()`` returns once one is out."""
+    return GatedModel(summarising_model())
 
 
-class RejectingModel(FakeModel):
+def cut_off_model() -> ScriptedModel:
     """Answers without ending its turn (``max_tokens``): no summary (STRATEGIES 4.8)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.called = anyio.Event()
-
-    async def complete(self, request):
-        self.requests.append(request)
-        self.called.set()
-        return Completion("max_tokens", [text("cut off")], Usage())
+    return ScriptedModel(respond=lambda request: Completion("max_tokens", [text("cut off")], Usage()))
 
 
-class RaisingModel(RejectingModel):
+def raising_model() -> FailingModel:
     """Raises on every request (an outage)."""
-
-    async def complete(self, request):
-        self.requests.append(request)
-        self.called.set()
-        raise RuntimeError("model outage (test)")
+    return FailingModel(RuntimeError("model outage (test)"))
 
 
 class Marker:
@@ -252,7 +225,7 @@ async def test_row41_refused_once_compression_read_message_stays():
     chunks close, one summary request); narrowing message 0 away from ann is refused with
     ``NarrowingRefusedError`` naming ann and the floor; ``get_message`` returns it unchanged, the
     sequence does not rise and nothing is written."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
@@ -272,7 +245,7 @@ async def test_row42_refused_once_chunk_closed_before_any_request():
     Seed row 42; SPEC N2, N3, C3 (STRATEGIES 4.4 holdback, 5). Four messages close one chunk,
     which is held back, so no model request is ever made; the close raised the floor to the
     chunk's newest sequence first, so narrowing any of its messages away from ann is refused."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 4)
@@ -291,15 +264,15 @@ async def test_row43_refused_while_request_that_may_carry_it_is_out():
     Seed row 43; SPEC N2, N3. With the model holding its first request (the level-1 summary of
     the chunk holding message 0, which carries ann's secret 0), narrowing message 0 away from ann
     is refused; after the answer comes back it still is."""
-    model = BlockingModel()
+    model = holding_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
-        await model.entered.wait()
+        await model.wait_for_request()
         (request,) = model.requests
         assert "secret 0" in request_text(request)
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
-        model.release.set()
+        model.open()
         await ann.drain()
         assert [s.id for s in ann.get_summaries_in_range()] == ["L1-1"]
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
@@ -312,7 +285,7 @@ async def test_row44_goes_through_on_message_newer_than_compression_read():
     floor) is narrowed away from ann: one write, id and sequence kept, floor unchanged. At the
     boundary (a host strategy marking exactly a message's sequence) the message at the floor is
     refused and the next one goes through."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         await add_shared(ann, 8)
@@ -340,7 +313,7 @@ async def test_row45_refused_where_another_manager_on_namespace_read_it():
     Seed row 45; SPEC N2, N3. The floor is the namespace's: manager B (ann, passthrough, opened
     first, never compresses) is refused once manager A (ann, Autobiographical) compressed the
     message; so is a manager opened later with no reader (it compiles for ann, R3)."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         other = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         messages = await add_shared(other, 8)
@@ -358,7 +331,7 @@ async def test_row46_refused_after_switch_to_strategy_without_summaries():
 
     Seed row 46; SPEC N5. After compression, ``set_strategy(PassthroughStrategy())`` does not lift
     the refusal: the floor is namespace state, not the strategy's."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
@@ -378,11 +351,11 @@ async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reope
     not move). No summary is written, yet the edit is refused, and still after closing the
     runtime and reopening the store with a manager that never compressed."""
     path = str(tmp_path / "store.db")
-    model = RejectingModel() if kind == "max_tokens" else RaisingModel()
+    model = cut_off_model() if kind == "max_tokens" else raising_model()
     async with open_runtime(path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(l1_attempt_limit=1), view_reader="ann")
         messages = await add_shared(ann, 8)
-        await model.called.wait()
+        await model.wait_for_requests()
         if kind == "max_tokens":
             await ann.drain()
         assert ann.get_summaries_in_range() == ()
@@ -405,7 +378,7 @@ async def test_row48_refused_on_forked_branch_and_decided_per_branch():
     refused on b (b's own compression read it) but goes through on main (main's did not), and
     main's floor is unchanged. A child derived from main inherits main's floor: message 0 is
     refused through it, Y goes through."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         keeper = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
@@ -443,7 +416,7 @@ async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_me
     units, never in ``initialize`` (STRATEGIES 4.4), so its chunk closes in the drain its start
     wakes (the host calls nothing but ``drain``); a host strategy that closes in ``initialize``
     marks there. Either way the floor covers the messages and the edit is refused."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         host = await rt.open_manager("agents/host", strategy=PassthroughStrategy())
         messages = await add_shared(host, 8)
@@ -486,7 +459,7 @@ async def test_row51_as_a_compression_hold_is_released():
     another closes. So the intent is ported as: a message in a held-back chunk is refused while
     held, and stays refused as the hold is released (the next chunk closes and the held chunk's
     request goes out carrying it) and after its summary is written."""
-    model = BlockingModel()
+    model = holding_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 4)
@@ -494,10 +467,10 @@ async def test_row51_as_a_compression_hold_is_released():
         assert model.requests == []
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
         await add_shared(ann, 4, start=4)
-        await model.entered.wait()
+        await model.wait_for_request()
         assert "secret 0" in request_text(model.requests[0])
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
-        model.release.set()
+        model.open()
         await ann.drain()
         assert ann.get_summaries_in_range()[0].message_ids == tuple(m.id for m in messages)
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
@@ -510,7 +483,7 @@ async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chun
     middle, which close one chunk, held back (no request). A message of that chunk and a head
     message (older than the chunk, owned by none) are both refused: the floor is the chunk's
     newest sequence (STRATEGIES 5: "at or below the floor", held-back chunks included)."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager(
             "agents/ann", strategy=auto(head_window_tokens=25, estimator=lambda content: 10), view_reader="ann"
@@ -534,7 +507,7 @@ async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(mock_clo
     of chunk records fail, so the close unit raises the floor and then fails to write its chunk.
     The edit of a message in that chunk is refused, with no chunk recorded; once writes work
     again the chunk closes and the edit stays refused."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         fault = inject_fault(rt, contains="/autobiographical/chunk/")
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
@@ -553,7 +526,7 @@ async def _l1_summaries_without_floor(rt, count: int = 8) -> list[Any]:
     """A manager with no reader compresses ``agents/ann`` (level 1 only, no holdback): chunks and
     summaries exist and no floor was written (SPEC N2: a manager with no reader writes none)."""
     nobody = await rt.open_manager(
-        "agents/ann", strategy=auto(hierarchical=False, holdback_chunks=0), model=FakeModel()
+        "agents/ann", strategy=auto(hierarchical=False, holdback_chunks=0), model=summarising_model()
     )
     messages = await add_shared(nobody, count)
     await nobody.drain()
@@ -574,19 +547,19 @@ async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorde
     async with open_runtime() as rt:
         messages = await _l1_summaries_without_floor(rt)
         chunks = records(rt, "/autobiographical/chunk/")
-        model = BlockingModel()
+        model = holding_model()
         ann = await rt.open_manager(
             "agents/ann",
             strategy=auto(merge_threshold=2, holdback_chunks=0),
             view_reader="ann",
             model=model,
         )
-        await model.entered.wait()
+        await model.wait_for_request()
         assert records(rt, "/autobiographical/chunk/") == chunks
         assert rt.store.get_state("main", FLOOR) == messages[7].sequence
         assert "secret 0" in request_text(model.requests[0])
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
-        model.release.set()
+        model.open()
         await ann.drain()
         assert ann.get_summary("L2-3") is not None
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
@@ -625,7 +598,7 @@ async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_the
     ``tick`` raises ``FloorUnavailableError``. The floor is still 0, so message 1 may be edited
     (text changed, secret narrowed away from ann). Once writes work, the units run and the
     request reads message 1 as it now stands (the edited text, no secret 1)."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         fault = inject_fault(rt)
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
@@ -660,7 +633,7 @@ async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs
     async with open_runtime() as rt:
         await _l1_summaries_without_floor(rt)
         fault = inject_fault(rt)
-        model = FakeModel()
+        model = summarising_model()
         ann = await rt.open_manager(
             "agents/ann",
             strategy=auto(merge_threshold=2, holdback_chunks=0, merge_attempt_limit=1),
@@ -690,7 +663,7 @@ async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(mock
     ``reset_head_window()`` (no text: a generated transition reading the head) raises
     ``FloorUnavailableError``, makes no model request and writes nothing. Once writes work, the
     same call makes one request and stores the note for ann alone."""
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager(
             "agents/ann", strategy=auto(head_window_tokens=4000), view_reader="ann"
@@ -725,7 +698,7 @@ async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager():
         error = await assert_refused(rt, ann, message.id, away_from_bob(0))
         assert error.readers == ("bob",) and "only the manager's own reader" in str(error)
         await assert_refused(rt, ann, message.id, [text("plain 0", ["ann"]), text("secret 0", ["ann", "bob"])])
-    model = FakeModel()
+    model = summarising_model()
     async with open_runtime(model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         await add_shared(ann, 8)
