@@ -1,4 +1,7 @@
-"""Test helpers shared by the suite (not fixtures).
+"""Test helpers internal to this suite (not fixtures): raw records and store dumps.
+
+What a user's tests need too (test models, the leak check, a runtime on a temporary store) lives
+in ``asides.testing``; only what reaches below the public API stays here.
 
 * :func:`seed_records` writes raw records into a store file *before* a runtime opens it: the way
   tests stand in for old or foreign data (a corrupt reader record, an audience where a write
