@@ -25,9 +25,49 @@ from ._messages import Message, freeze_metadata
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel, _encodable
 from ._sqlite import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
 
-__all__ = ["PendingRow", "PendingWrite", "RowTuple", "apply_rows", "branch_row", "edit_row", "message_row", "number_rows", "state_row"]
+__all__ = [
+    "BranchCreatedElsewhere",
+    "FromElsewhere",
+    "MessageEditedElsewhere",
+    "MessagesAppendedElsewhere",
+    "PendingRow",
+    "PendingWrite",
+    "RowTuple",
+    "StatesWrittenElsewhere",
+    "apply_rows",
+    "branch_row",
+    "edit_row",
+    "message_row",
+    "number_rows",
+    "state_row",
+]
 
 RowTuple = tuple[int, str, int, str, str | None, str]
+
+
+class FromElsewhere:
+    """Marks a store event made by another process's commit (heard through a notification or
+    a catch-up); the event is otherwise the one a local write makes."""
+
+
+@attrs.frozen
+class MessagesAppendedElsewhere(MessagesAppended, FromElsewhere):
+    pass
+
+
+@attrs.frozen
+class MessageEditedElsewhere(MessageEdited, FromElsewhere):
+    pass
+
+
+@attrs.frozen
+class StatesWrittenElsewhere(StatesWritten, FromElsewhere):
+    pass
+
+
+@attrs.frozen
+class BranchCreatedElsewhere(BranchCreated, FromElsewhere):
+    pass
 
 
 @attrs.frozen
@@ -111,9 +151,15 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) 
     return rows
 
 
-def apply_rows(model: LogModel, rows: Sequence[RowTuple]) -> list[StoreEvent]:
+def apply_rows(model: LogModel, rows: Sequence[RowTuple], *, elsewhere: bool = False) -> list[StoreEvent]:
     """Replay committed ``rows`` (in id order) into ``model``; returns the store events they make,
-    consecutive messages (or states) on one branch in one event, as the writes that made them."""
+    consecutive messages (or states) on one branch in one event, as the writes that made them.
+    With ``elsewhere`` (another process committed them) the events are the ``...Elsewhere`` kinds."""
+    appended, edited, written, created = (
+        (MessagesAppendedElsewhere, MessageEditedElsewhere, StatesWrittenElsewhere, BranchCreatedElsewhere)
+        if elsewhere
+        else (MessagesAppended, MessageEdited, StatesWritten, BranchCreated)
+    )
     events: list[StoreEvent] = []
     messages: list[Message] = []
     keys: list[str] = []
@@ -122,9 +168,9 @@ def apply_rows(model: LogModel, rows: Sequence[RowTuple]) -> list[StoreEvent]:
     def flush() -> None:
         nonlocal current
         if current is not None and messages:
-            events.append(MessagesAppended(current[0], tuple(messages)))
+            events.append(appended(current[0], tuple(messages)))
         elif current is not None and keys:
-            events.append(StatesWritten(current[0], tuple(keys)))
+            events.append(written(current[0], tuple(keys)))
         messages.clear()
         keys.clear()
         current = None
@@ -149,8 +195,8 @@ def apply_rows(model: LogModel, rows: Sequence[RowTuple]) -> list[StoreEvent]:
         elif kind == EDIT and ref is not None and before is not None:
             after = model.get(branch, ref)
             if after is not None:
-                events.append(MessageEdited(branch, before, after))
+                events.append(edited(branch, before, after))
         elif kind == BRANCH and model.has_branch(branch):
-            events.append(BranchCreated(model.branch_info(branch)))
+            events.append(created(model.branch_info(branch)))
     flush()
     return events

@@ -157,12 +157,14 @@ class PostgresStore(SqliteStore):
 
     # -- replaying committed records ---------------------------------------------------------
 
-    def _apply(self, rows: Sequence[RowTuple]) -> None:
-        """Replay committed records (in id order) into the model and tell the listeners."""
+    def _apply(self, rows: Sequence[RowTuple], *, elsewhere: bool = True) -> None:
+        """Replay committed records (in id order) into the model and tell the listeners; records
+        caught up with are another process's (``elsewhere``), or, rarely, this process's own
+        commit whose answer was lost with its connection."""
         fresh = [row for row in rows if row[0] > self._applied]
         if not fresh:
             return
-        events = apply_rows(self._model, fresh)
+        events = apply_rows(self._model, fresh, elsewhere=elsewhere)
         self._applied = fresh[-1][0]
         self._announced = max(self._announced, self._applied)
         for event in events:
@@ -293,7 +295,7 @@ class PostgresStore(SqliteStore):
 
     def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
         self.commits += 1
-        self._apply(rows)
+        self._apply(rows, elsewhere=False)
         for write in accepted:
             write.done.set()
 
@@ -323,7 +325,10 @@ class PostgresStore(SqliteStore):
     async def _submit(self, write: PendingWrite) -> list[int]:
         self._pending.append(write)
         self._wake_up()
-        await write.done.wait()
+        # Once queued, the write completes (or is refused): a cancelled caller still waits for
+        # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
+        with anyio.CancelScope(shield=True):
+            await write.done.wait()
         if write.error is not None:
             raise write.error
         return write.ids

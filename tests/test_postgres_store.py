@@ -21,6 +21,7 @@ from asides.store import (
     text,
 )
 from asides.store._pg_driver import Connection
+from asides.store._pg_rows import FromElsewhere
 from asides.store._postgres import PostgresStore, redact_url
 from asides.store._sqlite import MessagesAppended, SqliteStore, StatesWritten
 
@@ -164,12 +165,17 @@ async def test_a_commit_elsewhere_reaches_this_store_by_notification_and_by_sync
         with trio.fail_after(10):
             await heard.wait()  # no sync: the notification alone brought it
         assert [m.id for m in seen[0].messages] == [sent.id]
+        assert isinstance(seen[0], FromElsewhere)
         assert b.get_message("main", sent.id) == sent
         # sync: every commit made before it is in the model when it returns
         await a.set_state("main", "k", "v")
         await b.sync()
         assert b.get_state("main", "k") == "v"
         assert any(isinstance(e, StatesWritten) and e.keys == ("k",) for e in seen)
+        mine: list[object] = []
+        a.add_listener(mine.append)
+        await a.append_message("main", "alice", (text("mine"),))
+        assert [type(e) for e in mine] == [MessagesAppended]  # a process's own writes are not "elsewhere"
 
 
 async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_url):
