@@ -92,6 +92,8 @@ class PendingWrite:
     """
 
     rows: list[PendingRow]
+    #: Records written exactly as they are, ids included (a restore), instead of ``rows``.
+    exact: list[RowTuple] | None = None
     recheck: Callable[[LogModel], None] | None = None
     guard: Callable[[], None] | None = None
     ids: list[int] = attrs.Factory(list)

@@ -40,9 +40,9 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
-from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
+from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, StoreNotEmptyError, UnknownMessageError
 from ._messages import Message, check_message_items
-from ._model import BranchInfo, LogModel
+from ._model import BranchInfo, LogModel, Row
 from ._names import check_branch
 from ._pg_driver import Connection, Listener, connect, is_connection_error
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, number_rows, state_row
@@ -196,6 +196,13 @@ class PostgresStore(SqliteStore):
             with anyio.CancelScope(shield=True):
                 error: BaseException | None = None
                 try:
+                    for write in [w for w in writes if w.exact is not None]:
+                        writes.remove(write)
+                        try:
+                            await self._write_exact(write)
+                        except Exception as exc:
+                            write.error = exc
+                        write.done.set()
                     committed = await self._commit_retrying(writes) if writes else False
                     if not committed:
                         connection = await self._ensure_connection()
@@ -251,6 +258,19 @@ class PostgresStore(SqliteStore):
                 raise StoreFailedError(
                     f"the connection to {self.path!r} was lost during a commit, twice ({again.cause}); nothing of it was written"
                 ) from again.cause
+
+    async def _write_exact(self, write: PendingWrite) -> None:
+        """Write a restore's records as they are, in one transaction, into a store no process has
+        written to (checked under the write lock). The model already holds them."""
+        assert write.exact
+        connection = await self._ensure_connection()
+        head, missed = await self._call(connection.lock, self._applied)
+        if head != 0 or missed:
+            await self._call(connection.rollback)
+            raise StoreNotEmptyError(self.path)
+        await self._call(connection.commit_locked, 0, write.exact)
+        self._applied = self._announced = write.exact[-1][0]
+        self.commits += 1
 
     async def _commit(self, writes: list[PendingWrite]) -> bool:
         """Commit the writes that pass their checks, in one transaction, after every commit made
@@ -436,6 +456,21 @@ class PostgresStore(SqliteStore):
         return self._model.branch_info(name)
 
     # -- backups -----------------------------------------------------------------------------
+
+    async def _persist(self, rows: Sequence[Row]) -> None:
+        """The base class writes records exactly as they are (ids included) through here, in
+        :meth:`restore_records`, after putting them in memory. Here they go in one transaction
+        into a store no process has written to. If another process wrote first, memory holds
+        records the database does not: the store stops (every later call raises
+        ``StoreFailedError``), as the SQLite store does after a failed commit."""
+        if not rows:
+            return
+        exact = [row.as_tuple() for row in rows]
+        try:
+            await self._submit(PendingWrite([], exact=exact))
+        except BaseException as exc:
+            self._failure = exc
+            raise
 
     async def records(self) -> list[RowTuple]:
         """Every record of the store as the database holds it now, in id order (for a backup;

@@ -58,3 +58,26 @@ def test_reading_commands_refuse_a_schema_without_a_store_and_create_nothing(pg_
 
     with psycopg.connect(empty, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace").fetchone()[0] == 0
+
+
+def test_a_sqlite_store_moves_to_postgres_by_dump_and_restore_and_back(pg_url, tmp_path, capsys):
+    source = str(tmp_path / "source.db")
+
+    async def seed_file() -> None:
+        async with open_runtime(source) as rt:
+            ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+            first = await ann.add_message("user", [text("for ann only", ["ann"]), text("for everyone")])
+            await ann.edit_message(first.id, [text("for ann only", ["ann"]), text("for everyone, edited")])
+
+    trio.run(seed_file)
+    assert main(["dump", source]) == 0
+    dump = tmp_path / "store.dump"
+    dump.write_text(capsys.readouterr().out)
+    assert main(["restore", pg_url, str(dump)]) == 0
+    capsys.readouterr()
+    assert main(["dump", pg_url]) == 0
+    assert capsys.readouterr().out == dump.read_text()  # the same records, ids and all
+    assert main(["restore", pg_url, str(dump)]) == 1  # a store that holds records is refused
+    assert "holds" in capsys.readouterr().err
+    back = str(tmp_path / "back.db")
+    assert main(["restore", back, str(dump)]) == 0

@@ -14,6 +14,7 @@ from asides.store import (
     InvalidArgumentError,
     InvalidNameError,
     StoreFailedError,
+    StoreNotEmptyError,
     StoreReadOnlyError,
     UnknownBranchError,
     UnknownMessageError,
@@ -328,3 +329,37 @@ async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monk
         expected = ["one", "two", "three"] if happened else ["one", "three"]
         assert [m.content[0].text for m in store.messages("main")] == expected
     check_sequences(_rows(pg_url))
+
+
+# -- backups -----------------------------------------------------------------------------------
+
+
+async def test_a_backup_restores_into_an_empty_shared_store_with_its_ids(pg_url, tmp_path):
+    async with open_store(str(tmp_path / "source.db")) as source:
+        first = await source.append_message("main", "alice", (text("hello"),))
+        await source.set_state("main", "ns/reader", "alice")
+        await source.edit_message("main", first.id, (text("hello!"),))
+        await source.create_branch("side", "main")
+        backup = await source.records()
+    async with open_store(pg_url) as store:
+        await store.restore_records(backup)
+        assert store.get_message("main", first.id).content == (text("hello!"),)
+        after = await store.append_message("main", "bob", (text("after"),))
+        assert int(after.id) == len(backup) + 1
+    assert [tuple(r) for r in rows(pg_url)][: len(backup)] == [tuple(r) for r in backup]
+    check_sequences(rows(pg_url))
+
+
+async def test_a_restore_racing_another_process_writes_nothing_and_stops_the_store(pg_url, monkeypatch):
+    async def no_listening(self) -> None:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+    backup = [(1, "main", 1, "state", "k", "1")]
+    async with open_store(pg_url) as restoring, open_store(pg_url) as other:
+        await other.set_state("main", "other", 2)  # restoring has not heard of it
+        with pytest.raises(StoreNotEmptyError):
+            await restoring.restore_records(backup)
+        with pytest.raises(StoreFailedError):
+            restoring.head("main")  # memory held the backup the database refused: the store stopped
+    assert [row[4] for row in rows(pg_url)] == ["other"]
