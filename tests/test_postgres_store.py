@@ -363,3 +363,17 @@ async def test_a_restore_racing_another_process_writes_nothing_and_stops_the_sto
         with pytest.raises(StoreFailedError):
             restoring.head("main")  # memory held the backup the database refused: the store stopped
     assert [row[4] for row in rows(pg_url)] == ["other"]
+
+
+def test_every_write_of_the_sqlite_store_is_made_for_postgres():
+    """A write method added to SqliteStore (which PostgresStore extends) must be written for
+    PostgreSQL too: inherited, it would number records in memory alone. Only these delegate to
+    methods PostgresStore has: append_message to append_messages, restore_records to _persist;
+    _insert serves only the SQLite committer, which PostgresStore replaces."""
+    import inspect
+
+    delegating = {"append_message", "restore_records", "_insert"}
+    for name, member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
+        if name.startswith("__") or name in delegating:
+            continue
+        assert name in PostgresStore.__dict__, f"SqliteStore.{name} is not made for PostgreSQL"
