@@ -377,3 +377,21 @@ def test_every_write_of_the_sqlite_store_is_made_for_postgres():
         if name.startswith("__") or name in delegating:
             continue
         assert name in PostgresStore.__dict__, f"SqliteStore.{name} is not made for PostgreSQL"
+
+
+def test_the_store_works_under_asyncio(pg_url):
+    import anyio
+
+    async def scenario() -> None:
+        async with open_store(pg_url) as a, open_store(pg_url) as b:
+            heard = anyio.Event()
+            b.add_listener(lambda event: heard.set() if isinstance(event, MessagesAppended) else None)
+            sent = await a.append_message("main", "alice", (text("from asyncio"),))
+            with anyio.fail_after(10):
+                await heard.wait()
+            assert b.get_message("main", sent.id) == sent
+            await b.set_state("main", "k", 1)
+            await a.sync()
+            assert a.get_state("main", "k") == 1
+
+    anyio.run(scenario, backend="asyncio")
