@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -27,6 +27,9 @@ from ..strategies._models import Model
 from ._manager import ContextEntry, ContextManager, Derivation
 from ._namespace import NamespaceActor, normalise_namespace
 from ._protocol import MessageChanged, MessagesAdded
+
+if TYPE_CHECKING:
+    from ..integrations.openai_agents import AsidesSession
 
 __all__ = ["Runtime", "open_runtime"]
 
@@ -45,6 +48,8 @@ class Runtime:
         self._managers: set[ContextManager] = set()
         self._copies: dict[str, dict[str, list[str]]] = {}
         self._closing = False
+        #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
+        self.integrations: dict[str, Any] = {}
         self._unlisten = store.add_listener(self._on_store_event)
 
     # -- public --------------------------------------------------------------------------------
@@ -130,6 +135,18 @@ class Runtime:
         opened = await self.open_manager(derivation.namespace, strategy=strategy, view_reader=view_reader, branch=branch)
         opened._derivation = derivation
         return opened
+
+    async def openai_session(
+        self, session_id: str, *, reader: str | None = None, strategy: Any = None, session_settings: Any = None
+    ) -> AsidesSession:
+        """An OpenAI Agents SDK session (``Runner.run(..., session=)``) on the conversation
+        ``session_id`` of this runtime's store, for ``reader``; it lives as long as the runtime.
+        Needs the ``openai-agents`` extra; see ``asides.integrations.openai_agents``."""
+        from ..integrations.openai_agents import AsidesSession
+
+        return await AsidesSession.bound_to(
+            self, session_id, reader=reader, strategy=strategy, session_settings=session_settings
+        )
 
     # -- internals used by managers ------------------------------------------------------------
 

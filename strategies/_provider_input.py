@@ -53,7 +53,7 @@ from ..store._blocks import (
 )
 from ..store._errors import MalformedContentError
 
-__all__ = ["ProviderMessage", "from_anthropic", "from_openai"]
+__all__ = ["ProviderMessage", "from_anthropic", "from_openai", "image_from_url"]
 
 TOOL_ERROR_PREFIX = "[tool error] "
 UNKNOWN_IMAGE_TYPE = "image/*"
@@ -98,7 +98,7 @@ def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     return value
 
 
-def _url_image(url: str) -> ImageBlock:
+def image_from_url(url: str) -> ImageBlock:
     """An image by URL or ``data:`` URL; a plain URL's media type is guessed from its ending."""
     if url.startswith("data:"):
         head, sep, data = url[len("data:") :].partition(",")
@@ -140,7 +140,7 @@ def _anthropic_image(block: dict[str, Any], path: str) -> ImageBlock:
     if kind == "base64":
         return ImageBlock(_str(source, "media_type", f"{path}.source", allow_empty=False), data=_str(source, "data", f"{path}.source"))
     if kind == "url":
-        return _url_image(_str(source, "url", f"{path}.source", allow_empty=False))
+        return image_from_url(_str(source, "url", f"{path}.source", allow_empty=False))
     raise MalformedContentError(f"{path}.source.type", f"an image source of type {kind!r} has no asides form; base64 and url do")
 
 
@@ -233,7 +233,7 @@ def _openai_parts(content: Any, path: str, *, images: bool) -> list[ContentBlock
             out.append(TextBlock(_str(part, "refusal", ppath)))
         elif kind == "image_url" and images:
             image_url = _object(part.get("image_url"), f"{ppath}.image_url", "image_url")
-            out.append(_url_image(_str(image_url, "url", f"{ppath}.image_url", allow_empty=False)))
+            out.append(image_from_url(_str(image_url, "url", f"{ppath}.image_url", allow_empty=False)))
         else:
             known = "text and image_url parts" if images else "text and refusal parts"
             raise MalformedContentError(ppath, f"a {kind!r} part has no asides form here; {known} do")

@@ -1,0 +1,131 @@
+"""A runtime of its own, on a thread of its own, shared by the sessions of one store file.
+
+``AsidesSession("conversation", "room.db")`` is built the way the SDK's own sessions are: from a
+path, with no event loop at hand. It needs a runtime, and a runtime lives in an event loop. So
+the sessions of one file share a :class:`ThreadHost`: a daemon thread running an asyncio loop,
+with the runtime over that file and a task group for the sessions' calls (see ``_loop``).
+
+The host runs asyncio, not Trio (asides's reference backend), on a loop made by the platform's
+default policy, on purpose: the store under Trio bridges to SQLite through ``trio_asyncio``,
+whose import installs its own event loop policy for the whole process, and a program that uses
+the SDK (``asyncio.run``, ``Runner.run_sync``) would then run on it without asking for it.
+
+**Why one piece of module state.** A store file is held by one runtime at a time (a second open
+is refused, in this process as in another), and a session is an independent object built from a
+path. So two sessions built from the same path must find the one runtime that holds it: the
+process-wide registry :data:`_HOSTS`, keyed by the resolved path and reference counted. The first
+session on a path starts its host; the last ``close()`` stops it (closing the runtime and the
+store) and removes it. ``":memory:"`` is never shared: each session built with it gets a private
+in-memory store, as the SDK's ``SQLiteSession`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import anyio
+
+from ...actors._runtime import Runtime, open_runtime
+from ._loop import LoopHandle
+
+__all__ = ["ThreadHost", "acquire_host", "release_host"]
+
+MEMORY = ":memory:"
+
+
+class ThreadHost:
+    """A runtime over ``path`` in an asyncio loop on a daemon thread. Made by :func:`acquire_host`."""
+
+    def __init__(self, path: str, key: str | None) -> None:
+        self.path = path
+        self.key = key  # the registry key, or None for a private in-memory store
+        self.users = 1
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._runtime: Runtime | None = None
+        self._loop: LoopHandle | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, name=f"asides openai-agents host: {path}", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            self._thread.join()
+            raise self._failure
+
+    @property
+    def runtime(self) -> Runtime:
+        assert self._runtime is not None
+        return self._runtime
+
+    @property
+    def loop(self) -> LoopHandle:
+        assert self._loop is not None
+        return self._loop
+
+    def _main(self) -> None:
+        try:
+            anyio.run(self._serve, backend="asyncio", backend_options={"loop_factory": _platform_loop})
+        except BaseException as exc:  # reported to the constructor when it failed to start
+            if not self._ready.is_set():
+                self._failure = exc
+                self._ready.set()
+
+    async def _serve(self) -> None:
+        async with open_runtime(self.path) as runtime:
+            async with anyio.create_task_group() as calls:
+                self._runtime = runtime
+                self._loop = LoopHandle.here(calls.start_soon)
+                self._stop = asyncio.Event()
+                self._ready.set()
+                await self._stop.wait()
+                calls.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """Close the runtime (every manager, the store) and end the thread; waits for both."""
+        if self._stop is not None and self._thread.is_alive():
+            try:
+                self.loop.native.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:
+                pass  # the loop already ended
+        self._thread.join()
+
+
+def _platform_loop() -> asyncio.AbstractEventLoop:
+    """A loop of the platform's default kind, whatever policy the process has installed."""
+    return asyncio.DefaultEventLoopPolicy().new_event_loop()
+
+
+_HOSTS: dict[str, ThreadHost] = {}
+"""The hosts of store files, by resolved path (see the module docstring)."""
+_HOSTS_LOCK = threading.Lock()
+
+
+def acquire_host(db_path: str | Path) -> ThreadHost:
+    """The host of ``db_path``, started when no session uses it yet; count one more user."""
+    if str(db_path) == MEMORY:
+        return ThreadHost(MEMORY, None)
+    key = str(Path(db_path).expanduser().resolve())
+    with _HOSTS_LOCK:
+        host = _HOSTS.get(key)
+        if host is not None:
+            host.users += 1
+            return host
+        host = ThreadHost(key, key)
+        _HOSTS[key] = host
+        return host
+
+
+def release_host(host: ThreadHost) -> None:
+    """Count one user less; the last one stops the host (closing its store) and forgets it."""
+    if host.key is None:
+        host.stop()
+        return
+    with _HOSTS_LOCK:  # held while stopping, so a new session on the path waits for the file
+        host.users -= 1
+        if host.users > 0:
+            return
+        if _HOSTS.get(host.key) is host:
+            del _HOSTS[host.key]
+        host.stop()

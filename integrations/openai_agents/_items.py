@@ -1,0 +1,244 @@
+"""Responses input items in: who says each one, the content blocks asides compiles from, and the
+item itself kept exactly.
+
+An item the SDK hands a session is stored as one asides message:
+
+* its **participant**: ``user``, ``system`` or ``developer`` for a message item of that role
+  (lines everyone in the conversation hears as they are); everything else (the agent's messages,
+  its tool calls and their outputs, reasoning, and any item type asides does not know) is the
+  agent's own: its reader's name, or ``assistant`` for a session with no reader;
+* its **content blocks**, what compiles, memories and other agents read: text, images, tool calls
+  and results as blocks; reasoning, and items with no readable form, as an unsigned thinking block
+  naming the item type, which no provider form and no compression request shows;
+* the **item itself**, as JSON text in the message's metadata (``openai_agents.item``), with the
+  reader of the session that added it (``openai_agents.reader``). ``get_items`` returns this text
+  parsed, so an item comes back exactly as it was added.
+
+A private item (``add_items(items, audience=[...])``) has every block carry that audience; blocks
+that may not carry one (tool calls and results, images, system changes) are written as their
+readable text instead, so the whole message is hidden from every other reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ...store._blocks import (
+    ContentBlock,
+    ImageBlock,
+    RedactedThinkingBlock,
+    SystemChangeBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    content_for_reader,
+)
+from ...store._errors import MalformedContentError
+from ...store._messages import Message
+from ...strategies._provider_forms import IMAGE_TEXT, foreign_call_text, orphan_result_text, system_change_text
+from ...strategies._provider_input import image_from_url
+
+__all__ = [
+    "METADATA_KEY",
+    "SHARED_PARTICIPANTS",
+    "PreparedItem",
+    "SessionRecord",
+    "prepare_item",
+    "prepare_items",
+    "session_record",
+    "speaker_of",
+    "wholly_visible",
+]
+
+METADATA_KEY = "openai_agents"
+"""The metadata key under which a stored item and the reader that added it are kept."""
+
+SHARED_PARTICIPANTS = frozenset({"user", "system", "developer"})
+"""The participants whose items every agent of a conversation gets as they are."""
+
+_MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+
+
+def speaker_of(reader: str | None) -> str:
+    """The participant an agent's own items are stored as: its reader, else ``assistant``."""
+    return reader if reader is not None else "assistant"
+
+
+@attrs.frozen(slots=True)
+class PreparedItem:
+    """An item ready to be added: the message's participant, content and metadata."""
+
+    participant: str
+    content: tuple[ContentBlock, ...]
+    metadata: dict[str, Any]
+
+
+@attrs.frozen(slots=True)
+class SessionRecord:
+    """What a stored message says about the session item it holds."""
+
+    item_json: str
+    reader: str | None
+
+    def item(self) -> Any:
+        """A fresh copy of the item, exactly as it was added."""
+        return json.loads(self.item_json)
+
+
+def session_record(message: Message) -> SessionRecord | None:
+    """The session item ``message`` holds, or ``None`` (a message a host wrote directly)."""
+    record = message.metadata.get(METADATA_KEY) if message.metadata else None
+    if not isinstance(record, Mapping):
+        return None
+    item_json, reader = record.get("item"), record.get("reader")
+    if not isinstance(item_json, str) or not (reader is None or isinstance(reader, str)):
+        return None
+    return SessionRecord(item_json, reader)
+
+
+def wholly_visible(message: Message, reader: str | None) -> bool:
+    """Whether ``reader`` sees every block of ``message`` (so its item reveals nothing hidden)."""
+    return len(content_for_reader(message.content, reader)) == len(message.content)
+
+
+# -- content blocks of an item ----------------------------------------------------------------
+
+
+def _part_blocks(part: Any) -> list[ContentBlock]:
+    """A message content part (or a tool output part) as blocks."""
+    if isinstance(part, str):
+        return [TextBlock(part)]
+    if not isinstance(part, Mapping):
+        return [TextBlock(f"[{type(part).__name__}]")]
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+        return [TextBlock(part["text"])]
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return [TextBlock(part["refusal"])]
+    if kind == "input_image":
+        url = part.get("image_url")
+        return [image_from_url(url)] if isinstance(url, str) and url else [TextBlock(IMAGE_TEXT)]
+    if kind == "input_file":
+        name = part.get("filename")
+        return [TextBlock(f"[file {name}]" if isinstance(name, str) and name else "[file]")]
+    return [TextBlock(f"[{kind}]" if isinstance(kind, str) else "[part]")]
+
+
+def _content_blocks(content: Any) -> list[ContentBlock]:
+    if isinstance(content, list):
+        blocks = [b for part in content for b in _part_blocks(part)]
+        return blocks or [TextBlock("")]
+    return _part_blocks(content if content is not None else "")
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments as a JSON object: parsed when they are one, else kept under ``arguments``."""
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"arguments": raw}
+
+
+def _output(raw: Any) -> str | tuple[ContentBlock, ...]:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        nested = [b for part in raw for b in _part_blocks(part) if isinstance(b, (TextBlock, ImageBlock))]
+        return tuple(nested)
+    return json.dumps(raw, ensure_ascii=False, sort_keys=True)
+
+
+def _nonempty(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def item_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
+    """The content blocks an item compiles as (see the module docstring)."""
+    kind = item.get("type")
+    if kind in (None, "message") and item.get("role") in _MESSAGE_ROLES:
+        return _content_blocks(item.get("content"))
+    call_id = _nonempty(item.get("call_id"))
+    if kind in ("function_call", "custom_tool_call") and call_id and _nonempty(item.get("name")):
+        tool_input = _arguments(item.get("arguments")) if kind == "function_call" else {"input": item.get("input")}
+        return [ToolUseBlock(call_id, item["name"], tool_input)]
+    if kind in ("function_call_output", "custom_tool_call_output") and call_id:
+        return [ToolResultBlock(call_id, _output(item.get("output")))]
+    if kind == "reasoning":
+        summary = item.get("summary")
+        parts = [p.get("text") for p in summary if isinstance(p, Mapping)] if isinstance(summary, list) else []
+        return [ThinkingBlock("\n".join(p for p in parts if isinstance(p, str)) or "[reasoning]")]
+    if isinstance(kind, str) and call_id:
+        if kind.endswith("_output"):
+            return [ToolResultBlock(call_id, f"[{kind}]")]
+        return [ToolUseBlock(call_id, kind, {})]
+    return [ThinkingBlock(f"[{kind}]" if isinstance(kind, str) else "[item]")]
+
+
+def participant_of(item: Mapping[str, Any], speaker: str) -> str:
+    """Who says ``item``: the role of a shared message item, else the agent (``speaker``)."""
+    role = item.get("role")
+    if item.get("type") in (None, "message") and role in SHARED_PARTICIPANTS:
+        return str(role)
+    return speaker
+
+
+def _private(block: ContentBlock, participant: str, audience: tuple[str, ...]) -> ContentBlock:
+    """``block`` for ``audience`` only: as itself where an audience may stand, else as its text."""
+    if isinstance(block, TextBlock):
+        return TextBlock(block.text, audience)
+    if isinstance(block, ThinkingBlock):
+        return ThinkingBlock(block.thinking, block.signature, audience)
+    if isinstance(block, RedactedThinkingBlock):
+        return RedactedThinkingBlock(block.data, audience)
+    if isinstance(block, ToolUseBlock):
+        return TextBlock(foreign_call_text(participant, block), audience)
+    if isinstance(block, ToolResultBlock):
+        return TextBlock(orphan_result_text(block), audience)
+    if isinstance(block, SystemChangeBlock):
+        return TextBlock(system_change_text(block), audience)
+    return TextBlock(IMAGE_TEXT, audience)
+
+
+def prepare_item(
+    item: object, index: int, *, speaker: str, reader: str | None, audience: tuple[str, ...] | None
+) -> PreparedItem:
+    """The message that stores ``item`` (the ``index``-th of a batch). Refuses, with
+    :class:`MalformedContentError` at ``items[<index>]``, an item that is not a JSON object or
+    holds what JSON cannot (NaN, a lone surrogate, a key that is not a string)."""
+    path = f"items[{index}]"
+    if not isinstance(item, Mapping):
+        raise MalformedContentError(path, f"an item must be a JSON object (a dict), not {type(item).__name__}")
+    try:
+        item_json = json.dumps(item, ensure_ascii=False, allow_nan=False)
+        item_json.encode("utf-8")
+        same = json.loads(item_json) == item
+    except (TypeError, ValueError) as exc:
+        raise MalformedContentError(path, f"an item must be JSON that can be stored: {exc}") from None
+    if not same:
+        raise MalformedContentError(path, "an item must come back from JSON as it went in: use lists, and string keys")
+    participant = participant_of(item, speaker)
+    try:
+        blocks = item_blocks(item)
+        if audience is not None:
+            blocks = [_private(b, participant, audience) for b in blocks]
+    except MalformedContentError as exc:
+        raise MalformedContentError(f"{path}.{exc.path}", exc.problem) from None
+    return PreparedItem(participant, tuple(blocks), {METADATA_KEY: {"item": item_json, "reader": reader}})
+
+
+def prepare_items(
+    items: Sequence[object], *, speaker: str, reader: str | None, audience: tuple[str, ...] | None
+) -> list[PreparedItem]:
+    """Every item of a batch prepared, or the first refusal (nothing prepared is kept)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise MalformedContentError("items", f"items must be a list of items, not {type(items).__name__}")
+    return [prepare_item(item, n, speaker=speaker, reader=reader, audience=audience) for n, item in enumerate(items)]

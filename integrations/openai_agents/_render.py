@@ -1,0 +1,182 @@
+"""A compile as Responses input items: what ``get_items`` returns.
+
+Walking the compile in order:
+
+* a raw message that holds a session item is returned as **that item, exactly**, when it is the
+  agent's own (its participant is the agent's) or a shared line (``user``, ``system``,
+  ``developer``), the reader sees all of it, and the compile holds all of it (not truncated, not
+  repaired). A long message stored as shards gives its item once;
+* a **memory** (the recall marker and the memory text, ``summary`` sources) is one
+  ``{"role": "assistant", "content": ...}`` message: the agent remembers in its own voice;
+* anything else (another agent's lines, a host's messages, a part of a message, a repair) is
+  rendered from the compiled blocks by the rules of the provider request forms: another speaker's
+  text is a user message prefixed with its name, its tool calls and results are text; the agent's
+  own calls are ``function_call`` items, and a result answering a call already given (a repair's
+  stub included) is its ``function_call_output``. Thinking is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ...actors._compiled import CompiledContext
+from ...store._blocks import ImageBlock, SystemChangeBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ...store._messages import Message
+from ...strategies._base import CompiledMessage, SourceEntry
+from ...strategies._provider_forms import (
+    IMAGE_TEXT,
+    NO_OUTPUT,
+    Role,
+    foreign_call_text,
+    openai_image_url,
+    orphan_result_text,
+    result_text,
+    role_of,
+    system_change_text,
+    takes_prefix,
+)
+from ._items import SHARED_PARTICIPANTS, session_record, wholly_visible
+
+__all__ = ["compile_items", "returned_as_is"]
+
+Item = dict[str, Any]
+CALL_TYPES = ("function_call", "custom_tool_call")
+
+
+def returned_as_is(message: Message, *, speaker: str, reader: str | None) -> bool:
+    """Whether ``message``'s session item may be returned exactly to the agent ``speaker``."""
+    return (message.participant == speaker or message.participant in SHARED_PARTICIPANTS) and wholly_visible(message, reader)
+
+
+class _Calls:
+    """The calls given so far that no output has answered yet, by call id."""
+
+    def __init__(self) -> None:
+        self.given: set[str] = set()
+        self.open: set[str] = set()
+
+    def note(self, item: Item) -> None:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            return
+        kind = item.get("type")
+        if kind in CALL_TYPES:
+            self.given.add(call_id)
+            self.open.add(call_id)
+        elif isinstance(kind, str) and kind.endswith("_output"):
+            self.open.discard(call_id)
+
+
+def _render(message: CompiledMessage, source: SourceEntry, speaker: str, calls: _Calls) -> list[Item]:
+    """A compiled message that is not returned as an item, as items (see the module docstring)."""
+    role = role_of(message.participant, source, speaker)
+    out: list[Item] = []
+    pieces: list[tuple[str | ImageBlock, bool]] = []  # (text or image, the text names its speaker)
+
+    def flush() -> None:
+        if pieces:
+            out.append(_message(role, message.participant, pieces))
+            pieces.clear()
+
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                pieces.append((block.text, False))
+        elif isinstance(block, SystemChangeBlock):
+            pieces.append((system_change_text(block), False))
+        elif isinstance(block, ImageBlock):
+            pieces.append((block if role == "user" else IMAGE_TEXT, False))
+        elif isinstance(block, ToolUseBlock):
+            if role == "assistant" and block.id not in calls.given:
+                flush()
+                item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": _compact(block.input)}
+                calls.note(item)
+                out.append(item)
+            else:
+                pieces.append((foreign_call_text(message.participant, block), True))
+        elif isinstance(block, ToolResultBlock):
+            if block.tool_use_id in calls.open:
+                flush()
+                body = result_text(block.content) or NO_OUTPUT
+                output = f"[tool error] {body}" if block.is_error else body
+                item = {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
+                calls.note(item)
+                out.append(item)
+            else:
+                pieces.append((orphan_result_text(block), False))
+        # thinking and redacted thinking are left out
+    flush()
+    return out
+
+
+def _message(role: Role, participant: str, pieces: list[tuple[str | ImageBlock, bool]]) -> Item:
+    """One message item: the first text that does not name its speaker takes the speaker's name
+    (user role, not ``user``); with an image, the content is a list of parts."""
+    prefix = takes_prefix(participant, role)
+    parts: list[Item] = []
+    for piece, names_speaker in pieces:
+        if isinstance(piece, ImageBlock):
+            parts.append({"type": "input_image", "image_url": openai_image_url(piece), "detail": "auto"})
+            continue
+        if prefix and not names_speaker:
+            piece = f"{participant}: {piece}"
+            prefix = False
+        parts.append({"type": "input_text", "text": piece})
+    if any(p["type"] == "input_image" for p in parts):
+        return {"role": role, "content": parts}
+    return {"role": role, "content": "\n\n".join(p["text"] for p in parts)}
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def compile_items(
+    ctx: CompiledContext, *, speaker: str, reader: str | None, stored: Callable[[str], Message | None]
+) -> list[Item]:
+    """The items of ``ctx`` for the agent ``speaker`` compiling for ``reader``, oldest first.
+    ``stored`` looks up a message of the branch by id."""
+    out: list[Item] = []
+    calls = _Calls()
+    given_bodies: set[str] = set()
+    memory: tuple[str | None, list[str]] | None = None
+
+    def end_memory() -> None:
+        nonlocal memory
+        if memory is not None and memory[1]:
+            out.append({"role": "assistant", "content": "\n\n".join(memory[1])})
+        memory = None
+
+    for message, source in zip(ctx.messages, ctx.provenance.entries, strict=True):
+        if source.kind == "summary":
+            if memory is None or memory[0] != source.summary_id:
+                end_memory()
+                memory = (source.summary_id, [])
+            memory[1].extend(b.text for b in message.content if isinstance(b, TextBlock) and b.text)
+            continue
+        end_memory()
+        if source.kind == "raw" and len(source.message_ids) == 1:
+            message_id = source.message_ids[0]
+            found = stored(message_id)
+            record = session_record(found) if found is not None else None
+            if (
+                found is not None
+                and record is not None
+                and ctx.provenance.complete.get(message_id, False)
+                and returned_as_is(found, speaker=speaker, reader=reader)
+            ):
+                body = found.metadata.get("body_id")
+                if isinstance(body, str):
+                    if body in given_bodies:
+                        continue  # a later shard of an item already given
+                    given_bodies.add(body)
+                item = record.item()
+                if isinstance(item, dict):
+                    calls.note(item)
+                out.append(item)
+                continue
+        out.extend(_render(message, source, speaker, calls))
+    end_memory()
+    return out

@@ -1,0 +1,204 @@
+"""``AsidesSession``: the OpenAI Agents SDK's ``Session`` protocol over an asides store."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agents.memory import SessionSettings
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+
+from ...store._errors import ArgumentTypeError, InvalidArgumentError
+from ...store._names import check_optional_reader, check_reader
+from ...strategies._models import Model
+from ...strategies._passthrough import PassthroughStrategy
+from ._agent import Agent
+from ._host import ThreadHost, acquire_host, release_host
+from ._loop import LoopHandle, SessionClosedError
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+    from ...actors._runtime import Runtime
+
+__all__ = ["AsidesSession"]
+
+T = TypeVar("T")
+
+
+def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:
+    """``SessionSettings()`` for ``None``; a dict converted as the SDK's own sessions convert it
+    (an unknown key is refused)."""
+    return coerce_session_settings(value) if value is not None else SessionSettings()
+
+
+def _audience(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ArgumentTypeError("audience", f"must be a list of reader names, not {type(value).__name__}")
+    if not value:
+        raise InvalidArgumentError("audience", "must name at least one reader: an item for no one would be seen by no one")
+    return tuple(check_reader(name, f"audience[{n}]") for n, name in enumerate(value))
+
+
+class AsidesSession:
+    """A session of the OpenAI Agents SDK (``Runner.run(agent, input, session=...)``) on an asides
+    store: ``get_items``, ``add_items``, ``pop_item``, ``clear_session`` and a synchronous
+    ``close()``, as the SDK's ``SQLiteSession`` has them, plus what only asides can do.
+
+    ``session_id`` names a conversation: sessions with other ids on the same store never see
+    it. Several agents share a conversation by opening sessions with the same id, each with its
+    own ``reader``: they share its log, and each sees only what its reader may see. ``db_path``
+    is the store file (``":memory:"``, the default, is a private in-memory store); sessions on one
+    file in one process share one store. ``strategy`` decides what ``get_items`` returns
+    (default ``PassthroughStrategy()``: every item, exactly as added; a compressing strategy gives
+    the agent's memories as assistant messages, then the recent items as they were added);
+    ``model`` is the model a compressing strategy writes memories with. A strategy object serves
+    one session.
+
+    Every method may be called from any asyncio event loop or thread (``Runner.run_sync`` too),
+    and under Trio. Inside a host's own runtime use ``await runtime.openai_session(...)``.
+    """
+
+    session_id: str
+    session_settings: SessionSettings | None
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        reader: str | None = None,
+        strategy: Any = None,
+        model: Model | None = None,
+    ) -> None:
+        self._setup(session_id, session_settings, reader)
+        host = acquire_host(db_path)
+        try:
+            agent = Agent(host.runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
+            host.loop.run_blocking(agent.open)
+        except BaseException:
+            release_host(host)
+            raise
+        self._host: ThreadHost | None = host
+        self._loop = host.loop
+        self._agent = agent
+
+    def _setup(self, session_id: object, session_settings: Any, reader: object) -> None:
+        if not isinstance(session_id, str):
+            raise ArgumentTypeError("session_id", f"must be a string, not {type(session_id).__name__}")
+        self.session_id = session_id
+        self.session_settings = _settings(session_settings)
+        self._reader = check_optional_reader(reader, "reader")
+        self._closed = False
+
+    @classmethod
+    async def bound_to(
+        cls,
+        runtime: Runtime,
+        session_id: str,
+        *,
+        reader: str | None = None,
+        strategy: Any = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        model: Model | None = None,
+    ) -> AsidesSession:
+        """A session working in ``runtime`` (call it in the runtime's event loop); it is closed at
+        the latest when the runtime closes. What ``Runtime.openai_session`` returns."""
+        self = cls.__new__(cls)
+        self._setup(session_id, session_settings, reader)
+        self._host = None
+        self._loop = LoopHandle.here(runtime.spawn)
+        self._agent = Agent(runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
+        await self._agent.open()
+        return self
+
+    # -- what the agent sees ------------------------------------------------------------------
+
+    @property
+    def reader(self) -> str | None:
+        """The reader this session's agent is (``None``: an agent that sees no private line)."""
+        return self._reader
+
+    @property
+    def branch(self) -> str:
+        """The conversation's branch in the store (``openai-agents/<session_id>``)."""
+        return self._agent.branch
+
+    @property
+    def namespace(self) -> str:
+        """The namespace holding this agent's memories and claim on the conversation's branch."""
+        return self._agent.namespace
+
+    async def _call(self, action: str, fn: Callable[[], Awaitable[T]]) -> T:
+        if self._closed:
+            raise SessionClosedError(f"{action} was refused: session {self.session_id!r} is closed")
+        return await self._loop.run(fn)
+
+    # -- the SDK's Session protocol -----------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """This agent's view of the conversation as input items, oldest first: items exactly as
+        added (its own and shared ``user``/``system``/``developer`` lines), other agents' lines
+        as user messages naming them, memories as assistant messages. ``limit`` (else
+        ``session_settings.limit``) keeps the newest that many."""
+        resolved = resolve_session_limit(limit, self.session_settings)
+        return await self._call("get_items", lambda: self._agent.get_items(resolved))
+
+    async def add_items(self, items: list[TResponseInputItem], *, audience: Sequence[str] | None = None) -> None:
+        """Add ``items`` to the conversation, in order, said by this agent (or, for a ``user``,
+        ``system`` or ``developer`` message, by that role). With ``audience``, only those readers'
+        compiles and views hold them. A malformed item refuses the whole batch, writing nothing."""
+        checked = _audience(audience)
+        await self._call("add_items", lambda: self._agent.add_items(items, checked))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item this agent added from its view and return it (``None`` when
+        there is none). Other agents' items stay, and nothing leaves another agent's view."""
+        item: TResponseInputItem | None = await self._call("pop_item", self._agent.pop_item)
+        return item
+
+    async def clear_session(self) -> None:
+        """Empty this agent's view of the conversation (its memories start afresh); nothing
+        leaves another agent's view."""
+        await self._call("clear_session", self._agent.clear)
+
+    # -- beyond the protocol ------------------------------------------------------------------
+
+    async def drain(self) -> None:
+        """Wait until the strategy's background compression has caught up."""
+        await self._call("drain", self._agent.drain)
+
+    def close(self) -> None:
+        """Close the session (synchronous, idempotent). The last session on a store file closes
+        the store. A session from ``Runtime.openai_session`` closes its manager in the runtime's
+        loop (at the latest when the runtime closes)."""
+        if self._closed:
+            return
+        self._closed = True
+        host, self._host = self._host, None
+        if host is None:
+            if self._loop.on_loop_thread:
+                self._loop.spawn(self._agent.aclose)
+            else:
+                try:
+                    self._loop.run_blocking(self._agent.aclose)
+                except SessionClosedError:
+                    pass  # the runtime closed, and the manager with it
+            return
+        try:
+            host.loop.run_blocking(self._agent.aclose)
+        except SessionClosedError:
+            pass
+        finally:
+            release_host(host)
+
+    def __repr__(self) -> str:
+        return f"<AsidesSession {self.session_id!r} reader={self._reader!r}{' closed' if self._closed else ''}>"
+
+
+def _strategy(strategy: Any) -> Any:
+    return PassthroughStrategy() if strategy is None else strategy

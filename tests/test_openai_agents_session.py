@@ -1,0 +1,695 @@
+"""``AsidesSession``: the OpenAI Agents SDK's ``Session`` protocol over asides (issue 12, items 3-5).
+
+Sections:
+  1. Helpers
+  2. The SDK's own session tests, ported (run, run_sync, run_streamed; different sessions;
+     pop_item; limits; clear_session; unicode; SQL-like text; concurrent access; settings)
+  3. Exact round trip of every input item
+  4. Several agents on one conversation (privacy; pop_item and clear_session stay in one view)
+  5. Compression: memories as assistant messages, then the recent items as they were added
+  6. Event loops and threads; one store per file; a host's own runtime
+  7. Refusals, closing, and what is stored
+  8. The example runs
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.memory import Session, SessionSettings
+
+from asides import (
+    AutobiographicalStrategy,
+    ExtractiveModel,
+    MalformedContentError,
+    PassthroughStrategy,
+    open_runtime,
+)
+from asides.integrations.openai_agents import AsidesSession, ScriptedAgentModel, SessionClosedError
+
+set_tracing_disabled(True)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# -- 1. Helpers ---------------------------------------------------------------------------------
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def run(coro_fn: Any, *args: Any) -> Any:
+    """Run an async function under its own ``asyncio.run`` (a fresh loop every time)."""
+    return asyncio.run(coro_fn(*args))
+
+
+def run_agent(method: str, agent: Agent[Any], text: str, session: Any) -> Any:
+    """One ``Runner`` turn by ``method``: ``run`` in ``asyncio.run``, ``run_sync`` as it is,
+    ``run_streamed`` consuming every event."""
+    if method == "run":
+        return asyncio.run(Runner.run(agent, text, session=session))
+    if method == "run_sync":
+        return Runner.run_sync(agent, text, session=session)
+
+    async def streamed() -> Any:
+        result = Runner.run_streamed(agent, text, session=session)
+        async for _event in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(streamed())
+
+
+def texts(items: list[Any]) -> list[str]:
+    """The text of each message item (a string content, or its text parts joined)."""
+    out = []
+    for item in items:
+        content = item.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.append("".join(p.get("text", "") for p in content if isinstance(p, dict)))
+    return out
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "sessions.db")
+
+
+METHODS = ["run", "run_sync", "run_streamed"]
+
+# -- 2. The SDK's own session tests, ported -----------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_basic_conversation(method, db):
+    """As the SDK's own test: the second turn's model input holds the first turn, then the new input."""
+    session = AsidesSession("conversation-1", db)
+    model = ScriptedAgentModel(["San Francisco", "California"])
+    agent = Agent(name="test", model=model)
+    assert run_agent(method, agent, "What city is the Golden Gate Bridge in?", session).final_output == "San Francisco"
+    assert run_agent(method, agent, "What state is it in?", session).final_output == "California"
+    assert texts(model.inputs[1]) == ["What city is the Golden Gate Bridge in?", "San Francisco", "What state is it in?"]
+    assert texts(run(session.get_items)) == texts(model.inputs[1]) + ["California"]
+    session.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_different_sessions_are_isolated(method, db):
+    """Sessions with different ids on one store never see each other's conversation."""
+    model = ScriptedAgentModel(["I like cats", "I like dogs", "Yes, you mentioned cats"])
+    agent = Agent(name="test", model=model)
+    one, two = AsidesSession("session_1", db), AsidesSession("session_2", db)
+    run_agent(method, agent, "I like cats", one)
+    run_agent(method, agent, "I like dogs", two)
+    run_agent(method, agent, "What did I say I like?", one)
+    assert texts(model.inputs[2]) == ["I like cats", "I like cats", "What did I say I like?"]
+    assert texts(run(two.get_items)) == ["I like dogs", "I like dogs"]
+    one.close()
+    two.close()
+
+
+def test_add_get_and_clear(db):
+    """As the SDK's direct test: items come back in order; after ``clear_session`` there are none."""
+    session = AsidesSession("direct", db)
+
+    async def scenario() -> None:
+        await session.add_items([user("Hello"), said("Hi there!")])
+        assert await session.get_items() == [user("Hello"), said("Hi there!")]
+        await session.clear_session()
+        assert await session.get_items() == []
+        await session.add_items([user("Again")])
+        assert await session.get_items() == [user("Again")]
+
+    run(scenario)
+    session.close()
+
+
+def test_pop_item(db):
+    """As the SDK's test: the newest item comes off each time, then ``None``."""
+    session = AsidesSession("pop", db)
+
+    async def scenario() -> None:
+        assert await session.pop_item() is None
+        await session.add_items([user("Hello"), said("Hi there!"), user("How are you?")])
+        assert await session.pop_item() == user("How are you?")
+        assert await session.get_items() == [user("Hello"), said("Hi there!")]
+        assert await session.pop_item() == said("Hi there!")
+        assert await session.pop_item() == user("Hello")
+        assert await session.pop_item() is None
+        assert await session.get_items() == []
+
+    run(scenario)
+    session.close()
+
+
+def test_pop_affects_only_its_session(db):
+    """As the SDK's test: popping in one conversation leaves another untouched."""
+    one, two = AsidesSession("session_1", db), AsidesSession("session_2", db)
+
+    async def scenario() -> None:
+        await one.add_items([user("Session 1 message")])
+        await two.add_items([user("Session 2 message 1"), user("Session 2 message 2")])
+        assert await two.pop_item() == user("Session 2 message 2")
+        assert await one.get_items() == [user("Session 1 message")]
+        assert await two.get_items() == [user("Session 2 message 1")]
+
+    run(scenario)
+    one.close()
+    two.close()
+
+
+def test_get_items_limit(db):
+    """As the SDK's test: ``limit`` keeps the newest items in order; 0 gives none; past the end,
+    all; a negative limit, all (as the SDK's SQLite session)."""
+    session = AsidesSession("limits", db)
+    items = [user("Message 1"), said("Response 1"), user("Message 2"), said("Response 2"), user("Message 3"), said("Response 3")]
+
+    async def scenario() -> None:
+        await session.add_items(items)
+        assert await session.get_items() == items
+        assert await session.get_items(limit=2) == items[-2:]
+        assert await session.get_items(limit=4) == items[-4:]
+        assert await session.get_items(limit=10) == items
+        assert await session.get_items(limit=0) == []
+        assert await session.get_items(limit=-1) == items
+
+    run(scenario)
+    session.close()
+
+
+def test_unicode(db):
+    """Unicode content round-trips."""
+    session = AsidesSession("unicode", db)
+    items = [user("こんにちは"), said("😊👍"), user("Привет")]
+
+    async def scenario() -> None:
+        await session.add_items(items)
+        assert await session.get_items() == items
+
+    run(scenario)
+    session.close()
+
+
+def test_sql_like_text(db):
+    """Quotes and SQL keywords are text like any other."""
+    session = AsidesSession("special_chars", db)
+    items = [
+        user("O'Reilly"),
+        said("DROP TABLE sessions;"),
+        user('"SELECT * FROM users WHERE name = "admin";"'),
+        said("Robert'); DROP TABLE students;--"),
+        user("Normal message"),
+    ]
+
+    async def scenario() -> None:
+        await session.add_items(items)
+        assert await session.get_items() == items
+
+    run(scenario)
+    session.close()
+
+
+def test_concurrent_access_from_threads(db):
+    """As the SDK's test: ten writes from five threads, each with its own event loop, all land;
+    and two session objects of one conversation in different threads see the same log."""
+    session = AsidesSession("concurrent", db)
+    items = [user(f"Message {i}") for i in range(10)]
+
+    def add(item: dict[str, Any]) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(session.add_items([item]))
+        finally:
+            loop.close()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
+        list(pool.map(add, items))
+    got = run(session.get_items)
+    assert sorted(texts(got)) == sorted(texts(items)) and len(got) == 10
+    other = AsidesSession("concurrent", db)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        seen = list(pool.map(lambda s: run(s.get_items), [session, other]))
+    assert seen[0] == seen[1] == got
+    other.close()
+    session.close()
+
+
+def test_session_settings(db):
+    """``session_settings`` defaults to ``SessionSettings()``; a dict is converted as the SDK
+    converts it (an unknown key refused); its ``limit`` applies to ``get_items`` and to the
+    history the Runner sends; an explicit ``limit`` wins."""
+    assert AsidesSession("s0").session_settings == SessionSettings()
+    session = AsidesSession("settings", db, session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+    with pytest.raises(TypeError, match="bogus"):
+        AsidesSession("settings", db, session_settings={"limit": 2, "bogus": 1})
+    items = [user("one"), said("two"), user("three")]
+    run(session.add_items, items)
+    assert run(session.get_items) == items[-2:]
+    assert run(session.get_items, 3) == items
+    model = ScriptedAgentModel(["four"])
+    Runner.run_sync(Agent(name="t", model=model), "five", session=session)
+    assert texts(model.inputs[0]) == ["two", "three", "five"]
+    session.close()
+
+
+def test_it_is_a_session_of_the_sdk():
+    """The SDK's ``Session`` protocol recognises it."""
+    session = AsidesSession("protocol")
+    assert isinstance(session, Session)
+    session.close()
+
+
+# -- 3. Exact round trip of every input item ----------------------------------------------------
+
+EVERY_ITEM: list[dict[str, Any]] = [
+    {"role": "user", "content": "Plan the trip."},
+    {"role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+    {"role": "system", "content": "You are a planner."},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "This map:"},
+            {"type": "input_image", "image_url": "data:image/png;base64,QUJD", "detail": "auto"},
+            {"type": "input_file", "file_id": "file_1", "filename": "map.pdf"},
+        ],
+    },
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Check trains."}], "encrypted_content": "gAAA"},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "trains", "arguments": '{"from": "L"}', "status": "completed"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "3 trains"},
+    {"type": "function_call", "call_id": "call_2", "name": "weird", "arguments": "not json"},
+    {"type": "function_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "ok"}]},
+    {"type": "custom_tool_call", "call_id": "call_3", "name": "patch", "input": "*** Begin"},
+    {"type": "custom_tool_call_output", "call_id": "call_3", "output": "applied"},
+    {
+        "type": "computer_call",
+        "id": "cu_1",
+        "call_id": "call_4",
+        "action": {"type": "click", "x": 1, "y": 2},
+        "pending_safety_checks": [],
+        "status": "completed",
+    },
+    {
+        "type": "computer_call_output",
+        "call_id": "call_4",
+        "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,QQ=="},
+    },
+    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "trains"}},
+    {"type": "file_search_call", "id": "fs_1", "queries": ["x"], "status": "completed", "results": None},
+    {"type": "mcp_call", "id": "mcp_1", "server_label": "s", "name": "n", "arguments": "{}", "output": "o"},
+    {"type": "item_reference", "id": "msg_0"},
+    {"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"},
+    {"type": "mystery_item_from_the_future", "payload": {"nested": [1, 2.5, None, True, {"k": "ü"}]}},
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {"type": "output_text", "text": "Take the 9:05.", "annotations": [], "logprobs": []},
+            {"type": "refusal", "refusal": "No bus."},
+        ],
+    },
+    {"role": "assistant", "content": ""},
+    {"role": "user", "content": []},
+]
+
+
+def test_every_item_comes_back_exactly(db):
+    """Every Responses input item, unknown types included, comes back from ``get_items`` as an
+    equal dict, in order, also after the store is closed and reopened."""
+    session = AsidesSession("every item", db)
+    run(session.add_items, EVERY_ITEM)
+    assert run(session.get_items) == EVERY_ITEM
+    session.close()
+    reopened = AsidesSession("every item", db)
+    assert run(reopened.get_items) == EVERY_ITEM
+    assert run(reopened.pop_item) == EVERY_ITEM[-1]
+    reopened.close()
+
+
+def test_returned_items_are_copies(db):
+    """Changing what ``get_items`` or ``pop_item`` returned, or what was added, changes nothing stored."""
+    session = AsidesSession("copies", db)
+    item = {"role": "user", "content": [{"type": "input_text", "text": "a"}]}
+
+    async def scenario() -> None:
+        await session.add_items([item])
+        item["content"][0]["text"] = "changed"
+        got = await session.get_items()
+        got[0]["content"][0]["text"] = "changed again"
+        assert await session.get_items() == [{"role": "user", "content": [{"type": "input_text", "text": "a"}]}]
+
+    run(scenario)
+    session.close()
+
+
+def test_a_tool_call_turn_round_trips(db):
+    """A Runner turn that calls a function tool stores the call and its output; the next turn's
+    model input holds them exactly as the SDK produced them."""
+
+    @function_tool
+    def trains(origin: str) -> str:
+        """Count trains from a city."""
+        return f"3 trains from {origin}"
+
+    model = ScriptedAgentModel([[ScriptedAgentModel.call("trains", {"origin": "Lisbon"}, "call_t")], "Three trains.", "Yes."])
+    agent = Agent(name="planner", model=model, tools=[trains])
+    session = AsidesSession("tools", db)
+    assert Runner.run_sync(agent, "How many trains?", session=session).final_output == "Three trains."
+    Runner.run_sync(agent, "Sure?", session=session)
+    stored = run(session.get_items)
+    kinds = [i.get("type", "message") for i in stored]
+    assert kinds == ["message", "function_call", "function_call_output", "message", "message", "message"]
+    assert stored[2]["output"] == "3 trains from Lisbon"
+    assert model.inputs[2] == stored[:5]
+    session.close()
+
+
+# -- 4. Several agents on one conversation ------------------------------------------------------
+
+
+def room(db: str, *readers: str) -> list[AsidesSession]:
+    return [AsidesSession("room", db, reader=r) for r in readers]
+
+
+def test_private_items_reach_only_their_readers(db):
+    """An item added with ``audience`` is in the views (and model inputs) of the readers it names
+    only; they get it exactly; another agent's own lines come to each agent as user messages
+    naming the speaker."""
+    ann, bob = room(db, "ann", "bob")
+
+    async def scenario() -> None:
+        await ann.add_items([user("Hello, both.")])
+        await ann.add_items([user("Ann only: the code is 4417.")], audience=["ann"])
+        await ann.add_items([said("Noted.")])
+        await bob.add_items([user("Bob only: budget 900.")], audience=["bob"])
+        assert await ann.get_items() == [user("Hello, both."), user("Ann only: the code is 4417."), said("Noted.")]
+        assert await bob.get_items() == [user("Hello, both."), user("ann: Noted."), user("Bob only: budget 900.")]
+
+    run(scenario)
+    model = ScriptedAgentModel(["Hi."])
+    Runner.run_sync(Agent(name="bob", model=model), "Anything for me?", session=bob)
+    assert "4417" not in json.dumps(model.inputs)
+    assert "900" in json.dumps(model.inputs)
+    for s in (ann, bob):
+        s.close()
+
+
+def test_private_tool_items_stay_private(db):
+    """A private tool call and its output (blocks that cannot carry an audience themselves) stay
+    out of other agents' views, and come back exactly to their reader."""
+    ann, bob = room(db, "ann", "bob")
+    call = {"type": "function_call", "call_id": "c1", "name": "vault", "arguments": '{"code": 4417}'}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "opened with 4417"}
+
+    async def scenario() -> None:
+        await ann.add_items([call, output], audience=["ann"])
+        assert await ann.get_items() == [call, output]
+        assert await bob.get_items() == []
+
+    run(scenario)
+    ann.close()
+    bob.close()
+
+
+def test_pop_item_leaves_other_agents_alone(db):
+    """``pop_item`` takes the newest item this agent added, skipping newer ones by others; the
+    popped item leaves this agent's view only."""
+    ann, bob = room(db, "ann", "bob")
+
+    async def scenario() -> None:
+        await ann.add_items([user("Q1"), said("A1")])
+        await bob.add_items([said("B1")])
+        before = await bob.get_items()
+        assert await ann.pop_item() == said("A1")
+        assert await ann.get_items() == [user("Q1"), user("bob: B1")]
+        assert await bob.get_items() == before == [user("Q1"), user("ann: A1"), said("B1")]
+        assert await bob.pop_item() == said("B1")
+        assert await ann.get_items() == [user("Q1"), user("bob: B1")]
+
+    run(scenario)
+    ann.close()
+    bob.close()
+
+
+def test_clear_session_empties_one_view_only(db):
+    """``clear_session`` empties this agent's view; the others keep theirs; what comes later
+    (anyone's) is in the cleared view again."""
+    ann, bob = room(db, "ann", "bob")
+
+    async def scenario() -> None:
+        await ann.add_items([user("old"), said("old answer")])
+        await ann.clear_session()
+        assert await ann.get_items() == []
+        assert await bob.get_items() == [user("old"), user("ann: old answer")]
+        await bob.add_items([said("new from bob")])
+        assert await ann.get_items() == [user("bob: new from bob")]
+
+    run(scenario)
+    ann.close()
+    bob.close()
+
+
+def test_another_object_of_the_same_agent_follows_its_pops(db):
+    """Two session objects of one agent: a pop through one leaves the other's view too."""
+    first, second = room(db, "ann", "ann")
+
+    async def scenario() -> None:
+        await first.add_items([user("a"), said("b")])
+        assert await second.pop_item() == said("b")
+        assert await first.get_items() == [user("a")]
+
+    run(scenario)
+    first.close()
+    second.close()
+
+
+# -- 5. Compression ---------------------------------------------------------------------------
+
+
+def test_a_compressing_strategy_gives_memories_then_recent_items(db):
+    """With ``AutobiographicalStrategy``, ``get_items`` is the agent's compile: its memories as
+    assistant messages (in its own voice: never a user turn), then the recent items exactly as
+    added; a private line of another reader reaches neither."""
+    strategy = AutobiographicalStrategy(target_chunk_tokens=40, head_window_tokens=0, recent_window_tokens=60, holdback_chunks=0)
+    ann = AsidesSession("compressed", db, reader="ann", strategy=strategy, model=ExtractiveModel())
+    bob = AsidesSession("compressed", db, reader="bob")
+    items = []
+    for i in range(30):
+        items.append(user(f"Question {i}: where does the workshop day {i} meet, and at what time?"))
+        items.append(said(f"Answer {i}: in room {i} at {9 + i % 8} o'clock, as agreed."))
+
+    async def scenario() -> None:
+        await ann.add_items(items)
+        await bob.add_items([user("Bob only: the secret is 5521.")], audience=["bob"])
+        await ann.drain()
+
+    run(scenario)
+    got = run(ann.get_items)
+    memories = [i for i in got if i not in items]
+    assert memories, "some history is remembered rather than repeated"
+    assert all(m["role"] == "assistant" and "[Recall" in m["content"] for m in memories)
+    recent = got[len(memories) :]
+    assert got[: len(memories)] == memories
+    assert recent == items[len(items) - len(recent) :] and len(recent) < len(items)
+    assert "5521" not in json.dumps(got)
+    ann.close()
+    bob.close()
+
+
+# -- 6. Event loops and threads; one store per file; a host's own runtime -----------------------
+
+
+def test_separate_asyncio_runs_and_threads_on_one_session(db):
+    """One session object serves one ``asyncio.run`` after another, other threads' loops, and
+    ``Runner.run_sync``."""
+    session = AsidesSession("loops", db)
+    run(session.add_items, [user("from the main thread")])
+    worker = threading.Thread(target=lambda: run(session.add_items, [user("from a thread")]))
+    worker.start()
+    worker.join()
+    model = ScriptedAgentModel(["ok"])
+    Runner.run_sync(Agent(name="t", model=model), "from run_sync", session=session)
+    assert texts(run(session.get_items)) == ["from the main thread", "from a thread", "from run_sync", "ok"]
+    session.close()
+
+
+async def test_called_from_trio(db):
+    """Under Trio (the test's own loop), the session's calls work as under asyncio."""
+    session = AsidesSession("trio", db)
+    await session.add_items([user("from trio")])
+    assert await session.get_items() == [user("from trio")]
+    assert await session.pop_item() == user("from trio")
+    session.close()
+
+
+def test_sessions_on_one_file_share_one_store(db):
+    """Two session objects on one file share one store (the second open is not refused as a
+    second runtime would be); the store stays open until the last one closes; then reopens."""
+    one = AsidesSession("shared", db, reader="ann")
+    two = AsidesSession("shared", Path(db), reader="bob")
+    run(one.add_items, [user("hello")])
+    assert run(two.get_items) == [user("hello")]
+    one.close()
+    assert run(two.get_items) == [user("hello")]
+    two.close()
+    three = AsidesSession("shared", db)
+    assert run(three.get_items) == [user("hello")]
+    three.close()
+
+
+async def test_a_hosts_own_runtime_under_trio():
+    """``runtime.openai_session`` gives a session bound to the host's runtime: it works in the
+    runtime's loop and from another thread's asyncio loop, and the host's managers see the
+    conversation on its branch."""
+    async with open_runtime() as rt:
+        ann = await rt.openai_session("room", reader="ann")
+        bob = await rt.openai_session("room", reader="bob", session_settings={"limit": 1})
+        await ann.add_items([user("Hi."), said("Hello.")])
+        await ann.add_items([user("psst")], audience=["ann"])
+        assert await bob.get_items() == [user("ann: Hello.")]
+        assert await bob.get_items(limit=5) == [user("Hi."), user("ann: Hello.")]
+        host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=ann.branch)
+        assert [m.participant for m in host.get_all_messages()] == ["user", "ann", "user"]
+        from_asyncio = await trio.to_thread.run_sync(run, bob.get_items)
+        assert from_asyncio == [user("ann: Hello.")]
+        ann.close()
+        bob.close()
+        with pytest.raises(SessionClosedError):
+            await bob.get_items()
+
+
+def test_a_hosts_own_runtime_under_asyncio_with_the_runner():
+    """Under asyncio, a runtime-bound session serves ``Runner.run`` in the runtime's own loop and
+    calls from another thread's loop."""
+
+    async def host() -> list[Any]:
+        async with open_runtime() as rt:
+            session = await rt.openai_session("room", reader="ann")
+            model = ScriptedAgentModel(["Hello from ann."])
+            await Runner.run(Agent(name="ann", model=model), "Hi, ann.", session=session)
+            from_thread = await asyncio.to_thread(run, session.get_items)
+            session.close()
+            return from_thread
+
+    assert texts(asyncio.run(host())) == ["Hi, ann.", "Hello from ann."]
+
+
+def test_a_trio_runtime_elsewhere_in_the_process_does_not_matter(db):
+    """A Trio runtime running in another thread (it bridges SQLite through trio_asyncio) does not
+    stop plain asyncio callers of a session."""
+    started, stop = threading.Event(), threading.Event()
+
+    async def trio_host() -> None:
+        async with open_runtime(str(Path(db).with_name("other.db"))):
+            started.set()
+            await trio.to_thread.run_sync(stop.wait)
+
+    thread = threading.Thread(target=trio.run, args=(trio_host,))
+    thread.start()
+    started.wait()
+    try:
+        session = AsidesSession("plain", db)
+        run(session.add_items, [user("x")])
+        assert run(session.get_items) == [user("x")]
+        session.close()
+    finally:
+        stop.set()
+        thread.join()
+
+
+# -- 7. Refusals, closing, and what is stored ---------------------------------------------------
+
+
+def test_malformed_items_refuse_the_whole_batch(db):
+    """An item that is not a JSON object (or holds NaN, or a tuple that would not come back equal)
+    refuses the batch with ``MalformedContentError`` naming it, and nothing is written."""
+    session = AsidesSession("refusals", db)
+    for bad, path in [
+        ([user("ok"), "not an item"], "items[1]"),
+        ([user("ok"), {"role": "user", "content": float("nan")}], "items[1]"),
+        ([{"role": "user", "content": ("a", "tuple")}], "items[0]"),
+    ]:
+        with pytest.raises(MalformedContentError) as refused:
+            run(session.add_items, bad)
+        assert refused.value.path == path
+    with pytest.raises(MalformedContentError):
+        run(session.add_items, user("a dict, not a list"))
+    with pytest.raises(ValueError, match="at least one reader"):
+        run(lambda: session.add_items([user("x")], audience=[]))
+    assert run(session.get_items) == []
+    session.close()
+
+
+def test_bad_arguments_are_refused():
+    """A session id that is not a string, and a reader that is not a name, are refused."""
+    with pytest.raises(TypeError, match="session_id"):
+        AsidesSession(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="reader"):
+        AsidesSession("x", reader="")
+
+
+def test_a_closed_session_refuses_calls_and_close_is_idempotent(db):
+    """After ``close()`` every call raises ``SessionClosedError``; ``close()`` again is a no-op."""
+    session = AsidesSession("closing", db)
+    session.close()
+    session.close()
+    with pytest.raises(SessionClosedError, match="closed"):
+        run(session.get_items)
+
+
+async def test_what_is_stored():
+    """The conversation is the branch ``openai-agents/<id>``; an agent's memories and claim live
+    in ``openai-agents/<reader>/<generation>``; each message keeps its item as JSON text."""
+    async with open_runtime() as rt:
+        ann = await rt.openai_session("room-7", reader="ann")
+        await ann.add_items([said("Hello.")])
+        assert ann.branch == "openai-agents/room-7" and ann.namespace == "openai-agents/ann/0"
+        (message,) = rt.store.messages(ann.branch)
+        assert message.participant == "ann"
+        assert json.loads(message.metadata["openai_agents"]["item"]) == said("Hello.")
+        assert rt.store.get_state(ann.branch, "openai-agents/ann/0/reader") == "ann"
+        await ann.clear_session()
+        assert ann.namespace == "openai-agents/ann/1"
+        assert rt.store.messages("main") == []
+        ann.close()
+
+
+# -- 8. The example runs ------------------------------------------------------------------------
+
+
+def test_the_example_runs_offline():
+    """``python examples/openai_agents_room.py`` exits 0 offline: three agents each with a session
+    on one conversation, private lines that reach only their readers, and compression."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "openai_agents_room.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "no private line reached an agent it was not for" in out
+    assert "memories" in out
