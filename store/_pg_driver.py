@@ -44,6 +44,30 @@ WHERE EXISTS (SELECT 1 FROM head)
 #: How long a session may sit inside a transaction (holding the write lock) before the server
 #: ends it: a stalled process cannot stop every other writer for longer than this.
 IDLE_IN_TRANSACTION_MS = 10_000
+#: How long a commit waits for the write lock before it fails (writing nothing).
+LOCK_TIMEOUT_MS = 30_000
+#: Connection settings applied unless the URL sets them: over TCP, a silent peer (a network
+#: partition, a host gone) is noticed in about half a minute instead of the system's hours.
+CONNECTION_DEFAULTS = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+
+
+def _open(url: str, connect_timeout: float) -> Any:
+    """A psycopg connection in autocommit mode, with :data:`CONNECTION_DEFAULTS` for what the
+    URL leaves unset."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    given = conninfo_to_dict(url)
+    extra: dict[str, Any] = {key: value for key, value in CONNECTION_DEFAULTS.items() if key not in given}
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = max(1, int(connect_timeout))
+    return psycopg.connect(url, autocommit=True, **extra)
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -148,11 +172,10 @@ class Connection:
 def connect(url: str, where: str, *, create: bool, connect_timeout: float = 5.0) -> Connection:
     """A new connection to the store at ``url`` (checking, or creating, its schema). Runs in a
     worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses."""
-    import psycopg
-
-    conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
+    conn = _open(url, connect_timeout)
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+        conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
         schema = prepare_schema(conn, where, create=create)
         return Connection(conn, schema)
     except BaseException:
@@ -171,9 +194,7 @@ class Listener:
     @classmethod
     async def open(cls, url: str, schema: str) -> Listener:
         def start() -> Any:
-            import psycopg
-
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            conn = _open(url, 5.0)
             try:
                 conn.execute(f"LISTEN {CHANNEL}")
             except BaseException:

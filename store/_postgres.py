@@ -55,6 +55,9 @@ T = TypeVar("T")
 
 #: Attempts to (re)connect for one call, and the pause before each retry.
 RECONNECT_DELAYS = (0.0, 0.1, 0.5, 2.0)
+#: A commit this far behind what it has heard of catches up before it takes the write lock, so
+#: the lock is not held while many records are replayed.
+CATCH_UP_FIRST = 256
 
 
 def is_postgres_url(path: str) -> bool:
@@ -277,6 +280,8 @@ class PostgresStore(SqliteStore):
         before; whether the database now holds every record of this process's model's future
         (so no catch-up is needed)."""
         connection = await self._ensure_connection()
+        if self._announced - self._applied > CATCH_UP_FIRST:
+            self._apply(await self._call(connection.rows_after, self._applied))
         if self._announced <= self._applied:
             accepted = self._accept(writes)
             if not accepted:
