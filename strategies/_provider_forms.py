@@ -31,7 +31,7 @@ import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..store._blocks import (
     ContentBlock,
@@ -127,7 +127,7 @@ class _Result:
     is_error: bool = False
 
 
-_Item = Union[_Text, _Image, _Thinking, _Call, _Result]
+_Item = _Text | _Image | _Thinking | _Call | _Result
 
 
 @dataclass

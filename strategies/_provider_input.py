@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import copy
 import json
-import mimetypes
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -51,12 +50,12 @@ from ..store._blocks import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ..store._blocks.codec import anthropic_image_fields, image_from_url
 from ..store._errors import MalformedContentError
 
-__all__ = ["ProviderMessage", "from_anthropic", "from_openai", "image_from_url"]
+__all__ = ["ProviderMessage", "from_anthropic", "from_openai"]
 
 TOOL_ERROR_PREFIX = "[tool error] "
-UNKNOWN_IMAGE_TYPE = "image/*"
 
 
 @attrs.frozen(slots=True)
@@ -98,18 +97,6 @@ def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     return value
 
 
-def image_from_url(url: str) -> ImageBlock:
-    """An image by URL or ``data:`` URL; a plain URL's media type is guessed from its ending."""
-    if url.startswith("data:"):
-        head, sep, data = url[len("data:") :].partition(",")
-        media_type, _, encoding = head.partition(";")
-        if sep and encoding == "base64" and media_type:
-            return ImageBlock(media_type, data=data)
-    guessed, _ = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])
-    media_type = guessed if guessed and guessed.startswith("image/") else UNKNOWN_IMAGE_TYPE
-    return ImageBlock(media_type, url=url)
-
-
 def _refuse(path: str, kind: object, known: str) -> MalformedContentError:
     return MalformedContentError(path, f"a {kind!r} block has no asides form; {known} do")
 
@@ -135,13 +122,8 @@ _ANTHROPIC_KNOWN = "text, image, tool_use, tool_result, thinking and redacted_th
 
 
 def _anthropic_image(block: dict[str, Any], path: str) -> ImageBlock:
-    source = _object(block.get("source"), f"{path}.source", "an image's source")
-    kind = source.get("type")
-    if kind == "base64":
-        return ImageBlock(_str(source, "media_type", f"{path}.source", allow_empty=False), data=_str(source, "data", f"{path}.source"))
-    if kind == "url":
-        return image_from_url(_str(source, "url", f"{path}.source", allow_empty=False))
-    raise MalformedContentError(f"{path}.source.type", f"an image source of type {kind!r} has no asides form; base64 and url do")
+    fields = anthropic_image_fields(block, path)
+    return ImageBlock(fields["media_type"], fields.get("data"), fields.get("url"))
 
 
 def _anthropic_nested(items: Any, path: str) -> str | tuple[ContentBlock, ...]:

@@ -23,6 +23,7 @@ from asides import (
     MalformedContentError,
     PassthroughStrategy,
     ProviderMessage,
+    block_from_json,
     check_content,
     from_anthropic,
     from_openai,
@@ -210,6 +211,29 @@ async def test_a_host_appends_what_the_model_returned():
             await ann.add_message(participant, content)
         ctx = await ann.compile()
         assert ctx.to_anthropic("ann") == returned
+
+
+async def test_add_message_takes_an_anthropic_image_block():
+    """An Anthropic image block (``type: image`` with a ``source``) is content ``add_message`` (and
+    ``block_from_json``) accepts: it is stored as the image block it stands for. A source asides has
+    no form for is refused at its path, and nothing is written."""
+    async with open_runtime() as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
+        stored = await ann.add_message(
+            "user",
+            [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}},
+                {"type": "image", "source": {"type": "url", "url": "https://e.x/a.webp"}},
+            ],
+        )
+        assert stored.content == (image("image/png", data="QUJD"), image("image/webp", url="https://e.x/a.webp"))
+        assert block_from_json({"type": "image", "source": {"type": "url", "url": "https://e.x/b.png"}}) == image(
+            "image/png", url="https://e.x/b.png"
+        )
+        with pytest.raises(MalformedContentError) as refused:
+            await ann.add_message("user", [text("x"), {"type": "image", "source": {"type": "file", "file_id": "f1"}}])
+        assert refused.value.path == "content[1].source.type"
+        assert len(ann.get_all_messages()) == 1
 
 
 # -- 4. Refusals --------------------------------------------------------------------------------

@@ -38,10 +38,10 @@ from ...store._blocks import (
     ToolUseBlock,
     content_for_reader,
 )
+from ...store._blocks.codec import image_from_url
 from ...store._errors import MalformedContentError
 from ...store._messages import Message
 from ...strategies._provider_forms import IMAGE_TEXT, foreign_call_text, orphan_result_text, system_change_text
-from ...strategies._provider_input import image_from_url
 
 __all__ = [
     "METADATA_KEY",

@@ -14,6 +14,7 @@ blocks, and a nested block of any other known type is refused before it is decod
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ __all__ = [
     "content_to_json",
     "coerce_content",
     "decode_block",
+    "anthropic_image_fields",
+    "image_from_url",
 ]
 
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -89,6 +92,8 @@ def decode_block(obj: object, path: str, *, nested: bool, lenient: bool, problem
     kind = obj.get("type")
     if not isinstance(kind, str) or kind not in _FIELDS:
         raise MalformedContentError(_join(path, "type"), f"unknown block type {kind!r}")
+    if kind == "image" and "source" in obj:
+        obj = anthropic_image_fields(obj, path)  # the Anthropic form, as the stored form
     required, optional = _FIELDS[kind]
     for key in obj:
         if key not in required and key not in optional and key not in ("type", "audience"):
@@ -130,6 +135,42 @@ def decode_block(obj: object, path: str, *, nested: bool, lenient: bool, problem
         else:
             block = attrs.evolve(block, audience=audience)
     return block
+
+
+def image_from_url(url: str) -> ImageBlock:
+    """An image by URL; a ``data:<media type>;base64,`` URL holds the image itself. A plain URL
+    carries no media type: it is guessed from the URL's ending, ``image/*`` when nothing can be told."""
+    if url.startswith("data:"):
+        head, sep, data = url[len("data:") :].partition(",")
+        media_type, _, encoding = head.partition(";")
+        if sep and encoding == "base64" and media_type:
+            return ImageBlock(media_type, data=data)
+    guessed, _ = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])
+    return ImageBlock(guessed if guessed and guessed.startswith("image/") else "image/*", url=url)
+
+
+def anthropic_image_fields(obj: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """An Anthropic image block (``{"type": "image", "source": {...}}``, the source ``base64``
+    with its media type, or ``url``) in the stored form; its audience, if any, kept."""
+    for key in obj:
+        if key not in ("type", "source", "audience"):
+            raise MalformedContentError(_join(path, key), f"an image block with a source has no field {key!r}")
+    source = obj["source"]
+    spath = _join(path, "source")
+    if not isinstance(source, Mapping):
+        raise MalformedContentError(spath, f"an image's source must be a JSON object, not {type(source).__name__}")
+    kind = source.get("type")
+    if kind == "base64":
+        out = {"type": "image", "media_type": _expect_str(source, "media_type", spath, allow_empty=False)}
+        out["data"] = _expect_str(source, "data", spath)
+    elif kind == "url":
+        image = image_from_url(_expect_str(source, "url", spath, allow_empty=False))
+        out = {"type": "image", "media_type": image.media_type, "url": image.url}
+    else:
+        raise MalformedContentError(_join(spath, "type"), f"an image source of type {kind!r} has no asides form; base64 and url do")
+    if "audience" in obj:
+        out["audience"] = obj["audience"]
+    return out
 
 
 def _construct(kind: str, obj: Mapping[str, Any], path: str, *, lenient: bool, problems: list[str] | None) -> ContentBlock:
