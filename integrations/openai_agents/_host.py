@@ -13,7 +13,8 @@ the SDK (``asyncio.run``, ``Runner.run_sync``) would then run on it without aski
 **Why one piece of module state.** A store file is held by one runtime at a time (a second open
 is refused, in this process as in another), and a session is an independent object built from a
 path. So two sessions built from the same path must find the one runtime that holds it: the
-process-wide registry :data:`_HOSTS`, keyed by the resolved path and reference counted. The first
+process-wide registry :data:`_HOSTS`, keyed by the resolved path (a store URL by itself) and
+reference counted. The first
 session on a path starts its host; the last ``close()`` stops it (closing the runtime and the
 store) and removes it. ``":memory:"`` is never shared: each session built with it gets a private
 in-memory store, as the SDK's ``SQLiteSession`` does.
@@ -106,7 +107,8 @@ def acquire_host(db_path: str | Path) -> ThreadHost:
     """The host of ``db_path``, started when no session uses it yet; count one more user."""
     if str(db_path) == MEMORY:
         return ThreadHost(MEMORY, None)
-    key = str(Path(db_path).expanduser().resolve())
+    # a store URL (``postgresql://...``) is its own key; a file is keyed by its resolved path
+    key = str(db_path) if "://" in str(db_path) else str(Path(db_path).expanduser().resolve())
     with _HOSTS_LOCK:
         host = _HOSTS.get(key)
         if host is not None:
