@@ -3,9 +3,10 @@ worker thread at a time, and a listening connection watched from the event loop.
 
 Why a thread and not psycopg's ``AsyncConnection``: the async connection runs on asyncio only.
 Under Trio it needs trio-asyncio, which works only if trio-asyncio was imported before psycopg
-(psycopg binds asyncio's ``get_running_loop`` at import), and measured no faster there than the
-thread; under asyncio it is faster per statement. A store's commit is one or two thread hops
-whatever the backend, so the thread is kept for both (docs/postgres.md has the numbers).
+(psycopg binds asyncio's ``get_running_loop`` at import), which a library cannot promise.
+Measured (``tests/pg_measure.py``, numbers in docs/postgres.md): a commit costs the same either
+way (the server's flush of its log dominates); a bare statement is faster through the async
+connection under asyncio and about the same under Trio. So one driver serves both backends.
 
 Every method of :class:`Connection` is synchronous and runs in the worker thread; each is one
 round trip (statements are pipelined), and each either completes or raises a psycopg error,
