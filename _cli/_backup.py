@@ -31,7 +31,7 @@ import trio
 
 from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._sqlite import open_store
-from ._common import EXIT_OK, CliError, check_store_file, reading_runtime, write_out
+from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import parse_json_line, read_lines, refuse_lines
 
@@ -201,8 +201,8 @@ def _parse_dump(source: str) -> list[Record]:
 def cmd_restore(args: argparse.Namespace) -> int:
     records = _parse_dump(args.dump)
     path = args.path
-    creating = not os.path.exists(path)
-    if not creating and os.path.getsize(path) > 0:
+    creating = is_new_store_file(path)
+    if not creating and (is_shared(path) or os.path.getsize(path) > 0):
         check_store_file(path)
 
     async def run() -> None:

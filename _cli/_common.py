@@ -40,6 +40,8 @@ __all__ = [
     "CliError",
     "UsageError",
     "check_store_file",
+    "is_new_store_file",
+    "is_shared",
     "console",
     "dumps",
     "one_line",
@@ -127,9 +129,21 @@ def _closed_pipe() -> None:
     raise BrokenPipeError
 
 
+def is_shared(path: str) -> bool:
+    """Whether ``path`` names a shared (PostgreSQL) store rather than a store file."""
+    return path.startswith(("postgresql://", "postgres://"))
+
+
+def is_new_store_file(path: str) -> bool:
+    """Whether a writing command would make the store at ``path`` (a file that does not exist)."""
+    return not is_shared(path) and not os.path.exists(path)
+
+
 def check_store_file(path: str) -> None:
     """Refuse, with one clear line, a PATH that is not an existing, non-empty asides store file
     (so that reading commands never create one)."""
+    if is_shared(path):
+        return  # a shared store: its read-only open refuses a schema that holds none (docs/postgres.md)
     if path == ":memory:":
         raise CliError("':memory:' holds nothing to read here; give the path of a store file")
     if not os.path.exists(path):

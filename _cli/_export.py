@@ -27,7 +27,18 @@ from ..store._blocks import ContentBlock, UnreadableBlock, check_content, conten
 from ..store._errors import MalformedContentError
 from ..store._messages import Message, freeze_metadata
 from ..store._names import check_participant
-from ._common import EXIT_OK, CliError, check_store_file, dumps, reading_runtime, require_branch, write_out, writing_runtime
+from ._common import (
+    EXIT_OK,
+    CliError,
+    check_store_file,
+    dumps,
+    is_new_store_file,
+    is_shared,
+    reading_runtime,
+    require_branch,
+    write_out,
+    writing_runtime,
+)
 from ._jsonl import parse_json_line, read_lines, refuse_lines
 
 __all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse_message_line"]
@@ -149,10 +160,10 @@ def _parse_file(source: str) -> list[Item]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     items = _parse_file(args.messages)
-    creating = not os.path.exists(args.path)
+    creating = is_new_store_file(args.path)
     if creating and args.branch != "main":
         raise CliError(f"no store at {args.path!r}, so it has no branch {args.branch!r}; a new store has only main")
-    if not creating and os.path.getsize(args.path) > 0:
+    if not creating and (is_shared(args.path) or os.path.getsize(args.path) > 0):
         check_store_file(args.path)  # refuse a foreign file before opening it for writing
 
     async def run() -> int:

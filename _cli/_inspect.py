@@ -17,7 +17,7 @@ from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
-from ._common import EXIT_OK, console, dumps, reading_runtime
+from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
 __all__ = ["cmd_inspect", "describe_store", "detect_strategy", "split_state_key"]
 
@@ -198,7 +198,8 @@ def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
                 "other_records": other,
             }
         )
-    return {"store": os.path.abspath(path), "branches": branches}
+    # a shared store is shown as the store shows itself (without its password)
+    return {"store": store.path if is_shared(path) else os.path.abspath(path), "branches": branches}
 
 
 def _print_inspection(report: dict[str, Any]) -> None:
