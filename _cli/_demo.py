@@ -73,7 +73,7 @@ def demo_script() -> tuple[list[tuple[str, list[Any]]], list[PrivateNote]]:
 
 
 def _demo_strategy() -> AutobiographicalStrategy:
-    # Small windows so that a conversation of this size is compressed (SPEC C3).
+    # Small windows, so that a conversation of this size is compressed at all.
     return AutobiographicalStrategy(target_chunk_tokens=300, head_window_tokens=300, recent_window_tokens=600)
 
 
