@@ -2,6 +2,7 @@
 
 from ..store._model import BranchInfo
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
+from ..strategies._errors import AnswerRejectedError, ModelError
 from ._compiled import CompiledContext, Provenance
 from ._errors import (
     ArgumentTypeError,
@@ -19,15 +20,23 @@ from ._errors import (
     ReaderRecordError,
     StoreFailedError,
     StoreLockedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
     StrategyCapabilityError,
+    StrategyInUseError,
     StrategyNotStartedError,
     UnknownBranchError,
     UnknownMessageError,
 )
+from ._gate import ModelPolicy
 from ._manager import ContextEntry, ContextManager, Derivation
 from ._runtime import Runtime, open_runtime
 
 __all__ = [
+    "ModelPolicy",
+    "StrategyInUseError",
+    "ModelError",
+    "AnswerRejectedError",
     "ArgumentTypeError",
     "BranchExistsError",
     "BranchInfo",
@@ -53,6 +62,8 @@ __all__ = [
     "SourceEntry",
     "StoreFailedError",
     "StoreLockedError",
+    "StoreNotEmptyError",
+    "StoreReadOnlyError",
     "StrategyCapabilityError",
     "StrategyNotStartedError",
     "AsidesError",

@@ -1,61 +1,191 @@
-"""Supervised compression drains (SPEC D3, F).
+"""Supervised compression drains.
 
-A drain is a task in the runtime's task group, one per compressing manager at a time, started
-when the manager's strategy has work. It runs the strategy's ``tick`` (one unit of work, in the
-namespace actor's turn, with the model request made outside it) until ``tick`` returns ``False``.
-It stops when the namespace actor reports a claim change that leaves the manager stale (its
-cancel scope is cancelled, so a pending request is abandoned), when the manager closes or moves,
-or when the runtime closes. Model errors are logged and retried with back-off (1 s doubling to
-5 min; only an answer from the model starts it again at 1 s, so units that ask nothing, such as
-closing chunks, do not hide a failing model); they never take the runtime down. Cancellation
-always propagates.
+A drain is a task in the runtime's task group, one per open manager whose strategy has
+background work. It brings the strategy up to date with the branch and runs one unit of work at
+a time (each in the namespace actor's turn, the model request outside it) until there is none;
+then it waits for the branch's next write. It stops when the manager closes or moves, when the
+runtime closes, and when the namespace actor reports a claim change that leaves the manager
+stale (its cancel scope is cancelled, so a pending request is abandoned).
+
+A unit that fails (the model raised, timed out or gave an answer that was rejected) is logged at
+WARNING with the unit and the reason and retried with back-off: 1 s doubling to 5 min, each wait
+scaled by a random factor in [0.5, 1]; only an answer from the model starts it again at the
+first step. Failures never take the runtime down; cancellation always propagates.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import random
+import time
+from typing import Protocol
 
 import anyio
+import attrs
 
+from ..strategies._errors import AnswerRejectedError, ModelError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StrategyNotStartedError
+from ._gate import ModelPolicy, describe_error
+from ._protocol import Signal
 
-if TYPE_CHECKING:
-    from ._manager import ContextManager
-
-__all__ = ["run_drain", "FIRST_BACKOFF", "MAX_BACKOFF"]
+__all__ = ["Drain", "DrainTarget", "ModelFailure"]
 
 log = logging.getLogger("asides.drains")
 
-FIRST_BACKOFF = 1.0
-MAX_BACKOFF = 300.0
+
+@attrs.frozen
+class ModelFailure:
+    """The model has been failing: since when (wall clock), the last error, how many times in a
+    row, and when the next try is due (on the runtime's clock)."""
+
+    since: float
+    error: str
+    count: int
+    next_try: float
+
+    def describe(self) -> str:
+        wait = max(0.0, self.next_try - anyio.current_time())
+        since = time.strftime("%H:%M:%S", time.localtime(self.since))
+        return f"model failing since {since} ({self.error}), next try in {wait:.0f} s"
 
 
-async def run_drain(manager: ContextManager) -> None:
-    """Tick ``manager`` until its strategy has nothing (more) to do or it may not go on."""
-    backoff = FIRST_BACKOFF
-    while True:
-        answered = manager._answers
+class DrainTarget(Protocol):
+    """What a drain needs of the manager it works for."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def branch(self) -> str: ...
+
+    @property
+    def branch_signal(self) -> Signal: ...
+
+    @property
+    def claim_generation(self) -> int: ...
+
+    async def wait_claim_change(self, generation: int) -> None: ...
+
+    @property
+    def recorded_reader(self) -> object: ...
+
+    def may_work(self) -> bool: ...
+
+    async def run_unit(self) -> bool:
+        """Catch up and run one unit of work; whether there was one. Raises what the unit raised."""
+        ...
+
+    @property
+    def answers(self) -> int:
+        """How many answers the model has given this manager."""
+        ...
+
+
+class Drain:
+    """One manager's drain: the loop, its failure record and a progress signal."""
+
+    def __init__(self, target: DrainTarget, policy: ModelPolicy) -> None:
+        self._target = target
+        self._policy = policy
+        self._random = random.Random()
+        self.progress = Signal()
+        self.failure: ModelFailure | None = None
+        #: What the newest unit did: ``"did"`` work, found nothing (``"idle"``), or ``"failed"``.
+        self.last_outcome = "idle"
+        self.stopped = False
+        self._scope: anyio.CancelScope | None = None
+        self._done = anyio.Event()
+
+    def poke(self) -> None:
+        """Make the drain look for work now (it wakes with every drain of its branch)."""
+        self._target.branch_signal.raise_()
+
+    def cancel(self) -> None:
+        """Stop the drain (a pending request is abandoned)."""
+        self.stopped = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def stop(self) -> None:
+        """Stop the drain and wait until its task has ended."""
+        self.cancel()
+        if self._scope is not None:
+            await self._done.wait()
+
+    async def run(self) -> None:
+        """The drain task's body (started by the manager in the runtime's task group)."""
+        target = self._target
         try:
-            did = await manager._tick_unit()
-        except (ReaderClaimError, ReaderRecordError) as exc:
-            log.warning("drain of namespace %r on %r stopped: %s", manager.namespace, manager.branch, exc)
-            return
-        except (ManagerClosedError, StrategyNotStartedError):
-            return
-        except Exception as exc:
-            log.warning(
-                "drain of namespace %r on %r: a unit failed (%r); it stays pending, retrying in %.0f s",
-                manager.namespace,
-                manager.branch,
-                exc,
-                backoff,
-            )
-            manager._signal()
-            await anyio.sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF)
-            continue
-        if manager._answers != answered:
-            backoff = FIRST_BACKOFF  # the model answered: it is healthy again
-        if not did:
-            return
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self.stopped:
+                    return
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(self._watch_claim, scope)
+                    await self._loop()
+                    tasks.cancel_scope.cancel()
+        finally:
+            self.stopped = True
+            self._done.set()
+            self.progress.raise_()
+            log.debug("drain of namespace %r on %r ended", target.namespace, target.branch)
+
+    async def _watch_claim(self, scope: anyio.CancelScope) -> None:
+        target = self._target
+        while True:
+            generation = target.claim_generation
+            await target.wait_claim_change(generation)
+            if not target.may_work():
+                log.warning(
+                    "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for "
+                    "that reader stops",
+                    target.namespace,
+                    target.branch,
+                    target.recorded_reader,
+                )
+                scope.cancel()
+                return
+
+    async def _loop(self) -> None:
+        target, policy = self._target, self._policy
+        backoff = policy.first_backoff
+        while True:
+            version = target.branch_signal.version
+            answered = target.answers
+            try:
+                did = await target.run_unit()
+            except (ReaderClaimError, ReaderRecordError) as exc:
+                log.warning("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
+                return
+            except (ManagerClosedError, StrategyNotStartedError):
+                return
+            except Exception as exc:
+                if target.answers != answered and not isinstance(exc, AnswerRejectedError):
+                    backoff = policy.first_backoff
+                wait = backoff * (0.5 + 0.5 * self._random.random())
+                previous = self.failure
+                self.failure = ModelFailure(
+                    since=previous.since if previous is not None else time.time(),
+                    error=describe_error(exc) if isinstance(exc, ModelError | AnswerRejectedError) else repr(exc),
+                    count=(previous.count if previous is not None else 0) + 1,
+                    next_try=anyio.current_time() + wait,
+                )
+                log.warning(
+                    "drain of namespace %r on %r: a unit failed (%s); it stays pending, retrying in %.1f s",
+                    target.namespace,
+                    target.branch,
+                    self.failure.error,
+                    wait,
+                )
+                self.last_outcome = "failed"
+                self.progress.raise_()
+                await anyio.sleep(wait)
+                backoff = min(backoff * 2, policy.max_backoff)
+                continue
+            if target.answers != answered:
+                backoff = policy.first_backoff  # the model answered: it is healthy again
+                self.failure = None
+            self.last_outcome = "did" if did else "idle"
+            self.progress.raise_()
+            if not did:
+                await target.branch_signal.wait_beyond(version)

@@ -15,6 +15,8 @@ from ..store._errors import (
     MalformedContentError,
     StoreFailedError,
     StoreLockedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
     UnknownBranchError,
     UnknownMessageError,
 )
@@ -22,6 +24,7 @@ from ..strategies._errors import CompressionError, FloorUnavailableError, OverBu
 
 __all__ = [
     "AsidesError",
+    "StrategyInUseError",
     "MalformedContentError",
     "InvalidArgumentError",
     "ArgumentTypeError",
@@ -34,6 +37,8 @@ __all__ = [
     "StrategyNotStartedError",
     "OverBudgetError",
     "StoreLockedError",
+    "StoreNotEmptyError",
+    "StoreReadOnlyError",
     "StoreFailedError",
     "FloorUnavailableError",
     "CompressionError",
@@ -125,3 +130,18 @@ class StrategyNotStartedError(AsidesError):
             f"{action} was refused: the strategy of namespace {namespace!r} on branch {branch!r} failed to start "
             f"({cause!r}); call set_strategy() or switch_branch() to recover"
         )
+
+
+class StrategyInUseError(AsidesError):
+    """A strategy object given to a manager while another open manager holds it. Its in-memory
+    state would carry one reader's view into another's compiles and memories; give each manager
+    its own strategy object (the same object may be reused once its manager closed or moved to
+    another strategy). Nothing was written."""
+
+    def __init__(self, *, strategy: object, holder: str) -> None:
+        name = getattr(strategy, "name", type(strategy).__name__)
+        super().__init__(
+            f"strategy object {name!r} ({type(strategy).__name__} at {id(strategy):#x}) is held by {holder}, which is "
+            "open; give each manager a strategy object of its own"
+        )
+        self.holder = holder

@@ -22,9 +22,10 @@ import anyio
 import attrs
 
 from ..store._blocks import ContentBlock, TextBlock, check_content, coerce_content, has_audience
-from ..store._errors import BranchExistsError, MalformedContentError, UnknownMessageError
+from ..store._errors import ArgumentTypeError, BranchExistsError, InvalidArgumentError, MalformedContentError, UnknownMessageError
 from ..store._messages import Message, freeze_metadata
 from ..store._model import MISSING
+from ..store._names import check_branch, check_participant
 from ..store._narrowing import narrowing_of
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import (
@@ -33,13 +34,15 @@ from ..strategies._base import (
     SelectOptions,
     StrategyContext,
     StrategyState,
+    check_budget,
     check_injections,
 )
-from ..strategies._errors import StrategyCapabilityError
-from ..strategies._models import Completion, CompletionRequest, Model
+from ..strategies._errors import CompressionError, StrategyCapabilityError
+from ..strategies._models import Model
+from ..strategies._passthrough import NoBackgroundWork
 from ..strategies._tokens import default_estimate
 from ._compiled import CompiledContext, assemble, injection_cost
-from ._drains import run_drain
+from ._drains import Drain
 from ._errors import (
     ManagerClosedError,
     NarrowingRefusedError,
@@ -47,7 +50,9 @@ from ._errors import (
     ReaderRecordError,
     StrategyNotStartedError,
 )
+from ._gate import AnswerStale, ModelGate
 from ._namespace import NamespaceActor
+from ._protocol import Claim, Compile, ContextEntryWrite, Edit, HeadReset, Move, Signal, StartStrategy, Unit
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -89,51 +94,6 @@ class ContextEntry:
     source_message_id: str | None = None
 
 
-class _Moved(Exception):
-    """The manager moved (fork, switch, set_strategy) while a unit was in flight; its result is
-    written to neither branch."""
-
-
-class _ModelGate:
-    """The model as a strategy sees it (``ctx.model``): a request leaves the actor's turn while
-    it is out, and its answer is discarded if the manager moved or its namespace was claimed by
-    another reader meanwhile (SPEC D4, R10)."""
-
-    def __init__(self, manager: ContextManager, model: Model, epoch: int) -> None:
-        self._manager = manager
-        self._model = model
-        self._epoch = epoch
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
-
-    async def complete(self, request: CompletionRequest) -> Completion:
-        manager = self._manager
-        actor = manager._actor
-        manager._check("a compression request")
-        actor.requests_out += 1
-        try:
-            completion = await actor.outside_turn(lambda: self._model.complete(request))
-        finally:
-            actor.requests_out -= 1
-        manager._answers += 1
-        if manager._epoch != self._epoch:
-            raise _Moved("the manager moved while the request was out; its answer is discarded")
-        if manager._closed:
-            raise ManagerClosedError("a compression request", manager._namespace)
-        if not actor.may_work(manager._reader):
-            log.warning(
-                "discarded a compression answer for namespace %r on branch %r: the namespace now records %r, "
-                "which this manager (reader %r) does not compile for",
-                manager._namespace,
-                manager._branch,
-                actor.record,
-                manager._reader,
-            )
-            actor.check(manager._reader, "storing a compression result")
-        return completion
-
-
 class ContextManager:
     """A host's handle on one namespace (see the module docstring). Made by
     :meth:`Runtime.manager` / :meth:`Runtime.open_manager`, never directly."""
@@ -159,17 +119,14 @@ class ContextManager:
         self._branch = branch
         self._model = model
         self._derivation = derivation
-        self._actor: NamespaceActor = runtime._actor(branch, namespace)
+        self._actor: NamespaceActor = runtime.actor(branch, namespace)
         self._view = self._make_view(branch)
         self._closed = False
         self._started = False
         self._start_error: BaseException | None = None
         self._epoch = 0
-        self._seen_through = 0
-        self._drain_scope: anyio.CancelScope | None = None
-        self._drain_done: anyio.Event | None = None
-        self._drain_wanted = False
-        self._progress = anyio.Event()
+        self._seen_length = 0  # how many of the branch's messages the strategy has been handed
+        self._drain: Drain | None = None
         self._answers = 0  # model answers received (drains reset their back-off on one)
 
     # -- properties ----------------------------------------------------------------------------
@@ -202,6 +159,10 @@ class ContextManager:
         """Where a derived manager came from, or ``None``."""
         return self._derivation
 
+    @derivation.setter
+    def derivation(self, value: Derivation | None) -> None:
+        self._derivation = value
+
     @property
     def model(self) -> Model | None:
         """The model this manager compresses with: its own, else the runtime's, else none."""
@@ -209,6 +170,57 @@ class ContextManager:
 
     def __repr__(self) -> str:
         return f"<ContextManager {self._namespace!r} on {self._branch!r} reader={self._reader!r}>"
+
+    # -- what its drain and model gate ask of it ------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        """Raised by one on every move (fork, switch, strategy change)."""
+        return self._epoch
+
+    @property
+    def branch_signal(self) -> Signal:
+        """Raised by every write on this manager's branch."""
+        return self._runtime.branch_signal(self._branch)
+
+    @property
+    def claim_generation(self) -> int:
+        return self._actor.claim_generation
+
+    async def wait_claim_change(self, generation: int) -> None:
+        await self._actor.wait_claim_change(generation)
+
+    @property
+    def recorded_reader(self) -> object:
+        """The reader the namespace records on this branch (``None`` when unclaimed)."""
+        return self._actor.record
+
+    def may_work(self) -> bool:
+        """Whether the namespace's claim still lets this manager work here."""
+        return not self._closed and self._actor.may_work(self._reader)
+
+    @property
+    def answers(self) -> int:
+        return self._answers
+
+    def _count_answer(self) -> None:
+        self._answers += 1
+
+    async def run_unit(self) -> bool:
+        """Bring the strategy up to date and run one unit of its background work (when there
+        is a model); whether there was one. Runs in the namespace actor's turn."""
+        return await self._unit(needs_model=True)
+
+    async def _unit(self, *, needs_model: bool) -> bool:
+        async with self._actor.turn(Unit()):
+            self._check("tick")
+            await self._catch_up()
+            if needs_model and (self.model is None or self._strategy.is_ready()):
+                return False
+            try:
+                return bool(await self._strategy.tick(self._context()))
+            except AnswerStale:
+                return False
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -235,7 +247,7 @@ class ContextManager:
         model = self.model
         return StrategyContext(
             view=view or self._view,
-            model=_ModelGate(self, model, self._epoch) if model is not None else None,
+            model=ModelGate(self, actor, model, self._runtime.model_policy, self._count_answer) if model is not None else None,
             namespace=self._namespace,
             branch=self._branch,
             state=StrategyState(
@@ -244,7 +256,7 @@ class ContextManager:
                 self._namespace,
                 written=lambda: actor.written,
                 read_only=preview,
-                notify=actor.note_written,
+                writer=actor.write_states,
             ),
             reader=self._reader,
             preview=preview,
@@ -258,7 +270,7 @@ class ContextManager:
 
     # -- starting a strategy -------------------------------------------------------------------
 
-    def _require_capability(self, strategy: Any, action: str) -> None:
+    def require_capability(self, strategy: Any, action: str) -> None:
         if self._reader is not None and not getattr(strategy, "marks_compression_reads", False):
             raise StrategyCapabilityError(
                 f"{action} was refused: strategy {getattr(strategy, 'name', type(strategy).__name__)!r} does not say it "
@@ -266,27 +278,72 @@ class ContextManager:
                 f"{self._reader!r}; an edit could then hide a block compression already read"
             )
 
+    async def open(self, *, claim: str | None, action: str) -> None:
+        """Claim the namespace for ``claim`` (when given) and start the strategy, in one turn of
+        the namespace actor. Once the claim is written the open completes, even if cancelled
+        meanwhile (the cancellation reaches the caller at its next checkpoint)."""
+        async with self._actor.turn(Claim()):
+            with anyio.CancelScope(shield=True):
+                if claim is not None:
+                    await self._actor.claim(claim, action)
+                await self._start(action)
+
+    def abandon(self) -> None:
+        """An open that failed: the manager is closed and runs nothing."""
+        self._closed = True
+        self._detach()
+
     async def _start(self, action: str) -> None:
         """Attach to the actor and run the strategy's ``initialize`` in the actor's turn."""
         actor = self._actor
         try:
-            async with actor.turn():
+            async with actor.turn(StartStrategy()):
                 self._check(action, started=False)
-                if self not in actor.managers:
-                    actor.managers.append(self)
-                self._seen_through = self._store.head(self._branch)
+                self._seen_length = self._store.length(self._branch)
                 await self._strategy.initialize(self._context())
+                if action == "set_strategy":
+                    await self._record_strategy()
         except BaseException as exc:
             self._started = False
             self._start_error = exc
             raise
         self._started = True
         self._start_error = None
-        self._nudge()
+        self._start_drain()
+
+    async def _record_strategy(self) -> None:
+        """Record the strategy's name under the namespace, when it changed, so that an operator
+        can see which strategy a namespace runs."""
+        if self._store.read_only:
+            return
+        key = f"{self._namespace}/strategy"
+        name = getattr(self._strategy, "name", type(self._strategy).__name__)
+        if self._store.get_state(self._branch, key) != name:
+            await self._store.set_state(self._branch, key, name)
+
+    async def _catch_up(self) -> None:
+        """Hand the strategy the reader's view of the messages written since it last looked
+        (in the actor's turn). A message the reader sees nothing of is not handed over."""
+        length = self._store.length(self._branch)
+        if length == self._seen_length:
+            return
+        new = self._store.messages(self._branch, self._seen_length, length)
+        self._seen_length = length
+        ctx = self._context()
+        for message in new:
+            projected = self._view.get(message.id)
+            if projected is None:
+                continue
+            try:
+                await self._strategy.on_new_message(projected, ctx)
+            except Exception:
+                log.exception("strategy %r: on_new_message failed for message %s", getattr(self._strategy, "name", "?"), message.id)
 
     def _detach(self) -> None:
-        if self in self._actor.managers:
-            self._actor.managers.remove(self)
+        """Stop this manager's drain (it ends before the manager moves or closes)."""
+        drain, self._drain = self._drain, None
+        if drain is not None:
+            drain.cancel()
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -301,8 +358,7 @@ class ContextManager:
         messages (SPEC C6) the first shard is returned.
         """
         self._check("add_message")
-        if not isinstance(participant, str) or not participant:
-            raise MalformedContentError("participant", "a participant must be a non-empty string")
+        check_participant(participant)
         blocks = coerce_content(content)
         check_content(blocks, path="content", allow_audience=True)
         if not blocks:
@@ -330,14 +386,19 @@ class ContextManager:
         check_content(blocks, path="content", allow_audience=True)
         if not blocks:
             raise MalformedContentError("content", "a message needs at least one block")
-        async with self._actor.turn():
+        async with self._actor.turn(Edit()):
             self._check("edit_message")
             stored = self._store.get_message(self._branch, message_id)
             if stored is None:
                 raise UnknownMessageError(message_id, self._branch)
             self._check_narrowing(stored, blocks)
-            copies = self._runtime._context_copies(self._branch, message_id, stored, blocks)
-            return await self._store.edit_message(self._branch, message_id, blocks, states=copies)
+            copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
+
+            def recheck() -> None:  # at commit: on a shared store another process may have raised the floor
+                self._actor.adopt_stored_records()
+                self._check_narrowing(self._store.get_message(self._branch, message_id) or stored, blocks)
+
+            return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
 
     def _check_narrowing(self, stored: Message, blocks: tuple[ContentBlock, ...]) -> None:
         """SPEC N1-N5: refuse an edit that hides a block from a reader where compression may have
@@ -426,17 +487,17 @@ class ContextManager:
         preview: bool,
     ) -> CompiledContext:
         self._check(action)
-        for name, value in (("max_tokens", max_tokens), ("reserve_for_response", reserve_for_response)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-        checked, checked_messages = check_injections(tuple(injections), tuple(message_injections))
+        check_budget(max_tokens, reserve_for_response)
+        checked, checked_messages = check_injections(injections, message_injections)
         estimator = self._estimator()
         budget = max(0, max_tokens - reserve_for_response - injection_cost(checked, checked_messages, estimator))
         options = SelectOptions(
             preview=preview, max_tokens=max_tokens, reserve_for_response=reserve_for_response, message_injections=checked_messages
         )
-        async with self._actor.turn():
+        await self._store.sync()  # on a shared store: every message committed before this call
+        async with self._actor.turn(Compile()):
             self._check(action)
+            await self._catch_up()
             selection = await self._strategy.select(self._context(preview=preview), budget, options)
             return assemble(
                 selection,
@@ -452,25 +513,16 @@ class ContextManager:
     async def tick(self) -> bool:
         """Run one unit of the strategy's background work; whether it did any."""
         self._check("tick")
-        return await self._tick_unit()
-
-    async def _tick_unit(self) -> bool:
-        async with self._actor.turn():
-            self._check("tick")
-            try:
-                did = bool(await self._strategy.tick(self._context()))
-            except _Moved:
-                return False
-        self._signal()
-        return did
+        return await self._unit(needs_model=False)
 
     def is_ready(self) -> bool:
-        """Whether the strategy has no background work left (SPEC 3.2)."""
+        """Whether the strategy has no background work left."""
         self._check("is_ready")
         return bool(self._strategy.is_ready())
 
     def pending_work(self) -> str | None:
-        """What background work is waiting, in words, or ``None`` when ready."""
+        """What background work is waiting, in words, or ``None`` when ready; says so when no
+        model is configured, and when the model has been failing."""
         self._check("pending_work")
         if self._strategy.is_ready():
             return None
@@ -479,109 +531,72 @@ class ContextManager:
         text = text or "background work pending"
         if self.model is None:
             text += " (no compression model)"
+        elif self._drain is not None and self._drain.failure is not None:
+            text += "; " + self._drain.failure.describe()
         return text
 
     async def drain(self) -> None:
-        """Wait until the strategy is ready, or its drain stopped; at once when there is no model."""
+        """Wait until the strategy is ready; return at once when there is no model.
+
+        Raises ``CompressionError``, naming the last error, once the model has failed the
+        runtime's ``ModelPolicy.drain_failures`` times in a row during this call (the background
+        drain goes on retrying). Raises what refuses the manager (for example
+        ``ReaderClaimError`` when another reader claimed the namespace).
+        """
         self._check("drain")
+        start_failures: int | None = None
         while True:
             self._check("drain")
-            if self.model is None or self._strategy.is_ready():
+            if self.model is None:
                 return
-            progress = self._progress
-            running = self._ensure_drain()
-            if not running and self._actor.requests_out == 0:
-                # Nothing runs and nothing is out: one more unit, in this task.
-                if not await self._tick_unit() and self._actor.requests_out == 0:
+            drain = self._drain
+            if drain is None or drain.stopped:
+                # No drain runs (the strategy has none): work in this task.
+                if not await self.run_unit():
                     return
                 continue
-            await progress.wait()
+            progress = drain.progress.version
+            await self._catch_up_now()
+            if self._strategy.is_ready() and self._actor.requests_out == 0:
+                return
+            failure = drain.failure
+            if failure is not None:
+                if start_failures is None:
+                    start_failures = failure.count - 1
+                if failure.count - start_failures >= self._runtime.model_policy.drain_failures:
+                    raise CompressionError(
+                        f"the compression model of namespace {self._namespace!r} on branch {self._branch!r} failed "
+                        f"{failure.count - start_failures} times in a row (last: {failure.error}); the background drain "
+                        "keeps retrying"
+                    )
+            elif start_failures is None:
+                start_failures = 0
+            drain.poke()
+            await drain.progress.wait_beyond(progress)
+            if drain.last_outcome == "idle" and self._actor.requests_out == 0:
+                return  # the drain found nothing it can do now
 
-    def _signal(self) -> None:
-        self._progress.set()
-        self._progress = anyio.Event()
+    async def _catch_up_now(self) -> None:
+        async with self._actor.turn(Unit()):
+            self._check("drain")
+            await self._catch_up()
 
-    def _nudge(self) -> None:
-        """Something changed for this manager's strategy: wake its drain if it has work."""
-        self._signal()
-        self._ensure_drain()
-
-    def _ensure_drain(self) -> bool:
-        """Start the drain if the strategy has work and none runs; whether a drain runs now."""
-        if self._drain_scope is not None:
-            self._drain_wanted = True
-            return True
-        if self._closed or not self._started or self._start_error is not None or self.model is None:
-            return False
-        if not self._actor.may_work(self._reader) or self._runtime.closing:
-            return False
-        try:
-            if self._strategy.is_ready():
-                return False
-        except Exception:  # pragma: no cover - a strategy's own bug; nothing to drain
-            return False
-        scope = anyio.CancelScope()
-        done = anyio.Event()
-        self._drain_scope = scope
-        self._drain_done = done
-        self._drain_wanted = False
-        self._runtime._spawn(self._drain_main, scope, done)
-        return True
-
-    async def _drain_main(self, scope: anyio.CancelScope, done: anyio.Event) -> None:
-        try:
-            with scope:
-                while True:
-                    await run_drain(self)
-                    if not self._drain_wanted or self._closed:
-                        break
-                    self._drain_wanted = False
-        finally:
-            if self._drain_scope is scope:
-                self._drain_scope = None
-            done.set()
-            self._signal()
+    def _start_drain(self) -> None:
+        """Start this manager's drain, if its strategy has background work and none runs."""
+        if self._drain is not None and not self._drain.stopped:
+            return
+        if self._closed or not self._started or self._start_error is not None or self._runtime.closing:
+            return
+        if isinstance(self._strategy, NoBackgroundWork):
+            return
+        drain = Drain(self, self._runtime.model_policy)
+        self._drain = drain
+        self._runtime.spawn(drain.run)
 
     async def _stop_drain(self) -> None:
-        scope, done = self._drain_scope, self._drain_done
-        if scope is not None:
-            scope.cancel()
-            if done is not None:
-                await done.wait()
-
-    def _on_claim_changed(self, actor: NamespaceActor) -> None:
-        """The actor reports a claim change (SPEC R10)."""
-        if actor.may_work(self._reader):
-            return
-        if self._drain_scope is not None:
-            log.warning(
-                "namespace %r on branch %r was claimed by %r; the drain of a manager compiling for %s stops",
-                self._namespace,
-                self._branch,
-                actor.record,
-                "no reader" if self._reader is None else repr(self._reader),
-            )
-            self._drain_scope.cancel()
-        self._signal()
-
-    async def _deliver(self, messages: tuple[Message, ...]) -> None:
-        """Hand the strategy the reader's view of new messages (called by the actor)."""
-        if self._closed or not self._started or self._start_error is not None:
-            return
-        if not self._actor.may_work(self._reader):
-            return
-        ctx = self._context()
-        for message in messages:
-            if message.sequence <= self._seen_through:
-                continue
-            projected = self._view.get(message.id)
-            if projected is None:
-                continue  # the reader sees nothing of it: no call at all (SPEC A4)
-            try:
-                await self._strategy.on_new_message(projected, ctx)
-            except Exception:
-                log.exception("strategy %r: on_new_message failed for message %s", getattr(self._strategy, "name", "?"), message.id)
-        self._nudge()
+        drain, self._drain = self._drain, None
+        if drain is not None:
+            await drain.stop()
 
     # -- summaries -----------------------------------------------------------------------------
 
@@ -589,7 +604,7 @@ class ContextManager:
         """Summaries matching ``pattern`` (checked like a view read, SPEC R8.2)."""
         self._check("search_summaries", started=False)
         if not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+            raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
         method = getattr(self._strategy, "search_summaries", None)
         return tuple(method(pattern, limit=limit)) if method is not None else ()
 
@@ -616,15 +631,14 @@ class ContextManager:
                 f"reset_head_window was refused: strategy {getattr(self._strategy, 'name', '?')!r} has no head window"
             )
         if text is not None and not isinstance(text, str):
-            raise TypeError("reset_head_window takes a string or None")
-        async with self._actor.turn():
+            raise ArgumentTypeError("text", f"reset_head_window takes a string or None, not {type(text).__name__}")
+        async with self._actor.turn(HeadReset()):
             self._check("reset_head_window")
             generated = text is None
             body = text if text is not None else await transition(self._context())
             block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
             message = await self._store.append_message(self._branch, "Context Manager", (block,))
             await start_head(self._context(), message.sequence)
-        self._nudge()
         return body
 
     # -- the context log (SPEC P2) -------------------------------------------------------------
@@ -639,17 +653,17 @@ class ContextManager:
         check_content(blocks, path="content", allow_audience=False)
         if source_message_id is not None and self._store.get_message(self._branch, source_message_id) is None:
             raise UnknownMessageError(source_message_id, self._branch)
-        async with self._actor.turn():
+        async with self._actor.turn(ContextEntryWrite()):
             self._check("append_context_entry", started=False)
             index = self._actor.context_next()
             entry = ContextEntry(index, blocks, source_message_id)
-            await self._runtime._write_context_entry(self._branch, self._namespace, entry)
+            await self._runtime.write_context_entry(self._branch, self._namespace, entry)
         return entry
 
     def get_context_entries(self) -> tuple[ContextEntry, ...]:
         """This namespace's context log on this branch, oldest first (dropped entries left out)."""
         self._check("get_context_entries", started=False)
-        return self._runtime._context_entries(self._branch, self._namespace)
+        return self._runtime.context_entries(self._branch, self._namespace)
 
     # -- branches ------------------------------------------------------------------------------
 
@@ -658,18 +672,20 @@ class ContextManager:
         one, SPEC D1). Refused before the branch is made when the namespace's record names
         another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("fork")  # the record check here is the one the child inherits (R4, R7)
-        if self._store.has_branch(name):
+        if self._store.has_branch(check_branch(name)):
             raise BranchExistsError(name)
-        await self._store.create_branch(name, self._branch)
-        await self._move(name, self._strategy, "fork")
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        with anyio.CancelScope(shield=True):  # once the branch is written, the fork completes
+            await self._store.create_branch(name, self._branch)
+            await self._move(name, self._strategy, "fork")
 
     async def switch_branch(self, name: str) -> None:
         """Move this manager (only this one, SPEC D1) to branch ``name`` and restart its strategy
         there. Refused, leaving the manager where it was, when the namespace records another
         reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("switch_branch", started=False)
-        self._store.branch_info(name)
-        self._runtime._actor(name, self._namespace).check(self._reader, "switch_branch")
+        self._store.branch_info(check_branch(name))
+        self._runtime.actor(name, self._namespace).check(self._reader, "switch_branch")
         await self._move(name, self._strategy, "switch_branch")
 
     async def set_strategy(self, strategy: Any) -> None:
@@ -677,7 +693,7 @@ class ContextManager:
         this manager may not work here or the new strategy does not mark its compression reads
         under a reader (R1, R2, R4, R7, N7)."""
         self._check("set_strategy", started=False)
-        self._require_capability(strategy, "set_strategy")
+        self.require_capability(strategy, "set_strategy")
         await self._move(self._branch, strategy, "set_strategy")
 
     async def _move(self, branch: str, strategy: Any, action: str) -> None:
@@ -686,26 +702,31 @@ class ContextManager:
 
         The record is checked again, and the claim made, in the target actor's turn and before
         anything is rebound, so a claim that lands while the drain stops still leaves a refused
-        call with the manager where it was and its old strategy (SPEC R2)."""
+        call with the manager where it was and its old strategy (SPEC R2). Once anything is
+        written the move completes, even if cancelled meanwhile."""
+        self._runtime.check_strategy_free(strategy, self)
         await self._stop_drain()
-        target = self._runtime._actor(branch, self._namespace)
+        target = self._runtime.actor(branch, self._namespace)
+        moved = False
         try:
-            async with target.turn():
+            async with target.turn(Move()):
                 target.check(self._reader, action)  # no await before the claim below: it cannot fail
-                self._epoch += 1
-                self._detach()
-                self._branch = branch
-                self._actor = target
-                self._view = self._make_view(branch)
-                self._strategy = strategy
-                self._started = False
-                if self._reader is not None:
-                    await target.claim(self._reader, action)
-                await self._start(action)
-        except (ReaderClaimError, ReaderRecordError):
-            if self._actor is not target:
-                self._nudge()  # refused before anything moved: the old strategy's drain resumes
-            raise
+                with anyio.CancelScope(shield=True):
+                    moved = True
+                    self._epoch += 1
+                    self._detach()
+                    self._branch = branch
+                    self._actor = target
+                    self._view = self._make_view(branch)
+                    self._strategy = strategy
+                    self._started = False
+                    self._runtime.hold_strategy(strategy, self)
+                    if self._reader is not None:
+                        await target.claim(self._reader, action)
+                    await self._start(action)
+        finally:
+            if not moved:
+                self._start_drain()  # refused or cancelled before anything moved: the old drain resumes
 
     async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
         """A new manager of this namespace on a new child branch made from this manager's head (or
@@ -714,13 +735,16 @@ class ContextManager:
         its strategy failed to start (D4), when the record is not a reader's name (R7), or when
         the strategy does not mark its compression reads under a reader (N7)."""
         self._check("derive")
-        self._require_capability(strategy, "derive")
-        if self._store.has_branch(branch):
+        self.require_capability(strategy, "derive")
+        self._runtime.check_strategy_free(strategy)
+        if self._store.has_branch(check_branch(branch)):
             raise BranchExistsError(branch)
         head = self._store.head(self._branch)
         at = head if at_sequence is None else at_sequence
         if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= head:
-            raise ValueError(f"at_sequence must be between 0 and {head} (the head of {self._branch!r}), got {at_sequence!r}")
+            raise InvalidArgumentError(
+                "at_sequence", f"must be between 0 and {head} (the head of {self._branch!r}), got {at_sequence!r}"
+            )
         inherited = self._store.model.get_state_at(self._branch, self._actor.reader_key, at)
         if inherited is not MISSING and inherited != self._reader:
             # an earlier record that is not this manager's reader (only foreign data can do this)
@@ -730,7 +754,12 @@ class ContextManager:
                 namespace=self._namespace, branch=self._branch, recorded=inherited, requested=self._reader, action="derive"
             )
         derivation = Derivation(self._branch, branch, at, self._namespace)
-        await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
+            await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
+            return await self._start_child(strategy, branch, derivation)
+
+    async def _start_child(self, strategy: Any, branch: str, derivation: Derivation) -> ContextManager:
         child = ContextManager(
             self._runtime,
             namespace=self._namespace,
@@ -741,7 +770,7 @@ class ContextManager:
             model=self._model,
             derivation=derivation,
         )
-        await self._runtime._start_manager(child, claim=self._reader, action="derive")
+        await self._runtime.start_manager(child, claim=self._reader, action="derive")
         return child
 
     # -- closing -------------------------------------------------------------------------------
@@ -752,6 +781,4 @@ class ContextManager:
             return
         self._closed = True
         await self._stop_drain()
-        self._detach()
-        self._runtime._forget(self)
-        self._signal()
+        self._runtime.forget(self)

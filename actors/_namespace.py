@@ -1,41 +1,43 @@
-"""The namespace actor: one task per (branch, namespace).
+"""The namespace actor: one per (branch, namespace).
 
-It owns the namespace's reader claim (``<namespace>/reader``) and narrowing floor
-(``<namespace>/narrowing-floor``) on its branch, serialises everything that touches the
-namespace (claims, strategy starts, compiles, edits, floor raises, units of compression) through
-its inbox, and delivers new messages to the strategies of the managers attached to it.
+It owns the namespace's reader claim (``<namespace>/reader``), its narrowing floor
+(``<namespace>/narrowing-floor``) and its strategy state on its branch. Managers and drains send
+it requests (:mod:`._protocol`) for claims, strategy starts, compiles, edits and units of
+compression; it grants one at a time, so nothing else touches the namespace meanwhile. The
+claim, the floor and the strategy state change only inside a granted turn, and the actor checks
+that on every such change.
 
-Claims are decided from the actor's in-memory record, loaded once from the store: a claim is a
-check-and-set with no suspension point between the check and the set, so of any number of racing
-opens exactly one claims an unclaimed namespace; the record write follows (one state write). A
-claim change bumps the claim generation and is reported to every attached manager, whose drains
-stop if the manager no longer may work there (SPEC R10).
+A claim change raises the actor's claim *generation* (:attr:`NamespaceActor.claim_generation`):
+a drain started under one generation stops when it changes, and an answer it gets afterwards is
+thrown away. The reader check of every call (:meth:`NamespaceActor.check`) is an in-memory
+comparison, never a database query.
 
-The reader check of SPEC R5 (:meth:`NamespaceActor.check`) is an in-memory comparison, never a
-database query.
+An actor is not on the write path: a write raises its branch's signal and nothing else, so an
+actor with no manager attached costs nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import attrs
 
+from ..store._errors import ArgumentTypeError
 from ..store._model import MISSING, UNREADABLE
-from ..store._sqlite import SqliteStore
+from ..store._names import check_namespace
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ReaderClaimError, ReaderRecordError
-from ._protocol import InboxItem, MessageChanged, MessagesAdded, TurnRequest
+from ._protocol import Signal, TurnRequest
 
 if TYPE_CHECKING:
-    from ._manager import ContextManager
+    from ..store._sqlite import SqliteStore
 
-__all__ = ["NamespaceActor", "UnreadableRecord", "normalise_namespace", "READER_KEY", "FLOOR_KEY"]
+__all__ = ["FLOOR_KEY", "READER_KEY", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
 log = logging.getLogger("asides.actors")
 T = TypeVar("T")
@@ -45,12 +47,14 @@ FLOOR_KEY = "narrowing-floor"
 
 
 def normalise_namespace(namespace: str | None) -> str:
-    """``None``, ``""`` and ``"default"`` are one namespace, ``"default"``."""
-    if namespace is None or namespace == "":
-        return "default"
-    if not isinstance(namespace, str):
-        raise TypeError(f"a namespace is a string, not {type(namespace).__name__}")
-    return namespace
+    """``None``, ``""`` and ``"default"`` are one namespace, ``"default"``; any other must be a
+    well-formed name (``InvalidNameError`` at ``namespace`` otherwise)."""
+    return check_namespace(namespace)
+
+
+class _Covered(Exception):
+    """The store already holds what a claim or floor raise would write (another process wrote
+    it): the write is skipped, as a claim of a claimed namespace or a floor that never lowers."""
 
 
 @attrs.frozen
@@ -61,7 +65,7 @@ class UnreadableRecord:
 
 
 class NamespaceActor:
-    """Owner of one namespace's reader claim and narrowing floor on one branch."""
+    """Owner of one namespace's reader claim, narrowing floor and strategy state on one branch."""
 
     def __init__(self, store: SqliteStore, branch: str, namespace: str) -> None:
         self.store = store
@@ -69,24 +73,52 @@ class NamespaceActor:
         self.namespace = namespace
         self.reader_key = f"{namespace}/{READER_KEY}"
         self.floor_key = f"{namespace}/{FLOOR_KEY}"
-        self._send, self._receive = anyio.create_memory_object_stream[InboxItem](math.inf)
-        self.record: str | None | UnreadableRecord = self._load_record()
-        self.floor: int | object = self._load_floor()
-        self.generation = 0
-        self.managers: list[ContextManager] = []
+        self._send, self._receive = anyio.create_memory_object_stream[TurnRequest](math.inf)
+        self._record: str | None | UnreadableRecord = self._load_record()
+        self._floor: int | object = self._load_floor()
+        self._claims = Signal()
         #: Strategy-state keys (relative) written under this namespace on this branch, in order.
-        self.written: list[str] = []
+        self._written: list[str] = []
         #: Compression requests of this namespace and branch now out (any manager).
         self.requests_out = 0
         self._holder: int | None = None
         self._current: TurnRequest | None = None
-        self._task_id: int | None = None
         self._context_next: int | None = None
 
     def __repr__(self) -> str:
-        return f"<NamespaceActor {self.namespace!r} on {self.branch!r} record={self.record!r}>"
+        return f"<NamespaceActor {self.namespace!r} on {self.branch!r} record={self._record!r}>"
 
-    # -- records -------------------------------------------------------------------------------
+    # -- what the actor owns (read by anyone; changed only in a turn) ---------------------------
+
+    @property
+    def record(self) -> str | None | UnreadableRecord:
+        """The reader the namespace records on this branch, ``None``, or an unreadable record."""
+        return self._record
+
+    @property
+    def floor(self) -> int | object:
+        """The narrowing floor (an int), or ``UNREADABLE``."""
+        return self._floor
+
+    @property
+    def claim_generation(self) -> int:
+        """Raised by one on every claim change."""
+        return self._claims.version
+
+    async def wait_claim_change(self, generation: int) -> None:
+        """Return once the claim generation is past ``generation``."""
+        await self._claims.wait_beyond(generation)
+
+    @property
+    def written(self) -> list[str]:
+        """Strategy-state keys (relative to the namespace) written here since the actor started."""
+        return self._written
+
+    def _require_turn(self, what: str) -> None:
+        if not self.holds_turn():
+            raise AssertionError(
+                f"{what} of namespace {self.namespace!r} on branch {self.branch!r} outside the namespace actor's turn"
+            )
 
     def _load_record(self) -> str | None | UnreadableRecord:
         value = self.store.model.get_state(self.branch, self.reader_key)
@@ -96,6 +128,19 @@ class NamespaceActor:
             return value
         self._report("reader record", value)
         return UnreadableRecord(None if value is UNREADABLE else value)
+
+    def adopt_stored_records(self) -> None:
+        """Follow the reader record and the narrowing floor as the store holds them now (on a
+        shared store another process may have written them): a record only appears (a claim of
+        this process still being written is kept), a floor only rises. A changed record raises
+        the claim generation, as a claim made here does."""
+        stored = self._load_record()
+        if stored is not None and stored != self._record:
+            self._record = stored
+            self._claims.raise_()
+        floor = self._load_floor()
+        if isinstance(floor, int) and isinstance(self._floor, int) and floor > self._floor:
+            self._floor = floor
 
     def _load_floor(self) -> int | object:
         value = self.store.model.get_state(self.branch, self.floor_key)
@@ -114,10 +159,12 @@ class NamespaceActor:
             f"the {what} of namespace {self.namespace!r} on branch {self.branch!r} is {value!r}, which asides cannot read",
         )
 
+    # -- checks (in memory) ---------------------------------------------------------------------
+
     def resolve_reader(self, requested: str | None, action: str) -> str | None:
-        """The reader a manager opened with ``requested`` compiles for here (SPEC A1, R1, R3, R7),
-        or an error naming both readers. Writes nothing."""
-        record = self.record
+        """The reader a manager opened with ``requested`` compiles for here, or an error naming
+        both readers. Writes nothing."""
+        record = self._record
         if isinstance(record, UnreadableRecord):
             raise ReaderRecordError(namespace=self.namespace, branch=self.branch, record=record.value, action=action)
         if record is None:
@@ -127,9 +174,9 @@ class NamespaceActor:
         raise ReaderClaimError(namespace=self.namespace, branch=self.branch, recorded=record, requested=requested, action=action)
 
     def check(self, reader: str | None, action: str) -> None:
-        """SPEC R5: refuse a manager compiling for ``reader`` when the record names another reader,
-        or any reader while ``reader`` is ``None``, or is unreadable. In-memory only."""
-        record = self.record
+        """Refuse a manager compiling for ``reader`` when the record names another reader, or any
+        reader while ``reader`` is ``None``, or is unreadable. In memory only."""
+        record = self._record
         if record is None or record == reader:
             return
         if isinstance(record, UnreadableRecord):
@@ -137,78 +184,106 @@ class NamespaceActor:
         raise ReaderClaimError(namespace=self.namespace, branch=self.branch, recorded=record, requested=reader, action=action)
 
     def may_work(self, reader: str | None) -> bool:
-        record = self.record
+        record = self._record
         return record is None or record == reader
 
-    def claim_now(self, reader: str, action: str) -> bool:
-        """Check-and-set the claim for ``reader`` (no suspension point). Returns whether the
-        caller must write the record; raises when another reader holds the namespace."""
-        if self.record is None:
-            self.record = reader
-            self.generation += 1
-            for manager in list(self.managers):
-                manager._on_claim_changed(self)
-            return True
-        self.resolve_reader(reader, action)
-        return False
+    # -- changes (in a turn) --------------------------------------------------------------------
 
     async def claim(self, reader: str, action: str) -> bool:
-        """Claim the namespace for ``reader`` if unclaimed (one state write, SPEC R1); refuse if
-        another reader holds it. Returns whether this call wrote the claim."""
-        if self.claim_now(reader, action):
-            await self.store.set_state(self.branch, self.reader_key, reader)
-            return True
-        return False
+        """Claim the namespace for ``reader`` if unclaimed (one state write); refuse if another
+        reader holds it. Returns whether this call wrote the claim. On a read-only store the claim
+        is kept in memory only (a preview writes nothing). Call it in a turn."""
+        self._require_turn("a claim")
+        if self._record is not None:
+            self.resolve_reader(reader, action)
+            return False
+        # No checkpoint between the check above and the change below.
+        self._record = reader
+        self._claims.raise_()
+        if self.store.read_only:
+            return False
+
+        def still_unclaimed() -> None:  # at commit: on a shared store another process may have claimed it
+            stored = self.store.model.get_state(self.branch, self.reader_key)
+            if stored is MISSING:
+                return
+            self.adopt_stored_records()
+            self.resolve_reader(reader, action)  # another reader's claim: refused
+            raise _Covered  # the same reader's: nothing to write
+
+        try:
+            await self.store.set_state(self.branch, self.reader_key, reader, guard=still_unclaimed)
+        except _Covered:
+            return False
+        except BaseException:
+            if self.store.model.get_state(self.branch, self.reader_key) is MISSING:
+                self._record = None  # not written: the claim is not held
+                self._claims.raise_()
+            self.adopt_stored_records()
+            raise
+        return True
 
     async def raise_floor(self, sequence: int, reader: str | None) -> None:
-        """SPEC N2: raise the narrowing floor to ``sequence`` before a compression read. Never
-        lowers it; a manager with no reader writes nothing; each rise is one state write."""
+        """Raise the narrowing floor to ``sequence`` before a compression read. Never lowers it;
+        a manager with no reader writes nothing; each rise is one state write. Call it in a turn."""
         if reader is None:
             return
+        self._require_turn("a floor raise")
         if not isinstance(sequence, int) or isinstance(sequence, bool):
-            raise TypeError("mark_compression_read takes a message sequence (an int)")
-        current = self.floor
-        if current is UNREADABLE:
+            raise ArgumentTypeError("sequence", f"mark_compression_read takes a message sequence (an int), not {type(sequence).__name__}")
+        current = self._floor
+        if not isinstance(current, int):
             raise FloorUnavailableError(
                 f"the narrowing floor of namespace {self.namespace!r} on branch {self.branch!r} cannot be read, "
                 "so no compression read may be recorded; repair the record"
             )
-        if sequence <= current:  # type: ignore[operator]
+        if sequence <= current:
             return
+
+        def still_below() -> None:  # at commit: on a shared store another process may have raised it
+            stored = self.store.model.get_state(self.branch, self.floor_key)
+            if isinstance(stored, int) and not isinstance(stored, bool) and stored >= sequence:
+                raise _Covered
+
         try:
-            await self.store.set_state(self.branch, self.floor_key, sequence)
+            await self.store.set_state(self.branch, self.floor_key, sequence, guard=still_below)
+        except _Covered:
+            self.adopt_stored_records()
+            return
         except Exception as exc:
             raise FloorUnavailableError(
                 f"the narrowing floor of namespace {self.namespace!r} on branch {self.branch!r} could not be "
                 f"raised to {sequence} ({exc!r}); no compression read may happen until it can"
             ) from exc
-        if isinstance(self.floor, int) and sequence > self.floor:
-            self.floor = sequence
+        if isinstance(self._floor, int) and sequence > self._floor:
+            self._floor = sequence
 
-    def note_written(self, keys: tuple[str, ...]) -> None:
-        self.written.extend(keys)
-        for manager in list(self.managers):
-            manager._nudge()
+    async def write_states(self, records: Mapping[str, Any]) -> None:
+        """Write strategy-state records (keys relative to the namespace). Call it in a turn."""
+        self._require_turn("a strategy-state write")
+        await self.store.set_states(self.branch, {f"{self.namespace}/{k}": v for k, v in records.items()})
+        self._written.extend(records)
 
     def context_next(self) -> int:
         """The index the next context-log entry of this namespace on this branch takes."""
+        self._require_turn("a context-log entry")
         if self._context_next is None:
             prefix = f"{self.namespace}/context/"
-            indexes = [int(k[len(prefix) :]) for k in self.store.model.state_keys(self.branch, prefix) if k[len(prefix) :].isdigit()]
+            keys = self.store.model.state_keys(self.branch, prefix)
+            indexes = [int(k[len(prefix) :]) for k in keys if k[len(prefix) :].isdigit()]
             self._context_next = max(indexes, default=-1) + 1
         index = self._context_next
         self._context_next += 1
         return index
 
-    # -- turns ---------------------------------------------------------------------------------
+    # -- turns ----------------------------------------------------------------------------------
 
     def holds_turn(self) -> bool:
         """Whether the current task holds this actor's turn."""
         return self._holder is not None and self._holder == anyio.get_current_task().id
 
-    async def _acquire(self) -> None:
+    async def _acquire(self, request: TurnRequest) -> None:
         me = anyio.get_current_task().id
-        request = TurnRequest()
         self._send.send_nowait(request)
         try:
             await request.granted.wait()
@@ -228,12 +303,12 @@ class NamespaceActor:
             request.released.set()
 
     @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Hold the actor's turn for the block (re-entrant within one task)."""
+    async def turn(self, request: TurnRequest) -> AsyncIterator[None]:
+        """Send ``request`` and hold the actor's turn for the block (re-entrant within a task)."""
         if self.holds_turn():
             yield
             return
-        await self._acquire()
+        await self._acquire(request)
         try:
             yield
         finally:
@@ -241,53 +316,24 @@ class NamespaceActor:
 
     async def outside_turn(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` with the turn released (a model request, which may take minutes), then take
-        the turn back before returning. Outside any lent turn it just runs ``fn``."""
-        if self._current is None or not self.holds_turn():
+        the turn back, with a request of the same kind, before returning."""
+        current = self._current
+        if current is None or not self.holds_turn():
             return await fn()
         self._release()
         try:
             return await fn()
         finally:
-            await self._acquire()
-
-    # -- inbox ---------------------------------------------------------------------------------
-
-    def post(self, item: InboxItem) -> None:
-        """Queue an item (never blocks)."""
-        try:
-            self._send.send_nowait(item)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
+            await self._acquire(type(current)())
 
     async def run(self) -> None:
-        """The actor's loop: one inbox item at a time, until the runtime closes."""
-        self._task_id = anyio.get_current_task().id
+        """The actor's loop: grant one request at a time, until the runtime closes."""
         async with self._receive:
-            async for item in self._receive:
-                try:
-                    if isinstance(item, TurnRequest):
-                        if item.abandoned:
-                            continue
-                        item.granted.set()
-                        await item.released.wait()
-                    elif isinstance(item, MessagesAdded):
-                        await self._as_actor(lambda m=item.messages: self._deliver(m))
-                    elif isinstance(item, MessageChanged):
-                        for manager in list(self.managers):
-                            manager._nudge()
-                except Exception:  # pragma: no cover - deliveries log their own errors
-                    log.exception("namespace actor %r on %r: an inbox item failed", self.namespace, self.branch)
-
-    async def _as_actor(self, fn: Callable[[], Awaitable[None]]) -> None:
-        self._holder = self._task_id
-        try:
-            await fn()
-        finally:
-            self._holder = None
-
-    async def _deliver(self, messages: tuple[Any, ...]) -> None:
-        for manager in list(self.managers):
-            await manager._deliver(messages)
+            async for request in self._receive:
+                if request.abandoned:
+                    continue
+                request.granted.set()
+                await request.released.wait()
 
     def close(self) -> None:
         self._send.close()

@@ -1,30 +1,45 @@
-"""The messages a namespace actor receives in its inbox.
+"""The messages a namespace actor receives, and the signals it and the runtime publish.
 
-An actor handles one inbox item at a time, in order:
+A namespace actor handles one request at a time, in order. Each request names what it is for
+(:class:`Claim`, :class:`StartStrategy`, :class:`Compile`, :class:`Edit`, :class:`Unit`, ...).
+The actor grants the request its turn and waits until the requester releases it: the work runs
+in the requester's own task (its errors and cancellation stay its own) while nothing else
+touches the namespace. A requester that gives up before the grant is skipped. While a turn is
+held, only the holder may change what the actor owns (the reader claim, the narrowing floor,
+the namespace's strategy state); the actor enforces that with an assertion.
 
-* :class:`TurnRequest`: lend the actor's turn to the requesting task (a manager's compile, edit,
-  strategy start or tick; a drain's unit of work). The actor grants it and waits until the
-  requester releases it, so the requester's work runs in its own task (its errors and
-  cancellation stay its own) while nothing else touches the namespace. A requester that gives up
-  before the grant is skipped.
-* :class:`MessagesAdded`: messages written on the actor's branch (through any manager); the actor
-  hands each attached manager's strategy the reader's view of each (SPEC F, A4).
-* :class:`MessageChanged`: a message edited on the branch; attached managers re-check readiness.
+Two signals replace calls between objects:
+
+* :class:`Signal` — a version that only grows, and a way to wait until it grows. The runtime keeps
+  one per branch (raised by every write on the branch, in constant time however many managers
+  are open); a drain waits on it when it has nothing to do. Each actor keeps one for its claim
+  (the claim *generation*): a drain started under generation ``g`` stops when it changes.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import anyio
-import attrs
 
-from ..store._messages import Message
-
-__all__ = ["TurnRequest", "MessagesAdded", "MessageChanged", "InboxItem"]
+__all__ = [
+    "Claim",
+    "Compile",
+    "ContextEntryWrite",
+    "Edit",
+    "HeadReset",
+    "Move",
+    "Signal",
+    "StartStrategy",
+    "TurnRequest",
+    "Unit",
+]
 
 
 class TurnRequest:
-    """A request for the actor's turn."""
+    """A request for the actor's turn; subclasses say what the turn is for."""
 
+    purpose: ClassVar[str] = "work"
     __slots__ = ("granted", "released", "abandoned")
 
     def __init__(self) -> None:
@@ -32,15 +47,72 @@ class TurnRequest:
         self.released = anyio.Event()
         self.abandoned = False
 
-
-@attrs.frozen
-class MessagesAdded:
-    messages: tuple[Message, ...]
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.purpose}>"
 
 
-@attrs.frozen
-class MessageChanged:
-    message: Message
+class Claim(TurnRequest):
+    purpose = "a reader claim"
+    __slots__ = ()
 
 
-InboxItem = TurnRequest | MessagesAdded | MessageChanged
+class StartStrategy(TurnRequest):
+    purpose = "a strategy start"
+    __slots__ = ()
+
+
+class Compile(TurnRequest):
+    purpose = "a compile"
+    __slots__ = ()
+
+
+class Edit(TurnRequest):
+    purpose = "an edit"
+    __slots__ = ()
+
+
+class Unit(TurnRequest):
+    purpose = "a unit of background work"
+    __slots__ = ()
+
+
+class ContextEntryWrite(TurnRequest):
+    purpose = "a context-log entry"
+    __slots__ = ()
+
+
+class HeadReset(TurnRequest):
+    purpose = "a head-window reset"
+    __slots__ = ()
+
+
+class Move(TurnRequest):
+    purpose = "a move (fork, switch or strategy change)"
+    __slots__ = ()
+
+
+class Signal:
+    """A version that only grows. :meth:`raise_` costs the same however many tasks wait."""
+
+    __slots__ = ("_version", "_event")
+
+    def __init__(self) -> None:
+        self._version = 0
+        self._event: anyio.Event | None = None
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def raise_(self) -> None:
+        self._version += 1
+        event, self._event = self._event, None
+        if event is not None:
+            event.set()
+
+    async def wait_beyond(self, version: int) -> None:
+        """Return once the version is greater than ``version`` (at once if it already is)."""
+        while self._version <= version:
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()

@@ -18,15 +18,19 @@ import anyio.abc
 import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
+from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..store._groups import collapse
 from ..store._messages import Message
 from ..store._model import MISSING, BranchInfo
-from ..store._sqlite import MessageEdited, MessagesAppended, SqliteStore, StoreEvent, open_store
+from ..store._names import check_branch, check_optional_reader
+from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent, open_store
 from ..store._views import ViewFilter, reader_view
 from ..strategies._models import Model
+from ._errors import StrategyInUseError
+from ._gate import ModelPolicy, check_model
 from ._manager import ContextEntry, ContextManager, Derivation
-from ._namespace import NamespaceActor, normalise_namespace
-from ._protocol import MessageChanged, MessagesAdded
+from ._namespace import FLOOR_KEY, READER_KEY, NamespaceActor, normalise_namespace
+from ._protocol import Signal
 
 if TYPE_CHECKING:
     from ..integrations.openai_agents import AsidesSession
@@ -39,13 +43,18 @@ log = logging.getLogger("asides.actors")
 class Runtime:
     """A store with its actors and managers. Made by :func:`open_runtime`."""
 
-    def __init__(self, store: SqliteStore, tasks: anyio.abc.TaskGroup, model: Model | None) -> None:
+    def __init__(
+        self, store: SqliteStore, tasks: anyio.abc.TaskGroup, model: Model | None, model_policy: ModelPolicy | None = None
+    ) -> None:
         self._store = store
         self._tasks = tasks
         self.model = model
+        self.model_policy = model_policy if model_policy is not None else ModelPolicy()
         self._actors: dict[tuple[str, str], NamespaceActor] = {}
-        self._by_branch: dict[str, list[NamespaceActor]] = {}
+        self._signals: dict[str, Signal] = {}
         self._managers: set[ContextManager] = set()
+        #: Which open manager holds each strategy object (by identity): one manager at a time.
+        self._strategy_holders: dict[int, ContextManager] = {}
         self._copies: dict[str, dict[str, list[str]]] = {}
         self._closing = False
         #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
@@ -87,21 +96,22 @@ class Runtime:
         """
         if self._closing:
             raise RuntimeError("the runtime is closing; open managers inside its block")
-        if view_reader is not None and (not isinstance(view_reader, str) or not view_reader):
-            raise ValueError(f"view_reader must be a non-empty string naming a reader, or None; got {view_reader!r}")
+        check_optional_reader(view_reader, "view_reader")
         if view_filter is not None and not callable(view_filter):
-            raise TypeError("view_filter must be a callable taking a Message and returning a bool")
+            raise ArgumentTypeError("view_filter", "must be a callable taking a Message and returning a bool")
         if strategy is None:
-            raise TypeError("a manager needs a strategy, e.g. PassthroughStrategy()")
+            raise ArgumentTypeError("strategy", "a manager needs a strategy, e.g. PassthroughStrategy()")
+        check_model(model, "open_manager")
         ns = normalise_namespace(namespace)
-        self._store.branch_info(branch)
-        actor = self._actor(branch, ns)
+        self._store.branch_info(check_branch(branch))
+        self.check_strategy_free(strategy)
+        actor = self.actor(branch, ns)
         reader = actor.resolve_reader(view_reader, "open")
         manager = ContextManager(
             self, namespace=ns, strategy=strategy, reader=reader, view_filter=view_filter, branch=branch, model=model
         )
-        manager._require_capability(strategy, "open")
-        await self._start_manager(manager, claim=view_reader, action="open")
+        manager.require_capability(strategy, "open")
+        await self.start_manager(manager, claim=view_reader, action="open")
         return manager
 
     @asynccontextmanager
@@ -128,12 +138,12 @@ class Runtime:
     async def reopen_derived(self, branch: str, *, strategy: Any, view_reader: str | None = None) -> ContextManager:
         """Reopen the manager a ``derive`` made on ``branch``: same namespace, compiling for the
         reader its branch records (SPEC R9)."""
-        self._store.branch_info(branch)
+        self._store.branch_info(check_branch(branch))
         derivation = Derivation.from_json(self._store.model.branch_meta(branch).get("derivation"))
         if derivation is None:
-            raise ValueError(f"branch {branch!r} was not made by derive, so there is nothing to reopen; use manager()")
+            raise InvalidArgumentError("branch", f"branch {branch!r} was not made by derive, so there is nothing to reopen; use manager()")
         opened = await self.open_manager(derivation.namespace, strategy=strategy, view_reader=view_reader, branch=branch)
-        opened._derivation = derivation
+        opened.derivation = derivation
         return opened
 
     async def openai_session(
@@ -148,43 +158,79 @@ class Runtime:
             self, session_id, reader=reader, strategy=strategy, session_settings=session_settings
         )
 
-    # -- internals used by managers ------------------------------------------------------------
+    # -- what managers ask of the runtime ------------------------------------------------------
 
-    def _actor(self, branch: str, namespace: str) -> NamespaceActor:
+    def actor(self, branch: str, namespace: str) -> NamespaceActor:
+        """The namespace actor of ``namespace`` on ``branch`` (started on first use)."""
         key = (branch, namespace)
         actor = self._actors.get(key)
         if actor is None:
             actor = NamespaceActor(self._store, branch, namespace)
             self._actors[key] = actor
-            self._by_branch.setdefault(branch, []).append(actor)
             self._tasks.start_soon(actor.run)
         return actor
 
-    def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        self._tasks.start_soon(fn, *args)
+    def branch_signal(self, branch: str) -> Signal:
+        """The signal every write on ``branch`` raises."""
+        signal = self._signals.get(branch)
+        if signal is None:
+            signal = self._signals[branch] = Signal()
+        return signal
 
-    async def _start_manager(self, manager: ContextManager, *, claim: str | None, action: str) -> None:
+    def spawn(self, fn: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``fn`` as a supervised task of the runtime's task group."""
+        self._tasks.start_soon(fn)
+
+    def check_strategy_free(self, strategy: object, manager: ContextManager | None = None) -> None:
+        """Refuse a strategy object that another open manager holds: its in-memory state would
+        carry one reader's view into another's compiles."""
+        holder = self._strategy_holders.get(id(strategy))
+        if holder is not None and holder is not manager and not holder.closed:
+            raise StrategyInUseError(strategy=strategy, holder=repr(holder))
+
+    def hold_strategy(self, strategy: object, manager: ContextManager) -> None:
+        """Record that ``manager`` holds ``strategy`` (and no longer holds any other)."""
+        self.check_strategy_free(strategy, manager)
+        self.release_strategy(manager)
+        self._strategy_holders[id(strategy)] = manager
+
+    def release_strategy(self, manager: ContextManager) -> None:
+        for key, holder in list(self._strategy_holders.items()):
+            if holder is manager:
+                del self._strategy_holders[key]
+
+    async def start_manager(self, manager: ContextManager, *, claim: str | None, action: str) -> None:
+        """Register ``manager``, claim its namespace (when ``claim`` names a reader) and start its
+        strategy, in one turn of the namespace actor. Refused or failed: nothing registered."""
+        self.hold_strategy(manager.strategy, manager)
         self._managers.add(manager)
         try:
-            if claim is not None:
-                await manager._actor.claim(claim, action)
-            await manager._start(action)
+            await manager.open(claim=claim, action=action)
         except BaseException:
-            self._forget(manager)
-            manager._closed = True
-            manager._detach()
+            self.forget(manager)
+            manager.abandon()
             raise
 
-    def _forget(self, manager: ContextManager) -> None:
+    def forget(self, manager: ContextManager) -> None:
+        """A manager closed: it holds nothing any more."""
         self._managers.discard(manager)
+        self.release_strategy(manager)
 
     def _on_store_event(self, event: StoreEvent) -> None:
-        if isinstance(event, MessagesAppended):
-            for actor in self._by_branch.get(event.branch, ()):
-                actor.post(MessagesAdded(event.messages))
-        elif isinstance(event, MessageEdited):
-            for actor in self._by_branch.get(event.branch, ()):
-                actor.post(MessageChanged(event.after))
+        # Constant time however many managers are open: strategies catch up when they next run.
+        if isinstance(event, BranchCreated):
+            return
+        if isinstance(event, StatesWritten):
+            # A reader record or floor written by another process (on a shared store) reaches its
+            # actor: a claim made elsewhere stops drains here as a local claim does.
+            for key in event.keys:
+                namespace, _, tail = key.rpartition("/")
+                actor = self._actors.get((event.branch, namespace)) if tail in (READER_KEY, FLOOR_KEY) else None
+                if actor is not None:
+                    actor.adopt_stored_records()
+        signal = self._signals.get(event.branch)
+        if signal is not None:
+            signal.raise_()
 
     # -- the context log (SPEC P2) -------------------------------------------------------------
 
@@ -201,14 +247,14 @@ class Runtime:
             self._copies[branch] = index
         return index
 
-    async def _write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
+    async def write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
         key = f"{namespace}/context/{entry.index}"
         value = {"content": content_to_json(entry.content), "source_message_id": entry.source_message_id}
         if entry.source_message_id is not None:
             self._copy_index(branch).setdefault(entry.source_message_id, []).append(key)
         await self._store.set_state(branch, key, value)
 
-    def _context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
+    def context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
         prefix = f"{namespace}/context/"
         entries = []
         for key, value in self._store.model.state_items(branch, prefix).items():
@@ -223,7 +269,7 @@ class Runtime:
         entries.sort(key=lambda e: e.index)
         return tuple(entries)
 
-    def _context_copies(self, branch: str, message_id: str, stored: Message, content: tuple[Any, ...]) -> dict[str, Any]:
+    def context_copies(self, branch: str, message_id: str, stored: Message, content: tuple[Any, ...]) -> dict[str, Any]:
         """The rewrites an edit makes to context-log copies of ``message_id`` on ``branch``: each
         as its namespace's reader sees the new content, dropped (``None``) where it sees nothing."""
         rewrites: dict[str, Any] = {}
@@ -258,18 +304,26 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(path: str = ":memory:", *, model: Model | None = None) -> AsyncIterator[Runtime]:
+async def open_runtime(
+    path: str = ":memory:", *, model: Model | None = None, read_only: bool = False, model_policy: ModelPolicy | None = None
+) -> AsyncIterator[Runtime]:
     """Open (creating) the store at ``path`` and a runtime over it for the block.
+
+    With ``read_only``, the store file is opened read-only (see ``open_store``): nothing is
+    created or written, it works while another process's runtime holds the file, and every write
+    raises ``StoreReadOnlyError``. A manager opened there for a reader on an unclaimed namespace
+    compiles for that reader without recording a claim (a preview).
 
     ``model`` is the default model managers compress with. A second process (or runtime) opening
     the same file is refused with ``StoreLockedError``. Leaving the block closes every manager,
     waits for every drain, flushes the pending commit and closes the store. Works under Trio (the
     reference backend) and asyncio.
     """
-    async with open_store(path) as store:
+    check_model(model, "open_runtime")
+    async with open_store(path, read_only=read_only) as store:
         try:
             async with anyio.create_task_group() as tasks:
-                runtime = Runtime(store, tasks, model)
+                runtime = Runtime(store, tasks, model, model_policy)
                 try:
                     yield runtime
                 finally:

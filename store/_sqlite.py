@@ -19,9 +19,9 @@ Trio it runs through trio-asyncio, under asyncio directly. The driver sits behin
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -31,10 +31,18 @@ import attrs
 import sniffio
 
 from ._blocks import ContentBlock
-from ._errors import StoreFailedError, StoreLockedError, UnknownMessageError
+from ._errors import (
+    InvalidArgumentError,
+    StoreFailedError,
+    StoreLockedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
+    UnknownMessageError,
+)
 from ._groups import collapse
-from ._messages import Message, freeze_metadata
-from ._model import MISSING, BranchInfo, LogModel, Row
+from ._messages import Message, check_message_items
+from ._model import MISSING, BranchInfo, LogModel, Row, _encodable
+from ._names import check_state_records
 
 __all__ = ["SqliteStore", "open_store", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
 
@@ -112,19 +120,55 @@ class _AiosqliteDriver:
         await self._bridge(self._connection.close)()
 
 
+class _ImmutableDriver(_AiosqliteDriver):
+    """A read-only connection to a store no writer had open (no ``-wal`` file): SQLite's
+    ``immutable`` mode, which creates no ``-wal``/``-shm`` file. Each read checks that no writer
+    changed the file meanwhile, and refuses its answer if one did."""
+
+    def __init__(self, connection: Any, bridge: Any, path: str, stamp: tuple[int, ...]) -> None:
+        super().__init__(connection, bridge)
+        self._path = path
+        self._stamp = stamp
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows = await super().execute(sql, params)
+        if _file_stamp(self._path) != self._stamp:
+            raise StoreFailedError(f"the store {self._path!r} changed on disk while it was being read (a writer opened it); read it again")
+        return rows
+
+
+def _file_stamp(path: str) -> tuple[int, ...]:
+    info = os.stat(path)
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _read_only_target(path: str) -> tuple[str, tuple[int, ...] | None]:
+    """The URI a read-only open connects to (``mode=ro``, never creating the file), and, when no
+    writer has the store open (no ``-wal`` file), the file's stamp for ``immutable`` mode."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+    if os.path.exists(path + "-wal"):
+        return uri, None
+    return uri + "&immutable=1", _file_stamp(path)
+
+
 @asynccontextmanager
-async def _open_driver(path: str) -> AsyncIterator[_Driver]:
+async def _open_driver(path: str, *, read_only: bool = False) -> AsyncIterator[_Driver]:
     import aiosqlite
 
+    target, stamp = _read_only_target(path) if read_only else (path, None)
+
+    def wrap(connection: Any, bridge: Any) -> _Driver:
+        return _AiosqliteDriver(connection, bridge) if stamp is None else _ImmutableDriver(connection, bridge, path, stamp)
+
     async def connect() -> Any:
-        return await aiosqlite.connect(path, isolation_level=None)
+        return await aiosqlite.connect(target, isolation_level=None, uri=read_only)
 
     if sniffio.current_async_library() == "trio":
         import trio_asyncio
 
         async with trio_asyncio.open_loop():
             connection = await trio_asyncio.aio_as_trio(connect)()
-            driver = _AiosqliteDriver(connection, trio_asyncio.aio_as_trio)
+            driver = wrap(connection, trio_asyncio.aio_as_trio)
             try:
                 yield driver
             finally:
@@ -132,7 +176,7 @@ async def _open_driver(path: str) -> AsyncIterator[_Driver]:
                     await driver.close()
     else:
         connection = await connect()
-        driver = _AiosqliteDriver(connection, lambda fn: fn)
+        driver = wrap(connection, lambda fn: fn)
         try:
             yield driver
         finally:
@@ -182,8 +226,10 @@ class SqliteStore:
     in-memory model changed and before the commit is awaited, in write order.
     """
 
-    def __init__(self, path: str, driver: _Driver, model: LogModel) -> None:
+    def __init__(self, path: str, driver: _Driver, model: LogModel, *, read_only: bool = False) -> None:
         self.path = path
+        #: Opened with ``read_only=True``: every write raises ``StoreReadOnlyError``.
+        self.read_only = read_only
         self._driver = driver
         self._model = model
         self._listeners: list[Callable[[StoreEvent], None]] = []
@@ -193,6 +239,7 @@ class SqliteStore:
         self._closed = False
         self._failure: BaseException | None = None
         self.commits = 0
+        self._has_log = True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -216,6 +263,8 @@ class SqliteStore:
             ) from self._failure
 
     def _check_usable(self) -> None:
+        if self.read_only:
+            raise StoreReadOnlyError(self.path)
         if self._failure is not None:
             raise StoreFailedError(
                 f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
@@ -280,7 +329,10 @@ class SqliteStore:
             batch = self._batch = _Batch()
         batch.rows.extend(row.as_tuple() for row in rows)
         self._wakeup.set()
-        await batch.done.wait()
+        # Once queued, the write completes: a cancelled caller still waits for its commit and
+        # returns normally, so "raised Cancelled" always means "not written".
+        with anyio.CancelScope(shield=True):
+            await batch.done.wait()
         if batch.error is not None:
             raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
 
@@ -305,10 +357,7 @@ class SqliteStore:
         """
         self._check_usable()
         self._model.branch_info(branch)  # refuses an unknown branch before anything changes
-        for item in items:
-            if len(item) not in (3, 4):
-                raise ValueError("an item is (participant, content, metadata[, timestamp])")
-            freeze_metadata(item[2])  # refuses bad metadata before anything changes
+        check_message_items(items, timestamp)  # and anything that could not be stored
         messages: list[Message] = []
         rows: list[Row] = []
         for item in items:
@@ -330,15 +379,23 @@ class SqliteStore:
         return message
 
     async def edit_message(
-        self, branch: str, message_id: str, content: tuple[ContentBlock, ...], *, states: Mapping[str, Any] | None = None
+        self,
+        branch: str,
+        message_id: str,
+        content: tuple[ContentBlock, ...],
+        *,
+        states: Mapping[str, Any] | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> Message:
         """Replace a message's content on ``branch`` (id and sequence kept), together with any
-        ``states`` records, in one atomic commit."""
+        ``states`` records, in one atomic commit. ``guard``: see :meth:`set_states`."""
         self._check_usable()
         before = self._model.get(branch, message_id)
         if before is None:
             raise UnknownMessageError(message_id, branch)
         _check_json_values(states or {})
+        if guard is not None:
+            guard()
         after, row = self._model.edit_message(branch, message_id, content)
         rows = [row] + [self._model.set_state(branch, key, value) for key, value in (states or {}).items()]
         self._emit(MessageEdited(branch, before, after))
@@ -347,12 +404,18 @@ class SqliteStore:
         await self._persist(rows)
         return after
 
-    async def set_states(self, branch: str, states: Mapping[str, Any]) -> int:
+    async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
         """Write state records (JSON values) in one atomic commit; each raises the branch
-        sequence by one. Returns the branch head after the writes."""
+        sequence by one. Returns the branch head after the writes.
+
+        ``guard`` is the caller's check, run where the write takes its place in the store's
+        order, with every earlier write in the model; raising refuses the write, which then
+        writes nothing. Here (one process) that is now; a shared store runs it at commit."""
         self._check_usable()
         self._model.branch_info(branch)
         _check_json_values(states)
+        if guard is not None:
+            guard()
         rows = [self._model.set_state(branch, key, value) for key, value in states.items()]
         head = self._model.head(branch)
         if rows:
@@ -360,9 +423,14 @@ class SqliteStore:
             await self._persist(rows)
         return head
 
-    async def set_state(self, branch: str, key: str, value: Any) -> int:
+    async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns its sequence."""
-        return await self.set_states(branch, {key: value})
+        return await self.set_states(branch, {key: value}, guard=guard)
+
+    async def sync(self) -> None:
+        """Bring the model up to every write committed before this call: nothing to do here,
+        where one process owns the file (a shared store catches up with other processes)."""
+        self._check_not_failed()
 
     async def create_branch(
         self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
@@ -378,6 +446,41 @@ class SqliteStore:
         self._emit(BranchCreated(info))
         await self._persist([row])
         return info
+
+    # -- backups -----------------------------------------------------------------------------
+
+    async def records(self) -> list[tuple[int, str, int, str, str | None, str]]:
+        """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
+        id order (for a backup; the one read that queries the file)."""
+        self._check_not_failed()
+        if not self._has_log:
+            return []
+        return [tuple(row) for row in await self._driver.execute(_SELECT_ROWS)]
+
+    async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
+        """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
+        commit, and read them as an open would. Refuses, writing nothing, a store that already holds
+        a record (``StoreNotEmptyError``) and rows that are not well formed or whose ids do not
+        increase (``ValueError``). Call it before opening managers: they hear of no restored record."""
+        self._check_usable()
+        if self._model.next_id != 1:
+            raise StoreNotEmptyError(self.path)
+        checked = [Row(*row) for row in rows]
+        last = 0
+        for row in checked:
+            if type(row.id) is not int or row.id <= last:
+                raise ValueError(f"record {row.id!r}: record ids must be integers that increase")
+            if type(row.seq) is not int or row.seq < 0:
+                raise ValueError(f"record {row.id}: seq must be a non-negative integer")
+            for name, value in (("branch", row.branch), ("kind", row.kind), ("ref", row.ref), ("body", row.body)):
+                if value is None and name == "ref":
+                    continue
+                if not isinstance(value, str):
+                    raise ValueError(f"record {row.id}: {name} must be a string")
+                _encodable(value, f"record {row.id}: {name}")
+            last = row.id
+        self._model.replay([row.as_tuple() for row in checked])
+        await self._persist(checked)
 
     # -- reads (memory only) -----------------------------------------------------------------
 
@@ -426,13 +529,10 @@ class SqliteStore:
 
 
 def _check_json_values(states: Mapping[str, Any]) -> None:
-    for key, value in states.items():
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"a state key must be a non-empty string, got {key!r}")
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"state {key!r} must be a JSON value: {exc}") from None
+    check_state_records(states)  # keys are names, values JSON that can be stored
+
+
+_SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
 
 
 def _insert_sql(count: int) -> str:
@@ -452,8 +552,13 @@ async def _collapsing() -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> AsyncIterator[SqliteStore]:
+async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[SqliteStore]:
     """Open (creating) the store at ``path`` for the duration of the block.
+
+    With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
+    this works while a writer (another process, or a runtime in this one) holds the store, and
+    every write raises :class:`StoreReadOnlyError`. The store is read as it is at the open. A
+    missing file is refused with ``StoreFailedError``.
 
     Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
     the block flushes the pending commit and closes the file. ``synchronous`` is SQLite's
@@ -461,24 +566,40 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL") -> 
     survives a power loss, at a cost per commit.
     """
     if synchronous not in ("NORMAL", "FULL"):
-        raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
-    lock = _lock(path)
+        raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
+    if path.startswith(("postgresql://", "postgres://")):  # a shared store (docs/postgres.md)
+        from ._postgres import open_postgres_store
+
+        async with open_postgres_store(path, read_only=read_only) as shared:
+            yield shared
+        return
+    if read_only and (path == ":memory:" or path.startswith("file:")):
+        raise InvalidArgumentError("path", "a read-only open needs the path of a store file")
+    if read_only and not os.path.isfile(path):
+        raise StoreFailedError(f"no store file at {path!r}; a read-only open creates nothing")
+    lock = None if read_only else _lock(path)
     try:
-        async with _collapsing(), _open_driver(path) as driver:
-            await driver.execute("PRAGMA journal_mode=WAL")
-            await driver.execute(f"PRAGMA synchronous={synchronous}")
+        async with _collapsing(), _open_driver(path, read_only=read_only) as driver:
+            if not read_only:
+                await driver.execute("PRAGMA journal_mode=WAL")
+                await driver.execute(f"PRAGMA synchronous={synchronous}")
             await driver.execute("PRAGMA busy_timeout=5000")
             version = (await driver.execute("PRAGMA user_version"))[0][0]
             if version not in (0, _FORMAT_VERSION):
                 raise StoreFailedError(f"{path!r} is an asides store of format {version}; this build reads format {_FORMAT_VERSION}")
-            await driver.execute(_SCHEMA)
-            if version == 0:
-                await driver.execute(f"PRAGMA user_version={_FORMAT_VERSION}")
-            rows = await driver.execute("SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id")
+            has_log = True
+            if read_only:
+                has_log = bool(await driver.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='log'"))
+            else:
+                await driver.execute(_SCHEMA)
+                if version == 0:
+                    await driver.execute(f"PRAGMA user_version={_FORMAT_VERSION}")
+            rows = await driver.execute(_SELECT_ROWS) if has_log else []
             model = LogModel()
             model.replay(rows)
             del rows
-            store = SqliteStore(path, driver, model)
+            store = SqliteStore(path, driver, model, read_only=read_only)
+            store._has_log = has_log
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(store._committer)
                 try:

@@ -11,6 +11,8 @@ __all__ = [
     "StrategyCapabilityError",
     "InvalidArgumentError",
     "ArgumentTypeError",
+    "ModelError",
+    "AnswerRejectedError",
 ]
 
 
@@ -40,3 +42,13 @@ class FloorUnavailableError(AsidesError):
 class StrategyCapabilityError(AsidesError):
     """A strategy lacks what the call needs: under a reader, one that does not mark its
     compression reads (SPEC N7); or a head-window reset on a strategy without a head window."""
+
+
+class ModelError(AsidesError):
+    """A compression request failed: the model raised, or gave no answer in time. Only that unit
+    of work fails; it is retried with back-off."""
+
+
+class AnswerRejectedError(AsidesError):
+    """A model's answer that may not be stored (not a ``Completion``, empty, not valid Unicode, or
+    too long). Counted like an unfinished answer, logged, and retried with back-off."""

@@ -269,11 +269,11 @@ async def test_row40_derive_refused_over_unreadable_head_record_with_and_without
         for manager in (ann, nobody):
             actor = manager._actor
             saved = actor.record
-            actor.record = UnreadableRecord(42)
+            actor._record = UnreadableRecord(42)
             with pytest.raises(ReaderRecordError) as error:
                 await manager.derive(branch="child", strategy=PassthroughStrategy())
             assert error.value.record == 42 and "not a reader's name" in str(error.value)
-            actor.record = saved
+            actor._record = saved
         for reader in ("ann", None):
             manager = await rt.open_manager("agents/z", strategy=PassthroughStrategy(), view_reader=reader)
             with pytest.raises(ReaderRecordError) as error:

@@ -298,7 +298,7 @@ async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(tmp_p
         # (c) white-box: the record of ann's own branch becomes unreadable in its actor
         from asides.actors._namespace import UnreadableRecord
 
-        ann._actor.record = UnreadableRecord(42)
+        ann._actor._record = UnreadableRecord(42)
         branches = rt.list_branches()
         with pytest.raises(ReaderRecordError) as info:
             await ann.fork("c")
@@ -857,11 +857,11 @@ async def test_row24_refuses_a_fork_when_the_head_records_another_reader():
         assert [b.name for b in rt.list_branches()] == ["main"]
 
         ann = await rt.open_manager("agents/y", strategy=PassthroughStrategy(), view_reader="ann")
-        ann._actor.record = "bob"  # foreign data in memory, see the docstring
+        ann._actor._record = "bob"  # foreign data in memory, see the docstring
         before = dump(rt.store)
         with pytest.raises(ReaderClaimError) as refused:
             await ann.fork("from-ann")
         assert "'ann'" in str(refused.value) and "'bob'" in str(refused.value)
         assert dump(rt.store) == before
         assert [b.name for b in rt.list_branches()] == ["main"]
-        ann._actor.record = "ann"
+        ann._actor._record = "ann"

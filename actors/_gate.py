@@ -1,0 +1,188 @@
+"""The model boundary: how a strategy's compression request reaches the model and comes back.
+
+A strategy sees the model through :class:`ModelGate` (``ctx.model``). A request leaves the
+namespace actor's turn while it is out; it is bounded by a timeout; whatever the model raises
+(an ``Exception``, or a ``BaseException`` that is not the runtime's own cancellation, such as an
+``asyncio.CancelledError`` from an asyncio library under Trio, or ``GeneratorExit``) fails that
+unit only, as a :class:`ModelError`. ``KeyboardInterrupt`` and ``SystemExit`` still propagate.
+An answer is checked before a strategy may store it (:class:`AnswerRejectedError`), and thrown
+away when the manager moved, closed, or the namespace's claim changed while it was out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import anyio
+import attrs
+import sniffio
+
+from ..store._errors import ArgumentTypeError, InvalidArgumentError
+from ..strategies._errors import AnswerRejectedError, ModelError
+from ..strategies._models import Completion, CompletionRequest, Model
+from ..strategies._tokens import estimate_text
+from ._namespace import NamespaceActor
+
+__all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
+
+log = logging.getLogger("asides.actors")
+
+
+@attrs.frozen
+class ModelPolicy:
+    """How the runtime treats a compression model.
+
+    ``request_timeout``: seconds a request may take before it fails (the unit is retried with
+    back-off). ``answer_limit_factor``: an answer longer than this many times the request's
+    ``max_tokens`` (estimated tokens) is rejected. ``drain_failures``: consecutive model failures
+    during one ``drain()`` call after which it raises ``CompressionError`` (the background drain
+    keeps retrying). ``first_backoff`` / ``max_backoff``: seconds between retries, doubling, each
+    wait scaled by a random factor in [0.5, 1] so namespaces that fail together do not retry in
+    lockstep.
+    """
+
+    request_timeout: float = 300.0
+    answer_limit_factor: float = 4.0
+    drain_failures: int = 5
+    first_backoff: float = 1.0
+    max_backoff: float = 300.0
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("request_timeout", "answer_limit_factor", "first_backoff", "max_backoff"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+                raise InvalidArgumentError(f"ModelPolicy.{name}", f"must be a positive number, got {value!r}")
+        if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
+            raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
+
+
+def check_model(model: object, where: str) -> None:
+    """Refuse, with a clear error, a model object that has no ``complete`` method."""
+    if model is not None and not callable(getattr(model, "complete", None)):
+        raise ArgumentTypeError(
+            "model",
+            f"{where}: the model must be an object with an async complete(request) method "
+            f"(for example ExtractiveModel() or AnthropicModel()); got {model!r}",
+        )
+
+
+def is_own_cancellation(exc: BaseException) -> bool:
+    """Whether ``exc`` is the runtime's own cancellation (which must propagate), not a stray
+    cancellation exception some library raised."""
+    if not isinstance(exc, anyio.get_cancelled_exc_class()):
+        return False
+    if sniffio.current_async_library() == "asyncio":
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
+    return True
+
+
+def describe_error(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class AnswerStale(Exception):
+    """The answer came back after the manager moved, closed, or the claim changed: thrown away."""
+
+
+class GateOwner(Protocol):
+    """What the gate needs of the manager it serves."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def branch(self) -> str: ...
+
+    @property
+    def view_reader(self) -> str | None: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+
+class ModelGate:
+    """The model as a strategy sees it (``ctx.model``)."""
+
+    def __init__(
+        self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]
+    ) -> None:
+        self._owner = owner
+        self._actor = actor
+        self._model = model
+        self._policy = policy
+        self._epoch = owner.epoch
+        self._generation = actor.claim_generation
+        self._on_answer = on_answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    async def _ask(self, request: CompletionRequest) -> Completion:
+        timeout = self._policy.request_timeout
+        try:
+            with anyio.fail_after(timeout):
+                return await self._model.complete(request)
+        except TimeoutError:
+            raise ModelError(f"the model gave no answer within {timeout:g} s") from None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if is_own_cancellation(exc):
+                raise
+            raise ModelError(f"the model failed ({describe_error(exc)})") from exc
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        owner, actor = self._owner, self._actor
+        actor.check(owner.view_reader, "a compression request")
+        actor.requests_out += 1
+        try:
+            completion = await actor.outside_turn(lambda: self._ask(request))
+        finally:
+            actor.requests_out -= 1
+        self._on_answer()
+        if owner.epoch != self._epoch:
+            raise AnswerStale("the manager moved while the request was out; its answer is discarded")
+        if owner.closed:
+            raise AnswerStale("the manager closed while the request was out; its answer is discarded")
+        if actor.claim_generation != self._generation:
+            log.warning(
+                "discarded a compression answer for namespace %r on branch %r: the namespace was claimed (now %r) "
+                "while the request was out",
+                owner.namespace,
+                owner.branch,
+                actor.record,
+            )
+            actor.check(owner.view_reader, "storing a compression result")
+            raise AnswerStale("the namespace's claim changed while the request was out; its answer is discarded")
+        self._check_answer(completion, request)
+        return completion
+
+    def _check_answer(self, completion: object, request: CompletionRequest) -> None:
+        if not isinstance(completion, Completion):
+            raise AnswerRejectedError(f"the model returned {type(completion).__name__}, not a Completion")
+        content = completion.content
+        texts = [content] if isinstance(content, str) else [getattr(b, "text", "") for b in content]
+        if not all(isinstance(t, str) for t in texts):
+            raise AnswerRejectedError("the answer's text is not a str")
+        text = "\n".join(texts)
+        if completion.stop_reason == "end_turn" and not text.strip():
+            raise AnswerRejectedError("the answer is empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise AnswerRejectedError("the answer is not valid Unicode (it holds a lone surrogate)") from None
+        limit = int(self._policy.answer_limit_factor * max(1, request.max_tokens))
+        size = estimate_text(text)
+        if size > limit:
+            raise AnswerRejectedError(
+                f"the answer is about {size} tokens, over the limit of {limit} "
+                f"({self._policy.answer_limit_factor:g} times the request's max_tokens)"
+            )
