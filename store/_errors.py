@@ -70,6 +70,11 @@ class InvalidNameError(MalformedContentError, InvalidArgumentError):
     raised.
     """
 
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        AsidesError.__init__(self, f"{path}: {problem}")  # both bases take (path, problem)
+
 
 class StoreLockedError(AsidesError):
     """Another process (or another runtime in this process) has the store file open."""

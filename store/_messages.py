@@ -1,19 +1,21 @@
-"""The stored message."""
+"""The stored message, and the checks a message write passes before anything is queued."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+import numbers
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from ._blocks import ContentBlock
-from ._errors import MalformedContentError
-from ._names import check_metadata
+from ._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError
+from ._names import check_metadata, check_participant
 
-__all__ = ["Message", "freeze_metadata"]
+__all__ = ["Message", "freeze_metadata", "check_timestamp", "check_message_items"]
 
 
 def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") -> Mapping[str, Any]:
@@ -33,6 +35,40 @@ def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") 
     except (TypeError, ValueError) as exc:
         raise MalformedContentError(path, f"metadata must be JSON: {exc}") from None
     return MappingProxyType(copied)
+
+
+def check_timestamp(value: object, path: str = "timestamp") -> float | None:
+    """``None`` (now), or a timestamp in seconds since the epoch: a finite real number."""
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ArgumentTypeError(path, f"a timestamp is a number of seconds since the epoch, not {type(value).__name__}")
+    try:
+        stamp = float(value)
+    except OverflowError:
+        stamp = math.inf
+    if not math.isfinite(stamp):
+        raise InvalidArgumentError(path, f"a timestamp must be a finite number of seconds since the epoch, got {value!r}")
+    return stamp
+
+
+def check_message_items(items: object, timestamp: object = None) -> None:
+    """Refuse, before anything changes, a batch of messages to append that could not be stored:
+    each item is ``(participant, content, metadata)`` or ``(participant, content, metadata,
+    timestamp)``; the participant is a name, the metadata a JSON object of names and valid
+    Unicode, the timestamps finite numbers. Content is the caller's to check (the block types
+    refuse what cannot be stored). Errors name the field: ``participant``, ``metadata.<key>``,
+    ``timestamp``."""
+    check_timestamp(timestamp)
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise ArgumentTypeError("items", f"must be a list of (participant, content, metadata) tuples, not {type(items).__name__}")
+    for index, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+            raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])")
+        check_participant(item[0])
+        freeze_metadata(item[2])
+        if len(item) == 4:
+            check_timestamp(item[3])
 
 
 @attrs.frozen(slots=True)

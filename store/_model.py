@@ -23,8 +23,9 @@ from typing import Any, Final
 import attrs
 
 from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content, has_audience
-from ._errors import BranchExistsError, MalformedContentError, UnknownBranchError, UnknownMessageError
+from ._errors import BranchExistsError, InvalidArgumentError, MalformedContentError, UnknownBranchError, UnknownMessageError
 from ._messages import Message, freeze_metadata
+from ._names import check_branch
 
 __all__ = ["BranchInfo", "LogModel", "Row", "UNREADABLE", "MISSING"]
 
@@ -330,14 +331,13 @@ class LogModel:
         self, name: str, parent: str, at_sequence: int | None = None, meta: Mapping[str, Any] | None = None
     ) -> tuple[BranchInfo, Row]:
         """A new branch forked from ``parent`` at ``at_sequence`` (default: its head)."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("a branch name must be a non-empty string")
+        check_branch(name)
         if name in self._branches:
             raise BranchExistsError(name)
         source = self._branch(parent)
         at = source.head if at_sequence is None else at_sequence
         if not isinstance(at, int) or at < 0 or at > source.head:
-            raise ValueError(f"at_sequence must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
+            raise InvalidArgumentError("at_sequence", f"must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
         record = dict(meta or {})
         record["created"] = time.time()
         row = Row(self._take_id(), name, at, BRANCH, parent, json.dumps(record, ensure_ascii=False))

@@ -21,6 +21,7 @@ whose message shows the offending character escaped, so the message itself alway
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -41,6 +42,7 @@ __all__ = [
     "check_participant",
     "check_state_key",
     "check_metadata",
+    "check_state_records",
 ]
 
 #: The longest namespace, branch, reader, participant or metadata key, in characters.
@@ -143,3 +145,18 @@ def check_metadata(value: object, path: str = "metadata") -> Mapping[str, Any]:
         raise MalformedContentError(path, f"metadata must be a JSON object, not {type(value).__name__}")
     check_json_tree(value, path, key_problem=_metadata_key_problem, key_error=InvalidNameError)
     return value
+
+
+def check_state_records(states: object, path: str = "states") -> None:
+    """Refuse, before anything changes, state records that could not be stored: each key a state
+    key (:func:`check_state_key`), each value JSON (no NaN, no objects) whose strings are valid
+    Unicode and which nests at most the documented depth. Errors name the key."""
+    if not isinstance(states, Mapping):
+        raise MalformedContentError(path, f"state records are a mapping of key to JSON value, not {type(states).__name__}")
+    for key, value in states.items():
+        check_state_key(key)
+        check_json_tree(value, key)
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise MalformedContentError(key, f"a state record must be a JSON value: {exc}") from None

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..store._blocks import ContentBlock, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from ..store._errors import InvalidArgumentError
 from ._models import Completion, CompletionRequest, Usage
 
 __all__ = ["AnthropicModel", "OpenAIModel", "DEFAULT_ANTHROPIC_MODEL", "DEFAULT_OPENAI_MODEL"]
@@ -104,13 +105,13 @@ class _RetryingModel:
 
     def __init__(self, *, model: str, max_retries: int, first_backoff: float, max_backoff: float) -> None:
         if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty string")
+            raise InvalidArgumentError("model", "must be a non-empty string naming the provider's model")
         if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, not {max_retries!r}")
+            raise InvalidArgumentError("max_retries", f"must be an int >= 0, not {max_retries!r}")
         if first_backoff < 0 or max_backoff < 0:
-            raise ValueError("first_backoff and max_backoff must be >= 0")
+            raise InvalidArgumentError("first_backoff", "first_backoff and max_backoff must be >= 0")
         if max_backoff < first_backoff:
-            raise ValueError(f"max_backoff ({max_backoff}) must be >= first_backoff ({first_backoff})")
+            raise InvalidArgumentError("max_backoff", f"must be >= first_backoff ({first_backoff}), got {max_backoff}")
         self.model = model
         self.max_retries = max_retries
         self.first_backoff = float(first_backoff)

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from ..store._blocks import ContentBlock, check_content, coerce_content
-from ..store._errors import MalformedContentError
+from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError
 from ..store._model import MISSING, UNREADABLE
+from ..store._names import check_namespace, check_participant
 from ..store._views import MessageView
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "ContextStrategy",
     "UNREADABLE",
     "check_injections",
+    "check_budget",
 ]
 
 SourceKind = Literal["raw", "summary", "injection", "repair"]
@@ -77,31 +79,46 @@ class SourceEntry:
     summary_id: str | None = None
 
 
+_POSITIONS = ("system", "before_user", "after_user")
+
+
 def _check_position(_i: object, _a: object, value: object) -> None:
-    if value not in ("system", "before_user", "after_user"):
-        raise ValueError(f"an injection's position is 'system', 'before_user' or 'after_user', not {value!r}")
+    if value not in _POSITIONS:
+        raise InvalidArgumentError("position", f"an injection's position is 'system', 'before_user' or 'after_user', not {value!r}")
+
+
+def _check_participant(_i: Any, _a: Any, value: Any) -> None:
+    check_participant(value)
 
 
 @attrs.frozen(slots=True)
 class Injection:
     """Content a host injects into one compile: ``system`` content goes to
     ``CompiledContext.system_injections``; ``before_user``/``after_user`` become a message by
-    ``system_context:<namespace>`` placed around the last message whose participant is ``user``."""
+    ``system_context:<namespace>`` placed around the last message whose participant is ``user``.
 
-    namespace: str
+    ``namespace`` is a namespace's name (``None`` and ``""`` are ``"default"``), not a manager:
+    anything else is refused with ``InvalidNameError``; an unknown ``position`` with
+    ``InvalidArgumentError``.
+    """
+
+    namespace: str = attrs.field(converter=check_namespace)
     position: InjectionPosition = attrs.field(validator=_check_position)
     content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
 
 
 @attrs.frozen(slots=True)
 class MessageInjection:
-    """A message placed as the newest entry of one compile, counted against its budget."""
+    """A message placed as the newest entry of one compile, counted against its budget. Its
+    ``participant`` is checked like a stored message's."""
 
-    participant: str
+    participant: str = attrs.field(validator=_check_participant)
     content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
 
 
-def _checked(items: Sequence[Any], kind: type, name: str) -> tuple[Any, ...]:
+def _checked(items: object, kind: type[Injection] | type[MessageInjection], name: str) -> tuple[Any, ...]:
+    if isinstance(items, (str, bytes, Injection, MessageInjection)) or not isinstance(items, Sequence):
+        raise ArgumentTypeError(name, f"must be a list of {kind.__name__}, not {type(items).__name__}")
     for index, item in enumerate(items):
         if not isinstance(item, kind):
             raise MalformedContentError(f"{name}[{index}]", f"not {kind.__name__}: {type(item).__name__}")
@@ -117,6 +134,17 @@ def check_injections(
     """Refuse an audience anywhere in a compile's injections (SPEC W2), or an injection with no
     content, naming the place."""
     return _checked(injections, Injection, "injections"), _checked(message_injections, MessageInjection, "message_injections")
+
+
+def check_budget(max_tokens: object, reserve_for_response: object) -> None:
+    """Refuse a compile's or preview's budget arguments unless each is an int of at least 0:
+    :class:`ArgumentTypeError` for another type, :class:`InvalidArgumentError` for a negative
+    value (both are ``ValueError``), naming the argument. The one place these are checked."""
+    for name, value in (("max_tokens", max_tokens), ("reserve_for_response", reserve_for_response)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ArgumentTypeError(name, f"must be an int of at least 0, not {type(value).__name__}")
+        if value < 0:
+            raise InvalidArgumentError(name, f"must be an int of at least 0, got {value}")
 
 
 @attrs.frozen(slots=True)

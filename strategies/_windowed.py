@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
-from ._errors import OverBudgetError
+from ._errors import InvalidArgumentError, OverBudgetError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued
 from ._tokens import Estimator, MessageCosts
@@ -42,9 +42,9 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         estimator: Estimator | None = None,
     ) -> None:
         if not isinstance(re_anchor_fraction, (int, float)) or not 0 < re_anchor_fraction <= 1:
-            raise ValueError(f"re_anchor_fraction must be in (0, 1], got {re_anchor_fraction!r}")
+            raise InvalidArgumentError("re_anchor_fraction", f"must be in (0, 1], got {re_anchor_fraction!r}")
         if max_message_tokens is not None and (not isinstance(max_message_tokens, int) or max_message_tokens < 1):
-            raise ValueError(f"max_message_tokens must be None or an int >= 1, got {max_message_tokens!r}")
+            raise InvalidArgumentError("max_message_tokens", f"must be None or an int >= 1, got {max_message_tokens!r}")
         self.re_anchor_fraction = float(re_anchor_fraction)
         self.max_message_tokens = max_message_tokens
         self._costs = MessageCosts(estimator)

@@ -91,9 +91,7 @@ READERS = ["ann", "bob", "Ann", "an", "anne"]
 
 # A reader's name: one line of printable text (no control characters, line separators or lone
 # surrogates; Hypothesis draws no surrogates unless asked).
-reader_names = st.text(
-    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=8
-)
+reader_names = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=8)
 pool_names = st.sampled_from(READERS)
 
 
@@ -137,13 +135,9 @@ def redacted_blocks(aud=None):
 
 
 tool_use_blocks = st.builds(tool_use, ids, ids, tool_inputs)
-image_blocks = st.builds(image, media_types, data=st.text(max_size=20)) | st.builds(
-    image, media_types, url=st.text(max_size=20)
-)
+image_blocks = st.builds(image, media_types, data=st.text(max_size=20)) | st.builds(image, media_types, url=st.text(max_size=20))
 nested_blocks = text_blocks(st.none()) | image_blocks
-tool_result_blocks = st.builds(
-    tool_result, ids, st.text(max_size=20) | st.lists(nested_blocks, max_size=3), st.booleans()
-)
+tool_result_blocks = st.builds(tool_result, ids, st.text(max_size=20) | st.lists(nested_blocks, max_size=3), st.booleans())
 system_change_blocks = st.builds(system_change, st.text(max_size=20))
 
 
@@ -167,9 +161,7 @@ pool_contents = st.lists(any_blocks(audiences(pool_names)), max_size=6).map(tupl
 
 
 # Arbitrary JSON values, with dicts biased to look like blocks (real and junk types / keys).
-any_scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
-)  # floats() includes NaN and infinities
+any_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)  # floats() includes NaN and infinities
 
 
 def _blocklike(children):
@@ -177,7 +169,7 @@ def _blocklike(children):
     keys = st.sampled_from(FIELD_NAMES) | st.text(max_size=6)
     values = children | st.text(max_size=8) | st.lists(st.text(max_size=4), max_size=3) | st.booleans()
     return st.builds(
-        lambda t, fields, with_type: ({"type": t, **fields} if with_type else fields),
+        lambda t, fields, with_type: {"type": t, **fields} if with_type else fields,
         types,
         st.dictionaries(keys, values, max_size=6),
         st.booleans() | st.just(True),
@@ -186,9 +178,7 @@ def _blocklike(children):
 
 any_json = st.recursive(
     any_scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=6), children, max_size=4)
-    | _blocklike(children),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4) | _blocklike(children),
     max_leaves=25,
 )
 
@@ -1139,8 +1129,7 @@ def test_has_audience_for_stored_content(item):
 def test_has_audience_matches_reader_none_view(content):
     """SPEC A2: has_audience is False exactly when every reader sees the content unchanged."""
     any_audience = any(b.audience is not None for b in content) or any(
-        isinstance(b, ToolResultBlock) and isinstance(b.content, tuple) and any(i.audience is not None for i in b.content)
-        for b in content
+        isinstance(b, ToolResultBlock) and isinstance(b.content, tuple) and any(i.audience is not None for i in b.content) for b in content
     )
     assert has_audience(content) is any_audience
     if not any_audience:

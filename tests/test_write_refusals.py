@@ -11,6 +11,8 @@ Sections:
   4. Seed rows 14, 15: compile and preview injections (W2)
   5. Seed row 16: one validator for writes and injections
   6. Bad participants, metadata and content shapes
+  7. Injections and compile arguments (issue 9)
+  8. Every deliberate refusal is an AsidesError that is also the builtin it replaced
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from typing import Any
 
 import pytest
 
+import asides
+import asides.actors
+import asides.strategies
+from asides import ArgumentTypeError, AsidesError, InvalidArgumentError, InvalidNameError, open_store
 from asides.actors import Injection, MalformedContentError, MessageInjection, open_runtime
 from asides.store import image, system_change, text, thinking, tool_result, tool_use
 from asides.store._blocks import ToolUseBlock
@@ -96,11 +102,17 @@ WRITE_REFUSED: list[tuple[str, list[Any], str]] = [
     ("not a list: a string", [{"type": "text", "text": "x", "audience": "ann"}], "[0].audience"),
     ("not strings", [text("fine"), {"type": "text", "text": "x", "audience": ["ann", 3]}], "[1].audience"),
     ("an empty name", [{"type": "thinking", "thinking": "x", "audience": [""]}], "[0].audience"),
+    ("an empty audience", [text("fine"), {"type": "text", "text": "x", "audience": []}], "[1].audience"),
+    ("a name with a newline", [{"type": "text", "text": "x", "audience": ["ann\nbob"]}], "[0].audience"),
     ("an object", [{"type": "redacted_thinking", "data": "xx", "audience": {"ann": True}}], "[0].audience"),
 ]
 
 # The nested places only (what a write refuses that a top-level text block would not).
-NESTED_REFUSED = [case for case in WRITE_REFUSED if case[0] in ("tool call", "tool result", "system change", "image", "nested in a tool result", "nested (wire form)")]
+NESTED_REFUSED = [
+    case
+    for case in WRITE_REFUSED
+    if case[0] in ("tool call", "tool result", "system change", "image", "nested in a tool result", "nested (wire form)")
+]
 
 
 # -- 2. Seed row 12 -----------------------------------------------------------------------------
@@ -146,7 +158,11 @@ async def test_row12_allowed_audiences_and_audience_as_tool_input_data():
                 assert [c.input for c in calls] == [data]
             ok = await writer.add_message(
                 "assistant",
-                [thinking("t", signature="s", audience=["ann"]), {"type": "redacted_thinking", "data": "zz", "audience": ["ann", "bob"]}, text("x", ["cleo"])],
+                [
+                    thinking("t", signature="s", audience=["ann"]),
+                    {"type": "redacted_thinking", "data": "zz", "audience": ["ann", "bob"]},
+                    text("x", ["cleo"]),
+                ],
             )
             assert [b.audience for b in writer.get_message(ok.id).content] == [("ann",), ("ann", "bob"), ("cleo",)]
             assert answer.id in {m.id for m in writer.get_all_messages()}
@@ -208,7 +224,12 @@ INJECTION_REFUSED: list[tuple[str, list[Any], list[Any], str]] = [
         [],
         "injections[1].content[1].audience",
     ),
-    ("nested in a tool result", [Injection("ns", "before_user", [tool_result("t", [text("s", ["ann"])])])], [], "injections[0].content[0].content[0].audience"),
+    (
+        "nested in a tool result",
+        [Injection("ns", "before_user", [tool_result("t", [text("s", ["ann"])])])],
+        [],
+        "injections[0].content[0].content[0].audience",
+    ),
     ("message injection", [], [MessageInjection("user", [text("x", ["bob"])])], "message_injections[0].content[0].audience"),
     (
         "message injection, nested",
@@ -335,7 +356,20 @@ async def test_row16_same_nested_audiences_found_at_write_and_in_injections(labe
         ("user", [{"type": "text"}], None, "content[0].text"),
         ("user", [{"type": "text", "text": "x", "colour": "red"}], None, "content[0].colour"),
     ],
-    ids=["empty", "none", "int", "list metadata", "object value", "nan", "set value", "bare string", "not a block", "unknown type", "missing field", "unknown field"],
+    ids=[
+        "empty",
+        "none",
+        "int",
+        "list metadata",
+        "object value",
+        "nan",
+        "set value",
+        "bare string",
+        "not a block",
+        "unknown type",
+        "missing field",
+        "unknown field",
+    ],
 )
 async def test_add_message_refuses_a_bad_participant_metadata_or_content_with_a_path(participant, content, metadata, path):
     """SPEC 3.2, D2, E: ``add_message`` with a bad participant, metadata that is not a JSON object,
@@ -352,3 +386,143 @@ async def test_add_message_refuses_a_bad_participant_metadata_or_content_with_a_
             await m.preview_context(**BIG)
             assert recorder.calls == calls + ["select"]
             assert len(m.get_all_messages()) == 1
+
+
+async def test_an_empty_audience_says_what_to_do_instead():
+    """Issue 10 item 4: ``audience=[]`` is refused: an audience names at least one reader; leave it
+    out for everyone."""
+    with pytest.raises(MalformedContentError) as info:
+        text("x", [])
+    assert info.value.problem == "an audience names at least one reader; leave it out for everyone"
+    async with open_runtime() as rt:
+        async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as m:
+            async with unchanged(rt):
+                error = await refused(m.add_message("user", [{"type": "text", "text": "x", "audience": []}]), "content[0].audience")
+            assert "leave it out for everyone" in error.problem
+
+
+# -- 7. Injections and compile arguments (issue 9) ----------------------------------------------
+
+
+async def test_an_injection_refuses_a_manager_for_its_namespace():
+    """Issue 9: ``Injection`` checks its namespace: a manager passed instead of a name is refused
+    with an AsidesError that says to pass its ``.namespace``; so is a name no namespace can have."""
+    async with open_runtime() as rt:
+        async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as m:
+            with pytest.raises(InvalidNameError) as info:
+                Injection(m, "system", [text("x")])  # type: ignore[arg-type]
+            assert isinstance(info.value, AsidesError)
+            assert info.value.path == "namespace"
+            assert ".namespace" in info.value.problem
+            for bad in (5, "agents/\udc80", "a\nb"):
+                with pytest.raises(InvalidNameError):
+                    Injection(bad, "system", [text("x")])  # type: ignore[arg-type]
+            assert Injection(m.namespace, "system", [text("x")]).namespace == "agents/ann"
+            assert Injection(None, "system", [text("x")]).namespace == "default"  # type: ignore[arg-type]
+            with pytest.raises(InvalidNameError) as info:
+                MessageInjection("bad\x00", [text("x")])
+            assert info.value.path == "participant"
+
+
+@pytest.mark.parametrize("position", ["middle", "", None, "System"])
+def test_an_unknown_injection_position_is_both_an_asides_error_and_a_value_error(position):
+    """Issue 9: an unknown injection position raises an error that is an AsidesError and a
+    ValueError, exported as the same class from asides, asides.actors and asides.strategies."""
+    with pytest.raises(InvalidArgumentError) as info:
+        Injection("ns", position, [text("x")])  # type: ignore[arg-type]
+    assert isinstance(info.value, AsidesError) and isinstance(info.value, ValueError)
+    assert info.value.path == "position"
+    assert asides.InvalidArgumentError is asides.actors.InvalidArgumentError is asides.strategies.InvalidArgumentError
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "error"),
+    [
+        ({"max_tokens": -1}, "max_tokens", InvalidArgumentError),
+        ({"reserve_for_response": -5}, "reserve_for_response", InvalidArgumentError),
+        ({"max_tokens": "100"}, "max_tokens", ArgumentTypeError),
+        ({"max_tokens": 1.5}, "max_tokens", ArgumentTypeError),
+        ({"reserve_for_response": True}, "reserve_for_response", ArgumentTypeError),
+        ({"injections": Injection("ns", "system", [text("x")])}, "injections", ArgumentTypeError),
+        ({"message_injections": "not a list"}, "message_injections", ArgumentTypeError),
+    ],
+    ids=[
+        "negative-max-tokens",
+        "negative-reserve",
+        "str-max-tokens",
+        "float-max-tokens",
+        "bool-reserve",
+        "one-injection",
+        "str-injections",
+    ],
+)
+@pytest.mark.parametrize("preview", [False, True], ids=["compile", "preview"])
+async def test_compile_refuses_bad_arguments_before_selecting(arguments, path, error, preview):
+    """Issue 9: a negative ``max_tokens`` (or reserve) given to ``compile`` or ``preview_context``
+    raises an error that is both an AsidesError and a ValueError, naming the argument; a wrong
+    type is also a TypeError. ``select`` is never called and nothing is written."""
+    async with open_runtime() as rt:
+        recorder = Recorder()
+        async with rt.manager("agents/ann", strategy=recorder) as m:
+            await m.add_message("user", [text("hi")])
+            calls = list(recorder.calls)
+            call = m.preview_context if preview else m.compile
+            async with unchanged(rt):
+                with pytest.raises(error) as info:
+                    await call(**{"max_tokens": 1000, "reserve_for_response": 0, **arguments})
+            assert isinstance(info.value, AsidesError) and isinstance(info.value, ValueError)
+            if error is ArgumentTypeError:
+                assert isinstance(info.value, TypeError)
+            assert info.value.path == path
+            assert recorder.calls == calls
+
+
+# -- 8. Every deliberate refusal is an AsidesError --------------------------------------------
+
+
+async def test_argument_refusals_are_asides_errors_and_keep_their_builtin(store_path):
+    """Issue 9: each error the API raises on purpose is an AsidesError; one that used to be a
+    ValueError or TypeError still is one, and names the argument."""
+    from asides import AutobiographicalStrategy, WindowedPassthroughStrategy
+
+    def check(exc: BaseException, builtin: type[BaseException], path: str) -> None:
+        assert isinstance(exc, AsidesError), exc
+        assert isinstance(exc, builtin), exc
+        assert exc.path == path  # type: ignore[attr-defined]
+
+    async with open_runtime(store_path) as rt:
+        async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as m:
+            await m.add_message("user", [text("hi")])
+            cases: list[tuple[Any, type[BaseException], str]] = [
+                (lambda: rt.open_manager("ns", strategy=None), TypeError, "strategy"),
+                (lambda: rt.open_manager("ns", strategy=PassthroughStrategy(), view_filter=5), TypeError, "view_filter"),
+                (lambda: rt.open_manager("ns", strategy=PassthroughStrategy(), view_reader=""), ValueError, "view_reader"),
+                (lambda: rt.open_manager(7, strategy=PassthroughStrategy()), ValueError, "namespace"),
+                (lambda: m.derive(branch="child", strategy=PassthroughStrategy(), at_sequence=999), ValueError, "at_sequence"),
+                (lambda: rt.reopen_derived("main", strategy=PassthroughStrategy()), ValueError, "branch"),
+            ]
+            async with unchanged(rt):
+                for call, builtin, path in cases:
+                    with pytest.raises(AsidesError) as info:
+                        await call()
+                    check(info.value, builtin, path)
+                with pytest.raises(AsidesError) as info:
+                    m.search_summaries("x", limit=-1)
+                check(info.value, ValueError, "limit")
+    async with open_runtime() as rt:
+        async with rt.manager("agents/ann", strategy=AutobiographicalStrategy()) as m:
+            with pytest.raises(AsidesError) as info:
+                await m.reset_head_window(5)  # type: ignore[arg-type]
+            check(info.value, TypeError, "text")
+    for make, path in [
+        (lambda: WindowedPassthroughStrategy(re_anchor_fraction=0), "re_anchor_fraction"),
+        (lambda: AutobiographicalStrategy(target_chunk_tokens=0), "target_chunk_tokens"),
+        (lambda: AutobiographicalStrategy(summary_participant=""), "summary_participant"),
+    ]:
+        with pytest.raises(AsidesError) as info:
+            make()
+        check(info.value, ValueError, path)
+    with pytest.raises(AsidesError) as info:
+        async with open_store(store_path + ".2", synchronous="SOMETIMES"):
+            pass
+    check(info.value, ValueError, "synchronous")
