@@ -104,9 +104,9 @@ def assemble(
         made_before = [(CompiledMessage(f"{INJECTION_LABEL}{i.namespace}", i.content), SourceEntry("injection")) for i in before]
         if last_user is None:
             # after-user goes last; before-user is dropped when there is no user message
-            placed = list(zip(messages, sources)) + made_after
+            placed = list(zip(messages, sources, strict=True)) + made_after
         else:
-            pairs = list(zip(messages, sources))
+            pairs = list(zip(messages, sources, strict=True))
             placed = pairs[:last_user] + made_before + [pairs[last_user]] + made_after + pairs[last_user + 1 :]
         messages = [m for m, _ in placed]
         sources = [s for _, s in placed]

@@ -14,18 +14,16 @@ is stale and refused everything with ``ReaderClaimError``; reopen it.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 
-from ..store._blocks import ContentBlock, TextBlock, check_content, coerce_content, has_audience
-from ..store._errors import ArgumentTypeError, BranchExistsError, InvalidArgumentError, MalformedContentError, UnknownMessageError
+from ..store._blocks import ContentBlock, check_content, coerce_content, has_audience
+from ..store._errors import MalformedContentError, UnknownMessageError
 from ..store._messages import Message, freeze_metadata
-from ..store._model import MISSING
-from ..store._names import check_branch, check_participant
+from ..store._names import check_participant
 from ..store._narrowing import narrowing_of
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import (
@@ -37,22 +35,21 @@ from ..strategies._base import (
     check_budget,
     check_injections,
 )
-from ..strategies._errors import CompressionError, StrategyCapabilityError
+from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Model
-from ..strategies._passthrough import NoBackgroundWork
 from ..strategies._tokens import default_estimate
+from ._background import BackgroundWork
+from ._branches import BranchMoves
 from ._compiled import CompiledContext, assemble, injection_cost
 from ._drains import Drain
 from ._errors import (
     ManagerClosedError,
     NarrowingRefusedError,
-    ReaderClaimError,
-    ReaderRecordError,
     StrategyNotStartedError,
 )
-from ._gate import AnswerStale, ModelGate
+from ._gate import ModelGate
 from ._namespace import NamespaceActor
-from ._protocol import Claim, Compile, ContextEntryWrite, Edit, HeadReset, Move, Signal, StartStrategy, Unit
+from ._protocol import Claim, Compile, ContextEntryWrite, Edit, Signal, StartStrategy
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -94,7 +91,7 @@ class ContextEntry:
     source_message_id: str | None = None
 
 
-class ContextManager:
+class ContextManager(BackgroundWork, BranchMoves):
     """A host's handle on one namespace (see the module docstring). Made by
     :meth:`Runtime.manager` / :meth:`Runtime.open_manager`, never directly."""
 
@@ -205,22 +202,6 @@ class ContextManager:
 
     def _count_answer(self) -> None:
         self._answers += 1
-
-    async def run_unit(self) -> bool:
-        """Bring the strategy up to date and run one unit of its background work (when there
-        is a model); whether there was one. Runs in the namespace actor's turn."""
-        return await self._unit(needs_model=True)
-
-    async def _unit(self, *, needs_model: bool) -> bool:
-        async with self._actor.turn(Unit()):
-            self._check("tick")
-            await self._catch_up()
-            if needs_model and (self.model is None or self._strategy.is_ready()):
-                return False
-            try:
-                return bool(await self._strategy.tick(self._context()))
-            except AnswerStale:
-                return False
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -437,14 +418,34 @@ class ContextManager:
     # -- reads ---------------------------------------------------------------------------------
 
     def get_message(self, message_id: str) -> Message | None:
-        """The message as stored (audience fields included), or ``None`` (SPEC A5)."""
+        """The message as stored, or ``None``.
+
+        Warning: as stored means with every block, including blocks whose audience leaves out
+        this manager's reader. Never pass it to that reader; use :meth:`view_message`.
+        """
         self._check("get_message", started=False)
         return self._store.get_message(self._branch, message_id)
 
     def get_all_messages(self) -> tuple[Message, ...]:
-        """Every message on the branch, as stored (audience fields included; SPEC A5)."""
+        """Every message on the branch, as stored.
+
+        Warning: this is the whole log, other readers' private blocks included, even on a manager
+        bound to a reader. It is for hosts and operators that need the log itself. To show a
+        reader its own view, use :meth:`view_messages` (or :meth:`compile`).
+        """
         self._check("get_all_messages", started=False)
         return tuple(self._store.messages(self._branch))
+
+    def view_message(self, message_id: str) -> Message | None:
+        """The message as this manager's reader sees it (blocks meant for other readers left
+        out), or ``None`` when the reader sees nothing of it or there is no such message."""
+        self._check("view_message", started=False)
+        return self._view.get(message_id)
+
+    def view_messages(self) -> tuple[Message, ...]:
+        """Every message of the branch as this manager's reader sees it, oldest first."""
+        self._check("view_messages", started=False)
+        return self._view.get_all()
 
     # -- compile -------------------------------------------------------------------------------
 
@@ -508,139 +509,6 @@ class ContextManager:
                 estimator=estimator,
             )
 
-    # -- background work -----------------------------------------------------------------------
-
-    async def tick(self) -> bool:
-        """Run one unit of the strategy's background work; whether it did any."""
-        self._check("tick")
-        return await self._unit(needs_model=False)
-
-    def is_ready(self) -> bool:
-        """Whether the strategy has no background work left."""
-        self._check("is_ready")
-        return bool(self._strategy.is_ready())
-
-    def pending_work(self) -> str | None:
-        """What background work is waiting, in words, or ``None`` when ready; says so when no
-        model is configured, and when the model has been failing."""
-        self._check("pending_work")
-        if self._strategy.is_ready():
-            return None
-        describe = getattr(self._strategy, "pending_work", None)
-        text = describe() if describe is not None else None
-        text = text or "background work pending"
-        if self.model is None:
-            text += " (no compression model)"
-        elif self._drain is not None and self._drain.failure is not None:
-            text += "; " + self._drain.failure.describe()
-        return text
-
-    async def drain(self) -> None:
-        """Wait until the strategy is ready; return at once when there is no model.
-
-        Raises ``CompressionError``, naming the last error, once the model has failed the
-        runtime's ``ModelPolicy.drain_failures`` times in a row during this call (the background
-        drain goes on retrying). Raises what refuses the manager (for example
-        ``ReaderClaimError`` when another reader claimed the namespace).
-        """
-        self._check("drain")
-        start_failures: int | None = None
-        while True:
-            self._check("drain")
-            if self.model is None:
-                return
-            drain = self._drain
-            if drain is None or drain.stopped:
-                # No drain runs (the strategy has none): work in this task.
-                if not await self.run_unit():
-                    return
-                continue
-            progress = drain.progress.version
-            await self._catch_up_now()
-            if self._strategy.is_ready() and self._actor.requests_out == 0:
-                return
-            failure = drain.failure
-            if failure is not None:
-                if start_failures is None:
-                    start_failures = failure.count - 1
-                if failure.count - start_failures >= self._runtime.model_policy.drain_failures:
-                    raise CompressionError(
-                        f"the compression model of namespace {self._namespace!r} on branch {self._branch!r} failed "
-                        f"{failure.count - start_failures} times in a row (last: {failure.error}); the background drain "
-                        "keeps retrying"
-                    )
-            elif start_failures is None:
-                start_failures = 0
-            drain.poke()
-            await drain.progress.wait_beyond(progress)
-            if drain.last_outcome == "idle" and self._actor.requests_out == 0:
-                return  # the drain found nothing it can do now
-
-    async def _catch_up_now(self) -> None:
-        async with self._actor.turn(Unit()):
-            self._check("drain")
-            await self._catch_up()
-
-    def _start_drain(self) -> None:
-        """Start this manager's drain, if its strategy has background work and none runs."""
-        if self._drain is not None and not self._drain.stopped:
-            return
-        if self._closed or not self._started or self._start_error is not None or self._runtime.closing:
-            return
-        if isinstance(self._strategy, NoBackgroundWork):
-            return
-        drain = Drain(self, self._runtime.model_policy)
-        self._drain = drain
-        self._runtime.spawn(drain.run)
-
-    async def _stop_drain(self) -> None:
-        drain, self._drain = self._drain, None
-        if drain is not None:
-            await drain.stop()
-
-    # -- summaries -----------------------------------------------------------------------------
-
-    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Any, ...]:
-        """Summaries matching ``pattern`` (checked like a view read, SPEC R8.2)."""
-        self._check("search_summaries", started=False)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
-        method = getattr(self._strategy, "search_summaries", None)
-        return tuple(method(pattern, limit=limit)) if method is not None else ()
-
-    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Any, ...]:
-        """Summaries overlapping the sequence range [start, end] (checked, SPEC R8.2)."""
-        self._check("get_summaries_in_range", started=False)
-        method = getattr(self._strategy, "get_summaries_in_range", None)
-        return tuple(method(start, end)) if method is not None else ()
-
-    def get_summary(self, summary_id: str) -> Any:
-        """The summary with that id, or ``None`` (checked, SPEC R8.2)."""
-        self._check("get_summary", started=False)
-        method = getattr(self._strategy, "get_summary", None)
-        return method(summary_id) if method is not None else None
-
-    async def reset_head_window(self, text: str | None = None) -> str:
-        """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
-        model writes from this reader's view) and start the head window there (SPEC C3)."""
-        self._check("reset_head_window")
-        transition = getattr(self._strategy, "transition_text", None)
-        start_head = getattr(self._strategy, "start_head_at", None)
-        if transition is None or start_head is None:
-            raise StrategyCapabilityError(
-                f"reset_head_window was refused: strategy {getattr(self._strategy, 'name', '?')!r} has no head window"
-            )
-        if text is not None and not isinstance(text, str):
-            raise ArgumentTypeError("text", f"reset_head_window takes a string or None, not {type(text).__name__}")
-        async with self._actor.turn(HeadReset()):
-            self._check("reset_head_window")
-            generated = text is None
-            body = text if text is not None else await transition(self._context())
-            block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
-            message = await self._store.append_message(self._branch, "Context Manager", (block,))
-            await start_head(self._context(), message.sequence)
-        return body
-
     # -- the context log (SPEC P2) -------------------------------------------------------------
 
     async def append_context_entry(
@@ -664,114 +532,6 @@ class ContextManager:
         """This namespace's context log on this branch, oldest first (dropped entries left out)."""
         self._check("get_context_entries", started=False)
         return self._runtime.context_entries(self._branch, self._namespace)
-
-    # -- branches ------------------------------------------------------------------------------
-
-    async def fork(self, name: str) -> None:
-        """Make branch ``name`` at this manager's head and move this manager onto it (only this
-        one, SPEC D1). Refused before the branch is made when the namespace's record names
-        another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
-        self._check("fork")  # the record check here is the one the child inherits (R4, R7)
-        if self._store.has_branch(check_branch(name)):
-            raise BranchExistsError(name)
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        with anyio.CancelScope(shield=True):  # once the branch is written, the fork completes
-            await self._store.create_branch(name, self._branch)
-            await self._move(name, self._strategy, "fork")
-
-    async def switch_branch(self, name: str) -> None:
-        """Move this manager (only this one, SPEC D1) to branch ``name`` and restart its strategy
-        there. Refused, leaving the manager where it was, when the namespace records another
-        reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
-        self._check("switch_branch", started=False)
-        self._store.branch_info(check_branch(name))
-        self._runtime.actor(name, self._namespace).check(self._reader, "switch_branch")
-        await self._move(name, self._strategy, "switch_branch")
-
-    async def set_strategy(self, strategy: Any) -> None:
-        """Replace the strategy and start it here. Refused, keeping the old strategy running, when
-        this manager may not work here or the new strategy does not mark its compression reads
-        under a reader (R1, R2, R4, R7, N7)."""
-        self._check("set_strategy", started=False)
-        self.require_capability(strategy, "set_strategy")
-        await self._move(self._branch, strategy, "set_strategy")
-
-    async def _move(self, branch: str, strategy: Any, action: str) -> None:
-        """Leave the current branch (cancelling drains; an in-flight answer is discarded), bind to
-        ``branch``, claim it if this manager has a reader and it is unclaimed, start ``strategy``.
-
-        The record is checked again, and the claim made, in the target actor's turn and before
-        anything is rebound, so a claim that lands while the drain stops still leaves a refused
-        call with the manager where it was and its old strategy (SPEC R2). Once anything is
-        written the move completes, even if cancelled meanwhile."""
-        self._runtime.check_strategy_free(strategy, self)
-        await self._stop_drain()
-        target = self._runtime.actor(branch, self._namespace)
-        moved = False
-        try:
-            async with target.turn(Move()):
-                target.check(self._reader, action)  # no await before the claim below: it cannot fail
-                with anyio.CancelScope(shield=True):
-                    moved = True
-                    self._epoch += 1
-                    self._detach()
-                    self._branch = branch
-                    self._actor = target
-                    self._view = self._make_view(branch)
-                    self._strategy = strategy
-                    self._started = False
-                    self._runtime.hold_strategy(strategy, self)
-                    if self._reader is not None:
-                        await target.claim(self._reader, action)
-                    await self._start(action)
-        finally:
-            if not moved:
-                self._start_drain()  # refused or cancelled before anything moved: the old drain resumes
-
-    async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
-        """A new manager of this namespace on a new child branch made from this manager's head (or
-        from ``at_sequence``). The child records and compiles for the reader this manager compiles
-        for (SPEC R9). Refused before the child's branch is written when this manager is closed or
-        its strategy failed to start (D4), when the record is not a reader's name (R7), or when
-        the strategy does not mark its compression reads under a reader (N7)."""
-        self._check("derive")
-        self.require_capability(strategy, "derive")
-        self._runtime.check_strategy_free(strategy)
-        if self._store.has_branch(check_branch(branch)):
-            raise BranchExistsError(branch)
-        head = self._store.head(self._branch)
-        at = head if at_sequence is None else at_sequence
-        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= head:
-            raise InvalidArgumentError(
-                "at_sequence", f"must be between 0 and {head} (the head of {self._branch!r}), got {at_sequence!r}"
-            )
-        inherited = self._store.model.get_state_at(self._branch, self._actor.reader_key, at)
-        if inherited is not MISSING and inherited != self._reader:
-            # an earlier record that is not this manager's reader (only foreign data can do this)
-            if not isinstance(inherited, str) or not inherited:
-                raise ReaderRecordError(namespace=self._namespace, branch=self._branch, record=inherited, action="derive")
-            raise ReaderClaimError(
-                namespace=self._namespace, branch=self._branch, recorded=inherited, requested=self._reader, action="derive"
-            )
-        derivation = Derivation(self._branch, branch, at, self._namespace)
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
-            await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
-            return await self._start_child(strategy, branch, derivation)
-
-    async def _start_child(self, strategy: Any, branch: str, derivation: Derivation) -> ContextManager:
-        child = ContextManager(
-            self._runtime,
-            namespace=self._namespace,
-            strategy=strategy,
-            reader=self._reader,
-            view_filter=self._filter,
-            branch=branch,
-            model=self._model,
-            derivation=derivation,
-        )
-        await self._runtime.start_manager(child, claim=self._reader, action="derive")
-        return child
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -1,0 +1,184 @@
+"""A manager's moves between branches and strategies: fork, switch, set_strategy and derive
+(part of ``ContextManager``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..store._errors import BranchExistsError, InvalidArgumentError
+from ..store._model import MISSING
+from ..store._names import check_branch
+from ..store._views import MessageView, ViewFilter
+from ..strategies._base import StrategyContext
+from ..strategies._models import Model
+from ._drains import Drain
+from ._errors import ReaderClaimError, ReaderRecordError
+from ._protocol import Move
+
+if TYPE_CHECKING:
+    from ..store._sqlite import SqliteStore
+    from ._manager import ContextManager, Derivation
+    from ._namespace import NamespaceActor
+    from ._runtime import Runtime
+
+log = logging.getLogger("asides.actors")
+
+__all__ = ["BranchMoves"]
+
+
+class BranchMoves:
+    """Branch moves of a :class:`~asides.actors.ContextManager`."""
+
+    # What the manager (``ContextManager``) holds; this part reads and changes it.
+    _runtime: Runtime
+    _store: SqliteStore
+    _namespace: str
+    _strategy: Any
+    _reader: str | None
+    _filter: ViewFilter | None
+    _branch: str
+    _model: Model | None
+    _derivation: Derivation | None
+    _actor: NamespaceActor
+    _view: MessageView
+    _closed: bool
+    _started: bool
+    _start_error: BaseException | None
+    _epoch: int
+    _drain: Drain | None
+    _answers: int
+
+    if TYPE_CHECKING:
+
+        @property
+        def model(self) -> Model | None: ...
+
+        def _check(self, action: str, *, started: bool = True) -> None: ...
+
+        def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext: ...
+
+        async def _catch_up(self) -> None: ...
+
+        async def _start(self, action: str) -> None: ...
+
+        def _detach(self) -> None: ...
+
+        def _make_view(self, branch: str) -> MessageView: ...
+
+        def require_capability(self, strategy: Any, action: str) -> None: ...
+
+    # -- branches ------------------------------------------------------------------------------
+
+    async def fork(self, name: str) -> None:
+        """Make branch ``name`` at this manager's head and move this manager onto it (only this
+        one, SPEC D1). Refused before the branch is made when the namespace's record names
+        another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
+        self._check("fork")  # the record check here is the one the child inherits (R4, R7)
+        if self._store.has_branch(check_branch(name)):
+            raise BranchExistsError(name)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        with anyio.CancelScope(shield=True):  # once the branch is written, the fork completes
+            await self._store.create_branch(name, self._branch)
+            await self._move(name, self._strategy, "fork")
+
+    async def switch_branch(self, name: str) -> None:
+        """Move this manager (only this one, SPEC D1) to branch ``name`` and restart its strategy
+        there. Refused, leaving the manager where it was, when the namespace records another
+        reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
+        self._check("switch_branch", started=False)
+        self._store.branch_info(check_branch(name))
+        self._runtime.actor(name, self._namespace).check(self._reader, "switch_branch")
+        await self._move(name, self._strategy, "switch_branch")
+
+    async def set_strategy(self, strategy: Any) -> None:
+        """Replace the strategy and start it here. Refused, keeping the old strategy running, when
+        this manager may not work here or the new strategy does not mark its compression reads
+        under a reader (R1, R2, R4, R7, N7)."""
+        self._check("set_strategy", started=False)
+        self.require_capability(strategy, "set_strategy")
+        await self._move(self._branch, strategy, "set_strategy")
+
+    async def _move(self, branch: str, strategy: Any, action: str) -> None:
+        """Leave the current branch (cancelling drains; an in-flight answer is discarded), bind to
+        ``branch``, claim it if this manager has a reader and it is unclaimed, start ``strategy``.
+
+        The record is checked again, and the claim made, in the target actor's turn and before
+        anything is rebound, so a claim that lands while the drain stops still leaves a refused
+        call with the manager where it was and its old strategy (SPEC R2). Once anything is
+        written the move completes, even if cancelled meanwhile."""
+        self._runtime.check_strategy_free(strategy, self)
+        await self._stop_drain()
+        target = self._runtime.actor(branch, self._namespace)
+        moved = False
+        try:
+            async with target.turn(Move()):
+                target.check(self._reader, action)  # no await before the claim below: it cannot fail
+                with anyio.CancelScope(shield=True):
+                    moved = True
+                    self._epoch += 1
+                    self._detach()
+                    self._branch = branch
+                    self._actor = target
+                    self._view = self._make_view(branch)
+                    self._strategy = strategy
+                    self._started = False
+                    self._runtime.hold_strategy(strategy, self)
+                    if self._reader is not None:
+                        await target.claim(self._reader, action)
+                    await self._start(action)
+        finally:
+            if not moved:
+                self._start_drain()  # refused or cancelled before anything moved: the old drain resumes
+
+    async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
+        """A new manager of this namespace on a new child branch made from this manager's head (or
+        from ``at_sequence``). The child records and compiles for the reader this manager compiles
+        for (SPEC R9). Refused before the child's branch is written when this manager is closed or
+        its strategy failed to start (D4), when the record is not a reader's name (R7), or when
+        the strategy does not mark its compression reads under a reader (N7)."""
+        self._check("derive")
+        self.require_capability(strategy, "derive")
+        self._runtime.check_strategy_free(strategy)
+        if self._store.has_branch(check_branch(branch)):
+            raise BranchExistsError(branch)
+        head = self._store.head(self._branch)
+        at = head if at_sequence is None else at_sequence
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= head:
+            raise InvalidArgumentError(
+                "at_sequence", f"must be between 0 and {head} (the head of {self._branch!r}), got {at_sequence!r}"
+            )
+        inherited = self._store.model.get_state_at(self._branch, self._actor.reader_key, at)
+        if inherited is not MISSING and inherited != self._reader:
+            # an earlier record that is not this manager's reader (only foreign data can do this)
+            if not isinstance(inherited, str) or not inherited:
+                raise ReaderRecordError(namespace=self._namespace, branch=self._branch, record=inherited, action="derive")
+            raise ReaderClaimError(
+                namespace=self._namespace, branch=self._branch, recorded=inherited, requested=self._reader, action="derive"
+            )
+        from ._manager import Derivation  # the manager module imports this one
+
+        derivation = Derivation(self._branch, branch, at, self._namespace)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
+            await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
+            return await self._start_child(strategy, branch, derivation)
+
+    async def _start_child(self, strategy: Any, branch: str, derivation: Derivation) -> ContextManager:
+        from ._manager import ContextManager
+
+        child = ContextManager(
+            self._runtime,
+            namespace=self._namespace,
+            strategy=strategy,
+            reader=self._reader,
+            view_filter=self._filter,
+            branch=branch,
+            model=self._model,
+            derivation=derivation,
+        )
+        await self._runtime.start_manager(child, claim=self._reader, action="derive")
+        return child
+
