@@ -28,8 +28,7 @@ import asides.actors
 import asides.strategies
 from asides import ArgumentTypeError, AsidesError, InvalidArgumentError, InvalidNameError, open_store
 from asides.actors import Injection, MalformedContentError, MessageInjection, open_runtime
-from asides.store import image, system_change, text, thinking, tool_result, tool_use
-from asides.store._blocks import ToolUseBlock
+from asides.store import ToolUseBlock, image, system_change, text, thinking, tool_result, tool_use
 from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
 from tests.helpers import dump
 
