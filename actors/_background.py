@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
@@ -20,7 +20,7 @@ from ._protocol import HeadReset, Unit
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
-    from ._manager import Derivation
+    from ._manager import ContextManager, Derivation
     from ._namespace import NamespaceActor
     from ._runtime import Runtime
 
@@ -167,7 +167,7 @@ class BackgroundWork:
             return
         if isinstance(self._strategy, NoBackgroundWork):
             return
-        drain = Drain(self, self._runtime.model_policy)
+        drain = Drain(cast("ContextManager", self), self._runtime.model_policy)
         self._drain = drain
         self._runtime.spawn(drain.run)
 

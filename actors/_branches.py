@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -70,6 +70,10 @@ class BranchMoves:
 
         def require_capability(self, strategy: Any, action: str) -> None: ...
 
+        def _start_drain(self) -> None: ...
+
+        async def _stop_drain(self) -> None: ...
+
     # -- branches ------------------------------------------------------------------------------
 
     async def fork(self, name: str) -> None:
@@ -109,7 +113,8 @@ class BranchMoves:
         anything is rebound, so a claim that lands while the drain stops still leaves a refused
         call with the manager where it was and its old strategy (SPEC R2). Once anything is
         written the move completes, even if cancelled meanwhile."""
-        self._runtime.check_strategy_free(strategy, self)
+        me = cast("ContextManager", self)
+        self._runtime.check_strategy_free(strategy, me)
         await self._stop_drain()
         target = self._runtime.actor(branch, self._namespace)
         moved = False
@@ -125,7 +130,7 @@ class BranchMoves:
                     self._view = self._make_view(branch)
                     self._strategy = strategy
                     self._started = False
-                    self._runtime.hold_strategy(strategy, self)
+                    self._runtime.hold_strategy(strategy, me)
                     if self._reader is not None:
                         await target.claim(self._reader, action)
                     await self._start(action)
@@ -164,7 +169,8 @@ class BranchMoves:
         await anyio.lowlevel.checkpoint_if_cancelled()
         with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
             await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
-            return await self._start_child(strategy, branch, derivation)
+            child = await self._start_child(strategy, branch, derivation)
+        return child
 
     async def _start_child(self, strategy: Any, branch: str, derivation: Derivation) -> ContextManager:
         from ._manager import ContextManager

@@ -111,8 +111,8 @@ def assemble(
         messages = [m for m, _ in placed]
         sources = [s for _, s in placed]
     # Message injections are the newest entries of the compile, after any positioned injection.
-    for item in message_injections:
-        messages.append(CompiledMessage(item.participant, item.content))
+    for message_injection in message_injections:
+        messages.append(CompiledMessage(message_injection.participant, message_injection.content))
         sources.append(SourceEntry("injection"))
 
     raw_bodies: dict[str, tuple[ContentBlock, ...]] = {}

@@ -14,8 +14,8 @@ is stale and refused everything with ``ReaderClaimError``; reopen it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import attrs
@@ -220,7 +220,7 @@ class ContextManager(BackgroundWork, BranchMoves):
     def _make_view(self, branch: str) -> MessageView:
         return MessageView(self._store.model, branch, reader=self._reader, view_filter=self._filter, check=self._check_read)
 
-    def _estimator(self):
+    def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
         return getattr(self._strategy, "estimator", None) or default_estimate
 
     def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext:
@@ -389,7 +389,7 @@ class ContextManager(BackgroundWork, BranchMoves):
             return
         reader = self._reader
 
-        def refuse(readers: tuple[str, ...], reason: str) -> None:
+        def refuse(readers: tuple[str, ...], reason: str) -> NoReturn:
             raise NarrowingRefusedError(
                 message_id=stored.id, namespace=self._namespace, branch=self._branch, readers=readers, reason=reason
             )
@@ -403,7 +403,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         floor = self._actor.floor
         if not isinstance(floor, int):
             refuse((reader,), "the record of what compression has read cannot be read")
-        if stored.sequence <= floor:  # type: ignore[operator]
+        if stored.sequence <= floor:
             refuse((reader,), f"compression may have read it (the narrowing floor is {floor}, the message's sequence {stored.sequence})")
         for key in self._store.model.state_keys_ending(self._branch, "/reader"):
             namespace = key[: -len("/reader")]
@@ -413,7 +413,10 @@ class ContextManager(BackgroundWork, BranchMoves):
             if not isinstance(value, str) or not value:
                 refuse((reader,), f"namespace {namespace!r} on this branch has a reader record that cannot be read")
             if value == reader:
-                refuse((reader,), f"namespace {namespace!r} on this branch also compiles for {reader!r}, and its compression cannot be seen from here")
+                refuse(
+                    (reader,),
+                    f"namespace {namespace!r} on this branch also compiles for {reader!r}, and its compression cannot be seen from here",
+                )
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ closes the store.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +177,7 @@ class Runtime:
             signal = self._signals[branch] = Signal()
         return signal
 
-    def spawn(self, fn: Callable[[], Awaitable[Any]]) -> None:
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``fn`` as a supervised task of the runtime's task group."""
         self._tasks.start_soon(fn)
 

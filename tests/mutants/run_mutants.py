@@ -76,7 +76,7 @@ MUTANTS = [
         "N3-floor",
         "N3: refused once the message's sequence is at or below the floor",
         MANAGER,
-        "        if stored.sequence <= floor:  # type: ignore[operator]\n",
+        "        if stored.sequence <= floor:\n",
         "        if False:  # MUTANT N3-floor\n",
     ),
     Mutant(
