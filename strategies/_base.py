@@ -171,7 +171,7 @@ class Selection:
             raise ValueError("a Selection needs exactly one source entry per compiled message")
 
 
-_RESERVED_KEYS = ("reader", "narrowing-floor")
+_RESERVED_KEYS = ("reader", "narrowing-floor", "strategy")
 
 
 class StrategyState:
@@ -192,6 +192,7 @@ class StrategyState:
         written: Callable[[], Sequence[str]] | None = None,
         read_only: bool = False,
         notify: Callable[[tuple[str, ...]], None] | None = None,
+        writer: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self._store = store
         self._branch = branch
@@ -200,6 +201,7 @@ class StrategyState:
         self._written = written
         self._read_only = read_only
         self._notify = notify
+        self._writer = writer
 
     @property
     def read_only(self) -> bool:
@@ -242,7 +244,12 @@ class StrategyState:
         if self._read_only:
             raise RuntimeError("a preview writes nothing: select must not write state when options.preview is true")
         if records:
-            await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
+            if self._writer is not None:
+                for key in records:
+                    self._key(key)  # refuses a key that ends like a namespace's own record
+                await self._writer(dict(records))
+            else:
+                await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
             if self._notify is not None:
                 self._notify(tuple(records))
 
