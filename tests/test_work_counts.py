@@ -1,0 +1,81 @@
+"""The shape of the hot paths, guarded by counting work (never wall-clock time).
+
+A write appends to the log and raises its branch's signal; it runs no strategy, so its work does
+not grow with the number of managers or namespaces open, nor with closed ones. Strategies catch up
+from their own cursor when they next run (compile, tick, drain): a compile hands its strategy only
+the messages new since its last run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio.testing
+
+from asides import PassthroughStrategy, open_runtime, text
+
+
+class CountingPassthrough(PassthroughStrategy):
+    """Passthrough that counts the calls the runtime makes to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, int] = {"on_new_message": 0, "select": 0}
+
+    async def on_new_message(self, message: Any, ctx: Any) -> None:
+        self.calls["on_new_message"] += 1
+
+    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
+        self.calls["select"] += 1
+        return await super().select(ctx, budget, options)
+
+
+async def _work_per_write(open_managers: int, *, close_them: bool, history: int, path: str) -> dict[str, int]:
+    """Strategy calls and commits made by 20 ``add_message`` calls, with ``open_managers`` other
+    managers open (or opened and closed) on the branch."""
+    async with open_runtime(path) as rt:
+        writer = await rt.open_manager("writer", strategy=PassthroughStrategy())
+        if history:
+            await rt.store.append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
+        others = [CountingPassthrough() for _ in range(open_managers)]
+        managers = [await rt.open_manager(f"agents/{i}", strategy=s, view_reader=f"r{i}") for i, s in enumerate(others)]
+        if close_them:
+            for manager in managers:
+                await manager.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        before_calls = sum(sum(s.calls.values()) for s in others)
+        before_commits = rt.store.commits
+        for i in range(20):
+            await writer.add_message("user", [text(f"new {i}")])
+            await trio.testing.wait_all_tasks_blocked()
+        return {
+            "strategy_calls": sum(sum(s.calls.values()) for s in others) - before_calls,
+            "commits": rt.store.commits - before_commits,
+        }
+
+
+@pytest.mark.parametrize("history", [0, 2000])
+async def test_a_write_runs_no_strategy_however_many_managers_are_open(tmp_path, history):
+    one = await _work_per_write(1, close_them=False, history=history, path=str(tmp_path / "one.db"))
+    many = await _work_per_write(50, close_them=False, history=history, path=str(tmp_path / "many.db"))
+    closed = await _work_per_write(50, close_them=True, history=history, path=str(tmp_path / "closed.db"))
+    assert one == many == closed == {"strategy_calls": 0, "commits": 20}
+
+
+async def test_a_compile_hands_its_strategy_only_what_is_new(tmp_path):
+    """Pull, not push: the strategy hears of each message once, when it next runs."""
+    async with open_runtime(str(tmp_path / "s.db")) as rt:
+        strategy = CountingPassthrough()
+        reader = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
+        writer = await rt.open_manager("writer", strategy=PassthroughStrategy())
+        for i in range(30):
+            await writer.add_message("user", [text(f"m{i}")])
+        assert strategy.calls["on_new_message"] == 0, "writes ran no strategy"
+        await reader.compile()
+        assert strategy.calls == {"on_new_message": 30, "select": 1}
+        await writer.add_message("user", [text("one more")])
+        await reader.compile()
+        assert strategy.calls == {"on_new_message": 31, "select": 2}, "only the new message was handed over"
+        await reader.compile()
+        assert strategy.calls == {"on_new_message": 31, "select": 3}
