@@ -179,7 +179,7 @@ class BackgroundWork:
     # -- summaries -----------------------------------------------------------------------------
 
     def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Any, ...]:
-        """Summaries matching ``pattern`` (checked like a view read, SPEC R8.2)."""
+        """Summaries matching ``pattern`` (checked like a view read)."""
         self._check("search_summaries", started=False)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
@@ -187,20 +187,20 @@ class BackgroundWork:
         return tuple(method(pattern, limit=limit)) if method is not None else ()
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Any, ...]:
-        """Summaries overlapping the sequence range [start, end] (checked, SPEC R8.2)."""
+        """Summaries overlapping the sequence range [start, end] (checked)."""
         self._check("get_summaries_in_range", started=False)
         method = getattr(self._strategy, "get_summaries_in_range", None)
         return tuple(method(start, end)) if method is not None else ()
 
     def get_summary(self, summary_id: str) -> Any:
-        """The summary with that id, or ``None`` (checked, SPEC R8.2)."""
+        """The summary with that id, or ``None`` (checked)."""
         self._check("get_summary", started=False)
         method = getattr(self._strategy, "get_summary", None)
         return method(summary_id) if method is not None else None
 
     async def reset_head_window(self, text: str | None = None) -> str:
         """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
-        model writes from this reader's view) and start the head window there (SPEC C3)."""
+        model writes from this reader's view) and start the head window there."""
         self._check("reset_head_window")
         transition = getattr(self._strategy, "transition_text", None)
         start_head = getattr(self._strategy, "start_head_at", None)

@@ -78,7 +78,7 @@ class BranchMoves:
 
     async def fork(self, name: str) -> None:
         """Make branch ``name`` at this manager's head and move this manager onto it (only this
-        one, SPEC D1). Refused before the branch is made when the namespace's record names
+        one). Refused before the branch is made when the namespace's record names
         another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("fork")  # the record check here is the one the child inherits (R4, R7)
         if self._store.has_branch(check_branch(name)):
@@ -89,7 +89,7 @@ class BranchMoves:
             await self._move(name, self._strategy, "fork")
 
     async def switch_branch(self, name: str) -> None:
-        """Move this manager (only this one, SPEC D1) to branch ``name`` and restart its strategy
+        """Move this manager (only this one) to branch ``name`` and restart its strategy
         there. Refused, leaving the manager where it was, when the namespace records another
         reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("switch_branch", started=False)
@@ -111,7 +111,7 @@ class BranchMoves:
 
         The record is checked again, and the claim made, in the target actor's turn and before
         anything is rebound, so a claim that lands while the drain stops still leaves a refused
-        call with the manager where it was and its old strategy (SPEC R2). Once anything is
+        call with the manager where it was and its old strategy. Once anything is
         written the move completes, even if cancelled meanwhile."""
         me = cast("ContextManager", self)
         self._runtime.check_strategy_free(strategy, me)
@@ -141,7 +141,7 @@ class BranchMoves:
     async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
         """A new manager of this namespace on a new child branch made from this manager's head (or
         from ``at_sequence``). The child records and compiles for the reader this manager compiles
-        for (SPEC R9). Refused before the child's branch is written when this manager is closed or
+        for. Refused before the child's branch is written when this manager is closed or
         its strategy failed to start (D4), when the record is not a reader's name (R7), or when
         the strategy does not mark its compression reads under a reader (N7)."""
         self._check("derive")

@@ -1,7 +1,7 @@
 """What a compile returns, and how a strategy's selection becomes it.
 
 :func:`assemble` is pure: it appends the message injections, places the positioned injections
-(SPEC 3.3.1), and reports provenance (SPEC P1) from the reader's view.
+(the shapes the provider APIs take), and reports provenance from the reader's view.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = ["CompiledContext", "Provenance", "assemble", "injection_cost"]
 
 @attrs.frozen(slots=True)
 class Provenance:
-    """Where a compile's messages came from (SPEC P1).
+    """Where a compile's messages came from.
 
     ``entries``: one :class:`SourceEntry` per compiled message, in order. ``raw_bodies``: each raw
     source message id -> the reader's view of its content (no audiences). ``complete``: the same
@@ -67,7 +67,7 @@ class CompiledContext:
 def injection_cost(
     injections: Sequence[Injection], message_injections: Sequence[MessageInjection], estimator: Callable[[Sequence[ContentBlock]], int]
 ) -> int:
-    """The estimate of everything a compile injects, each priced as a message (STRATEGIES 1.2)."""
+    """The estimate of everything a compile injects, each priced as a message."""
     return sum(estimator(i.content) for i in injections) + sum(estimator(m.content) for m in message_injections)
 
 
@@ -146,7 +146,7 @@ def _body_of(message: Message) -> str | None:
 
 
 def _judge_shards(present: dict[str, bool], shards: list[str], view: MessageView) -> None:
-    """A body whose shards did not all make it into the compile is incomplete (SPEC P1). Only
+    """A body whose shards did not all make it into the compile is incomplete. Only
     shards in the reader's view count: one wholly another reader's is no part of the body.
     ``shards`` are the compile's raw sources that are shards of a body."""
     checked: set[str] = set()

@@ -1,13 +1,13 @@
 """``ContextManager``: the handle through which a host reads, writes and compiles for one
-namespace, on one branch, for at most one reader (SPEC 3.2).
+namespace, on one branch, for at most one reader.
 
 Reads are synchronous and served from memory; writes are async and durable when they return.
 Everything that touches the namespace (strategy starts, compiles, edits, units of compression)
 runs in the namespace actor's turn, so it never overlaps with another manager's work there.
 
 A manager's reader is fixed when it opens: the ``view_reader`` it was given, else the reader its
-namespace records (SPEC A1, R3), else none. Every call but ``aclose`` checks the namespace's
-record first (SPEC R5): a manager whose namespace was claimed by a reader it does not compile for
+namespace records, else none. Every call but ``aclose`` checks the namespace's
+record first: a manager whose namespace was claimed by a reader it does not compile for
 is stale and refused everything with ``ReaderClaimError``; reopen it.
 """
 
@@ -84,7 +84,7 @@ class Derivation:
 
 @attrs.frozen(slots=True)
 class ContextEntry:
-    """An entry of a namespace's context log (SPEC P2)."""
+    """An entry of a namespace's context log."""
 
     index: int
     content: tuple[ContentBlock, ...]
@@ -140,7 +140,7 @@ class ContextManager(BackgroundWork, BranchMoves):
 
     @property
     def view_reader(self) -> str | None:
-        """The reader this manager compiles for, or ``None`` (SPEC A1.5)."""
+        """The reader this manager compiles for, or ``None``."""
         return self._reader
 
     @property
@@ -334,9 +334,9 @@ class ContextManager(BackgroundWork, BranchMoves):
         """Append a message to the branch; returns it once durable.
 
         Refuses (writing nothing) an audience anywhere but on the message's own top-level text,
-        thinking and redacted-thinking blocks (SPEC W1), naming the path. Every strategy on the
+        thinking and redacted-thinking blocks, naming the path. Every strategy on the
         branch hears of the message, in its reader's view. With a strategy that shards long
-        messages (SPEC C6) the first shard is returned.
+        messages the first shard is returned.
         """
         self._check("add_message")
         check_participant(participant)
@@ -347,7 +347,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         frozen = freeze_metadata(metadata)
         items: list[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]] = [(participant, blocks, frozen)]
         shard = getattr(self._strategy, "shard_message", None)
-        if shard is not None and not has_audience(blocks):  # SPEC W3: an audience block keeps it whole
+        if shard is not None and not has_audience(blocks):  # an audience block keeps it whole
             shards = shard(participant, blocks, frozen)
             if shards:
                 items = list(shards)
@@ -357,7 +357,7 @@ class ContextManager(BackgroundWork, BranchMoves):
     async def edit_message(self, message_id: str, content: Sequence[ContentBlock | Mapping[str, Any]]) -> Message:
         """Replace a message's content on this branch, keeping its id and sequence.
 
-        Refused, leaving the message unchanged, when it would narrow an audience where SPEC N3-N4
+        Refused, leaving the message unchanged, when it would narrow an audience where the narrowing rules
         say so (``NarrowingRefusedError``), or when the content is malformed (W1). Copies of the
         message in the context logs of namespaces on this branch are rewritten as each
         namespace's reader sees the new content, and dropped where it sees nothing (P2).
@@ -382,7 +382,7 @@ class ContextManager(BackgroundWork, BranchMoves):
             return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
 
     def _check_narrowing(self, stored: Message, blocks: tuple[ContentBlock, ...]) -> None:
-        """SPEC N1-N5: refuse an edit that hides a block from a reader where compression may have
+        """Refuse an edit that hides a block from a reader where compression may have
         read it, or from anyone but the manager's own reader."""
         narrowing = narrowing_of(stored.content, blocks)
         if not narrowing.hides_anything:
@@ -460,7 +460,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         injections: Sequence[Injection] = (),
         message_injections: Sequence[MessageInjection] = (),
     ) -> CompiledContext:
-        """What this manager's reader is to be sent now (SPEC 3.2, A, P1).
+        """What this manager's reader is to be sent now.
 
         Refuses, before the strategy selects anything, an audience in any injection (W2) and a
         negative budget. Writes only the strategy state it must (the windowed anchor when it
@@ -512,13 +512,13 @@ class ContextManager(BackgroundWork, BranchMoves):
                 estimator=estimator,
             )
 
-    # -- the context log (SPEC P2) -------------------------------------------------------------
+    # -- the context log -------------------------------------------------------------
 
     async def append_context_entry(
         self, content: Sequence[ContentBlock | Mapping[str, Any]], *, source_message_id: str | None = None
     ) -> ContextEntry:
         """Append an entry to this namespace's context log on this branch. An audience anywhere
-        in it is refused (SPEC P2, W1): no view reads one there."""
+        in it is refused: no view reads one there."""
         self._check("append_context_entry", started=False)
         blocks = coerce_content(content)
         check_content(blocks, path="content", allow_audience=False)

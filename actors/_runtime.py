@@ -91,7 +91,7 @@ class Runtime:
 
         With ``view_reader``, the namespace is claimed for that reader if unclaimed (one state
         write); an open for another reader than the recorded one is refused with
-        ``ReaderClaimError`` naming both, having written and registered nothing (SPEC R1, R2, R6).
+        ``ReaderClaimError`` naming both, having written and registered nothing.
         With none, the manager compiles for the reader the namespace records, if any (R3).
         """
         if self._closing:
@@ -137,7 +137,7 @@ class Runtime:
 
     async def reopen_derived(self, branch: str, *, strategy: Any, view_reader: str | None = None) -> ContextManager:
         """Reopen the manager a ``derive`` made on ``branch``: same namespace, compiling for the
-        reader its branch records (SPEC R9)."""
+        reader its branch records."""
         self._store.branch_info(check_branch(branch))
         derivation = Derivation.from_json(self._store.model.branch_meta(branch).get("derivation"))
         if derivation is None:
@@ -232,7 +232,7 @@ class Runtime:
         if signal is not None:
             signal.raise_()
 
-    # -- the context log (SPEC P2) -------------------------------------------------------------
+    # -- the context log -------------------------------------------------------------
 
     def _copy_index(self, branch: str) -> dict[str, list[str]]:
         index = self._copies.get(branch)

@@ -546,7 +546,7 @@ class LogModel:
         return None if found is None else found[0].state_ids.get((key, found[1]))
 
     def report(self, record_id: int | None, problem: str) -> None:
-        """Report malformed data once per record (SPEC E): logged with its record id."""
+        """Report malformed data once per record: logged with its record id."""
         marker = (record_id, problem)
         if marker in self._reports:
             return

@@ -1,4 +1,4 @@
-"""What an edit hides, and from whom (SPEC N1). Pure logic, no I/O.
+"""What an edit hides, and from whom. Pure logic, no I/O.
 
 Narrowing is hiding a block, in place, from a reader who could see it: a block with no audience
 given one, or a name taken out of one. Old and new content are compared by block position; a
@@ -48,7 +48,7 @@ def narrowing_of(old: Sequence[ContentBlock], new: Sequence[ContentBlock]) -> Na
     """Compare two contents block by block and say whom the new one hides blocks from."""
     named: set[str] = set()
     everyone_but: frozenset[str] | None = None
-    for before_block, after_block in zip(old, new):
+    for before_block, after_block in zip(old, new, strict=False):
         before = effective_audience(before_block)
         after = effective_audience(after_block)
         if after is None or before is UNREADABLE_AUDIENCE:

@@ -3,11 +3,11 @@
 Pure logic over the in-memory model; no I/O. A :class:`MessageView` is what a strategy reads
 (``ctx.view``). Positions index the view's own list; messages keep their ids and sequences.
 
-The reader's view of a message (SPEC A2, A3, A4.1): its content as :func:`content_for_reader`
+The reader's view of a message: its content as :func:`content_for_reader`
 gives it; if that hid any block, the message's thinking blocks are left out too (a signed thinking
 block vouches for its turn as written); a message left with nothing is left out of the view.
 
-Fast path (SPEC A6): while no block with an audience was ever stored on the branch and there is
+Fast path: while no block with an audience was ever stored on the branch and there is
 no ``view_filter``, the view reads the branch directly and returns the stored objects themselves;
 the first audience block switches it to a maintained list, built once and then kept up to date
 incrementally (a write costs the view one message, not a pass over history).
@@ -67,7 +67,7 @@ def _no_check() -> None:
 class MessageView:
     """The reader's view of one branch, as a strategy reads it.
 
-    Every read first calls ``check`` (the namespace's reader check, SPEC R5), which raises when
+    Every read first calls ``check`` (the namespace's reader check), which raises when
     the manager this view belongs to may no longer read.
     """
 
@@ -271,7 +271,7 @@ class MessageView:
 
     def hidden_tool_ids(self) -> tuple[frozenset[str], frozenset[str]]:
         """Ids of tool calls, and of the calls answered by tool results, that are on the branch
-        but hidden from this view (STRATEGIES 1.6). Both empty on the plain fast path."""
+        but hidden from this view. Both empty on the plain fast path."""
         self._check()
         self._sync()
         return (
