@@ -8,12 +8,14 @@ Sections:
   4. Seed rows 66, 67 and A6: the plain fast path and its switch
   5. Seed row 73: tool blocks stored with an audience (D4, A2, STRATEGIES 1.6)
   6. Property: random audiences, random readers
+  7. Property (fast): compression requests with a head window hold only the reader's view
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -36,7 +38,14 @@ from asides.store import (
     tool_result,
     tool_use,
 )
-from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
+from asides.strategies import (
+    AutobiographicalStrategy,
+    Completion,
+    CompletionRequest,
+    PassthroughStrategy,
+    Usage,
+    WindowedPassthroughStrategy,
+)
 from asides.strategies._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from tests.helpers import message_body, seed_records
 
@@ -276,7 +285,15 @@ async def test_row4_stored_malformed_audiences_name_no_one(store_path, caplog):
     odd = ["ann", {"ann": True}, ["ann", 3], ["ann", None], 7]
     ids = seed_records(
         store_path,
-        [("main", "message", None, message_body("user", [{"type": "text", "text": f"ODD-{i}", "audience": a}, {"type": "text", "text": f"plain-{i}"}])) for i, a in enumerate(odd)]
+        [
+            (
+                "main",
+                "message",
+                None,
+                message_body("user", [{"type": "text", "text": f"ODD-{i}", "audience": a}, {"type": "text", "text": f"plain-{i}"}]),
+            )
+            for i, a in enumerate(odd)
+        ]
         + [("main", "message", None, message_body("user", [{"type": "text", "text": "ONLY-ODD", "audience": "ann"}]))],
     )
     caplog.set_level(logging.WARNING)
@@ -381,7 +398,7 @@ async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole():
             for make in (PassthroughStrategy, WindowedPassthroughStrategy):
                 async with rt.manager(f"agents/ann-{make.name}", strategy=make(), view_reader="ann") as ann:
                     compiled = await ann.compile(**BIG)
-                by_id = {e.message_ids[0]: m for e, m in zip(compiled.provenance.entries, compiled.messages)}
+                by_id = {e.message_ids[0]: m for e, m in zip(compiled.provenance.entries, compiled.messages, strict=True)}
                 # a hidden block: that message's thinking is left out, the message is incomplete
                 assert by_id[shared.id].content == (text("Answer."),)
                 assert compiled.provenance.complete[shared.id] is False
@@ -394,7 +411,7 @@ async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole():
                 # bob sees the first turn whole and the second with ann's block hidden
                 async with rt.manager(f"agents/bob-{make.name}", strategy=make(), view_reader="bob") as bob:
                     seen_by_bob = await bob.compile(**BIG)
-                by_id = {e.message_ids[0]: m for e, m in zip(seen_by_bob.provenance.entries, seen_by_bob.messages)}
+                by_id = {e.message_ids[0]: m for e, m in zip(seen_by_bob.provenance.entries, seen_by_bob.messages, strict=True)}
                 assert by_id[shared.id].content == (signed, text("Answer."), text("[bob's note]"))
                 assert by_id[whole.id].content == (text("Reply."),)
                 assert seen_by_bob.provenance.complete == {
@@ -424,7 +441,7 @@ async def test_row66_plain_view_until_the_first_audience_block():
                     stored = m.get_all_messages()
                     held = view.get_all()
                     assert len(held) == len(stored) == step + 1
-                    assert all(a is b for a, b in zip(held, stored)), "the plain view hands the stored objects"
+                    assert all(a is b for a, b in zip(held, stored, strict=True)), "the plain view hands the stored objects"
                     assert view.get(written.id) is stored[-1]
                     assert recorder.new_messages[-1] is stored[-1] is written
             # the branch's first audience block
@@ -501,10 +518,10 @@ async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough():
                     compiled = await m.compile(**BIG)
                 plain = [CompiledMessage(s.participant, s.content) for s in stored]
                 assert list(compiled.messages) == plain
-                for got, source in zip(compiled.messages, stored):
+                for got, source in zip(compiled.messages, stored, strict=True):
                     assert got.participant == source.participant
                     assert len(got.content) == len(source.content)
-                    assert all(a is b for a, b in zip(got.content, source.content))
+                    assert all(a is b for a, b in zip(got.content, source.content, strict=True))
                 assert [(e.kind, e.message_ids) for e in compiled.provenance.entries] == [("raw", (s.id,)) for s in stored]
                 assert dict(compiled.provenance.raw_bodies) == {s.id: s.content for s in stored}
                 assert all(compiled.provenance.complete.values())
@@ -522,11 +539,17 @@ async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough():
 R14_RECORDS = [
     ("user", [{"type": "text", "text": "Ask."}]),
     ("agent", [{"type": "text", "text": "Calling A."}, {"type": "tool_use", "id": "a1", "name": "f", "input": {}}]),
-    ("user", [{"type": "tool_result", "tool_use_id": "a1", "content": [{"type": "text", "text": "A-RESULT-FOR-BOB", "audience": ["bob"]}]}]),
+    (
+        "user",
+        [{"type": "tool_result", "tool_use_id": "a1", "content": [{"type": "text", "text": "A-RESULT-FOR-BOB", "audience": ["bob"]}]}],
+    ),
     ("agent", [{"type": "text", "text": "Calling B."}, {"type": "tool_use", "id": "b1", "name": "f", "input": {}, "audience": ["bob"]}]),
     ("user", [{"type": "tool_result", "tool_use_id": "b1", "content": [{"type": "text", "text": "B-RESULT"}]}]),
     ("agent", [{"type": "text", "text": "Calling C."}, {"type": "tool_use", "id": "c1", "name": "f", "input": {}}]),
-    ("user", [{"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "C-RESULT-FOR-BOB"}], "audience": ["bob"]}]),
+    (
+        "user",
+        [{"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "C-RESULT-FOR-BOB"}], "audience": ["bob"]}],
+    ),
     ("agent", [{"type": "text", "text": "Done."}]),
 ]
 
@@ -567,7 +590,7 @@ async def test_row73_tool_blocks_stored_with_an_audience_read_fail_closed(store_
                 results[name] = await m.compile(**BIG)
                 # a stored tool block with an audience is still there as stored (A5)
                 assert m.get_message(ids[3]).content[1].audience == ("bob",)
-        for name, compiled in results.items():
+        for compiled in results.values():
             assert_no_audience(compiled)
             assert_tool_pairing(compiled)
             for form in (compiled.to_anthropic("agent"), compiled.to_openai("agent")):
@@ -687,3 +710,78 @@ async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it():
         ]
         assert "BOB-SECRET" not in json.dumps([block_to_json(b) for b in message.content])
         assert compiled.provenance.raw_bodies[stored.id] == message.content
+
+
+# -- 7. Compression requests hold only the reader's view (fast) -----------------------------------
+
+_SHARED = st.sampled_from([("ann",), ("bob",), ("cleo",), ("ann", "bob"), ("bob", "cleo"), ("ann", "cleo")])
+_MARKED = re.compile(r"(?:ANN|BOB|CLEO)-ONLY-\d+x\d+")
+
+
+class EchoModel:
+    """Answers every request with the markers it was shown (so a summary holds exactly what
+    compression read), and keeps the markers of each request."""
+
+    def __init__(self) -> None:
+        self.shown: list[set[str]] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        seen = "\n".join(b.text for m in request.messages for b in m.content if isinstance(b, TextBlock))
+        found = set(_MARKED.findall(seen))
+        self.shown.append(found)
+        await trio.lowlevel.checkpoint()
+        return Completion("end_turn", f"MEMORY {' '.join(sorted(found))} {'x ' * 20}", Usage(len(seen) // 4 + 1, 25))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    conversation=st.lists(st.tuples(st.lists(_SHARED, max_size=2), st.integers(8, 20)), min_size=12, max_size=22),
+    head=st.sampled_from([20, 40]),
+)
+def test_compression_requests_hold_only_the_readers_view(conversation, head):
+    """A cheaper, always-run version of the slow C4 property in test_compression_readers.py,
+    aimed at the head window: with a head window (20 or 40 tokens) before small chunks, every
+    compression request made for reader X (the head it carries, prior context, the target), every
+    summary record of X's namespace, and X's compile hold no marker of a block hidden from X;
+    every marker X may see is in X's compile. Random conversations (12-22 messages) of plain and
+    private blocks for ann, bob and cleo, after an opening message (in the head) holding a block
+    for each of them. SPEC C4, A2, A3, C3."""
+
+    async def main() -> None:
+        async with open_runtime() as rt:
+            models = {r: EchoModel() for r in READERS}
+            managers = {
+                r: await rt.open_manager(
+                    f"agents/{r}",
+                    strategy=AutobiographicalStrategy(target_chunk_tokens=30, head_window_tokens=head, recent_window_tokens=0),
+                    view_reader=r,
+                    model=models[r],
+                )
+                for r in READERS
+            }
+            host = await rt.open_manager("host", strategy=PassthroughStrategy())
+            audiences: dict[str, tuple[str, ...]] = {}
+            opening = ([("ann",), ("bob",), ("cleo",)], 8)  # the head always holds a block for each reader
+            for i, (private, words) in enumerate([opening, *conversation]):
+                blocks = []
+                for j, audience in enumerate(private):
+                    marker = f"{audience[0].upper()}-ONLY-{i}x{j}"
+                    audiences[marker] = audience
+                    blocks.append(text(f"{marker} secret words here.", list(audience)))
+                blocks.append(text(f"plain message {i}. {'words ' * words}"))
+                await host.add_message("user" if i % 2 else "assistant", blocks)
+            for manager in managers.values():
+                await manager.drain()
+            assert any(models[r].shown for r in READERS), "the premise: compression happened"
+            for reader in READERS:
+                hidden = {m for m, a in audiences.items() if reader not in a}
+                for shown in models[reader].shown:
+                    assert not shown & hidden, f"a request for {reader} carried {sorted(shown & hidden)}"
+                stored = json.dumps(rt.store.state_items("main", f"agents/{reader}/"))
+                assert not set(_MARKED.findall(stored)) & hidden
+                compiled = await managers[reader].compile(**BIG)
+                seen = set(_MARKED.findall("\n".join(texts(compiled))))
+                assert not seen & hidden
+                assert seen == set(audiences) - hidden, f"{reader} lost {sorted(set(audiences) - hidden - seen)}"
+
+    trio.run(main)
