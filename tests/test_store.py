@@ -5,14 +5,16 @@ Every test goes through the store's public API (``open_store``, ``SqliteStore`` 
 where durability is the point. SPEC ids are cited in each docstring: 0 (glossary: sequence,
 branch), 3.1 (``Message``), 3.3.1 (``BranchInfo``, edits), A3, A6 (views), D2, S1, S2, S4.
 
-Three tests at the end need the store's internals (its driver, and in one case its committer's
-wake-up) to make a commit fail or block at a chosen moment; each says so in its docstring.
+A few tests need the store's internals (its driver, and in one case its committer's wake-up):
+to read the ``synchronous`` setting of the store's own connection, and to make a commit fail
+or block at a chosen moment; each says so in its docstring.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +23,7 @@ import pytest
 import trio
 import trio.testing
 
+from asides import open_runtime
 from asides.store import (
     BranchExistsError,
     BranchInfo,
@@ -625,7 +628,7 @@ async def test_100_concurrent_writers_are_durable_dense_and_share_commits(store_
         assert store.commits - commits < 100
     async with open_store(store_path) as store:
         assert store.head("main") == 100
-        for i, message in written.items():
+        for message in written.values():
             assert store.get_message("main", message.id) == message
         assert [m.sequence for m in store.messages("main")] == list(range(1, 101))
 
@@ -951,7 +954,7 @@ async def test_check_is_called_on_every_read(store_path, mode):
             read()
             assert calls > before, name
         stale = True
-        for name, read in reads.items():
+        for read in reads.values():
             with pytest.raises(RuntimeError, match="stale manager"):
                 read()
         stale = False
@@ -1023,6 +1026,42 @@ async def test_second_open_in_the_same_process_is_refused(store_path):
             assert b.head("main") == 0
     async with open_store(store_path) as again:
         assert [m.sequence for m in again.messages("main")] == [1, 2]
+
+
+# ==============================================================================================
+# 7b. The durability settings in force (S1)
+# ==============================================================================================
+
+
+async def _pragma(store, name: str) -> Any:
+    """A SQLite setting as the store's own connection has it. ``synchronous`` is a setting of
+    the connection, so no other connection can read it: this uses the store's internals
+    (``_driver``)."""
+    return (await store._driver.execute(f"PRAGMA {name}"))[0][0]
+
+
+async def test_the_synchronous_setting_in_force(store_path):
+    """S1 (uses internals: it asks the store's own connection). A store opens in WAL mode with
+    ``synchronous=NORMAL`` (1) by default, which survives a process crash; ``FULL`` (2) on
+    request, which also survives a power loss; the setting is per open, so the next default open
+    is NORMAL again; a runtime's store is NORMAL. The journal mode is a property of the file: a
+    separate connection reads ``wal``."""
+    async with open_store(store_path) as store:
+        assert await _pragma(store, "synchronous") == 1
+        assert await _pragma(store, "journal_mode") == "wal"
+    async with open_store(store_path, synchronous="FULL") as store:
+        assert await _pragma(store, "synchronous") == 2
+        await store.append_message("main", "u", body("u", 1))
+    async with open_store(store_path) as store:
+        assert await _pragma(store, "synchronous") == 1
+        assert [m.sequence for m in store.messages("main")] == [1]
+    async with open_runtime(store_path) as rt:
+        assert await _pragma(rt.store, "synchronous") == 1
+    separate = sqlite3.connect(store_path)
+    try:
+        assert separate.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        separate.close()
 
 
 # ==============================================================================================
