@@ -19,7 +19,11 @@ After every step:
 * a call refused with an ``AsidesError`` left the store exactly as it was (``dump`` before and
   after), and a refused move left the manager where it was;
 * the reopen rule checks that the store after a reopen is the store before it (every
-  acknowledged message is present, with every record).
+  acknowledged message is present, with every record);
+* half the managers compress with a :class:`ChaosModel` that raises (also an asyncio
+  ``CancelledError`` and ``GeneratorExit``), answers junk, empty or huge texts, or hangs past the
+  request timeout, between good answers: none of it may take the runtime down (every later rule
+  still works) or change what the invariants above promise.
 
 The model also predicts outcomes where the contract fixes them, so the machine fails both when
 the library refuses too much and too little: an open for a reader other than the recorded one is
@@ -51,6 +55,7 @@ commit is in flight: "raised Cancelled" must mean "wrote nothing") runs in a sec
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -84,6 +89,7 @@ from asides import (
     open_runtime,
     text,
 )
+from asides.actors import ModelPolicy
 from tests.helpers import dump
 
 MARKER = re.compile(r"\bM\d+\b")
@@ -119,6 +125,45 @@ FAST = settings(
 )
 LONG = settings(FAST, max_examples=250, stateful_step_count=50)  # 12,500 steps
 PROFILE = LONG if MODE == "long" else FAST
+
+
+#: what a misbehaving model does with one request (see :class:`ChaosModel`)
+BEHAVIOURS = ("answer", "raise", "asyncio-cancelled", "generator-exit", "not-a-completion", "empty", "huge", "hang")
+#: short waits, so a failing model is retried within a step; a request that hangs fails quickly
+POLICY = ModelPolicy(request_timeout=0.25, first_backoff=0.001, max_backoff=0.01)
+
+
+class ChaosModel:
+    """A model that, request by request, follows ``schedule`` (cycled): answers as
+    ``ExtractiveModel`` does, raises (``RuntimeError``, an asyncio ``CancelledError`` under Trio,
+    ``GeneratorExit``), answers something that is not a ``Completion``, an empty text or a huge
+    one, or hangs until the runtime's request timeout. None of it may take the runtime down or
+    put anything but the reader's view into a memory."""
+
+    def __init__(self, schedule: list[str]) -> None:
+        self.schedule = schedule
+        self.inner = ExtractiveModel()
+        self.count = 0
+
+    async def complete(self, request: Any) -> Any:
+        behaviour = self.schedule[self.count % len(self.schedule)]
+        self.count += 1
+        if behaviour == "raise":
+            raise RuntimeError("model outage (chaos)")
+        if behaviour == "asyncio-cancelled":
+            raise asyncio.CancelledError()
+        if behaviour == "generator-exit":
+            raise GeneratorExit()
+        if behaviour == "hang":
+            await trio.sleep_forever()
+        answer = await self.inner.complete(request)
+        if behaviour == "not-a-completion":
+            return {"text": "a dict, not a Completion"}
+        if behaviour == "empty":
+            return attrs.evolve(answer, content=(TextBlock("  "),))
+        if behaviour == "huge":
+            return attrs.evolve(answer, content=(TextBlock("huge " * 200_000),))
+        return answer
 
 
 # -- the reference model --------------------------------------------------------------------------
@@ -218,7 +263,7 @@ class RuntimeMachine(RuleBasedStateMachine):
     # -- plumbing -----------------------------------------------------------------------------
 
     def _open_runtime(self) -> None:
-        self._runtime_cm = self.portal.wrap_async_context_manager(open_runtime(self.path))
+        self._runtime_cm = self.portal.wrap_async_context_manager(open_runtime(self.path, model_policy=POLICY))
         self.rt = self._runtime_cm.__enter__()
 
     def _close_runtime(self) -> None:
@@ -338,12 +383,14 @@ class RuntimeMachine(RuleBasedStateMachine):
         head=st.sampled_from((0, 30)),
         recent=st.sampled_from((0, 40)),
         branch_pick=st.integers(0, 20),
+        chaos=st.one_of(st.none(), st.lists(st.sampled_from(BEHAVIOURS), min_size=1, max_size=4)),
         settle=st.booleans(),
     )
-    def open_manager(self, namespace, reader_pick, kind, chunk, head, recent, branch_pick, settle):
+    def open_manager(self, namespace, reader_pick, kind, chunk, head, recent, branch_pick, chaos, settle):
         """Open a manager. Each namespace has a reader of its own (agents/x: ann, ...), as a host
         gives each agent its namespace; ``other`` opens it for the next reader (refused once the
-        namespace records its own), ``None`` for no reader."""
+        namespace records its own), ``None`` for no reader. Half compress with a
+        :class:`ChaosModel` (which answers now and then), the others with ``ExtractiveModel``."""
         own = NAMESPACES.index(namespace)
         reader = None if reader_pick is None else READERS[(own + (reader_pick == "other")) % len(READERS)]
         branches = sorted(self.content)
@@ -353,9 +400,10 @@ class RuntimeMachine(RuleBasedStateMachine):
 
         async def call() -> Any:
             return await self.rt.open_manager(
-                namespace, strategy=strategy, view_reader=reader, branch=branch, model=ExtractiveModel()
+                namespace, strategy=strategy, view_reader=reader, branch=branch, model=model
             )
 
+        model = ExtractiveModel() if chaos is None else ChaosModel([*chaos, "answer"])  # it answers now and then
         try:
             manager = self.run(self.attempt, call, settle)
         except Refused as refused:
