@@ -10,27 +10,26 @@ one committer task writes the whole batch as a single multi-row ``INSERT`` (one 
 SQLite runs as one implicit transaction; a batch too large for one statement is written inside
 ``BEGIN IMMEDIATE`` ... ``COMMIT`` and rolled back on failure). A write returns only after its
 batch committed. If a commit fails, the store stops: every later call raises
-:class:`~store.errors.StoreFailedError`, so memory and disk never disagree.
+:class:`StoreFailedError`, so memory and disk never disagree.
 
-All SQL and all driver calls live in this module. The driver is aiosqlite (asyncio only); under
-Trio it runs through trio-asyncio, under asyncio directly. The driver sits behind the small
-``_Driver`` interface so that it can be swapped.
+All SQL lives in this module. Connections sit behind the small ``Driver`` interface
+(``store._drivers``): under Trio a dedicated thread owning a ``sqlite3`` connection, under
+asyncio aiosqlite.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import attrs
-import sniffio
 
 from ._blocks import ContentBlock
+from ._drivers import Driver, open_driver
 from ._errors import (
     InvalidArgumentError,
     StoreFailedError,
@@ -94,96 +93,6 @@ class BranchCreated:
 StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated
 
 
-# -- the driver --------------------------------------------------------------------------------
-
-
-class _Driver(Protocol):
-    """What the store needs of a SQLite connection."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    async def close(self) -> None: ...
-
-
-class _AiosqliteDriver:
-    """aiosqlite, called through ``bridge`` (identity under asyncio, trio-asyncio under Trio)."""
-
-    def __init__(self, connection: Any, bridge: Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]):
-        self._connection = connection
-        self._bridge = bridge
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        rows = await self._bridge(self._connection.execute_fetchall)(sql, params)
-        return list(rows)
-
-    async def close(self) -> None:
-        await self._bridge(self._connection.close)()
-
-
-class _ImmutableDriver(_AiosqliteDriver):
-    """A read-only connection to a store no writer had open (no ``-wal`` file): SQLite's
-    ``immutable`` mode, which creates no ``-wal``/``-shm`` file. Each read checks that no writer
-    changed the file meanwhile, and refuses its answer if one did."""
-
-    def __init__(self, connection: Any, bridge: Any, path: str, stamp: tuple[int, ...]) -> None:
-        super().__init__(connection, bridge)
-        self._path = path
-        self._stamp = stamp
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        rows = await super().execute(sql, params)
-        if _file_stamp(self._path) != self._stamp:
-            raise StoreFailedError(f"the store {self._path!r} changed on disk while it was being read (a writer opened it); read it again")
-        return rows
-
-
-def _file_stamp(path: str) -> tuple[int, ...]:
-    info = os.stat(path)
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _read_only_target(path: str) -> tuple[str, tuple[int, ...] | None]:
-    """The URI a read-only open connects to (``mode=ro``, never creating the file), and, when no
-    writer has the store open (no ``-wal`` file), the file's stamp for ``immutable`` mode."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    if os.path.exists(path + "-wal"):
-        return uri, None
-    return uri + "&immutable=1", _file_stamp(path)
-
-
-@asynccontextmanager
-async def _open_driver(path: str, *, read_only: bool = False) -> AsyncIterator[_Driver]:
-    import aiosqlite
-
-    target, stamp = _read_only_target(path) if read_only else (path, None)
-
-    def wrap(connection: Any, bridge: Any) -> _Driver:
-        return _AiosqliteDriver(connection, bridge) if stamp is None else _ImmutableDriver(connection, bridge, path, stamp)
-
-    async def connect() -> Any:
-        return await aiosqlite.connect(target, isolation_level=None, uri=read_only)
-
-    if sniffio.current_async_library() == "trio":
-        import trio_asyncio
-
-        async with trio_asyncio.open_loop():
-            connection = await trio_asyncio.aio_as_trio(connect)()
-            driver = wrap(connection, trio_asyncio.aio_as_trio)
-            try:
-                yield driver
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await driver.close()
-    else:
-        connection = await connect()
-        driver = wrap(connection, lambda fn: fn)
-        try:
-            yield driver
-        finally:
-            with anyio.CancelScope(shield=True):
-                await driver.close()
-
-
 # -- the process lock --------------------------------------------------------------------------
 
 
@@ -226,7 +135,7 @@ class SqliteStore:
     in-memory model changed and before the commit is awaited, in write order.
     """
 
-    def __init__(self, path: str, driver: _Driver, model: LogModel, *, read_only: bool = False) -> None:
+    def __init__(self, path: str, driver: Driver, model: LogModel, *, read_only: bool = False) -> None:
         self.path = path
         #: Opened with ``read_only=True``: every write raises ``StoreReadOnlyError``.
         self.read_only = read_only
@@ -358,14 +267,8 @@ class SqliteStore:
         self._check_usable()
         self._model.branch_info(branch)  # refuses an unknown branch before anything changes
         check_message_items(items, timestamp)  # and anything that could not be stored
-        messages: list[Message] = []
-        rows: list[Row] = []
-        for item in items:
-            participant, content, metadata = item[:3]
-            stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
-            message, row = self._model.append_message(branch, participant, content, metadata, stamp)
-            messages.append(message)
-            rows.append(row)
+        entries = [(item[0], item[1], item[2], item[3] if len(item) == 4 and item[3] is not None else timestamp) for item in items]
+        messages, rows = self._model.append_messages(branch, entries)  # all or nothing
         appended = tuple(messages)
         self._emit(MessagesAppended(branch, appended))
         await self._persist(rows)
@@ -396,8 +299,7 @@ class SqliteStore:
         _check_json_values(states or {})
         if guard is not None:
             guard()
-        after, row = self._model.edit_message(branch, message_id, content)
-        rows = [row] + [self._model.set_state(branch, key, value) for key, value in (states or {}).items()]
+        after, rows = self._model.edit_message(branch, message_id, content, states)  # all or nothing
         self._emit(MessageEdited(branch, before, after))
         if states:
             self._emit(StatesWritten(branch, tuple(states)))
@@ -416,7 +318,7 @@ class SqliteStore:
         _check_json_values(states)
         if guard is not None:
             guard()
-        rows = [self._model.set_state(branch, key, value) for key, value in states.items()]
+        rows = self._model.set_states(branch, states)  # all or nothing
         head = self._model.head(branch)
         if rows:
             self._emit(StatesWritten(branch, tuple(states)))
@@ -579,7 +481,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
         raise StoreFailedError(f"no store file at {path!r}; a read-only open creates nothing")
     lock = None if read_only else _lock(path)
     try:
-        async with _collapsing(), _open_driver(path, read_only=read_only) as driver:
+        async with _collapsing(), open_driver(path, read_only=read_only) as driver:
             if not read_only:
                 await driver.execute("PRAGMA journal_mode=WAL")
                 await driver.execute(f"PRAGMA synchronous={synchronous}")
