@@ -373,7 +373,7 @@ def test_every_write_of_the_sqlite_store_is_made_for_postgres():
     import inspect
 
     delegating = {"append_message", "restore_records", "_insert"}
-    for name, member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
+    for name, _member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
         if name.startswith("__") or name in delegating:
             continue
         assert name in PostgresStore.__dict__, f"SqliteStore.{name} is not made for PostgreSQL"
