@@ -9,66 +9,23 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..store._views import MessageView, ViewFilter
-from ..strategies._base import StrategyContext
 from ..strategies._errors import CompressionError, StrategyCapabilityError
-from ..strategies._models import Model
 from ..strategies._passthrough import NoBackgroundWork
 from ._drains import Drain
 from ._gate import AnswerStale
+from ._manager_parts import ManagerParts
 from ._protocol import HeadReset, Unit
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
-    from ._manager import ContextManager, Derivation
-    from ._namespace import NamespaceActor
-    from ._runtime import Runtime
+    from ._manager import ContextManager
 
 log = logging.getLogger("asides.actors")
 
 __all__ = ["BackgroundWork"]
 
 
-class BackgroundWork:
+class BackgroundWork(ManagerParts):
     """Background work of a :class:`~asides.actors.ContextManager`."""
-
-    # What the manager (``ContextManager``) holds; this part reads and changes it.
-    _runtime: Runtime
-    _store: SqliteStore
-    _namespace: str
-    _strategy: Any
-    _reader: str | None
-    _filter: ViewFilter | None
-    _branch: str
-    _model: Model | None
-    _derivation: Derivation | None
-    _actor: NamespaceActor
-    _view: MessageView
-    _closed: bool
-    _started: bool
-    _start_error: BaseException | None
-    _epoch: int
-    _drain: Drain | None
-    _answers: int
-
-    if TYPE_CHECKING:
-
-        @property
-        def model(self) -> Model | None: ...
-
-        def _check(self, action: str, *, started: bool = True) -> None: ...
-
-        def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext: ...
-
-        async def _catch_up(self) -> None: ...
-
-        async def _start(self, action: str) -> None: ...
-
-        def _detach(self) -> None: ...
-
-        def _make_view(self, branch: str) -> MessageView: ...
-
-        def require_capability(self, strategy: Any, action: str) -> None: ...
 
     async def run_unit(self) -> bool:
         """Bring the strategy up to date and run one unit of its background work (when there

@@ -11,68 +11,20 @@ import anyio
 from ..store._errors import BranchExistsError, InvalidArgumentError
 from ..store._model import MISSING
 from ..store._names import check_branch
-from ..store._views import MessageView, ViewFilter
-from ..strategies._base import StrategyContext
-from ..strategies._models import Model
-from ._drains import Drain
 from ._errors import ReaderClaimError, ReaderRecordError
+from ._manager_parts import ManagerParts
 from ._protocol import Move
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
     from ._manager import ContextManager, Derivation
-    from ._namespace import NamespaceActor
-    from ._runtime import Runtime
 
 log = logging.getLogger("asides.actors")
 
 __all__ = ["BranchMoves"]
 
 
-class BranchMoves:
+class BranchMoves(ManagerParts):
     """Branch moves of a :class:`~asides.actors.ContextManager`."""
-
-    # What the manager (``ContextManager``) holds; this part reads and changes it.
-    _runtime: Runtime
-    _store: SqliteStore
-    _namespace: str
-    _strategy: Any
-    _reader: str | None
-    _filter: ViewFilter | None
-    _branch: str
-    _model: Model | None
-    _derivation: Derivation | None
-    _actor: NamespaceActor
-    _view: MessageView
-    _closed: bool
-    _started: bool
-    _start_error: BaseException | None
-    _epoch: int
-    _drain: Drain | None
-    _answers: int
-
-    if TYPE_CHECKING:
-
-        @property
-        def model(self) -> Model | None: ...
-
-        def _check(self, action: str, *, started: bool = True) -> None: ...
-
-        def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext: ...
-
-        async def _catch_up(self) -> None: ...
-
-        async def _start(self, action: str) -> None: ...
-
-        def _detach(self) -> None: ...
-
-        def _make_view(self, branch: str) -> MessageView: ...
-
-        def require_capability(self, strategy: Any, action: str) -> None: ...
-
-        def _start_drain(self) -> None: ...
-
-        async def _stop_drain(self) -> None: ...
 
     # -- branches ------------------------------------------------------------------------------
 

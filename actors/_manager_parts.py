@@ -1,0 +1,65 @@
+"""What the parts of ``ContextManager`` (its background work, its branch moves) share: the
+attributes the manager holds and the methods each part calls on the others, declared once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store._sqlite import SqliteStore
+    from ..store._views import MessageView, ViewFilter
+    from ..strategies._base import StrategyContext
+    from ..strategies._models import Model
+    from ._drains import Drain
+    from ._manager import Derivation
+    from ._namespace import NamespaceActor
+    from ._runtime import Runtime
+
+__all__ = ["ManagerParts"]
+
+
+class ManagerParts:
+    """Declarations only (for the type checker); ``ContextManager`` provides all of it."""
+
+    # What the manager (``ContextManager``) holds; this part reads and changes it.
+    _runtime: Runtime
+    _store: SqliteStore
+    _namespace: str
+    _strategy: Any
+    _reader: str | None
+    _filter: ViewFilter | None
+    _branch: str
+    _model: Model | None
+    _derivation: Derivation | None
+    _actor: NamespaceActor
+    _view: MessageView
+    _closed: bool
+    _started: bool
+    _start_error: BaseException | None
+    _epoch: int
+    _drain: Drain | None
+    _answers: int
+
+    if TYPE_CHECKING:
+
+        @property
+        def model(self) -> Model | None: ...
+
+        def _check(self, action: str, *, started: bool = True) -> None: ...
+
+        def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext: ...
+
+        async def _catch_up(self) -> None: ...
+
+        async def _start(self, action: str) -> None: ...
+
+        def _detach(self) -> None: ...
+
+        def _make_view(self, branch: str) -> MessageView: ...
+
+        def require_capability(self, strategy: Any, action: str) -> None: ...
+
+        def _start_drain(self) -> None: ...
+
+        async def _stop_drain(self) -> None: ...
+
