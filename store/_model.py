@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import typing
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -23,7 +24,14 @@ from typing import Any, Final
 import attrs
 
 from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content, has_audience
-from ._errors import BranchExistsError, InvalidArgumentError, MalformedContentError, UnknownBranchError, UnknownMessageError
+from ._errors import (
+    ArgumentTypeError,
+    BranchExistsError,
+    InvalidArgumentError,
+    MalformedContentError,
+    UnknownBranchError,
+    UnknownMessageError,
+)
 from ._messages import Message, freeze_metadata
 from ._names import check_branch
 
@@ -46,6 +54,9 @@ class _Marker:
     def __repr__(self) -> str:
         return self._name
 
+
+#: What a message's content may hold (an unreadable block only as read back, or copied from a read).
+_STORABLE_BLOCKS: Final = (*typing.get_args(ContentBlock), UnreadableBlock)
 
 #: A state record whose stored JSON could not be read.
 UNREADABLE: Final = _Marker("UNREADABLE")
@@ -99,32 +110,96 @@ def _encodable(body: str, path: str) -> str:
     return body
 
 
+def _json_text(value: Any, path: str) -> str:
+    """The stored JSON text of ``value``: refused, naming ``path``, if it is not JSON (NaN
+    included), nests too deep to encode, or holds text SQLite could not store."""
+    try:
+        body = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MalformedContentError(path, f"must be JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedContentError(path, "nests too deep to be stored") from None
+    return _encodable(body, path)
+
+
+def _blocks_to_store(content: object) -> tuple[ContentBlock, ...]:
+    """A message's content as the model keeps it: a tuple of blocks (a private copy of the
+    caller's sequence). Refuses anything else, naming ``content[i]``."""
+    if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+        raise ArgumentTypeError("content", f"must be a sequence of content blocks, not {type(content).__name__}")
+    blocks = tuple(content)
+    for index, block in enumerate(blocks):
+        if not isinstance(block, _STORABLE_BLOCKS):
+            raise ArgumentTypeError(
+                f"content[{index}]", f"must be a content block, not {type(block).__name__} (coerce_content turns wire forms into blocks)"
+            )
+    return blocks
+
+
+def _encode_message(
+    participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None, timestamp: float | None
+) -> tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, str]:
+    """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
+    before anything changes, if any of them cannot be stored)."""
+    blocks = _blocks_to_store(content)
+    frozen = freeze_metadata(metadata)
+    stamp = time.time() if timestamp is None else float(timestamp)
+    record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
+    return participant, blocks, frozen, stamp, _json_text(record, "content")
+
+
+def _encode_state(key: str, value: Any) -> tuple[str, str, Any]:
+    """A state record ready to apply: its key, body and the private copy memory keeps."""
+    body = _json_text(value, key)
+    try:
+        kept = json.loads(body)
+    except RecursionError:
+        raise MalformedContentError(key, "nests too deep to be stored") from None
+    return key, body, kept
+
+
 def _body_may_hold_audience(body: str) -> bool:
-    """Whether a stored message or edit body has an audience on a block (not merely the word in
-    metadata or in a tool call's input). Only bodies that mention the word are parsed."""
-    if '"audience"' not in body:
+    """Whether a stored message or edit body may name a reader anywhere in its content: an
+    ``audience`` on a block or on anything nested in one, at any depth. Fail-closed: content that
+    is not a list of JSON objects, or a body that is not JSON, counts as naming one. Only a tool
+    call's ``input`` and the message's metadata are data, never audiences.
+
+    A block stored as unreadable (``"type": "unreadable"``, as a write of an
+    :class:`UnreadableBlock` stores it) counts as naming one too, as it does when written.
+
+    Only bodies that could hold either are parsed: ones that hold the text ``"audience"`` or
+    ``"unreadable"``, or a ``\\u`` escape (which could spell them)."""
+    if '"audience"' not in body and '"unreadable"' not in body and "\\u" not in body:
         return False
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return True
     items = value.get("content") if isinstance(value, dict) else value
     if not isinstance(items, list):
         return True
-    for item in items:
-        if not isinstance(item, dict):
-            return True
-        if item.get("audience") is not None:
-            return True
-        nested = item.get("content")
-        if item.get("type") == "tool_result" and isinstance(nested, list):
-            if any(not isinstance(n, dict) or n.get("audience") is not None for n in nested):
+    if any(not isinstance(item, dict) for item in items):
+        return True
+    # Walk every JSON object and list below the blocks, without recursion (foreign data may be
+    # nested deeper than the interpreter's stack).
+    pending: list[Any] = list(items)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            if node.get("audience") is not None or node.get("type") == "unreadable":
                 return True
+            for key, child in node.items():
+                if key == "input" and node.get("type") == "tool_use":
+                    continue  # a tool call's input is data
+                if isinstance(child, (dict, list)):
+                    pending.append(child)
     return False
 
 
 def _unsafe(content: Sequence[ContentBlock]) -> bool:
-    """Stored content no view may pass on as it is: empty, or holding an unreadable block."""
+    """Content no view may pass on as it is: empty, or holding an unreadable block."""
     return not content or any(isinstance(b, UnreadableBlock) for b in content)
 
 
@@ -252,7 +327,10 @@ class LogModel:
         self._owner: dict[str, tuple[_Branch, int]] = {}
         self._state_keys: set[str] = set()
         self._reports: set[tuple[int | None, str]] = set()
-        self._unsafe: set[str] = set()
+        # Content no view may pass on as it is (see ``damaged``), by the identity of its tuple,
+        # with whether the record it came from may name a reader.
+        self._damaged: dict[int, tuple[tuple[ContentBlock, ...], bool]] = {}
+        self._holds_empty = False
         self.next_id = 1
 
     # -- replay ---------------------------------------------------------------------------
@@ -340,17 +418,43 @@ class LogModel:
             raise InvalidArgumentError("at_sequence", f"must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
         record = dict(meta or {})
         record["created"] = time.time()
-        row = Row(self._take_id(), name, at, BRANCH, parent, json.dumps(record, ensure_ascii=False))
-        branch = _Branch(name, source, at, json.loads(row.body))
+        body = _json_text(record, "meta")
+        branch = _Branch(name, source, at, json.loads(body))
+        row = Row(self._take_id(), name, at, BRANCH, parent, body)
         self._branches[name] = branch
         return branch.info(), row
 
     # -- writes (in memory; the caller persists the rows) ------------------------------------
+    #
+    # Every write is all or nothing: each of its records is encoded first (refused, naming the
+    # place, if it cannot be stored), and only then does memory change, by steps that cannot fail.
+    # So a refused batch leaves memory exactly as the disk has it.
 
     def _take_id(self) -> int:
         record_id = self.next_id
         self.next_id += 1
         return record_id
+
+    def append_messages(
+        self, branch_name: str, items: Sequence[tuple[str, Sequence[ContentBlock], Mapping[str, Any] | None, float | None]]
+    ) -> tuple[list[Message], list[Row]]:
+        """Append messages ``(participant, content, metadata, timestamp)``, each taking the
+        branch's next sequence; all or none (see above)."""
+        branch = self._branch(branch_name)
+        encoded = [_encode_message(*item) for item in items]
+        messages: list[Message] = []
+        rows: list[Row] = []
+        for participant, content, frozen, stamp, body in encoded:
+            record_id = self._take_id()
+            branch.head += 1
+            message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
+            self._owner[message.id] = (branch, len(branch.own))
+            branch.own.append(message)
+            branch.own_seqs.append(branch.head)
+            self._note_content(branch, content, body)
+            messages.append(message)
+            rows.append(Row(record_id, branch.name, branch.head, MESSAGE, None, body))
+        return messages, rows
 
     def append_message(
         self,
@@ -360,53 +464,61 @@ class LogModel:
         metadata: Mapping[str, Any] | None,
         timestamp: float | None = None,
     ) -> tuple[Message, Row]:
-        """Append a message; its sequence is the branch's next one."""
-        branch = self._branch(branch_name)
-        frozen = freeze_metadata(metadata)
-        stamp = time.time() if timestamp is None else float(timestamp)
-        body = json.dumps(
-            {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
-            ensure_ascii=False,
-        )
-        _encodable(body, "content")
-        record_id = self._take_id()
-        branch.head += 1
-        message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
-        self._owner[message.id] = (branch, len(branch.own))
-        branch.own.append(message)
-        branch.own_seqs.append(branch.head)
-        if has_audience(content):
-            branch.may_hold_audience = True
-        return message, Row(record_id, branch.name, branch.head, MESSAGE, None, body)
+        """Append one message; its sequence is the branch's next one."""
+        messages, rows = self.append_messages(branch_name, [(participant, content, metadata, timestamp)])
+        return messages[0], rows[0]
 
-    def edit_message(self, branch_name: str, message_id: str, content: tuple[ContentBlock, ...]) -> tuple[Message, Row]:
-        """Replace a visible message's content on this branch; id and sequence are kept."""
+    def edit_message(
+        self, branch_name: str, message_id: str, content: Sequence[ContentBlock], states: Mapping[str, Any] | None = None
+    ) -> tuple[Message, list[Row]]:
+        """Replace a visible message's content on this branch (id and sequence are kept), and
+        write ``states`` after it; all or none (see above). The edit's record comes first."""
         branch = self._branch(branch_name)
         current = self.get(branch_name, message_id)
         if current is None:
             raise UnknownMessageError(message_id, branch_name)
-        body = _encodable(json.dumps({"content": content_to_json(content)}, ensure_ascii=False), "content")
+        blocks = _blocks_to_store(content)
+        body = _json_text({"content": content_to_json(blocks)}, "content")
+        encoded_states = [_encode_state(key, value) for key, value in (states or {}).items()]
         record_id = self._take_id()
         branch.head += 1
-        branch.edits.setdefault(message_id, []).append((branch.head, content))
+        branch.edits.setdefault(message_id, []).append((branch.head, blocks))
         branch.edit_log.append(message_id)
         branch.edited_ids.add(message_id)
-        edited = attrs.evolve(current, content=content)
+        edited = attrs.evolve(current, content=blocks)
         branch.resolved[message_id] = edited
-        if has_audience(content):
-            branch.may_hold_audience = True
-        return edited, Row(record_id, branch.name, branch.head, EDIT, message_id, body)
+        self._note_content(branch, blocks, body)
+        rows = [Row(record_id, branch.name, branch.head, EDIT, message_id, body)]
+        rows.extend(self._apply_state(branch, *encoded) for encoded in encoded_states)
+        return edited, rows
+
+    def set_states(self, branch_name: str, states: Mapping[str, Any]) -> list[Row]:
+        """Write state records (JSON values), each under its key on this branch and raising the
+        branch sequence by one; all or none (see above)."""
+        branch = self._branch(branch_name)
+        encoded = [_encode_state(key, value) for key, value in states.items()]
+        return [self._apply_state(branch, *item) for item in encoded]
 
     def set_state(self, branch_name: str, key: str, value: Any) -> Row:
-        """Write a state record (a JSON value) under ``key`` on this branch."""
-        branch = self._branch(branch_name)
-        body = _encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key)
+        """Write one state record (a JSON value) under ``key`` on this branch."""
+        (row,) = self.set_states(branch_name, {key: value})
+        return row
+
+    def _apply_state(self, branch: _Branch, key: str, body: str, value: Any) -> Row:
         record_id = self._take_id()
         branch.head += 1
-        branch.states.setdefault(key, []).append((branch.head, json.loads(body)))
+        branch.states.setdefault(key, []).append((branch.head, value))
         branch.state_ids[(key, branch.head)] = record_id
         self._state_keys.add(key)
         return Row(record_id, branch.name, branch.head, STATE, key, body)
+
+    def _note_content(self, branch: _Branch, content: tuple[ContentBlock, ...], body: str) -> None:
+        """What a written message or edit tells about its branch, as a replay of its record
+        would tell it."""
+        if has_audience(content):
+            branch.may_hold_audience = True
+        if _unsafe(content):
+            self._note_damaged(content, body)
 
     # -- message reads --------------------------------------------------------------------
 
@@ -418,6 +530,34 @@ class LogModel:
         """Conservative: false only if no block with an audience was ever stored on the branch."""
         return self._branch(branch_name).may_hold_audience
 
+    def _note_damaged(self, content: tuple[ContentBlock, ...], body: str) -> None:
+        if content:
+            self._damaged[id(content)] = (content, _body_may_hold_audience(body))
+        else:  # the empty tuple is one shared object: ``damaged`` answers for it by itself
+            self._holds_empty = True
+
+    @property
+    def holds_damaged(self) -> bool:
+        """Whether any content read or written so far is damaged (see :meth:`damaged`)."""
+        return self._holds_empty or bool(self._damaged)
+
+    def damaged(self, content: tuple[ContentBlock, ...]) -> bool | None:
+        """``None`` when a view may pass ``content`` on as it is. Otherwise the content is damaged
+        (empty, or holding a block that could not be decoded), and the answer says whether the
+        record it came from may name a reader anywhere (by the rule that marks a branch as
+        holding audiences; always false for empty content).
+
+        A view shows a damaged message without its unreadable blocks. A reader left with nothing
+        of one that may name a reader sees nothing of it; one that names no reader (which is all
+        of them on a branch that never held an audience) keeps its place in every view as a
+        placeholder, so reads before and after it was decoded agree on every position."""
+        if not content:
+            return False
+        if not self._damaged:
+            return None
+        found = self._damaged.get(id(content))
+        return found[1] if found is not None and found[0] is content else None
+
     def edit_count(self, branch_name: str) -> int:
         return len(self._branch(branch_name).edit_log)
 
@@ -428,10 +568,11 @@ class LogModel:
     def _base(self, owner: _Branch, index: int) -> Message:
         entry = owner.own[index]
         if isinstance(entry, _Stored):
-            entry = _decode_message(entry)
+            stored = entry
+            entry = _decode_message(stored)
             owner.own[index] = entry
             if _unsafe(entry.content):
-                self._unsafe.add(entry.id)
+                self._note_damaged(entry.content, stored.body)
         return entry
 
     def _resolve(self, branch: _Branch, base: Message) -> Message:
@@ -447,10 +588,11 @@ class LogModel:
                 if found is not None:
                     seq, content = found
                     if isinstance(content, _StoredEdit):
-                        content = _decode_edit(content.record_id, content.body)
+                        stored_edit = content
+                        content = _decode_edit(stored_edit.record_id, stored_edit.body)
                         versions[versions.index(found)] = (seq, content)
                         if _unsafe(content):
-                            self._unsafe.add(base.id)
+                            self._note_damaged(content, stored_edit.body)
                     resolved = attrs.evolve(base, content=content)
                     branch.resolved[base.id] = resolved
                     return resolved
@@ -472,10 +614,6 @@ class LogModel:
             segment = bisect_right(branch.segment_starts, position) - 1
             owner, _limit, _count, offset = branch.ancestors[segment]
             message = self._resolve(branch, self._base(owner, position - offset))
-        if self._unsafe and message.id in self._unsafe and not branch.may_hold_audience:
-            # Stored data that must be read fail-closed (an unreadable block, no content): the
-            # branch's views stop reading it plainly.
-            branch.may_hold_audience = True
         return message
 
     def id_at(self, branch_name: str, position: int) -> str:

@@ -7,6 +7,14 @@ The reader's view of a message: its content as :func:`content_for_reader`
 gives it; if that hid any block, the message's thinking blocks are left out too (a signed thinking
 block vouches for its turn as written); a message left with nothing is left out of the view.
 
+A damaged stored message (old or foreign data holding a block that could not be decoded, or no
+content at all) is read fail-closed: its unreadable blocks are hidden from every reader. When
+nothing readable is left of it, a reader sees nothing of it if its record may name a reader
+anywhere; otherwise (always, on a branch that never held an audience) it keeps its place as
+:data:`UNREADABLE_MESSAGE`, a placeholder that holds nothing of it. So every view agrees on its
+positions before and after such a message is first decoded, and a strategy's reads never mix two
+lists.
+
 Fast path: while no block with an audience was ever stored on the branch and there is
 no ``view_filter``, the view reads the branch directly and returns the stored objects themselves;
 the first audience block switches it to a maintained list, built once and then kept up to date
@@ -22,13 +30,17 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from ._blocks import ContentBlock, ToolResultBlock, ToolUseBlock, content_for_reader, is_thinking
+from ._blocks import ContentBlock, TextBlock, ToolResultBlock, ToolUseBlock, content_for_reader, is_thinking
 from ._messages import Message
 
 if TYPE_CHECKING:
     from ._model import LogModel
 
-__all__ = ["MessageView", "ViewFilter", "reader_view", "content_for_reader", "reader_body"]
+__all__ = ["MessageView", "ViewFilter", "reader_view", "content_for_reader", "reader_body", "UNREADABLE_MESSAGE"]
+
+#: What a view shows in place of a damaged stored message that names no reader and of which
+#: nothing readable is left (see the module docstring).
+UNREADABLE_MESSAGE = "[a stored message here could not be read]"
 
 ViewFilter = Callable[[Message], bool]
 T = TypeVar("T")
@@ -105,11 +117,35 @@ class MessageView:
         """Whether reads go straight to the branch (no filter, no audience ever stored)."""
         return not self._built and self._filter is None and not self._model.may_hold_audience(self.branch)
 
+    def _shown(self, message: Message) -> tuple[Message | None, bool]:
+        """The reader's view of a stored message (the filter aside), damaged ones included, and
+        whether thinking was left out because a block was hidden."""
+        projected, dropped = reader_view(message, self.reader)
+        if projected is None and self._model.damaged(message.content) is False:
+            projected = attrs.evolve(message, content=(TextBlock(UNREADABLE_MESSAGE),))
+        return projected, dropped
+
+    def _plain_one(self, message: Message) -> Message:
+        """A message read on the plain path: the stored object itself, unless it is damaged."""
+        if message.content and (not self._model.holds_damaged or self._model.damaged(message.content) is None):
+            return message
+        shown, dropped = self._shown(message)
+        if dropped:
+            self._thinking_dropped.add(message.id)
+        # On a branch that never held an audience no record names a reader, so something is
+        # always shown; the placeholder keeps the place (fail-closed) should that ever not hold.
+        return shown if shown is not None else attrs.evolve(message, content=(TextBlock(UNREADABLE_MESSAGE),))
+
+    def _plain_many(self, messages: list[Message]) -> tuple[Message, ...]:
+        if not self._model.holds_damaged:
+            return tuple(messages)
+        return tuple(self._plain_one(m) for m in messages)
+
     def _project(self, message: Message) -> Message | None:
         if self._filter is not None and not self._filter(message):
             projected, dropped = None, False
         else:
-            projected, dropped = reader_view(message, self.reader)
+            projected, dropped = self._shown(message)
         if dropped:
             self._thinking_dropped.add(message.id)
         else:
@@ -176,18 +212,13 @@ class MessageView:
     # -- reads (each checked) ----------------------------------------------------------------
 
     def _read(self, plain: Callable[[], T], built: Callable[[], T]) -> T:
-        """Answer a read plainly or from the maintained list. A plain read that met stored data
-        which must be read fail-closed (the model then marks the branch) is answered again from
-        the maintained list, so such data never passes through."""
+        """Answer a read plainly or from the maintained list, whichever the view reads now. The
+        choice changes only with a write to the branch (the first audience block), never while
+        nothing is written: the plain and the maintained list place every message alike, damaged
+        ones included (see the module docstring), so a strategy's reads never mix two lists."""
         self._check()
         self._sync()
-        if self._built:
-            return built()
-        result = plain()
-        if self._filter is None and not self._model.may_hold_audience(self.branch):
-            return result
-        self._sync()
-        return built()
+        return built() if self._built else plain()
 
     def length(self) -> int:
         """How many messages the view holds."""
@@ -204,7 +235,7 @@ class MessageView:
         def plain() -> tuple[Message, ...]:
             key = (self._model.length(self.branch), self._model.edit_count(self.branch))
             if self._all is None or self._all_key != key:
-                self._all = tuple(self._model.slice(self.branch, 0))
+                self._all = self._plain_many(self._model.slice(self.branch, 0))
                 self._all_key = key
             return self._all
 
@@ -212,18 +243,18 @@ class MessageView:
 
     def get_from(self, index: int) -> tuple[Message, ...]:
         """The messages from position ``index`` on (negative counts from the end)."""
-        return self._read(lambda: tuple(self._model.slice(self.branch, index)), lambda: tuple(self._items[index:]))
+        return self._read(lambda: self._plain_many(self._model.slice(self.branch, index)), lambda: tuple(self._items[index:]))
 
     def get_tail(self, count: int) -> tuple[Message, ...]:
         """The newest ``count`` messages, oldest first."""
         if count <= 0:
             self._check()
             return ()
-        return self._read(lambda: tuple(self._model.slice(self.branch, -count)), lambda: tuple(self._items[-count:]))
+        return self._read(lambda: self._plain_many(self._model.slice(self.branch, -count)), lambda: tuple(self._items[-count:]))
 
     def at(self, index: int) -> Message:
         """The message at position ``index``."""
-        return self._read(lambda: self._model.at(self.branch, index), lambda: self._items[index])
+        return self._read(lambda: self._plain_one(self._model.at(self.branch, index)), lambda: self._items[index])
 
     def id_at(self, index: int) -> str:
         """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
@@ -236,7 +267,9 @@ class MessageView:
 
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
-        return self._read(lambda: tuple(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop]))
+        return self._read(
+            lambda: self._plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop])
+        )
 
     def _built_position(self, message_id: str) -> int | None:
         stored = self._model.get(self.branch, message_id)
@@ -256,7 +289,7 @@ class MessageView:
 
         def plain() -> Message | None:
             position = self._model.position_of(self.branch, message_id)
-            return None if position is None else self._model.at(self.branch, position)
+            return None if position is None else self._plain_one(self._model.at(self.branch, position))
 
         def built() -> Message | None:
             position = self._built_position(message_id)
