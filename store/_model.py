@@ -296,7 +296,7 @@ class _Branch:
         # Ids of messages that have an edit visible here (inherited or own).
         self.edited_ids: set[str] = set()
         self.resolved: dict[str, Message] = {}
-        self.may_hold_audience = parent.may_hold_audience if parent is not None else False
+        self.may_hold_audience: bool = parent.may_hold_audience if parent is not None else False
         for ancestor, limit, _count, _offset in self.ancestors:
             for message_id, versions in ancestor.edits.items():
                 if versions[0][0] <= limit:
