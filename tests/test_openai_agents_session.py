@@ -595,8 +595,8 @@ def test_a_hosts_own_runtime_under_asyncio_with_the_runner():
 
 
 def test_a_trio_runtime_elsewhere_in_the_process_does_not_matter(db):
-    """A Trio runtime running in another thread (it bridges SQLite through trio_asyncio) does not
-    stop plain asyncio callers of a session."""
+    """A Trio runtime of the host's own running in another thread does not disturb plain asyncio
+    callers of a session."""
     started, stop = threading.Event(), threading.Event()
 
     async def trio_host() -> None:

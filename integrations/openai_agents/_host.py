@@ -2,13 +2,10 @@
 
 ``AsidesSession("conversation", "room.db")`` is built the way the SDK's own sessions are: from a
 path, with no event loop at hand. It needs a runtime, and a runtime lives in an event loop. So
-the sessions of one file share a :class:`ThreadHost`: a daemon thread running an asyncio loop,
-with the runtime over that file and a task group for the sessions' calls (see ``_loop``).
-
-The host runs asyncio, not Trio (asides's reference backend), on a loop made by the platform's
-default policy, on purpose: the store under Trio bridges to SQLite through ``trio_asyncio``,
-whose import installs its own event loop policy for the whole process, and a program that uses
-the SDK (``asyncio.run``, ``Runner.run_sync``) would then run on it without asking for it.
+the sessions of one file share a :class:`ThreadHost`: a daemon thread running Trio (asides's
+reference backend), with the runtime over that file and a task group for the sessions' calls
+(see ``_loop``). The callers' own event loops never host the runtime, so a program that uses the
+SDK (``asyncio.run``, ``Runner.run_sync``) keeps plain asyncio.
 
 **Why one piece of module state.** A store file is held by one runtime at a time (a second open
 is refused, in this process as in another), and a session is an independent object built from a
@@ -22,11 +19,11 @@ in-memory store, as the SDK's ``SQLiteSession`` does.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from pathlib import Path
 
 import anyio
+import trio
 
 from ...actors._runtime import Runtime, open_runtime
 from ._loop import LoopHandle
@@ -37,7 +34,7 @@ MEMORY = ":memory:"
 
 
 class ThreadHost:
-    """A runtime over ``path`` in an asyncio loop on a daemon thread. Made by :func:`acquire_host`."""
+    """A runtime over ``path`` in a Trio loop on a daemon thread. Made by :func:`acquire_host`."""
 
     def __init__(self, path: str, key: str | None) -> None:
         self.path = path
@@ -47,7 +44,7 @@ class ThreadHost:
         self._failure: BaseException | None = None
         self._runtime: Runtime | None = None
         self._loop: LoopHandle | None = None
-        self._stop: asyncio.Event | None = None
+        self._stop: trio.Event | None = None
         self._thread = threading.Thread(target=self._main, name=f"asides openai-agents host: {path}", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -67,7 +64,7 @@ class ThreadHost:
 
     def _main(self) -> None:
         try:
-            anyio.run(self._serve, backend="asyncio", backend_options={"loop_factory": _platform_loop})
+            trio.run(self._serve)
         except BaseException as exc:  # reported to the constructor when it failed to start
             if not self._ready.is_set():
                 self._failure = exc
@@ -78,7 +75,7 @@ class ThreadHost:
             async with anyio.create_task_group() as calls:
                 self._runtime = runtime
                 self._loop = LoopHandle.here(calls.start_soon)
-                self._stop = asyncio.Event()
+                self._stop = trio.Event()
                 self._ready.set()
                 await self._stop.wait()
                 calls.cancel_scope.cancel()
@@ -87,15 +84,10 @@ class ThreadHost:
         """Close the runtime (every manager, the store) and end the thread; waits for both."""
         if self._stop is not None and self._thread.is_alive():
             try:
-                self.loop.native.call_soon_threadsafe(self._stop.set)
-            except RuntimeError:
+                self.loop.native.run_sync_soon(self._stop.set)
+            except trio.RunFinishedError:
                 pass  # the loop already ended
         self._thread.join()
-
-
-def _platform_loop() -> asyncio.AbstractEventLoop:
-    """A loop of the platform's default kind, whatever policy the process has installed."""
-    return asyncio.DefaultEventLoopPolicy().new_event_loop()
 
 
 _HOSTS: dict[str, ThreadHost] = {}
