@@ -92,9 +92,9 @@ def _error_type(body: object) -> str | None:
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return error["type"]
+            return str(error["type"])
         if isinstance(body.get("type"), str) and body.get("type") != "error":
-            return body["type"]
+            return str(body["type"])
     return None
 
 
@@ -137,7 +137,7 @@ class _RetryingModel:
         hinted = _retry_after(getattr(response, "headers", None))
         if hinted is not None:
             return min(hinted, self.max_backoff)
-        return min(self.first_backoff * (2**retry), self.max_backoff)
+        return min(self.first_backoff * float(2**retry), self.max_backoff)
 
     def _transient(self, error: BaseException) -> bool:
         return True

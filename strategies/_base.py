@@ -17,7 +17,8 @@ A strategy that makes compression reads must raise the narrowing floor first wit
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import itertools
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -57,6 +58,22 @@ def _content_tuple(value: object) -> tuple[ContentBlock, ...]:
     return coerce_content(value)
 
 
+def _ids(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _compiled_messages(value: Iterable[CompiledMessage]) -> tuple[CompiledMessage, ...]:
+    return tuple(value)
+
+
+def _source_entries(value: Iterable[SourceEntry]) -> tuple[SourceEntry, ...]:
+    return tuple(value)
+
+
+def _id_set(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 @attrs.frozen(slots=True)
 class CompiledMessage:
     """One message of a compile. A compiled block never has an audience."""
@@ -75,7 +92,7 @@ class SourceEntry:
     """
 
     kind: SourceKind
-    message_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    message_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
     summary_id: str | None = None
 
 
@@ -162,9 +179,9 @@ class Selection:
     """What ``select`` returns: compiled messages with one source entry each, and the ids of
     raw view messages the compile does not hold whole (truncated or repaired)."""
 
-    messages: tuple[CompiledMessage, ...] = attrs.field(default=(), converter=tuple)
-    sources: tuple[SourceEntry, ...] = attrs.field(default=(), converter=tuple)
-    incomplete: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    messages: tuple[CompiledMessage, ...] = attrs.field(default=(), converter=_compiled_messages)
+    sources: tuple[SourceEntry, ...] = attrs.field(default=(), converter=_source_entries)
+    incomplete: frozenset[str] = attrs.field(default=frozenset(), converter=_id_set)
 
     def __attrs_post_init__(self) -> None:
         if len(self.messages) != len(self.sources):
@@ -213,7 +230,7 @@ class StrategyState:
             raise ValueError("a state key must be a non-empty string")
         segments = key.split("/")
         if segments[-1] in _RESERVED_KEYS or any(
-            first == "context" and second.isdigit() for first, second in zip(segments, segments[1:])
+            first == "context" and second.isdigit() for first, second in itertools.pairwise(segments)
         ):
             # ``agents`` + ``ann/narrowing-floor`` would be the floor of namespace ``agents/ann``:
             # no strategy key may end like a namespace's own records, in any namespace.

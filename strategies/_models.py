@@ -15,7 +15,7 @@ import attrs
 from ..store._blocks import ContentBlock
 from ._base import CompiledMessage
 
-__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel", "AnthropicModel", "OpenAIModel"]
+__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel"]
 
 
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
@@ -149,10 +149,3 @@ class ExtractiveModel:
         )
         return Completion("end_turn", (TextBlock(answer),), usage)
 
-
-def __getattr__(name: str):
-    if name in ("AnthropicModel", "OpenAIModel"):
-        from . import _adapters as adapters
-
-        return getattr(adapters, name)
-    raise AttributeError(name)

@@ -123,7 +123,7 @@ def repair_pairing(items: Sequence[Emitted]) -> list[Emitted]:
         allowed = set(previous_calls)
         answered: set[str] = set()
 
-        def answers(block: ToolResultBlock) -> bool:
+        def answers(block: ToolResultBlock, allowed: set[str] = allowed, answered: set[str] = answered) -> bool:
             # a result of the previous message's call, and the first one for that call
             if block.tool_use_id in allowed and block.tool_use_id not in answered:
                 answered.add(block.tool_use_id)

@@ -4,6 +4,7 @@ jumps, so successive compiles share a stable prefix."""
 from __future__ import annotations
 
 from ..store._messages import Message
+from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from ._errors import InvalidArgumentError, OverBudgetError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
@@ -14,7 +15,7 @@ from ._truncation import truncate_content
 __all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after"]
 
 
-def first_position_at_or_after(view, sequence: int) -> int:
+def first_position_at_or_after(view: MessageView, sequence: int) -> int:
     """The first view position whose message has ``sequence >=`` the given one (binary search)."""
     low, high = 0, view.length()
     while low < high:
@@ -59,7 +60,7 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
             return 0
         return value
 
-    def _emit(self, message: Message, hidden) -> tuple[list[Emitted], int]:
+    def _emit(self, message: Message, hidden: tuple[frozenset[str], frozenset[str]]) -> tuple[list[Emitted], int]:
         emitted = emit_view_message(message, hidden)
         cost = 0
         out = []

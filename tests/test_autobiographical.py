@@ -55,6 +55,7 @@ from asides.store import (
     tool_use,
 )
 from asides.strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy
+from asides.strategies._errors import ModelError
 from asides.strategies._models import Completion, CompletionRequest, Usage
 from asides.strategies._tokens import estimate_text
 from tests.helpers import dump, message_body, seed_records
@@ -643,24 +644,31 @@ async def test_six_level_one_summaries_merge_into_L2_7_with_the_shared_counter()
         assert layout(await m.compile(**BIG)) == [("summary", "L2-7"), ("raw", msgs[24].id)]
 
 
-async def test_level_three_from_level_two_and_levels_stop_at_three():
-    """STRATEGIES 4.9, 4.1 ("levels stop at 3"): with ``merge_threshold=2`` eight chunks give
-    ``L1-1`` ... ``L1-8``, then the level-1 groups (``L2-9`` ... ``L2-12``, lowest level first),
-    then the level-2 groups (``L3-13``, ``L3-14``); the two adjacent level-3 summaries never
-    merge. A compile renders each chunk through its highest summary."""
+async def test_levels_go_on_merging_beyond_three():
+    """STRATEGIES 4.9, with the levels unbounded (docs/strategies.md, "How long histories stay
+    bounded"): with ``merge_threshold=2`` eight chunks give ``L1-1`` ... ``L1-8``, then the
+    level-1 groups (``L2-9`` ... ``L2-12``, lowest level first), then the level-2 groups
+    (``L3-13``, ``L3-14``), and the two adjacent level-3 summaries merge into ``L4-15``, whose
+    request shows their children as recall pairs. A compile renders each chunk through its
+    highest summary."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(33))
         model = FakeModel()
         m = await opened(rt, auto(target=25, merge_threshold=2), model)
         assert sorted(summary_ids(m), key=lambda s: int(s.split("-")[1])) == [f"L1-{n}" for n in range(1, 9)] + [
-            "L2-9", "L2-10", "L2-11", "L2-12", "L3-13", "L3-14"
+            "L2-9", "L2-10", "L2-11", "L2-12", "L3-13", "L3-14", "L4-15"
         ]
-        assert len(model.requests) == 14
+        assert len(model.requests) == 15
         assert m.get_summary("L2-10").message_ids == ids(msgs[8:16])
         assert m.get_summary("L3-13").message_ids == ids(msgs[:16])
         assert m.get_summary("L3-14").message_ids == ids(msgs[16:32])
-        assert [s.id for s in m.search_summaries("memory")] == ["L3-14", "L3-13"]
-        assert layout(await m.compile(**BIG)) == [("summary", "L3-13"), ("summary", "L3-14"), ("raw", msgs[32].id)]
+        assert m.get_summary("L4-15").message_ids == ids(msgs[:32])
+        assert (m.get_summary("L4-15").first_sequence, m.get_summary("L4-15").last_sequence) == (msgs[0].sequence, msgs[31].sequence)
+        top = model.requests[-1]
+        assert instruction_of(top) == MERGE_TEXT.format(what="your earlier memories", k=4, target=600)
+        assert target_of(top) == [x for n in (9, 10, 11, 12) for x in (f"[Recall L2-{n}]", f"memory {n}")]
+        assert [s.id for s in m.search_summaries("memory")] == ["L4-15"]
+        assert layout(await m.compile(**BIG)) == [("summary", "L4-15"), ("raw", msgs[32].id)]
         assert m.is_ready() and not await m.tick()
 
 
@@ -677,34 +685,36 @@ async def test_hierarchical_false_never_merges():
 
 async def test_with_no_model_nothing_happens_and_pending_work_says_so():
     """STRATEGIES 4.5, SPEC 3.2, 3.3.1: with no model, chunks ready to close are pending work
-    (``is_ready()`` false, ``N chunks to close`` with the `` (no compression model)`` suffix), but
-    nothing closes: ``tick`` returns False, ``drain()`` returns at once, nothing is written."""
+    (``is_ready()`` false; ``pending_work()`` names the messages waiting, counted from 1 in the
+    view, with the `` (no compression model)`` suffix), but nothing closes: ``tick`` returns
+    False, ``drain()`` returns at once, nothing is written."""
     async with open_runtime() as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25))
         for p, c in convo(9):
             await m.add_message(p, c)
         await m.preview_context(**BIG)
         assert not m.is_ready()
-        assert m.pending_work() == "2 chunks to close (no compression model)"
+        assert m.pending_work() == "messages 1–4 and 1 later stretch to compress (no compression model)"
         head = rt.store.head("main")
         await m.drain()
         assert await m.tick() is False
         assert rt.store.head("main") == head
         assert rt.store.state_items("main", f"{NS}/") == {}
-        assert m.pending_work() == "2 chunks to close (no compression model)"
+        assert m.pending_work() == "messages 1–4 and 1 later stretch to compress (no compression model)"
 
 
 async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in_flight():
-    """STRATEGIES 4.5: while a request is out, ``pending_work()`` says ``compressing chunk <id>``
-    (the chunk's id is its first message's), ``is_ready()`` is false and another ``tick`` does
-    nothing. A later manager with no model finds the work left and words it as
-    ``2 chunks to close, 2 to compress, 1 merge (no compression model)``."""
+    """STRATEGIES 4.5: while a request is out, ``pending_work()`` says which messages it
+    compresses (``compressing messages 9–12``: positions in the reader's view, from 1),
+    ``is_ready()`` is false and another ``tick`` does nothing. A later manager with no model finds
+    the work left (two chunks queued, two more ready to close, one merge) and words it as the
+    oldest stretch waiting, how many more, and the merge with the messages it covers."""
     async with open_runtime() as rt:
-        msgs = await write(rt, convo(17))
+        await write(rt, convo(17))
         model = FakeModel(hold=lambda request, n: n == 3)
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2), model=model)
         await model.wait_requests(3)
-        assert m.pending_work() == f"compressing chunk {msgs[8].id}"
+        assert m.pending_work() == "compressing messages 9–12"
         assert not m.is_ready()
         assert await m.tick() is False
         assert len(model.requests) == 3
@@ -713,7 +723,9 @@ async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in
         idle = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2))
         await idle.preview_context(**BIG)
         assert summary_ids(idle) == ["L1-1", "L1-2"]
-        assert idle.pending_work() == "2 chunks to close, 2 to compress, 1 merge (no compression model)"
+        assert idle.pending_work() == (
+            "messages 9–12 and 3 later stretches to compress; 2 memories of messages 1–8 to merge (no compression model)"
+        )
         assert not idle.is_ready()
         await idle.drain()
 
@@ -817,19 +829,19 @@ async def test_a_rejected_merge_fails_after_the_merge_attempt_limit():
 
 async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending():
     """STRATEGIES 4.5: a model exception propagates out of ``tick`` and counts no rejection (no
-    attempts record); the chunk stays queued (``1 to compress``), and once the model answers the
+    attempts record); the chunk stays queued (``messages 1–4 to compress``), and once the model answers the
     chunk is summarised as usual."""
     model = FakeModel(raises=RuntimeError("model outage"))
     async with open_runtime() as rt:
         msgs = await write(rt, convo(5))
         m = await rt.open_manager(NS, strategy=auto(target=25, l1_attempt_limit=1), model=model)
         await model.wait_requests(1)  # the drain closed the chunk and asked once
-        with pytest.raises(RuntimeError, match="model outage"):
+        with pytest.raises(ModelError, match="model outage"):  # the model's error, wrapped at the model boundary
             await m.tick()
         assert len(model.requests) >= 2
         assert state(rt, f"{NS}/autobiographical/attempts/") == {}
         assert m.get_summaries_in_range() == ()
-        assert not m.is_ready() and m.pending_work() == "1 to compress"
+        assert not m.is_ready() and m.pending_work().startswith("messages 1–4 to compress")
         model.raises = None
         assert await m.tick() is True
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
@@ -838,18 +850,18 @@ async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending():
 
 async def test_a_model_exception_on_a_merge_counts_no_attempt():
     """STRATEGIES 4.5 ("Exceptions never count"), 4.9: a merge whose request raises counts no
-    attempt (even with ``merge_attempt_limit=1``) and stays pending (``1 merge``); once the model
+    attempt (even with ``merge_attempt_limit=1``) and stays pending (``2 memories of messages 1–8 to merge``); once the model
     answers, the merge is written."""
     model = FakeModel(raises=lambda request, n: RuntimeError("merge outage") if is_merge(request) else None)
     async with open_runtime() as rt:
         await write(rt, convo(8))
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2, merge_attempt_limit=1), model=model)
         await model.wait_requests(3)  # two L1s, then the drain's first merge request
-        with pytest.raises(RuntimeError, match="merge outage"):
+        with pytest.raises(ModelError, match="merge outage"):  # the model's error, wrapped at the model boundary
             await m.tick()
         assert state(rt, f"{NS}/autobiographical/attempts/") == {}
         assert summary_ids(m) == ["L1-1", "L1-2"]
-        assert m.pending_work() == "1 merge"
+        assert m.pending_work().startswith("2 memories of messages 1–8 to merge")
         model.raises = None
         assert await m.tick() is True
         assert [s.id for s in m.search_summaries(".")] == [f"L2-{3}"]
@@ -1252,14 +1264,80 @@ async def test_over_budget_compile_raises_with_the_region_totals_and_writes_noth
             90, 140, 20, 100, 20, 2
         )
         assert str(err) == (
-            f"compile for {NS} on main needs 140 tokens but the budget is 90 (head 20, middle 100, recent 20; 2 chunks "
-            "await compression): await manager.drain(), raise max_tokens or lower recent_window_tokens."
+            f"compile for {NS} on main needs 140 tokens but the budget is 90 (max_tokens 100 less reserve_for_response 10; "
+            "head 20, middle 100, recent 20; 2 chunks await compression, and no compression model is configured): "
+            "configure a compression model (model= on open_runtime or open_manager), raise max_tokens or lower "
+            "recent_window_tokens."
         )
         assert dump(rt.store) == before
         preview = await m.preview_context(max_tokens=100, reserve_for_response=10)
         assert len(preview.messages) == 14 and preview.token_estimate == 140
         assert dump(rt.store) == before
         assert len((await m.compile(max_tokens=140, reserve_for_response=0)).messages) == 14
+
+
+async def test_over_budget_advice_suggests_a_drain_only_when_one_would_help():
+    """``OverBudgetError``'s advice is true: with a model and chunks waiting it suggests
+    ``await manager.drain()``; once everything is compressed (nothing waits) it does not, and it
+    never says that no model is configured when one is."""
+    async with open_runtime() as rt:
+        await write(rt, convo(14))
+        model = FakeModel(hold=lambda request, n: True)
+        m = await rt.open_manager(NS, strategy=auto(target=25, recent=20), model=model)
+        await model.wait_requests(1)
+        with pytest.raises(OverBudgetError) as info:
+            await m.compile(max_tokens=50, reserve_for_response=0)
+        assert info.value.pending_chunks > 0
+        assert str(info.value).endswith(": await manager.drain(), raise max_tokens or lower recent_window_tokens.")
+        assert "no compression model" not in str(info.value)
+        model.hold = None
+        model.release.set()
+        await settle(m)
+        with pytest.raises(OverBudgetError) as info:
+            await m.compile(max_tokens=30, reserve_for_response=0)
+        assert info.value.pending_chunks == 0
+        assert "0 chunks await compression" in str(info.value)
+        assert "drain" not in str(info.value) and "no compression model" not in str(info.value)
+        assert str(info.value).endswith(": raise max_tokens or lower recent_window_tokens.")
+
+
+@pytest.mark.parametrize(("max_tokens", "reserve"), [(100, 100), (50, 4_000), (0, 1)])
+async def test_a_reserve_that_takes_all_of_max_tokens_is_named(max_tokens, reserve):
+    """When ``reserve_for_response`` is not below ``max_tokens`` the budget is 0 whatever the
+    strategy does: the error says that the reserve takes it all, with both numbers, and offers
+    only the two remedies that work. Nothing is written."""
+    async with open_runtime() as rt:
+        m = await rt.open_manager(NS, strategy=auto(target=25, recent=20))
+        await m.add_message("user", [text("hello")])
+        before = dump(rt.store)
+        with pytest.raises(OverBudgetError) as info:
+            await m.compile(max_tokens=max_tokens, reserve_for_response=reserve)
+        assert info.value.budget == 0
+        assert str(info.value) == (
+            f"compile for {NS} on main needs 5 tokens but the budget is 0: reserve_for_response ({reserve}) takes all of "
+            f"max_tokens ({max_tokens}), so nothing is left for the context: lower reserve_for_response or raise max_tokens."
+        )
+        assert dump(rt.store) == before
+
+
+async def test_a_reserve_that_alone_does_not_fit_is_offered_as_a_remedy():
+    """A compile that would fit in ``max_tokens`` but not once ``reserve_for_response`` is set
+    aside says so: the budget's sum is shown and lowering the reserve comes first among the
+    remedies."""
+    async with open_runtime() as rt:
+        m = await rt.open_manager(NS, strategy=auto(target=25, recent=100))
+        for p, c in convo(3):
+            await m.add_message(p, c)
+        with pytest.raises(OverBudgetError) as info:
+            await m.compile(max_tokens=40, reserve_for_response=20)
+        message = str(info.value)
+        assert message.startswith(
+            f"compile for {NS} on main needs 30 tokens but the budget is 20 (max_tokens 40 less reserve_for_response 20;"
+        )
+        assert message.endswith(
+            ": lower reserve_for_response, configure a compression model (model= on open_runtime or open_manager), raise "
+            "max_tokens or lower recent_window_tokens."
+        )
 
 
 async def test_repair_moves_a_result_up_and_leaves_the_moved_text():
@@ -1582,7 +1660,7 @@ async def test_a_broken_summary_record_is_read_fail_closed(store_path, caplog):
         idle = await rt.open_manager(NS, strategy=auto(target=25))
         assert idle.get_summaries_in_range() == () and idle.get_summary("L1-1") is None
         assert layout(await idle.compile(**BIG)) == [("raw", i) for i in msg_ids]
-        assert idle.pending_work() == "1 to compress (no compression model)"
+        assert idle.pending_work() == "messages 1–4 to compress (no compression model)"
         await idle.aclose()
         m = await opened(rt, auto(target=25), FakeModel())
         assert summary_ids(m) == ["L1-2"]
@@ -1655,7 +1733,7 @@ async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere():
         assert rt.store.state_items("main", f"{NS}/autobiographical/summary/") == {}
         idle = await rt.open_manager(NS, strategy=auto(target=25))
         await idle.preview_context(**BIG)
-        assert idle.pending_work() == "1 to compress (no compression model)"
+        assert idle.pending_work() == "messages 1–4 to compress (no compression model)"
         assert m.get_summary("L1-1").message_ids == ids(msgs[:4])
 
 

@@ -607,7 +607,7 @@ async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_the
         assert model.requests == []
         assert records(rt, "/autobiographical/chunk/") == {}
         assert rt.store.get_state("main", FLOOR) is None
-        assert not ann.is_ready() and "2 chunks to close" in ann.pending_work()
+        assert not ann.is_ready() and ann.pending_work().startswith("messages 1–4")
         before = dump(rt.store)
         with pytest.raises(FloorUnavailableError):
             await ann.tick()
@@ -647,7 +647,7 @@ async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs
         assert fault.count == 3
         assert model.requests == []
         assert records(rt, "/autobiographical/attempts/") == {}
-        assert ann.get_summary("L2-3") is None and "1 merge" in ann.pending_work()
+        assert ann.get_summary("L2-3") is None and "memories of messages 1–8 to merge" in ann.pending_work()
         fault.on = False
         await tick_until_idle(ann)
         assert len(model.requests) == 1

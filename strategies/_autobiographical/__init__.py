@@ -1,6 +1,7 @@
-"""AutobiographicalStrategy: old conversation becomes first-person memories (SPEC C3)."""
+"""AutobiographicalStrategy: old conversation becomes first-person memories in the agent's voice."""
 
 from .records import Summary
-from .strategy import AutobiographicalStrategy, split_text
+from .sharding import split_text
+from .strategy import AutobiographicalStrategy
 
 __all__ = ["AutobiographicalStrategy", "Summary", "split_text"]

@@ -1,11 +1,11 @@
-"""The autobiographical strategy's records and the memory derived from them (STRATEGIES 4.2).
+"""The autobiographical strategy's records and the memory derived from them.
 
 Records are small JSON values under ``<kind>/...`` in the namespace's state on a branch, each
 written once (attempt counts aside):
 
 * ``<kind>/chunk/<first message id>``: ``{"id", "message_ids", "first_sequence", "last_sequence"}``
 * ``<kind>/summary/<id>``: ``{"id", "level", "text", "message_ids", "first_sequence",
-  "last_sequence"}`` plus ``"chunk"`` (level 1) or ``"children"`` (levels 2 and 3)
+  "last_sequence"}`` plus ``"chunk"`` (level 1) or ``"children"`` (level 2 and above)
 * ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}``
 * ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
 
@@ -32,7 +32,7 @@ __all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "summary_n
 
 log = logging.getLogger("asides.strategies")
 
-_SUMMARY_ID = re.compile(r"^L([123])-(\d+)$")
+_SUMMARY_ID = re.compile(r"^L([1-9][0-9]*)-([0-9]+)$")
 
 
 def summary_n(summary_id: str) -> int | None:
@@ -42,7 +42,10 @@ def summary_n(summary_id: str) -> int | None:
 
 @attrs.frozen(slots=True)
 class Summary:
-    """A summary as hosts read it (SPEC 3.3.1)."""
+    """A summary as hosts read it: ``id`` is ``L<level>-<n>`` (``n`` counts every summary this
+    namespace wrote on the branch, all levels together); level 1 summarises one chunk, level k+1
+    merges a run of level-k summaries. ``message_ids`` are every message it covers, in order, and
+    the sequences are the oldest and newest of theirs."""
 
     id: str
     level: int
@@ -281,7 +284,7 @@ class Memory:
                 self._report(f"{self.kind}/summary/{record.id}", "summarises no chunk of this branch")
                 return
             self.summaries[record.id] = record
-            self.l1_of[record.chunk] = record.id  # type: ignore[index]
+            self.l1_of[record.chunk] = record.id
         else:
             if any(c not in self.summaries or c in self.parent for c in record.children):
                 self._report(f"{self.kind}/summary/{record.id}", "merges summaries this branch does not hold")
@@ -298,7 +301,7 @@ class Memory:
         return summary_id
 
     def rendering_summary(self, chunk_id: str) -> str | None:
-        """The highest summary covering a chunk (the level 3 -> 2 -> 1 waterfall), or None."""
+        """The highest summary covering a chunk (its top ancestor, else its level-1 summary), or None."""
         l1 = self.l1_of.get(chunk_id)
         return None if l1 is None else self.root_of(l1)
 
@@ -316,7 +319,7 @@ class Memory:
         return (r for r in self.summaries.values() if r.id not in self.parent)
 
     def newest_by_last(self, count: int) -> set[str]:
-        """The ``count`` chunks whose last message is newest (the held-back ones, 4.4)."""
+        """The ``count`` chunks whose last message is newest (the held-back ones)."""
         return {chunk_id for _seq, chunk_id in self.by_last[-count:]} if count else set()
 
     def failed(self, key: str) -> bool:

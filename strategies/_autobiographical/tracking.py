@@ -1,0 +1,206 @@
+"""What an autobiographical strategy knows of its namespace on one branch, kept in step.
+
+:class:`Tracker` holds the namespace's records in memory (:class:`~.records.Memory`) and what
+derives from them: the chunks still without a summary, the summaries nobody merged (the *roots*,
+by level), the members of failed merges, the regions of the view, the frontier walk that cuts new
+chunks and the recent window. :meth:`Tracker.sync` brings all of it up to date with the records
+another manager of the namespace wrote and with the view, at a cost bounded by what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...store._messages import Message
+from ...store._views import MessageView
+from .._base import StrategyContext, StrategyState
+from .._windowed import first_position_at_or_after
+from .chunking import FrontierWalk, frontier_start
+from .records import Chunk, Memory, SummaryRecord
+from .regions import RecentWindow, Regions, head_end
+
+__all__ = ["Tracker"]
+
+
+class Tracker:
+    """The in-memory side of one strategy's records and of the view it compresses (see the module
+    docstring). ``price`` is what a raw message costs as shown."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        price: Callable[[Message], int],
+        head_window_tokens: int,
+        recent_window_tokens: int,
+        target_chunk_tokens: int,
+    ) -> None:
+        self.kind = kind
+        self.price = price
+        self.head_window_tokens = head_window_tokens
+        self.recent_window_tokens = recent_window_tokens
+        self.target_chunk_tokens = target_chunk_tokens
+        self.memory = Memory(kind)
+        self.revision = 0
+        self.view_edits: int | None = None
+        self.recent = RecentWindow(recent_window_tokens)
+        self.walk = FrontierWalk()
+        self.scan_start = 0
+        self.unsummarised: set[str] = set()
+        self.roots: dict[int, set[str]] = {}
+        self.failed_members: dict[int, set[str]] = {}
+        #: What the unit whose request is out is doing, in words (``None``: no request out).
+        self.in_flight: str | None = None
+        self.state: StrategyState | None = None
+        self.view: MessageView | None = None
+        self.regions: Regions | None = None
+        self._head_cache: tuple[tuple[int, int | None, int], int, int] | None = None
+
+    # -- the records -------------------------------------------------------------------------------
+
+    def load(self, ctx: StrategyContext) -> None:
+        """Load this namespace's records on this branch and catch up with the view; writes nothing."""
+        state = ctx.state
+        self.memory.reporter = state.report
+        self.memory.load(state.items(self.kind + "/"))
+        self.revision = state.revision
+        self.derive()
+        self.sync(ctx)
+
+    def derive(self) -> None:
+        """Recompute the unsummarised chunks, the roots and the failed merge members from memory."""
+        memory = self.memory
+        self.unsummarised = {c for c in memory.chunks if c not in memory.l1_of}
+        self.roots = {}
+        for record in memory.roots():
+            self.roots.setdefault(record.level, set()).add(record.id)
+        self.failed_members = {}
+        for key, attempts in memory.attempts.items():
+            if attempts.failed and key.startswith("merge:"):
+                level = int(key.split(":")[1]) - 1
+                self.failed_members.setdefault(level, set()).update(attempts.members)
+
+    def levels(self) -> list[int]:
+        """The levels that hold at least one root, lowest first."""
+        return sorted(level for level, ids in self.roots.items() if ids)
+
+    def take_summary(self, record: SummaryRecord) -> None:
+        """Take a summary this strategy (or another manager) just wrote."""
+        memory = self.memory
+        memory.add_summary(record)
+        if record.id not in memory.summaries:
+            return
+        if record.chunk is not None:
+            self.unsummarised.discard(record.chunk)
+        for child in record.children:
+            self.roots.get(memory.summaries[child].level, set()).discard(child)
+        self.roots.setdefault(record.level, set()).add(record.id)
+
+    def take_chunks(self, chunks: list[Chunk]) -> None:
+        """Take chunks this strategy just wrote."""
+        for chunk in chunks:
+            self.memory.add_chunk(chunk)
+            if chunk.id in self.memory.chunks:
+                self.unsummarised.add(chunk.id)
+
+    def catch_up(self, state: StrategyState) -> bool:
+        """Apply records another manager of this namespace wrote; whether chunks changed."""
+        revision = state.revision
+        if revision == self.revision:
+            return False
+        memory = self.memory
+        chunks_before = len(memory.chunks)
+        for key in state.written_since(self.revision):
+            if not key.startswith(self.kind + "/"):
+                continue
+            value = state.get(key)
+            rest = key[len(self.kind) + 1 :]
+            if rest.startswith("summary/"):
+                before = set(memory.summaries)
+                memory.apply(key, value)
+                for sid in set(memory.summaries) - before:
+                    self.take_summary(memory.summaries[sid])
+            else:
+                memory.apply(key, value)
+                if rest.startswith("chunk/"):
+                    chunk_id = rest[len("chunk/") :]
+                    if chunk_id in memory.chunks and chunk_id not in memory.l1_of:
+                        self.unsummarised.add(chunk_id)
+                elif rest.startswith("attempts/"):
+                    self.derive()
+        self.revision = revision
+        return len(memory.chunks) != chunks_before
+
+    def catch_up_for_read(self) -> None:
+        """Before a summary read: apply what other managers wrote since the last call."""
+        if self.state is not None:
+            self.catch_up(self.state)
+
+    def owned(self, message_id: str) -> bool:
+        """Whether a closed chunk holds this message."""
+        return message_id in self.memory.owner
+
+    # -- the view ----------------------------------------------------------------------------------
+
+    def regions_of(self, view: MessageView) -> Regions:
+        """Head, middle and recent window of the view as it stands."""
+        head_start = self.memory.head_start
+        hs = 0 if head_start is None else first_position_at_or_after(view, head_start)
+        n = view.length()
+        key = (hs, self.view_edits, len(self.memory.chunks))
+        cached = self._head_cache
+        if cached is not None and cached[0] == key and cached[1] < cached[2] <= n:
+            he = cached[1]  # a full head does not change while nothing before its end does
+        else:
+            he = head_end(view, hs, self.head_window_tokens, self.price, self.owned)
+            self._head_cache = (key, he, n)
+        rs = self.recent.rs(view, self.owned)
+        return Regions(n, hs, he, rs)
+
+    def reset_walk(self, view: MessageView) -> None:
+        """Walk the frontier again from its first unowned compressible message."""
+        self.recent.reset(view, self.price, self.owned)
+        regions = self.regions_of(view)
+        memory = self.memory
+        chunks = (memory.chunks[c] for c in memory.order)
+        spans = [(chunk.message_ids[0], chunk.message_ids[-1], len(chunk.message_ids)) for chunk in chunks]
+        start = frontier_start(view, regions, spans, view.position_of)
+        self.walk = FrontierWalk(position=start)
+        self.scan_start = start
+
+    def forget_view(self) -> None:
+        """Make the next :meth:`sync` walk the frontier again (the head moved)."""
+        self.view_edits = None
+
+    def sync(self, ctx: StrategyContext) -> Regions:
+        """Catch up with other managers' records and with the view; advance the frontier."""
+        self.state = ctx.state
+        view = ctx.view
+        self.view = view
+        chunks_changed = self.catch_up(ctx.state)
+        edits = view.revision[1]
+        if edits != self.view_edits or chunks_changed:
+            self.view_edits = edits
+            self.reset_walk(view)
+        else:
+            self.recent.advance(view, self.price)
+        regions = self.regions_of(view)
+        if self.regions is not None and regions.he < self.regions.he and regions.hs == self.regions.hs:
+            # The head shrank (a call at its end got its result and the pair no longer fits):
+            # messages the walk passed as head are middle now, so walk again.
+            self.reset_walk(view)
+            regions = self.regions_of(view)
+        self.walk.advance(view, regions, owned=self.owned, cost=self.price, target=self.target_chunk_tokens)
+        self.regions = regions
+        return regions
+
+    def advance_scan(self, view: MessageView) -> None:
+        """Move the first possibly-unowned middle position past messages chunks now own."""
+        regions = self.regions
+        if regions is None:
+            return
+        p = self.scan_start
+        while p < regions.rs and (regions.in_head(p) or self.owned(view.id_at(p))):
+            p += 1
+        self.scan_start = p
+
