@@ -80,7 +80,7 @@ def _demo_strategy() -> AutobiographicalStrategy:
 def _memory_counts(summaries: Iterable[Any]) -> dict[str, int]:
     counts = {"L1": 0, "L2": 0, "L3": 0}
     for summary in summaries:
-        counts[f"L{summary.level}"] += 1
+        counts[f"L{summary.level}"] = counts.get(f"L{summary.level}", 0) + 1  # levels go on past 3
     return counts
 
 

@@ -126,7 +126,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
             if record is None:
                 bad(tail, "not a well-formed summary record")
             else:
-                summaries[f"L{record.level}"] += 1
+                summaries[f"L{record.level}"] = summaries.get(f"L{record.level}", 0) + 1  # levels go on past 3
         elif section == "chunk" and item:
             if decode_chunk(item, value) is None:
                 bad(tail, "not a well-formed chunk record")
@@ -247,7 +247,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
                 "-" if ns["narrowing_floor"] is None else str(ns["narrowing_floor"]),
                 ns["strategy"],
                 "?" if ns["visible_messages"] is None else str(ns["visible_messages"]),
-                "/".join(str(ns["summaries"][level]) for level in ("L1", "L2", "L3")),
+                "/".join(str(count) for _level, count in sorted(ns["summaries"].items(), key=lambda kv: int(kv[0][1:]))),
             ]
             if any_unreadable:
                 row.append(Text(str(len(ns["unreadable"])), style="red" if ns["unreadable"] else ""))
