@@ -76,7 +76,8 @@ class BackgroundWork(ManagerParts):
         Raises ``CompressionError``, naming the last error, once the model has failed the
         runtime's ``ModelPolicy.drain_failures`` times in a row during this call (the background
         drain goes on retrying). Raises what refuses the manager (for example
-        ``ReaderClaimError`` when another reader claimed the namespace).
+        ``ReaderClaimError`` when another reader claimed the namespace, ``StoreFailedError`` once
+        the store stopped).
         """
         self._check("drain")
         start_failures: int | None = None
@@ -108,6 +109,7 @@ class BackgroundWork(ManagerParts):
                 start_failures = 0
             drain.poke()
             await drain.progress.wait_beyond(progress)
+            self._check("drain")  # the drain may have stopped because the store did
             if drain.last_outcome == "idle" and self._actor.requests_out == 0:
                 return  # the drain found nothing it can do now
 

@@ -4,8 +4,9 @@ A drain is a task in the runtime's task group, one per open manager whose strate
 background work. It brings the strategy up to date with the branch and runs one unit of work at
 a time (each in the namespace actor's turn, the model request outside it) until there is none;
 then it waits for the branch's next write. It stops when the manager closes or moves, when the
-runtime closes, and when the namespace actor reports a claim change that leaves the manager
-stale (its cancel scope is cancelled, so a pending request is abandoned).
+runtime closes, when the store stops after a failed commit, and when the namespace actor reports
+a claim change that leaves the manager stale (its cancel scope is cancelled, so a pending request
+is abandoned).
 
 A unit that fails (the model raised, timed out or gave an answer that was rejected) is logged at
 WARNING with the unit and the reason and retried with back-off: 1 s doubling to 5 min, each wait
@@ -24,7 +25,7 @@ import anyio
 import attrs
 
 from ..strategies._errors import AnswerRejectedError, ModelError
-from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StrategyNotStartedError
+from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StoreFailedError, StrategyNotStartedError
 from ._gate import ModelPolicy, describe_error
 from ._protocol import Signal
 
@@ -158,6 +159,9 @@ class Drain:
                 log.warning("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
                 return
             except (ManagerClosedError, StrategyNotStartedError):
+                return
+            except StoreFailedError as exc:  # the store stopped: nothing more can be written
+                log.error("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
                 return
             except Exception as exc:
                 if target.answers != answered and not isinstance(exc, AnswerRejectedError):

@@ -206,6 +206,7 @@ class ContextManager(BackgroundWork, BranchMoves):
     # -- checks --------------------------------------------------------------------------------
 
     def _check(self, action: str, *, started: bool = True) -> None:
+        self._store.raise_if_failed()  # first: after a failed commit every call says so
         if self._closed:
             raise ManagerClosedError(action, self._namespace)
         self._actor.check(self._reader, action)
@@ -213,6 +214,7 @@ class ContextManager(BackgroundWork, BranchMoves):
             raise StrategyNotStartedError(action, self._namespace, self._branch, self._start_error)
 
     def _check_read(self) -> None:
+        self._store.raise_if_failed()
         if self._closed:
             raise ManagerClosedError("a read through the view", self._namespace)
         self._actor.check(self._reader, "a read through the view")

@@ -22,7 +22,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 import attrs
@@ -31,7 +31,7 @@ from ..store._errors import ArgumentTypeError
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
 from ..strategies._errors import FloorUnavailableError
-from ._errors import ReaderClaimError, ReaderRecordError
+from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
 from ._protocol import Signal, TurnRequest
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class NamespaceActor:
         self.requests_out = 0
         self._holder: int | None = None
         self._current: TurnRequest | None = None
+        self._stopped = False  # the loop ended: no turn is granted any more
         self._context_next: int | None = None
 
     def __repr__(self) -> str:
@@ -284,7 +285,10 @@ class NamespaceActor:
 
     async def _acquire(self, request: TurnRequest) -> None:
         me = anyio.get_current_task().id
-        self._send.send_nowait(request)
+        try:
+            self._send.send_nowait(request)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._refuse(request)
         try:
             await request.granted.wait()
         except BaseException:
@@ -292,6 +296,8 @@ class NamespaceActor:
             if request.granted.is_set():
                 request.released.set()
             raise
+        if self._stopped:  # woken by the loop's end, not granted
+            self._refuse(request)
         self._holder = me
         self._current = request
 
@@ -327,13 +333,28 @@ class NamespaceActor:
             await self._acquire(type(current)())
 
     async def run(self) -> None:
-        """The actor's loop: grant one request at a time, until the runtime closes."""
+        """The actor's loop: grant one request at a time, until the runtime closes (or its task
+        group is cancelled, as when the store stops). Requests still waiting then are refused."""
         async with self._receive:
-            async for request in self._receive:
-                if request.abandoned:
-                    continue
-                request.granted.set()
-                await request.released.wait()
+            try:
+                async for request in self._receive:
+                    if request.abandoned:
+                        continue
+                    request.granted.set()
+                    await request.released.wait()
+            finally:
+                self._stopped = True
+                while True:
+                    try:
+                        waiting = self._receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    waiting.granted.set()  # wakes its requester, which finds the loop ended
+
+    def _refuse(self, request: TurnRequest) -> NoReturn:
+        """A turn asked for after the actor's loop ended: the store's failure, if it failed."""
+        self.store.raise_if_failed()
+        raise ManagerClosedError(request.purpose, self.namespace)
 
     def close(self) -> None:
         self._send.close()

@@ -25,6 +25,7 @@ from ..store._model import MISSING, BranchInfo
 from ..store._names import check_branch, check_optional_reader
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent, open_store
 from ..store._views import ViewFilter, reader_view
+from ..strategies._base import ContextStrategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy, check_model
@@ -80,7 +81,7 @@ class Runtime:
         self,
         namespace: str | None = None,
         *,
-        strategy: Any,
+        strategy: ContextStrategy,
         view_reader: str | None = None,
         view_filter: ViewFilter | None = None,
         branch: str = "main",
@@ -94,6 +95,7 @@ class Runtime:
         ``ReaderClaimError`` naming both, having written and registered nothing.
         With none, the manager compiles for the reader the namespace records, if any (R3).
         """
+        self._store.raise_if_failed()  # after a failed commit, every call says so
         if self._closing:
             raise RuntimeError("the runtime is closing; open managers inside its block")
         check_optional_reader(view_reader, "view_reader")
@@ -119,7 +121,7 @@ class Runtime:
         self,
         namespace: str | None = None,
         *,
-        strategy: Any,
+        strategy: ContextStrategy,
         view_reader: str | None = None,
         view_filter: ViewFilter | None = None,
         branch: str = "main",
@@ -135,7 +137,7 @@ class Runtime:
             with anyio.CancelScope(shield=True):
                 await opened.aclose()
 
-    async def reopen_derived(self, branch: str, *, strategy: Any, view_reader: str | None = None) -> ContextManager:
+    async def reopen_derived(self, branch: str, *, strategy: ContextStrategy, view_reader: str | None = None) -> ContextManager:
         """Reopen the manager a ``derive`` made on ``branch``: same namespace, compiling for the
         reader its branch records."""
         self._store.branch_info(check_branch(branch))
@@ -147,7 +149,7 @@ class Runtime:
         return opened
 
     async def openai_session(
-        self, session_id: str, *, reader: str | None = None, strategy: Any = None, session_settings: Any = None
+        self, session_id: str, *, reader: str | None = None, strategy: ContextStrategy | None = None, session_settings: Any = None
     ) -> AsidesSession:
         """An OpenAI Agents SDK session (``Runner.run(..., session=)``) on the conversation
         ``session_id`` of this runtime's store, for ``reader``; it lives as long as the runtime.

@@ -15,6 +15,7 @@ __all__ = [
     "InvalidNameError",
     "StoreLockedError",
     "StoreFailedError",
+    "StoreCorruptError",
     "StoreReadOnlyError",
     "StoreNotEmptyError",
     "UnknownBranchError",
@@ -93,6 +94,22 @@ class StoreFailedError(AsidesError):
     Every call on a failed store raises this. Reopen the store to continue from what was
     durably committed.
     """
+
+
+class StoreCorruptError(StoreFailedError):
+    """A file that cannot be read as an asides store: not an SQLite database, damaged (a torn or
+    truncated file), a foreign database, a ``log`` table of another shape, records of the wrong
+    types, or a store of a newer format than this build reads.
+
+    ``path`` names the file and ``problem`` what is wrong. Nothing was written to the file. It is
+    a :class:`StoreFailedError` too (the store cannot be used), but reopening will not help:
+    repair the file or restore a backup.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path!r} cannot be read as an asides store: {problem}")
 
 
 class StoreReadOnlyError(AsidesError):

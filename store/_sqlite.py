@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,6 +39,7 @@ from ._errors import (
     StoreReadOnlyError,
     UnknownMessageError,
 )
+from ._file_checks import FORMAT_VERSION, check_records, check_store_file, open_error
 from ._groups import collapse
 from ._messages import Message, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row, _encodable
@@ -57,8 +59,6 @@ CREATE TABLE IF NOT EXISTS log (
     body TEXT NOT NULL
 )
 """
-_FORMAT_VERSION = 1
-_COLUMNS = 6
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
 
@@ -101,7 +101,10 @@ def _lock(path: str) -> int | None:
         return None
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a directory, no permission, a missing folder
+        raise StoreFailedError(f"the store {path!r} could not be opened: {exc.strerror or exc}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -165,19 +168,21 @@ class SqliteStore:
     def failed(self) -> bool:
         return self._failure is not None
 
-    def _check_not_failed(self) -> None:
+    def raise_if_failed(self) -> None:
+        """Raise :class:`StoreFailedError` when a commit failed (the store stopped): every call of
+        a runtime on this store checks this first."""
         if self._failure is not None:
             raise StoreFailedError(
                 f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
             ) from self._failure
 
+    def _check_not_failed(self) -> None:
+        self.raise_if_failed()
+
     def _check_usable(self) -> None:
         if self.read_only:
             raise StoreReadOnlyError(self.path)
-        if self._failure is not None:
-            raise StoreFailedError(
-                f"the store {self.path!r} stopped after a failed commit ({self._failure!r}); reopen it to continue"
-            ) from self._failure
+        self.raise_if_failed()
         if self._closing or self._closed:
             raise StoreFailedError(f"the store {self.path!r} is closed")
 
@@ -357,7 +362,10 @@ class SqliteStore:
         self._check_not_failed()
         if not self._has_log:
             return []
-        return [tuple(row) for row in await self._driver.execute(_SELECT_ROWS)]
+        try:
+            return [tuple(row) for row in await self._driver.execute(_SELECT_ROWS)]
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
 
     async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
@@ -482,21 +490,21 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     lock = None if read_only else _lock(path)
     try:
         async with _collapsing(), open_driver(path, read_only=read_only) as driver:
-            if not read_only:
-                await driver.execute("PRAGMA journal_mode=WAL")
-                await driver.execute(f"PRAGMA synchronous={synchronous}")
-            await driver.execute("PRAGMA busy_timeout=5000")
-            version = (await driver.execute("PRAGMA user_version"))[0][0]
-            if version not in (0, _FORMAT_VERSION):
-                raise StoreFailedError(f"{path!r} is an asides store of format {version}; this build reads format {_FORMAT_VERSION}")
-            has_log = True
-            if read_only:
-                has_log = bool(await driver.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='log'"))
-            else:
-                await driver.execute(_SCHEMA)
-                if version == 0:
-                    await driver.execute(f"PRAGMA user_version={_FORMAT_VERSION}")
-            rows = await driver.execute(_SELECT_ROWS) if has_log else []
+            try:  # the file is inspected before anything in it changes (store/_file_checks.py)
+                await driver.execute("PRAGMA busy_timeout=5000")
+                version, has_log = await check_store_file(driver, path)
+                if has_log:
+                    await check_records(driver, path)
+                if not read_only:
+                    await driver.execute("PRAGMA journal_mode=WAL")
+                    await driver.execute(f"PRAGMA synchronous={synchronous}")
+                    await driver.execute(_SCHEMA)
+                    if version == 0:
+                        await driver.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+                    has_log = True
+                rows = await driver.execute(_SELECT_ROWS) if has_log else []
+            except sqlite3.Error as exc:
+                raise open_error(path, exc) from exc
             model = LogModel()
             model.replay(rows)
             del rows

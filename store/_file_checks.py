@@ -1,0 +1,77 @@
+"""What a store file must be before the store reads it, and how SQLite's errors at an open are told.
+
+An open inspects the file before it changes anything in it (the journal mode, the schema, the
+format number): a file that is not an asides store of this build's format is refused with
+:class:`StoreCorruptError` naming the path, and left exactly as it was. SQLite's own errors at an
+open never reach the caller raw: a damaged file is a :class:`StoreCorruptError`, anything else
+(a full disk, no permission) a :class:`StoreFailedError`.
+"""
+
+from __future__ import annotations
+
+from ._drivers import Driver
+from ._errors import AsidesError, StoreCorruptError, StoreFailedError
+
+__all__ = ["FORMAT_VERSION", "LOG_COLUMNS", "check_records", "check_store_file", "open_error"]
+
+#: The store format this build reads and writes (SQLite's ``user_version``).
+FORMAT_VERSION = 1
+#: The ``log`` table's columns, in order.
+LOG_COLUMNS = ("id", "branch", "seq", "kind", "ref", "body")
+
+# SQLite errors that say something about the machine rather than the file.
+_ENVIRONMENT = (
+    "SQLITE_BUSY",
+    "SQLITE_LOCKED",
+    "SQLITE_IOERR",
+    "SQLITE_CANTOPEN",
+    "SQLITE_READONLY",
+    "SQLITE_PERM",
+    "SQLITE_FULL",
+    "SQLITE_NOMEM",
+    "SQLITE_AUTH",
+)
+
+_WRONG_TYPES = """SELECT id FROM log WHERE typeof(id) != 'integer' OR typeof(branch) != 'text'
+    OR typeof(seq) != 'integer' OR typeof(kind) != 'text' OR (ref IS NOT NULL AND typeof(ref) != 'text')
+    OR typeof(body) != 'text' LIMIT 1"""
+
+
+async def check_store_file(driver: Driver, path: str) -> tuple[int, bool]:
+    """The file's format number and whether it holds the ``log`` table, once it is known to be
+    an asides store this build reads, or a new empty database (format 0, no table). Reads only.
+
+    Refuses with :class:`StoreCorruptError` a newer format, a database with tables but no
+    ``log`` table (a foreign database), and a ``log`` table of another shape."""
+    version = (await driver.execute("PRAGMA user_version"))[0][0]
+    if not isinstance(version, int) or not 0 <= version <= FORMAT_VERSION:
+        raise StoreCorruptError(path, f"it is of format {version}; this build reads format {FORMAT_VERSION} (a newer asides wrote it?)")
+    tables = {row[0] for row in await driver.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {name for name in tables if not str(name).startswith("sqlite_")}
+    if tables and "log" not in tables:
+        shown = ", ".join(sorted(map(str, tables))[:5])
+        raise StoreCorruptError(path, f"it is an SQLite database of something else (its tables: {shown}; no log table)")
+    if "log" not in tables:
+        return version, False
+    columns = tuple(str(row[1]) for row in await driver.execute("PRAGMA table_info(log)"))
+    if columns != LOG_COLUMNS:
+        raise StoreCorruptError(path, f"its log table has the columns {', '.join(columns)}, not {', '.join(LOG_COLUMNS)}")
+    return version, True
+
+
+async def check_records(driver: Driver, path: str) -> None:
+    """Refuse (:class:`StoreCorruptError`, naming the first) a record whose columns are not of
+    the types a store writes. One scan inside SQLite."""
+    found = await driver.execute(_WRONG_TYPES)
+    if found:
+        raise StoreCorruptError(path, f"record {found[0][0]} has a column of the wrong type (the file was changed outside asides)")
+
+
+def open_error(path: str, error: BaseException) -> AsidesError:
+    """What an SQLite error met while opening or reading the store file at ``path`` means: a
+    :class:`StoreCorruptError` when it says the file is damaged (or text in it is not UTF-8), a
+    :class:`StoreFailedError` naming the path otherwise."""
+    name = str(getattr(error, "sqlite_errorname", "") or "")
+    if name.startswith(_ENVIRONMENT):
+        return StoreFailedError(f"the store {path!r} could not be opened: {error}")
+    return StoreCorruptError(path, str(error) or type(error).__name__)
