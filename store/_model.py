@@ -164,12 +164,9 @@ def _body_may_hold_audience(body: str) -> bool:
     is not a list of JSON objects, or a body that is not JSON, counts as naming one. Only a tool
     call's ``input`` and the message's metadata are data, never audiences.
 
-    A block stored as unreadable (``"type": "unreadable"``, as a write of an
-    :class:`UnreadableBlock` stores it) counts as naming one too, as it does when written.
-
-    Only bodies that could hold either are parsed: ones that hold the text ``"audience"`` or
-    ``"unreadable"``, or a ``\\u`` escape (which could spell them)."""
-    if '"audience"' not in body and '"unreadable"' not in body and "\\u" not in body:
+    Only bodies that could hold the key are parsed: ones that hold the text ``"audience"``, or a
+    ``\\u`` escape (which could spell it)."""
+    if '"audience"' not in body and ("\\" not in body or "\\u" not in body):
         return False
     try:
         value = json.loads(body)
@@ -188,7 +185,7 @@ def _body_may_hold_audience(body: str) -> bool:
         if isinstance(node, list):
             pending.extend(node)
         elif isinstance(node, dict):
-            if node.get("audience") is not None or node.get("type") == "unreadable":
+            if node.get("audience") is not None:
                 return True
             for key, child in node.items():
                 if key == "input" and node.get("type") == "tool_use":
