@@ -18,7 +18,7 @@ from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
 from ..strategies._provider_forms import INJECTION_LABEL
 
-__all__ = ["CompiledContext", "Provenance", "assemble", "injection_cost"]
+__all__ = ["AssemblyCache", "CompiledContext", "Provenance", "assemble", "injection_cost"]
 
 
 @attrs.frozen(slots=True)
@@ -75,6 +75,69 @@ def _is_user(participant: str) -> bool:
     return participant.lower() == "user"
 
 
+class AssemblyCache:
+    """What one manager's previous compile worked out for its raw messages (reader bodies,
+    completeness, estimates). The next compile reuses it when its selection only adds messages
+    to the previous one and nothing was edited meanwhile, so a compile after one new message does
+    work for that message plus the copy of its output."""
+
+    def __init__(self) -> None:
+        self._view: MessageView | None = None
+        self._edits = -1
+        self._messages: tuple[CompiledMessage, ...] = ()
+        self._sources: tuple[SourceEntry, ...] = ()
+        self._incomplete: frozenset[str] = frozenset()
+        self._bodies: dict[str, tuple[ContentBlock, ...]] = {}
+        self._present: dict[str, bool] = {}
+        self._shards: list[str] = []
+        self._estimate = 0
+        #: Compiled messages worked out afresh, over this cache's life (for work counts).
+        self.worked = 0
+
+    def raw_part(
+        self, selection: Selection, view: MessageView, reader: str | None, estimator: Callable[[Sequence[ContentBlock]], int]
+    ) -> tuple[dict[str, tuple[ContentBlock, ...]], dict[str, bool], int]:
+        """Reader bodies and completeness of the selection's raw sources, and the estimate of
+        its messages."""
+        messages, sources = selection.messages, selection.sources
+        edits = view.revision[1]
+        kept = len(self._messages)
+        reuse = (
+            kept > 0
+            and self._view is view
+            and self._edits == edits
+            and len(messages) >= kept
+            and messages[:kept] == self._messages
+            and sources[:kept] == self._sources
+            and frozenset(i for i in selection.incomplete if i in self._present) == self._incomplete
+        )
+        if reuse:
+            bodies, present, shards, estimate = dict(self._bodies), dict(self._present), list(self._shards), self._estimate
+        else:
+            kept = 0
+            bodies, present, shards, estimate = {}, {}, [], 0
+        for message, entry in zip(messages[kept:], sources[kept:], strict=True):
+            self.worked += 1
+            estimate += estimator(message.content)
+            if entry.kind != "raw":
+                continue
+            for message_id in entry.message_ids:
+                stored = view.stored(message_id)
+                if stored is None:
+                    continue
+                bodies[message_id] = reader_body(stored, reader)
+                present[message_id] = message_id not in selection.incomplete and not view.thinking_dropped(message_id)
+                if _body_of(stored) is not None:
+                    shards.append(message_id)
+        if shards:
+            _judge_shards(present, shards, view)
+        self._view, self._edits = view, edits
+        self._messages, self._sources = messages, sources
+        self._incomplete = frozenset(i for i in selection.incomplete if i in present)
+        self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate
+        return bodies, present, estimate
+
+
 def assemble(
     selection: Selection,
     *,
@@ -83,10 +146,12 @@ def assemble(
     view: MessageView,
     reader: str | None,
     estimator: Callable[[Sequence[ContentBlock]], int],
+    cache: AssemblyCache | None = None,
 ) -> CompiledContext:
     """Turn a strategy's selection into a :class:`CompiledContext`."""
-    messages = list(selection.messages)
-    sources = list(selection.sources)
+    raw_bodies, present, estimate = (cache or AssemblyCache()).raw_part(selection, view, reader, estimator)
+    messages: Sequence[CompiledMessage] = selection.messages
+    sources: Sequence[SourceEntry] = selection.sources
 
     system: list[ContentBlock] = []
     before: list[Injection] = []
@@ -98,40 +163,31 @@ def assemble(
             before.append(item)
         else:
             after.append(item)
+    made: list[CompiledMessage] = []
     if before or after:
         last_user = max((i for i, m in enumerate(messages) if _is_user(m.participant)), default=None)
         made_after = [(CompiledMessage(f"{INJECTION_LABEL}{i.namespace}", i.content), SourceEntry("injection")) for i in after]
         made_before = [(CompiledMessage(f"{INJECTION_LABEL}{i.namespace}", i.content), SourceEntry("injection")) for i in before]
+        pairs = list(zip(messages, sources, strict=True))
         if last_user is None:
             # after-user goes last; before-user is dropped when there is no user message
-            placed = list(zip(messages, sources, strict=True)) + made_after
+            placed = pairs + made_after
+            made.extend(m for m, _ in made_after)
         else:
-            pairs = list(zip(messages, sources, strict=True))
             placed = pairs[:last_user] + made_before + [pairs[last_user]] + made_after + pairs[last_user + 1 :]
+            made.extend(m for m, _ in made_before + made_after)
         messages = [m for m, _ in placed]
         sources = [s for _, s in placed]
     # Message injections are the newest entries of the compile, after any positioned injection.
-    for message_injection in message_injections:
-        messages.append(CompiledMessage(message_injection.participant, message_injection.content))
-        sources.append(SourceEntry("injection"))
+    if message_injections:
+        messages, sources = list(messages), list(sources)
+        for message_injection in message_injections:
+            injected = CompiledMessage(message_injection.participant, message_injection.content)
+            made.append(injected)
+            messages.append(injected)
+            sources.append(SourceEntry("injection"))
 
-    raw_bodies: dict[str, tuple[ContentBlock, ...]] = {}
-    present: dict[str, bool] = {}
-    shards: list[str] = []
-    for entry in sources:
-        if entry.kind != "raw":
-            continue
-        for message_id in entry.message_ids:
-            stored = view.stored(message_id)
-            if stored is None:
-                continue
-            raw_bodies[message_id] = reader_body(stored, reader)
-            present[message_id] = message_id not in selection.incomplete and not view.thinking_dropped(message_id)
-            if _body_of(stored) is not None:
-                shards.append(message_id)
-    _judge_shards(present, shards, view)
-
-    total = sum(estimator(m.content) for m in messages) + (estimator(system) if system else 0)
+    total = estimate + sum(estimator(m.content) for m in made) + (estimator(system) if system else 0)
     return CompiledContext(
         messages=tuple(messages),
         system_injections=tuple(system),

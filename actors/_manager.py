@@ -27,6 +27,7 @@ from ..store._names import check_participant
 from ..store._narrowing import narrowing_of
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import (
+    ContextStrategy,
     Injection,
     MessageInjection,
     SelectOptions,
@@ -35,12 +36,13 @@ from ..strategies._base import (
     check_budget,
     check_injections,
 )
+from ..strategies._capabilities import HasEstimator, ShardsMessages
 from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Model
 from ..strategies._tokens import default_estimate
 from ._background import BackgroundWork
 from ._branches import BranchMoves
-from ._compiled import CompiledContext, assemble, injection_cost
+from ._compiled import AssemblyCache, CompiledContext, assemble, injection_cost
 from ._drains import Drain
 from ._errors import (
     ManagerClosedError,
@@ -100,7 +102,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         runtime: Runtime,
         *,
         namespace: str,
-        strategy: Any,
+        strategy: ContextStrategy,
         reader: str | None,
         view_filter: ViewFilter | None,
         branch: str,
@@ -124,6 +126,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         self._epoch = 0
         self._seen_length = 0  # how many of the branch's messages the strategy has been handed
         self._drain: Drain | None = None
+        self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
         self._answers = 0  # model answers received (drains reset their back-off on one)
 
     # -- properties ----------------------------------------------------------------------------
@@ -144,7 +147,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         return self._reader
 
     @property
-    def strategy(self) -> Any:
+    def strategy(self) -> ContextStrategy:
         return self._strategy
 
     @property
@@ -223,9 +226,11 @@ class ContextManager(BackgroundWork, BranchMoves):
         return MessageView(self._store.model, branch, reader=self._reader, view_filter=self._filter, check=self._check_read)
 
     def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
-        return getattr(self._strategy, "estimator", None) or default_estimate
+        return (self._strategy.estimator if isinstance(self._strategy, HasEstimator) else None) or default_estimate
 
-    def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext:
+    def _context(
+        self, *, preview: bool = False, strategy: ContextStrategy | None = None, view: MessageView | None = None
+    ) -> StrategyContext:
         actor = self._actor
         model = self.model
         return StrategyContext(
@@ -253,7 +258,7 @@ class ContextManager(BackgroundWork, BranchMoves):
 
     # -- starting a strategy -------------------------------------------------------------------
 
-    def require_capability(self, strategy: Any, action: str) -> None:
+    def require_capability(self, strategy: ContextStrategy, action: str) -> None:
         if self._reader is not None and not getattr(strategy, "marks_compression_reads", False):
             raise StrategyCapabilityError(
                 f"{action} was refused: strategy {getattr(strategy, 'name', type(strategy).__name__)!r} does not say it "
@@ -348,9 +353,8 @@ class ContextManager(BackgroundWork, BranchMoves):
             raise MalformedContentError("content", "a message needs at least one block")
         frozen = freeze_metadata(metadata)
         items: list[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]] = [(participant, blocks, frozen)]
-        shard = getattr(self._strategy, "shard_message", None)
-        if shard is not None and not has_audience(blocks):  # an audience block keeps it whole
-            shards = shard(participant, blocks, frozen)
+        if isinstance(self._strategy, ShardsMessages) and not has_audience(blocks):  # an audience block keeps it whole
+            shards = self._strategy.shard_message(participant, blocks, frozen)
             if shards:
                 items = list(shards)
         messages = await self._store.append_messages(self._branch, items)
@@ -512,6 +516,7 @@ class ContextManager(BackgroundWork, BranchMoves):
                 view=self._view,
                 reader=self._reader,
                 estimator=estimator,
+                cache=self._assembly if not preview else None,
             )
 
     # -- the context log -------------------------------------------------------------

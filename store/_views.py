@@ -235,7 +235,12 @@ class MessageView:
         def plain() -> tuple[Message, ...]:
             key = (self._model.length(self.branch), self._model.edit_count(self.branch))
             if self._all is None or self._all_key != key:
-                self._all = self._plain_many(self._model.slice(self.branch, 0))
+                previous, previous_key = self._all, self._all_key
+                if previous is not None and previous_key is not None and previous_key[1] == key[1] and previous_key[0] <= key[0]:
+                    # Only appends since: extend the tuple instead of reading every message again.
+                    self._all = previous + self._plain_many(self._model.slice(self.branch, previous_key[0]))
+                else:
+                    self._all = self._plain_many(self._model.slice(self.branch, 0))
                 self._all_key = key
             return self._all
 

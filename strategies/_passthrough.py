@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from ._repair import Emitted, repair_hidden_partners
+from ._suffix import SuffixIndex
 from ._tokens import Estimator, MessageCosts
 
 __all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "selection_of"]
@@ -59,6 +60,7 @@ class PassthroughStrategy(NoBackgroundWork):
     def __init__(self, *, estimator: Estimator | None = None) -> None:
         self._costs = MessageCosts(estimator)
         self.estimator = self._costs.estimator
+        self._index = SuffixIndex()
 
     def price(self, item: Emitted, source: Message) -> int:
         if item.message.content is source.content:
@@ -68,15 +70,5 @@ class PassthroughStrategy(NoBackgroundWork):
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         view = ctx.view
         hidden = view.hidden_tool_ids()
-        kept: list[list[Emitted]] = []
-        total = 0
-        for position in range(view.length() - 1, -1, -1):
-            message = view.at(position)
-            emitted = emit_view_message(message, hidden)
-            cost = sum(self.price(item, message) for item in emitted)
-            if total + cost > budget:
-                break
-            total += cost
-            kept.append(emitted)
-        items = [item for emitted in reversed(kept) for item in emitted]
-        return selection_of(items)
+        self._index.update(hidden, view.get_all(), lambda m: emit_view_message(m, hidden), self.price)
+        return self._index.select(budget)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio.testing
 
-from asides import PassthroughStrategy, open_runtime, text
+from asides import PassthroughStrategy, default_estimate, open_runtime, text
 
 
 class CountingPassthrough(PassthroughStrategy):
@@ -79,3 +79,41 @@ async def test_a_compile_hands_its_strategy_only_what_is_new(tmp_path):
         assert strategy.calls == {"on_new_message": 31, "select": 2}, "only the new message was handed over"
         await reader.compile()
         assert strategy.calls == {"on_new_message": 31, "select": 3}
+
+
+class CountingEstimator:
+    """A token estimator that counts its calls (the work a compile does per message)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, content: Any) -> int:
+        self.calls += 1
+        return default_estimate(content)
+
+
+@pytest.mark.parametrize("reader", [None, "ann"])
+async def test_a_compile_after_one_new_message_estimates_only_that_message(tmp_path, reader):
+    """Incremental compiles: after one new message, a passthrough compile of the whole history
+    prices only the new message, at 2,000 messages as at 8,000 (one block in 100 is private to bob,
+    so the reader view is the filtered one, with a reader and without)."""
+    counts = []
+    for history in (2000, 8000):
+        async with open_runtime(str(tmp_path / f"h{history}-{reader}.db")) as rt:
+            estimator = CountingEstimator()
+            manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader=reader)
+            items = [
+                ("user", (text(f"m{i}", audience=["bob"] if i % 100 == 0 else None),), None) for i in range(history)
+            ]
+            await rt.store.append_messages("main", items)
+            await manager.compile(max_tokens=10**9)
+            per_compile = []
+            for i in range(3):
+                await manager.add_message("user", [text(f"new {i}")])
+                before = estimator.calls
+                compiled = await manager.compile(max_tokens=10**9)
+                per_compile.append(estimator.calls - before)
+            assert len(compiled.messages) == history + 3 - history // 100  # bob's blocks are hidden
+            counts.append(per_compile)
+    assert counts[0] == counts[1], counts
+    assert max(counts[0]) <= 2, counts
