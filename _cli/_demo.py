@@ -109,7 +109,9 @@ async def _demo_room(rt: Runtime, out: Console) -> dict[str, Any]:
         manager = agents[name]
         counts = _memory_counts(manager.get_summaries_in_range())
         closed = len(rt.store.model.state_keys("main", chunk_prefix[name]))
-        due = max(closed - manager.strategy.holdback_chunks, counts["L1"], 1)
+        strategy = manager.strategy
+        holdback = strategy.holdback_chunks if isinstance(strategy, AutobiographicalStrategy) else 0
+        due = max(closed - holdback, counts["L1"], 1)
         pending = manager.pending_work()
         status = f"L1 ×{counts['L1']}  L2 ×{counts['L2']}  L3 ×{counts['L3']}"
         status += f"  · {pending}" if pending else "  · ready"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
+from ..strategies._autobiographical.records import Summary
+from ..strategies._capabilities import DescribesPendingWork, HasHeadWindow, ReadsSummaries
 from ..strategies._errors import CompressionError, StrategyCapabilityError
 from ..strategies._passthrough import NoBackgroundWork
 from ._drains import Drain
@@ -61,8 +63,7 @@ class BackgroundWork(ManagerParts):
         self._check("pending_work")
         if self._strategy.is_ready():
             return None
-        describe = getattr(self._strategy, "pending_work", None)
-        text = describe() if describe is not None else None
+        text = self._strategy.pending_work() if isinstance(self._strategy, DescribesPendingWork) else None
         text = text or "background work pending"
         if self.model is None:
             text += " (no compression model)"
@@ -137,33 +138,32 @@ class BackgroundWork(ManagerParts):
 
     # -- summaries -----------------------------------------------------------------------------
 
-    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Any, ...]:
+    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Summary, ...]:
         """Summaries matching ``pattern`` (checked like a view read)."""
         self._check("search_summaries", started=False)
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
-        method = getattr(self._strategy, "search_summaries", None)
-        return tuple(method(pattern, limit=limit)) if method is not None else ()
+        strategy = self._strategy
+        return tuple(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
 
-    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Any, ...]:
+    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""
         self._check("get_summaries_in_range", started=False)
-        method = getattr(self._strategy, "get_summaries_in_range", None)
-        return tuple(method(start, end)) if method is not None else ()
+        strategy = self._strategy
+        return tuple(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
 
-    def get_summary(self, summary_id: str) -> Any:
+    def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, or ``None`` (checked)."""
         self._check("get_summary", started=False)
-        method = getattr(self._strategy, "get_summary", None)
-        return method(summary_id) if method is not None else None
+        strategy = self._strategy
+        return strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
 
     async def reset_head_window(self, text: str | None = None) -> str:
         """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
         model writes from this reader's view) and start the head window there."""
         self._check("reset_head_window")
-        transition = getattr(self._strategy, "transition_text", None)
-        start_head = getattr(self._strategy, "start_head_at", None)
-        if transition is None or start_head is None:
+        strategy = self._strategy
+        if not isinstance(strategy, HasHeadWindow):
             raise StrategyCapabilityError(
                 f"reset_head_window was refused: strategy {getattr(self._strategy, 'name', '?')!r} has no head window"
             )
@@ -172,9 +172,9 @@ class BackgroundWork(ManagerParts):
         async with self._actor.turn(HeadReset()):
             self._check("reset_head_window")
             generated = text is None
-            body = text if text is not None else await transition(self._context())
+            body = text if text is not None else await strategy.transition_text(self._context())
             block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
             message = await self._store.append_message(self._branch, "Context Manager", (block,))
-            await start_head(self._context(), message.sequence)
+            await strategy.start_head_at(self._context(), message.sequence)
         return body
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -16,6 +16,7 @@ from ._manager_parts import ManagerParts
 from ._protocol import Move
 
 if TYPE_CHECKING:
+    from ..strategies._base import ContextStrategy
     from ._manager import ContextManager, Derivation
 
 log = logging.getLogger("asides.actors")
@@ -49,7 +50,7 @@ class BranchMoves(ManagerParts):
         self._runtime.actor(name, self._namespace).check(self._reader, "switch_branch")
         await self._move(name, self._strategy, "switch_branch")
 
-    async def set_strategy(self, strategy: Any) -> None:
+    async def set_strategy(self, strategy: ContextStrategy) -> None:
         """Replace the strategy and start it here. Refused, keeping the old strategy running, when
         this manager may not work here or the new strategy does not mark its compression reads
         under a reader (R1, R2, R4, R7, N7)."""
@@ -57,7 +58,7 @@ class BranchMoves(ManagerParts):
         self.require_capability(strategy, "set_strategy")
         await self._move(self._branch, strategy, "set_strategy")
 
-    async def _move(self, branch: str, strategy: Any, action: str) -> None:
+    async def _move(self, branch: str, strategy: ContextStrategy, action: str) -> None:
         """Leave the current branch (cancelling drains; an in-flight answer is discarded), bind to
         ``branch``, claim it if this manager has a reader and it is unclaimed, start ``strategy``.
 
@@ -90,7 +91,7 @@ class BranchMoves(ManagerParts):
             if not moved:
                 self._start_drain()  # refused or cancelled before anything moved: the old drain resumes
 
-    async def derive(self, *, branch: str, strategy: Any, at_sequence: int | None = None) -> ContextManager:
+    async def derive(self, *, branch: str, strategy: ContextStrategy, at_sequence: int | None = None) -> ContextManager:
         """A new manager of this namespace on a new child branch made from this manager's head (or
         from ``at_sequence``). The child records and compiles for the reader this manager compiles
         for. Refused before the child's branch is written when this manager is closed or
@@ -124,7 +125,7 @@ class BranchMoves(ManagerParts):
             child = await self._start_child(strategy, branch, derivation)
         return child
 
-    async def _start_child(self, strategy: Any, branch: str, derivation: Derivation) -> ContextManager:
+    async def _start_child(self, strategy: ContextStrategy, branch: str, derivation: Derivation) -> ContextManager:
         from ._manager import ContextManager
 
         child = ContextManager(

@@ -3,12 +3,12 @@ attributes the manager holds and the methods each part calls on the others, decl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
     from ..store._views import MessageView, ViewFilter
-    from ..strategies._base import StrategyContext
+    from ..strategies._base import ContextStrategy, StrategyContext
     from ..strategies._models import Model
     from ._drains import Drain
     from ._manager import Derivation
@@ -25,7 +25,7 @@ class ManagerParts:
     _runtime: Runtime
     _store: SqliteStore
     _namespace: str
-    _strategy: Any
+    _strategy: ContextStrategy
     _reader: str | None
     _filter: ViewFilter | None
     _branch: str
@@ -47,7 +47,9 @@ class ManagerParts:
 
         def _check(self, action: str, *, started: bool = True) -> None: ...
 
-        def _context(self, *, preview: bool = False, strategy: Any = None, view: MessageView | None = None) -> StrategyContext: ...
+        def _context(
+            self, *, preview: bool = False, strategy: ContextStrategy | None = None, view: MessageView | None = None
+        ) -> StrategyContext: ...
 
         async def _catch_up(self) -> None: ...
 
@@ -57,7 +59,7 @@ class ManagerParts:
 
         def _make_view(self, branch: str) -> MessageView: ...
 
-        def require_capability(self, strategy: Any, action: str) -> None: ...
+        def require_capability(self, strategy: ContextStrategy, action: str) -> None: ...
 
         def _start_drain(self) -> None: ...
 

@@ -13,6 +13,7 @@ from ._base import (
     StrategyContext,
     StrategyState,
 )
+from ._capabilities import DescribesPendingWork, HasEstimator, HasHeadWindow, ReadsSummaries, ShardsMessages
 from ._errors import (
     ArgumentTypeError,
     CompressionError,
@@ -37,7 +38,10 @@ __all__ = [
     "CompletionRequest",
     "CompressionError",
     "ContextStrategy",
+    "DescribesPendingWork",
     "FloorUnavailableError",
+    "HasEstimator",
+    "HasHeadWindow",
     "Injection",
     "InvalidArgumentError",
     "MessageInjection",
@@ -46,8 +50,10 @@ __all__ = [
     "OverBudgetError",
     "PassthroughStrategy",
     "ProviderMessage",
+    "ReadsSummaries",
     "SelectOptions",
     "Selection",
+    "ShardsMessages",
     "SourceEntry",
     "StrategyCapabilityError",
     "StrategyContext",

@@ -77,6 +77,7 @@ def completion_text(completion: Completion) -> str:
 
 _MARKER = "[Memory point]"
 _AIM = re.compile(r"about (\d+) tokens")
+_BULLET = re.compile(r"^\s*(?:[-*•]\s+)+")  # a memory's own bullets, so a merge does not bullet them twice
 
 
 def _text_of(message: CompiledMessage) -> str:
@@ -100,9 +101,10 @@ class ExtractiveModel:
 
     It finds the stretch to summarise between the last ``[Memory point]`` marker and the final
     (instruction) message; with no marker it reads every message but the system text. Each
-    message of that stretch contributes its first sentence, as ``- <speaker>: <sentence>``,
-    until the length the instruction asks for (``about N tokens``, three characters a
-    token) is reached. It never invents text, so nothing reaches a summary that was not in the
+    message of that stretch contributes its first sentence, as ``- <speaker>: <sentence>`` (a
+    line that already starts with a bullet, such as an earlier memory's, keeps one bullet),
+    until the length the instruction asks for (``about N tokens``, three characters a token) is
+    reached. It never invents text, so nothing reaches a summary that was not in the
     request.
     """
 
@@ -135,7 +137,7 @@ class ExtractiveModel:
             if text.startswith("[Recall "):
                 continue
             for paragraph in [p for p in text.split("\n\n") if p.strip()][:1 if message.participant == "assistant" else 3]:
-                line = f"- {_first_sentence(paragraph)}"
+                line = f"- {_first_sentence(_BULLET.sub('', paragraph))}"
                 if used + len(line) > allowance and lines:
                     break
                 lines.append(line)

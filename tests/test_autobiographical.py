@@ -54,7 +54,7 @@ from asides.store import (
     tool_result,
     tool_use,
 )
-from asides.strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy
+from asides.strategies import AutobiographicalStrategy, ExtractiveModel, KnowledgeStrategy, PassthroughStrategy
 from asides.strategies._errors import ModelError
 from asides.strategies._models import Completion, CompletionRequest, Usage
 from asides.strategies._tokens import estimate_text
@@ -1467,6 +1467,58 @@ async def test_raw_messages_are_truncated_to_max_message_tokens_and_priced_as_sh
         assert compiled.provenance.complete[msgs[4].id] is False
         assert compiled.provenance.raw_bodies[msgs[4].id] == (TextBlock("x" * 100),)
         assert compiled.token_estimate == 40 + 69
+
+
+def _levels_needed(chunks: int, threshold: int) -> int:
+    """How many levels a pyramid of ``chunks`` level-1 summaries has when every run of
+    ``threshold`` merges: 1 + floor(log_threshold(chunks))."""
+    levels, reach = 1, threshold
+    while reach <= chunks:
+        levels, reach = levels + 1, reach * threshold
+    return levels
+
+
+async def test_the_summaries_a_compile_walks_stay_a_few_per_level_as_history_grows():
+    """docs/strategies.md, "How long histories stay bounded": merges go on at every level, so a
+    compile shows (and walks) at most ``merge_threshold - 1`` summaries per level, and the number
+    of levels grows by one each time history grows ``merge_threshold``-fold. Counted at two
+    history lengths (24 and 200 chunks of four messages, merged in threes, with the offline
+    ``ExtractiveModel``): every chunk is covered, the summaries shown stay within that bound, and
+    they are far fewer than the 22 level-3 summaries the compile walked when levels stopped at 3."""
+    threshold = 3
+    strategy = AutobiographicalStrategy(
+        target_chunk_tokens=1, head_window_tokens=0, recent_window_tokens=0, holdback_chunks=0, merge_threshold=threshold
+    )
+    shown: dict[int, int] = {}
+    async with open_runtime(model=ExtractiveModel()) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        m = await rt.open_manager(NS, strategy=strategy)
+        written = 0
+        for chunks in (24, 200):
+            for i in range(written, 4 * chunks):
+                await host.add_message(("user", "assistant")[i % 2], [text(f"note {i}. Something happened at step {i}.")])
+            written = 4 * chunks
+            await settle(m)
+            compiled = await m.compile(**BIG)
+            items = layout(compiled)
+            summaries = [ref for kind, ref in items if kind == "summary"]
+            assert [kind for kind, _ref in items] == ["summary"] * len(summaries), "every chunk is covered by a summary"
+            covered = [i for ref in summaries for i in m.get_summary(ref).message_ids]
+            assert len(covered) == written and len(set(covered)) == written
+            level_one = sum(1 for s in m.get_summaries_in_range() if s.level == 1)
+            assert level_one == chunks
+            levels = _levels_needed(chunks, threshold)
+            per_level = {}
+            for ref in summaries:
+                per_level[m.get_summary(ref).level] = per_level.get(m.get_summary(ref).level, 0) + 1
+            assert max(per_level.values()) <= threshold - 1 and max(per_level) <= levels
+            assert len(summaries) <= (threshold - 1) * levels
+            assert not any(s.text.startswith("- - ") for s in m.get_summaries_in_range())
+            shown[chunks] = len(summaries)
+    # The summaries shown are the digits of the chunk count in base 3: 24 is 220 (four shown),
+    # 200 is 21102 (six), where levels that stopped at 3 showed 200 // 9 = 22 level-3 summaries.
+    assert shown == {24: 4, 200: 6}
+    assert shown[200] < 200 // threshold**2
 
 
 # -- 7. Summary reads (4.13) --------------------------------------------------------------------

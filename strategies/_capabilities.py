@@ -1,0 +1,86 @@
+"""What a strategy may offer beyond :class:`~._base.ContextStrategy`, one small protocol each.
+
+The runtime asks ``isinstance(strategy, ShardsMessages)`` and so on (each protocol is
+``runtime_checkable``; the check looks for the members by name, so a strategy offers a capability
+by defining its methods, with no base class to inherit):
+
+* :class:`ShardsMessages`: ``shard_message``, to store a long message as several shards;
+* :class:`DescribesPendingWork`: ``pending_work()``, its background work in words;
+* :class:`ReadsSummaries`: ``search_summaries``, ``get_summaries_in_range``, ``get_summary``;
+* :class:`HasHeadWindow`: ``transition_text`` and ``start_head_at``, for ``reset_head_window``;
+* :class:`HasEstimator`: ``estimator``, the token estimate a compile's injections are priced with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ..store._blocks import ContentBlock
+from ._autobiographical.records import Summary
+from ._base import StrategyContext
+from ._tokens import Estimator
+
+__all__ = ["ShardsMessages", "DescribesPendingWork", "ReadsSummaries", "HasHeadWindow", "HasEstimator"]
+
+
+@runtime_checkable
+class ShardsMessages(Protocol):
+    """A strategy that may store a long message as several shards."""
+
+    def shard_message(
+        self, participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None
+    ) -> Sequence[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any]]] | None:
+        """``(participant, content, metadata)`` per shard, oldest first; ``None`` to store the
+        message whole. Never called for a message with an audience block."""
+        ...
+
+
+@runtime_checkable
+class DescribesPendingWork(Protocol):
+    """A strategy that can say what background work waits."""
+
+    def pending_work(self) -> str | None:
+        """One line of words, or ``None`` exactly when the strategy is ready."""
+        ...
+
+
+@runtime_checkable
+class ReadsSummaries(Protocol):
+    """A strategy that keeps summaries a host may read."""
+
+    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Summary, ...]:
+        """Summaries nobody merged that match ``pattern``, most matches first, then newest."""
+        ...
+
+    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
+        """Every summary, merged or not, overlapping the sequences [start, end]."""
+        ...
+
+    def get_summary(self, summary_id: str) -> Summary | None:
+        """The summary with that id, or ``None``."""
+        ...
+
+
+@runtime_checkable
+class HasHeadWindow(Protocol):
+    """A strategy with a head window that a topic transition can move."""
+
+    async def transition_text(self, ctx: StrategyContext) -> str:
+        """A transition note written from what the head and the summaries hold."""
+        ...
+
+    async def start_head_at(self, ctx: StrategyContext, sequence: int) -> None:
+        """Start the head window at the message with this sequence."""
+        ...
+
+
+@runtime_checkable
+class HasEstimator(Protocol):
+    """A strategy that prices content with its own token estimate."""
+
+    @property
+    def estimator(self) -> Estimator:
+        """The estimate of one message's content, in tokens."""
+        ...
