@@ -1,8 +1,9 @@
 """What a store file must be before the store reads it, and how SQLite's errors at an open are told.
 
-An open inspects the file before it changes anything in it (the journal mode, the schema, the
-format number): a file that is not an asides store of this build's format is refused with
-:class:`StoreCorruptError` naming the path, and left exactly as it was. SQLite's own errors at an
+An open inspects the file and reads its records before it changes anything in it (the journal
+mode, the schema, the format number): a file that is not an asides store of this build's format,
+or holds a record of the wrong types, is refused with :class:`StoreCorruptError` naming the path,
+and left exactly as it was. SQLite's own errors at an
 open never reach the caller raw: a damaged file is a :class:`StoreCorruptError`, anything else
 (a full disk, no permission) a :class:`StoreFailedError`.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ._drivers import Driver
 from ._errors import AsidesError, StoreCorruptError, StoreFailedError
 
-__all__ = ["FORMAT_VERSION", "LOG_COLUMNS", "check_records", "check_store_file", "open_error"]
+__all__ = ["FORMAT_VERSION", "LOG_COLUMNS", "check_store_file", "open_error"]
 
 #: The store format this build reads and writes (SQLite's ``user_version``).
 FORMAT_VERSION = 1
@@ -31,10 +32,6 @@ _ENVIRONMENT = (
     "SQLITE_NOMEM",
     "SQLITE_AUTH",
 )
-
-_WRONG_TYPES = """SELECT id FROM log WHERE typeof(id) != 'integer' OR typeof(branch) != 'text'
-    OR typeof(seq) != 'integer' OR typeof(kind) != 'text' OR (ref IS NOT NULL AND typeof(ref) != 'text')
-    OR typeof(body) != 'text' LIMIT 1"""
 
 
 async def check_store_file(driver: Driver, path: str) -> tuple[int, bool]:
@@ -57,14 +54,6 @@ async def check_store_file(driver: Driver, path: str) -> tuple[int, bool]:
     if columns != LOG_COLUMNS:
         raise StoreCorruptError(path, f"its log table has the columns {', '.join(columns)}, not {', '.join(LOG_COLUMNS)}")
     return version, True
-
-
-async def check_records(driver: Driver, path: str) -> None:
-    """Refuse (:class:`StoreCorruptError`, naming the first) a record whose columns are not of
-    the types a store writes. One scan inside SQLite."""
-    found = await driver.execute(_WRONG_TYPES)
-    if found:
-        raise StoreCorruptError(path, f"record {found[0][0]} has a column of the wrong type (the file was changed outside asides)")
 
 
 def open_error(path: str, error: BaseException) -> AsidesError:

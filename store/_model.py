@@ -35,7 +35,7 @@ from ._errors import (
 from ._messages import Message, freeze_metadata
 from ._names import check_branch
 
-__all__ = ["BranchInfo", "LogModel", "Row", "UNREADABLE", "MISSING"]
+__all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING"]
 
 log = logging.getLogger("asides.store")
 
@@ -43,6 +43,11 @@ MESSAGE: Final = "message"
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
+
+
+class RecordTypeError(ValueError):
+    """A persisted record with a column of the wrong type (only a file changed outside asides
+    holds one). Replay refuses it rather than skip it: a skipped record could be a reader claim."""
 
 
 class _Marker:
@@ -333,8 +338,18 @@ class LogModel:
     # -- replay ---------------------------------------------------------------------------
 
     def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
-        """Rebuild the model from persisted rows, in record-id order."""
+        """Rebuild the model from persisted rows, in record-id order. Raises
+        :class:`RecordTypeError` for a row whose columns are not of the types a store writes."""
         for record_id, branch_name, seq, kind, ref, body in rows:
+            if (
+                type(record_id) is not int
+                or type(seq) is not int
+                or type(body) is not str
+                or type(branch_name) is not str
+                or type(kind) is not str
+                or (ref is not None and type(ref) is not str)
+            ):
+                raise RecordTypeError(f"record {record_id!r} has a column of the wrong type (the file was changed outside asides)")
             self.next_id = max(self.next_id, record_id + 1)
             if kind == BRANCH:
                 if branch_name not in self._branches:

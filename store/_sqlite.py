@@ -33,16 +33,17 @@ from ._blocks import ContentBlock
 from ._drivers import Driver, open_driver
 from ._errors import (
     InvalidArgumentError,
+    StoreCorruptError,
     StoreFailedError,
     StoreLockedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
     UnknownMessageError,
 )
-from ._file_checks import FORMAT_VERSION, check_records, check_store_file, open_error
+from ._file_checks import FORMAT_VERSION, check_store_file, open_error
 from ._groups import collapse
 from ._messages import Message, check_message_items
-from ._model import MISSING, BranchInfo, LogModel, Row, _encodable
+from ._model import MISSING, BranchInfo, LogModel, RecordTypeError, Row, _encodable
 from ._names import check_state_records
 
 __all__ = ["SqliteStore", "open_store", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
@@ -490,24 +491,29 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     lock = None if read_only else _lock(path)
     try:
         async with _collapsing(), open_driver(path, read_only=read_only) as driver:
-            try:  # the file is inspected before anything in it changes (store/_file_checks.py)
+            # The file is read whole before anything in it changes (store/_file_checks.py).
+            try:
                 await driver.execute("PRAGMA busy_timeout=5000")
                 version, has_log = await check_store_file(driver, path)
-                if has_log:
-                    await check_records(driver, path)
-                if not read_only:
+                rows = await driver.execute(_SELECT_ROWS) if has_log else []
+            except sqlite3.Error as exc:
+                raise open_error(path, exc) from exc
+            model = LogModel()
+            try:
+                model.replay(rows)
+            except RecordTypeError as exc:
+                raise StoreCorruptError(path, str(exc)) from None
+            del rows
+            if not read_only:
+                try:
                     await driver.execute("PRAGMA journal_mode=WAL")
                     await driver.execute(f"PRAGMA synchronous={synchronous}")
                     await driver.execute(_SCHEMA)
                     if version == 0:
                         await driver.execute(f"PRAGMA user_version={FORMAT_VERSION}")
-                    has_log = True
-                rows = await driver.execute(_SELECT_ROWS) if has_log else []
-            except sqlite3.Error as exc:
-                raise open_error(path, exc) from exc
-            model = LogModel()
-            model.replay(rows)
-            del rows
+                except sqlite3.Error as exc:
+                    raise open_error(path, exc) from exc
+                has_log = True
             store = SqliteStore(path, driver, model, read_only=read_only)
             store._has_log = has_log
             async with anyio.create_task_group() as tasks:
