@@ -38,6 +38,7 @@ from asides import (
     ExtractiveModel,
     InvalidArgumentError,
     MalformedContentError,
+    NarrowingRefusedError,
     PassthroughStrategy,
     StoreCorruptError,
     StoreFailedError,
@@ -125,6 +126,16 @@ async def _assert_refused_keeps_memory_as_disk(path: str, refused: Callable[[Any
         assert [m.id for m in rt.store.messages("main")] == [first.id, later.id]
 
 
+async def _edit_hiding_from_everyone(rt: Any) -> None:
+    """An edit, by a manager with no reader, of the message the context log copied, that would
+    hide it from everyone but bob: refused with the copy's rewrite."""
+    manager = await rt.open_manager("editor", strategy=PassthroughStrategy())
+    try:
+        await manager.edit_message(rt.store.messages("main")[0].id, [text("kept", audience=["bob"])])
+    finally:
+        await manager.aclose()
+
+
 REFUSALS: dict[str, tuple[Callable[[Any], Any], type[BaseException]]] = {
     "store batch, second content not blocks": (
         lambda rt: rt.store.append_messages("main", [("u", (text("first"),), None), ("u", ({"type": "text", "text": "x"},), None)]),
@@ -149,6 +160,10 @@ REFUSALS: dict[str, tuple[Callable[[Any], Any], type[BaseException]]] = {
     "store edit, content not blocks": (
         lambda rt: rt.store.edit_message("main", rt.store.messages("main")[0].id, ({"type": "text", "text": "x"},), states={"ns/ok": 1}),
         ArgumentTypeError,
+    ),
+    "manager edit over a context-log copy, refused": (
+        lambda rt: _edit_hiding_from_everyone(rt),
+        NarrowingRefusedError,
     ),
     "store states, second not JSON": (
         lambda rt: rt.store.set_states("main", {"ns/a": 1, "ns/b": {1, 2}}),
