@@ -76,14 +76,15 @@ def _is_user(participant: str) -> bool:
 
 
 class AssemblyCache:
-    """What one manager's previous compile worked out for its raw messages (reader bodies,
-    completeness, estimates). The next compile reuses it when its selection only adds messages
-    to the previous one and nothing was edited meanwhile, so a compile after one new message does
-    work for that message plus the copy of its output."""
+    """What one manager's compiles worked out for their messages: each compiled message's
+    estimate, each raw message's reader body. The next compile reuses all of it that still holds:
+    when its selection only adds messages to the previous one, it works out only the new ones
+    (plus the copy of its output); otherwise it works out only the messages that are new or
+    changed (an edit invalidates exactly the message it changed)."""
 
     def __init__(self) -> None:
         self._view: MessageView | None = None
-        self._edits = -1
+        self._edits = 0
         self._messages: tuple[CompiledMessage, ...] = ()
         self._sources: tuple[SourceEntry, ...] = ()
         self._incomplete: frozenset[str] = frozenset()
@@ -91,47 +92,82 @@ class AssemblyCache:
         self._present: dict[str, bool] = {}
         self._shards: list[str] = []
         self._estimate = 0
-        #: Compiled messages worked out afresh, over this cache's life (for work counts).
+        self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
+        self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
+        #: Estimates and reader bodies worked out afresh over this cache's life (for work counts).
         self.worked = 0
+
+    def _forget_edits(self, view: MessageView) -> None:
+        if self._view is not view:
+            self._view = view
+            self._edits = view.revision[1]
+            self._messages, self._estimates, self._raw = (), {}, {}
+            return
+        edits = view.revision[1]
+        if edits != self._edits:
+            for message_id in view.edited_since(self._edits):
+                self._raw.pop(message_id, None)
+            self._edits = edits
+            self._messages = ()  # no growth-only reuse across an edit
+
+    def _estimate_of(self, message: CompiledMessage, estimator: Callable[[Sequence[ContentBlock]], int]) -> int:
+        known = self._estimates.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        self.worked += 1
+        cost = estimator(message.content)
+        self._estimates[id(message)] = (message, cost)
+        return cost
+
+    def _raw_of(self, message_id: str, view: MessageView, reader: str | None) -> tuple[tuple[ContentBlock, ...], bool] | None:
+        known = self._raw.get(message_id)
+        if known is not None:
+            return known
+        stored = view.stored(message_id)
+        if stored is None:
+            return None
+        self.worked += 1
+        known = (reader_body(stored, reader), _body_of(stored) is not None)
+        self._raw[message_id] = known
+        return known
 
     def raw_part(
         self, selection: Selection, view: MessageView, reader: str | None, estimator: Callable[[Sequence[ContentBlock]], int]
     ) -> tuple[dict[str, tuple[ContentBlock, ...]], dict[str, bool], int]:
         """Reader bodies and completeness of the selection's raw sources, and the estimate of
         its messages."""
+        self._forget_edits(view)
         messages, sources = selection.messages, selection.sources
-        edits = view.revision[1]
         kept = len(self._messages)
-        reuse = (
+        grew = (
             kept > 0
-            and self._view is view
-            and self._edits == edits
             and len(messages) >= kept
             and messages[:kept] == self._messages
             and sources[:kept] == self._sources
             and frozenset(i for i in selection.incomplete if i in self._present) == self._incomplete
         )
-        if reuse:
+        if grew:
             bodies, present, shards, estimate = dict(self._bodies), dict(self._present), list(self._shards), self._estimate
         else:
             kept = 0
             bodies, present, shards, estimate = {}, {}, [], 0
+            if len(self._estimates) > 2 * len(messages) + 64:
+                self._estimates = {}  # drop the estimates of messages no longer compiled
+        dropped = view.thinking_dropped_ids()
         for message, entry in zip(messages[kept:], sources[kept:], strict=True):
-            self.worked += 1
-            estimate += estimator(message.content)
+            estimate += self._estimate_of(message, estimator)
             if entry.kind != "raw":
                 continue
             for message_id in entry.message_ids:
-                stored = view.stored(message_id)
-                if stored is None:
+                known = self._raw_of(message_id, view, reader)
+                if known is None:
                     continue
-                bodies[message_id] = reader_body(stored, reader)
-                present[message_id] = message_id not in selection.incomplete and not view.thinking_dropped(message_id)
-                if _body_of(stored) is not None:
+                bodies[message_id] = known[0]
+                present[message_id] = message_id not in selection.incomplete and message_id not in dropped
+                if known[1]:
                     shards.append(message_id)
         if shards:
             _judge_shards(present, shards, view)
-        self._view, self._edits = view, edits
         self._messages, self._sources = messages, sources
         self._incomplete = frozenset(i for i in selection.incomplete if i in present)
         self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate

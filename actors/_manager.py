@@ -516,7 +516,7 @@ class ContextManager(BackgroundWork, BranchMoves):
                 view=self._view,
                 reader=self._reader,
                 estimator=estimator,
-                cache=self._assembly if not preview else None,
+                cache=self._assembly,
             )
 
     # -- the context log -------------------------------------------------------------

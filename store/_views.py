@@ -317,6 +317,18 @@ class MessageView:
             frozenset(k for k, n in self._hidden_results.items() if n > 0),
         )
 
+    def edited_since(self, count: int) -> list[str]:
+        """Ids of the messages edited on the branch after its first ``count`` edits, in order
+        (``revision[1]`` is how many there are)."""
+        self._check()
+        return self._model.edits_since(self.branch, count)
+
+    def thinking_dropped_ids(self) -> frozenset[str]:
+        """Ids of the messages whose thinking the view left out because it hid another block."""
+        self._check()
+        self._sync()
+        return frozenset(self._thinking_dropped)
+
     def thinking_dropped(self, message_id: str) -> bool:
         """Whether the view left out this message's thinking because it hid another block (A4.1)."""
         self._check()

@@ -3,7 +3,8 @@
 A :class:`SuffixIndex` remembers, for the messages of one view, what each compiles to and what it
 costs, with running totals. When the view only gained messages since the last compile, only the
 new ones are priced; an edit, or a change in which tool calls the view hides, re-prices from the
-first message that changed. Finding the longest suffix that fits a budget is then a binary search,
+first message that changed, reusing the compiled form of every message that did not (an edit
+prices exactly the messages it changed). Finding the longest suffix that fits a budget is then a binary search,
 and the selection is a copy of the cached entries from there on.
 """
 
@@ -33,6 +34,7 @@ class SuffixIndex:
         self._compiled: list[CompiledMessage] = []
         self._sources: list[SourceEntry] = []
         self._incomplete: list[tuple[int, str]] = []  # (message position, id) of items not whole
+        self._forms: dict[str, tuple[Message, list[Emitted], int]] = {}  # id -> (message, its items, cost)
         self.priced = 0  # messages priced since this index was made (for work counts)
 
     def update(self, key: object, messages: tuple[Message, ...], emit: Emit, price: Price) -> None:
@@ -42,6 +44,7 @@ class SuffixIndex:
         old = self._messages
         if key != self._key:
             keep = 0
+            self._forms.clear()
         elif messages is old:
             return
         else:
@@ -71,17 +74,21 @@ class SuffixIndex:
         self._incomplete = [(p, i) for p, i in self._incomplete if p < keep]
 
     def _add(self, position: int, message: Message, emit: Emit, price: Price) -> None:
-        emitted = emit(message)
-        cost = 0
+        known = self._forms.get(message.id)
+        if known is not None and known[0] is message:
+            emitted, cost = known[1], known[2]
+        else:
+            emitted = emit(message)
+            cost = sum(price(item, message) for item in emitted)
+            self._forms[message.id] = (message, emitted, cost)
+            self.priced += 1
         for item in emitted:
-            cost += price(item, message)
             self._compiled.append(item.message)
             self._sources.append(item.source)
             if not item.complete and item.source.kind == "raw":
                 self._incomplete.extend((position, i) for i in item.source.message_ids)
         self._totals.append(self._totals[-1] + cost)
         self._starts.append(len(self._compiled))
-        self.priced += 1
 
 
 def _common_prefix(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:

@@ -117,3 +117,19 @@ async def test_a_compile_after_one_new_message_estimates_only_that_message(tmp_p
             counts.append(per_compile)
     assert counts[0] == counts[1], counts
     assert max(counts[0]) <= 2, counts
+
+
+async def test_an_edit_reprices_exactly_the_message_it_changed(tmp_path):
+    """An edit in the middle of a long history: the next compile prices the edited message and
+    nothing else (the compiled forms of the others are kept)."""
+    async with open_runtime(str(tmp_path / "s.db")) as rt:
+        estimator = CountingEstimator()
+        manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader="ann")
+        written = await rt.store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(3000)])
+        await manager.compile(max_tokens=10**9)
+        await manager.edit_message(written[1500].id, [text("edited")])
+        before = estimator.calls
+        compiled = await manager.compile(max_tokens=10**9)
+        assert compiled.messages[1500].content == (text("edited"),)
+        # the edited message is priced once by the strategy and estimated once for the output
+        assert estimator.calls - before == 2
