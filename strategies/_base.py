@@ -11,8 +11,11 @@ namespace actor's turn, so calls never overlap for one namespace and branch:
 * ``is_ready()``: whether no background work remains.
 
 A strategy that makes compression reads must raise the narrowing floor first with
-``await ctx.mark_compression_read(sequence)`` and say so with ``marks_compression_reads = True``
-(SPEC N2, N7); a manager with a reader refuses to start one that does not say so.
+``await ctx.mark_compression_read(sequence)`` and say so with ``marks_compression_reads = True``:
+the floor is how the runtime knows which messages compression may already have read, so that an
+edit can no longer hide them from the reader; a manager with a reader refuses to start a strategy
+that does not say so. Optional capabilities (sharding, summary reads, a head window, ...) are
+the small protocols of ``_capabilities``.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ class CompiledMessage:
 
 @attrs.frozen(slots=True)
 class SourceEntry:
-    """Where one compiled message came from (SPEC P1).
+    """Where one compiled message came from (a compile's provenance).
 
     ``kind``: ``raw`` (a view message), ``summary`` (either half of a recall pair, with
     ``summary_id``), ``injection``, or ``repair`` (a stub the strategy wrote). ``message_ids``
@@ -148,7 +151,7 @@ def _checked(items: object, kind: type[Injection] | type[MessageInjection], name
 def check_injections(
     injections: Sequence[Injection], message_injections: Sequence[MessageInjection]
 ) -> tuple[tuple[Injection, ...], tuple[MessageInjection, ...]]:
-    """Refuse an audience anywhere in a compile's injections (SPEC W2), or an injection with no
+    """Refuse an audience anywhere in a compile's injections (a compile is for one reader), or an injection with no
     content, naming the place."""
     return _checked(injections, Injection, "injections"), _checked(message_injections, MessageInjection, "message_injections")
 
@@ -271,7 +274,7 @@ class StrategyState:
                 self._notify(tuple(records))
 
     def report(self, key: str, problem: str) -> None:
-        """Report a malformed record under ``key`` (logged once, with its record id; SPEC E)."""
+        """Report a malformed record under ``key`` (logged once, with its record id)."""
         full = self._key(key)
         self._store.model.report(self._store.model.state_record_id(self._branch, full), f"{full}: {problem}")
 
@@ -293,7 +296,8 @@ class StrategyState:
 class StrategyContext:
     """What a strategy is handed on every call.
 
-    ``view`` is the reader's view of the branch (SPEC A3; every read is checked as R5 says);
+    ``view`` is the reader's view of the branch (every read checks first that the namespace is
+    still claimed for this manager's reader);
     ``model`` the model to compress with, or ``None``; ``state`` the namespace's state records on
     this branch; ``reader`` the reader the manager compiles for (``None``: no reader).
     """
@@ -310,7 +314,7 @@ class StrategyContext:
 
     async def mark_compression_read(self, sequence: int) -> None:
         """Raise the namespace's narrowing floor to ``sequence`` before a compression read
-        (SPEC N2). Never lowers it; writes nothing for a manager with no reader. Raises
+        (the newest message compression may have read). Never lowers it; writes nothing for a manager with no reader. Raises
         ``FloorUnavailableError`` when the raise cannot be recorded: then make no request."""
         if self._mark is not None:
             await self._mark(sequence)
@@ -323,7 +327,7 @@ class StrategyContext:
 
 @runtime_checkable
 class ContextStrategy(Protocol):
-    """What the runtime needs of a strategy (SPEC 3.3)."""
+    """What the runtime needs of a strategy (see the module docstring)."""
 
     name: str
     marks_compression_reads: bool

@@ -41,7 +41,7 @@ class FloorUnavailableError(AsidesError):
 
 class StrategyCapabilityError(AsidesError):
     """A strategy lacks what the call needs: under a reader, one that does not mark its
-    compression reads (SPEC N7); or a head-window reset on a strategy without a head window."""
+    compression reads; or a head-window reset on a strategy without a head window."""
 
 
 class ModelError(AsidesError):

@@ -1,4 +1,4 @@
-"""KnowledgeStrategy (SPEC C5, STRATEGIES 6): an Autobiographical variant whose requests extract
+"""KnowledgeStrategy: an Autobiographical variant whose requests extract
 durable facts (decisions, open tasks, preferences) and which also compresses the trailing chunk."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class Model(Protocol):
 
 def completion_text(completion: Completion) -> str:
     """The answer's text: its text blocks joined by newlines (a str content as is), stripped,
-    with a leading ``<thinking>...</thinking>`` removed (STRATEGIES 4.8)."""
+    with a leading ``<thinking>...</thinking>`` removed (with no closing tag, nothing is left)."""
     from ..store._blocks import TextBlock
 
     if isinstance(completion.content, str):

@@ -1,4 +1,4 @@
-"""PassthroughStrategy (SPEC C1, STRATEGIES 2): everything that fits, newest kept first."""
+"""PassthroughStrategy: everything that fits, newest kept first."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "sele
 
 
 def emit_view_message(message: Message, hidden: tuple[frozenset[str], frozenset[str]]) -> list[Emitted]:
-    """A view message as compiled, with only the repairs of STRATEGIES 1.6."""
+    """A view message as compiled, with only the hidden-partner repair (see ``_repair``)."""
     uses, results = hidden
     if uses or results:
         return repair_hidden_partners(message, uses, results)

@@ -1,9 +1,10 @@
 """Tool-pairing repair.
 
 Every strategy repairs a tool block whose partner is on the branch but not in the view (hidden by
-the reader view or by ``view_filter``; STRATEGIES 1.6): such a result is replaced by the text
+the reader view or by ``view_filter``): such a result is replaced by the text
 ``[tool call omitted]``, and such a call is followed by a ``repair`` message holding a stub result.
-Autobiographical and Knowledge run the full repair of STRATEGIES 4.11 (:func:`repair_pairing`).
+Autobiographical and Knowledge, whose compiles leave out what summaries cover, run the full
+repair (:func:`repair_pairing`): results move up to their call, or a call gets a stub result.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _stub_message(ids: Sequence[str]) -> Emitted:
 
 
 def repair_hidden_partners(message: Message, hidden_uses: frozenset[str], hidden_results: frozenset[str]) -> list[Emitted]:
-    """The compiled form of one view message under STRATEGIES 1.6: one ``raw`` entry, plus a
+    """The compiled form of one view message with only the hidden-partner repair: one ``raw`` entry, plus a
     ``repair`` entry after it when one of its calls has a hidden result."""
     content: tuple[ContentBlock, ...] = message.content
     changed = False
@@ -95,7 +96,7 @@ def _call_ids(content: Iterable[ContentBlock]) -> list[str]:
 
 
 def glued(previous: Sequence[ContentBlock] | None, current: Sequence[ContentBlock]) -> bool:
-    """Whether ``current`` holds a tool result answering a call in ``previous`` (STRATEGIES 1.3)."""
+    """Whether ``current`` holds a tool result answering a call in ``previous`` (the two form one unit)."""
     if previous is None:
         return False
     calls = set(_call_ids(previous))
@@ -105,7 +106,7 @@ def glued(previous: Sequence[ContentBlock] | None, current: Sequence[ContentBloc
 
 
 def repair_pairing(items: Sequence[Emitted]) -> list[Emitted]:
-    """The full repair of STRATEGIES 4.11 over an emitted sequence, in one pass.
+    """The full tool-pairing repair over an emitted sequence, in one pass.
 
     Results must answer a call in the message just before them; a call's result is moved up from
     the next six messages when found there, else stubbed; orphaned results become

@@ -1,4 +1,4 @@
-"""Per-message truncation (STRATEGIES 1.4): cap how much of one raw message a compile shows."""
+"""Per-message truncation (``max_message_tokens``): cap how much of one raw message a compile shows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""WindowedPassthroughStrategy (SPEC C2, STRATEGIES 3): a window that moves forward in coarse
+"""WindowedPassthroughStrategy: a window that moves forward in coarse
 jumps, so successive compiles share a stable prefix."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..store._messages import Message
 from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
-from ._errors import InvalidArgumentError, OverBudgetError
+from ._budget import over_budget
+from ._errors import InvalidArgumentError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued
 from ._tokens import Estimator, MessageCosts
@@ -115,11 +116,13 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         window = list(reversed(units[:admitted]))
         needed = sum(cost for _items, cost in window)
         if needed > budget and not options.preview:
-            raise OverBudgetError(
-                f"compile for {ctx.namespace} on {ctx.branch} needs {needed} tokens for its newest message "
-                f"(with its tool partners) but the budget is {budget}: raise max_tokens or set max_message_tokens.",
-                budget=budget,
+            raise over_budget(
+                f"compile for {ctx.namespace} on {ctx.branch}",
                 needed=needed,
+                needed_for=" for its newest message (with its tool partners)",
+                budget=budget,
+                options=options,
+                remedies=["raise max_tokens", "set max_message_tokens"],
             )
         items = [item for unit, _cost in window for item in unit]
         new_anchor = next(m for m in items if m.source.kind == "raw")

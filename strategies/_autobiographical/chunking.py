@@ -1,4 +1,4 @@
-"""Cutting the compressible frontier into chunks (STRATEGIES 4.4). Pure logic.
+"""Cutting the compressible frontier into chunks. Pure logic.
 
 Walk the compressible messages in position order with a running chunk: a gap (a head message or
 a chunk's message between two frontier messages) closes the running chunk whatever its size; a

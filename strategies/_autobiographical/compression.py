@@ -1,4 +1,4 @@
-"""Compression requests (STRATEGIES 4.6, 4.7, 4.9, 4.12) and accepting answers (4.8).
+"""The texts of compression requests, and how messages and summaries are shown in them.
 
 Requests hold only two participants, ``user`` and ``assistant``, already shaped so that an adapter
 can send them as they are: view messages reduced to text, summaries as recall pairs, the memory
@@ -91,7 +91,9 @@ def _reduce_blocks(blocks: Sequence[ContentBlock]) -> list[str]:
 def reduce_message(
     message: Message, *, summary_participant: str, cap: int, estimator: Estimator
 ) -> CompiledMessage | None:
-    """A view message as a compression request shows it (4.6), or ``None`` when no text is left."""
+    """A view message as a compression request shows it (text only: tool traffic, images and
+    system changes as bracketed text, thinking dropped; a prefix naming any speaker but ``user``
+    and the summary participant; truncated to ``cap``), or ``None`` when no text is left."""
     parts = [p for p in _reduce_blocks(message.content) if p]
     if not parts:
         return None
@@ -111,7 +113,7 @@ def recall_pair(summary: Summary) -> tuple[CompiledMessage, CompiledMessage]:
 
 
 def recall_messages(summary: Summary, summary_participant: str) -> tuple[CompiledMessage, CompiledMessage]:
-    """A summary as a compile renders it (4.10): ``Context Manager`` ``[Recall <id>]`` then the
+    """A summary as a compile renders it: ``Context Manager`` ``[Recall <id>]`` then the
     summary text by ``summary_participant``."""
     return (
         CompiledMessage(CONTEXT_MANAGER, (TextBlock(f"[Recall {summary.id}]"),)),

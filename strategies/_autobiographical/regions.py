@@ -1,4 +1,4 @@
-"""Regions of the view (STRATEGIES 4.3) and tool units (1.3). Pure logic over a view-like object
+"""Regions of the view, and tool units (a call with the result glued to it). Pure logic over a view-like object
 (``length()``, ``at(i)``, ``id_at(i)``).
 
 * head = [hs, he): the opening (or the stretch from the newest topic transition), verbatim;
