@@ -126,6 +126,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         self._epoch = 0
         self._seen_length = 0  # how many of the branch's messages the strategy has been handed
         self._drain: Drain | None = None
+        self._shards_messages = False
         self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
         self._answers = 0  # model answers received (drains reset their back-off on one)
 
@@ -287,6 +288,7 @@ class ContextManager(BackgroundWork, BranchMoves):
         try:
             async with actor.turn(StartStrategy()):
                 self._check(action, started=False)
+                self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
                 self._seen_length = self._store.length(self._branch)
                 await self._strategy.initialize(self._context())
                 if action == "set_strategy":
@@ -353,10 +355,12 @@ class ContextManager(BackgroundWork, BranchMoves):
             raise MalformedContentError("content", "a message needs at least one block")
         frozen = freeze_metadata(metadata)
         items: list[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]] = [(participant, blocks, frozen)]
-        if isinstance(self._strategy, ShardsMessages) and not has_audience(blocks):  # an audience block keeps it whole
-            shards = self._strategy.shard_message(participant, blocks, frozen)
+        strategy = self._strategy
+        if self._shards_messages and isinstance(strategy, ShardsMessages) and not has_audience(blocks):
+            shards = strategy.shard_message(participant, blocks, frozen)  # an audience block keeps it whole
             if shards:
                 items = list(shards)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the write: nothing written
         messages = await self._store.append_messages(self._branch, items)
         return messages[0]
 
