@@ -28,6 +28,7 @@ import attrs
 
 from ..store._blocks import ContentBlock, check_content, coerce_content
 from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError
+from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
 from ..store._views import MessageView
@@ -334,7 +335,7 @@ class ContextStrategy(Protocol):
 
     async def initialize(self, ctx: StrategyContext) -> None: ...
 
-    async def on_new_message(self, message: Any, ctx: StrategyContext) -> None: ...
+    async def on_new_message(self, message: Message, ctx: StrategyContext) -> None: ...
 
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection: ...
 
