@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
 from ..store._blocks import ContentBlock
 from ._base import CompiledMessage
 
-__all__ = ["CompletionRequest", "Completion", "Usage", "Model", "completion_text", "ExtractiveModel"]
+# The adapters are named here too, loaded on first use (``__getattr__``), so importing the models
+# never imports a provider's SDK.
+__all__ = [  # noqa: F822
+    "CompletionRequest",
+    "Completion",
+    "Usage",
+    "Model",
+    "completion_text",
+    "ExtractiveModel",
+    "AnthropicModel",
+    "OpenAIModel",
+]
 
 
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
@@ -151,3 +162,10 @@ class ExtractiveModel:
         )
         return Completion("end_turn", (TextBlock(answer),), usage)
 
+
+def __getattr__(name: str) -> Any:
+    if name in ("AnthropicModel", "OpenAIModel"):
+        from . import _adapters as adapters
+
+        return getattr(adapters, name)
+    raise AttributeError(name)
