@@ -284,6 +284,7 @@ class NamespaceActor:
         return self._holder is not None and self._holder == anyio.get_current_task().id
 
     async def _acquire(self, request: TurnRequest) -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks for nothing
         me = anyio.get_current_task().id
         try:
             self._send.send_nowait(request)

@@ -294,37 +294,49 @@ async def test_an_interrupt_from_a_model_in_a_background_drain_ends_the_runtime(
     assert written < 2_000, "the interrupt stopped the host as it wrote"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ContextManager.drain (actors/_background.py): once the background drain died of the "
-    "KeyboardInterrupt, drain() runs the unit itself; the namespace actor's channel is closed, so "
-    "actor.turn raises anyio.BrokenResourceError, and the block raises BaseExceptionGroup("
-    "[BaseExceptionGroup([KeyboardInterrupt]), BrokenResourceError()]) instead of KeyboardInterrupt",
-)
+class InterruptsWhileTheHostWaits:
+    """A model whose request raises ``KeyboardInterrupt`` once the host awaits ``drain()``: the
+    host sets ``host_waits`` just before the call, the request then waits until every task is
+    blocked (the host inside ``drain()``), and raises."""
+
+    def __init__(self) -> None:
+        self.host_waits = trio.Event()
+        self.requests: list[CompletionRequest] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.requests.append(request)
+        await self.host_waits.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        raise KeyboardInterrupt("from the model, while the host awaits drain()")
+
+
 async def test_an_interrupt_from_a_model_while_the_host_awaits_drain_leaves_as_itself():
     """A host awaiting ``drain()`` when the model raises ``KeyboardInterrupt`` in the background
     drain: the runtime's block raises that ``KeyboardInterrupt`` (not a group holding a
     ``BrokenResourceError`` from the host's own call)."""
+    model = InterruptsWhileTheHostWaits()
     with pytest.raises(KeyboardInterrupt):
         async with open_test_runtime() as rt:
             room = await rt.open_manager("room", strategy=PassthroughStrategy())
-            manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=FailingModel(KeyboardInterrupt))
+            manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
             await write_conversation(room)
+            model.host_waits.set()
             await manager.drain()
 
 
 async def test_an_interrupt_while_the_host_awaits_drain_still_leaves_the_block():
     """What holds today in the case above: the ``KeyboardInterrupt`` does leave the block (inside
     an exception group), and is not swallowed or retried."""
-    model = FailingModel(KeyboardInterrupt)
+    model = InterruptsWhileTheHostWaits()
     with pytest.raises(BaseException) as raised:
         async with open_test_runtime() as rt:
             room = await rt.open_manager("room", strategy=PassthroughStrategy())
             manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
             await write_conversation(room)
+            model.host_waits.set()
             await manager.drain()
     assert any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(raised.value)), raised.value
-    assert model.failures == 1
+    assert len(model.requests) == 1
 
 
 # -- 3. Item 9: answers checked before they are stored -------------------------------------------------
@@ -454,12 +466,6 @@ async def test_a_megabyte_answer_is_never_stored_and_compiles_keep_working(autoj
         assert len(compiled.messages) == LINES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the drain's WARNING (actors/_drains.py Drain._loop) names the namespace, the branch and the "
-    "reason, but not which unit failed (what pending_work() says while it is out, e.g. 'compressing "
-    "messages 1–4')",
-)
 async def test_a_rejection_log_names_the_unit(autojump_clock, caplog):
     """The WARNING for a rejected answer names the unit: the messages it was compressing, in the
     words ``pending_work()`` uses while its request is out."""

@@ -20,7 +20,7 @@ from ...store._blocks import TextBlock
 from ...store._messages import Message
 from ...store._views import MessageView
 from .._base import CompiledMessage, StrategyContext
-from .._errors import AnswerRejectedError, CompressionError
+from .._errors import AnswerRejectedError, CompressionError, ModelError
 from .._models import Completion, CompletionRequest, completion_text
 from .._windowed import first_position_at_or_after
 from .compression import MARKER, TRANSITION_REQUEST, TRANSITION_SYSTEM, recall_pair, reduce_message, system_text
@@ -139,6 +139,8 @@ async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, request
     tracker.in_flight = describe
     try:
         return await model.complete(request)
+    except (AnswerRejectedError, ModelError) as exc:
+        raise type(exc)(f"{describe}: {exc}") from exc  # the log names the unit that failed
     finally:
         tracker.in_flight = None
 
