@@ -10,6 +10,7 @@ names by layer. Modules whose names start with an underscore are not API.
 
 from ._version import __version__
 from .actors import (
+    AnswerRejectedError,
     ArgumentTypeError,
     AsidesError,
     BranchExistsError,
@@ -27,6 +28,8 @@ from .actors import (
     MalformedContentError,
     ManagerClosedError,
     MessageInjection,
+    ModelError,
+    ModelPolicy,
     NarrowingRefusedError,
     OverBudgetError,
     Provenance,
@@ -37,7 +40,10 @@ from .actors import (
     StoreCorruptError,
     StoreFailedError,
     StoreLockedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
     StrategyCapabilityError,
+    StrategyInUseError,
     StrategyNotStartedError,
     UnknownBranchError,
     UnknownMessageError,
@@ -109,6 +115,7 @@ from .strategies import (
 )
 
 __all__ = [
+    "AnswerRejectedError",
     "AnthropicModel",
     "ArgumentTypeError",
     "AsidesError",
@@ -142,12 +149,14 @@ __all__ = [
     "MessageInjection",
     "MessageView",
     "Model",
+    "ModelError",
+    "ModelPolicy",
     "NarrowingRefusedError",
     "OpenAIModel",
     "OverBudgetError",
     "PassthroughStrategy",
-    "ProviderMessage",
     "Provenance",
+    "ProviderMessage",
     "ReaderClaimError",
     "ReaderRecordError",
     "ReadsSummaries",
@@ -161,8 +170,11 @@ __all__ = [
     "StoreCorruptError",
     "StoreFailedError",
     "StoreLockedError",
+    "StoreNotEmptyError",
+    "StoreReadOnlyError",
     "StrategyCapabilityError",
     "StrategyContext",
+    "StrategyInUseError",
     "StrategyNotStartedError",
     "StrategyState",
     "Summary",
