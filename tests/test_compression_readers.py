@@ -280,13 +280,16 @@ async def test_row23_summaries_written_before_a_claim_are_kept_and_used():
         assert covered == {m.id for m in rt.store.messages("main")}, "every message raw or in a summary"
         # The raw part of her compile is her view: her blocks that no summary covers are there.
         raw_ids = {i for e in entries if e.kind == "raw" for i in e.message_ids}
-        raw_markers = {mk for m in rt.store.messages("main") if m.id in raw_ids for b in m.content for mk in markers(getattr(b, "text", ""))}
+        raw_markers = {
+            mk for m in rt.store.messages("main") if m.id in raw_ids for b in m.content for mk in markers(getattr(b, "text", ""))
+        }
         assert raw_markers <= markers(body) and raw_markers <= set(audiences)
         assert stored_summaries(rt.store, "agents/s") == records, "a compile writes no summary"
 
 
 async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
-    """compiles and compresses for the namespace's reader when opened with no reader, so it neither reads her material as no one nor thins her memory
+    """compiles and compresses for the namespace's reader when opened with no reader, so it neither
+    reads her material as no one nor thins her memory
 
     Seed row 29 (the review's R1-1 probe (b), turned into the guarantee). SPEC R3, A1, A1.5, C3,
     C4, STRATEGIES 5. Ann claims agents/ann and writes 60 messages (every third holds one of her
