@@ -258,7 +258,7 @@ async def test_anthropic_request_shape(anthropic_sdk: Any) -> None:
         },
     ]
     roles = [m["role"] for m in body["messages"]]
-    assert all(a != b for a, b in zip(roles, roles[1:]))
+    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
     headers = api.headers[0]
     assert headers.get("x-api-key") == "test-key" or headers.get("authorization") == "Bearer test-key"
     assert "stream" not in body or body["stream"] is False
@@ -290,7 +290,11 @@ async def test_anthropic_response_parsing(anthropic_sdk: Any) -> None:
     from asides.strategies._adapters import AnthropicModel
 
     content = [
-        {"type": "thinking", "thinking": "The stretch is about the garden.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
+        {
+            "type": "thinking",
+            "thinking": "The stretch is about the garden.",
+            "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+        },
         {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"},
         {"type": "text", "text": "- We planted tomatoes and basil."},
         {"type": "text", "text": "- The frost came early."},
@@ -381,7 +385,9 @@ async def test_anthropic_retries_overloaded_with_doubling_backoff(anthropic_sdk:
     assert api.calls == 5 and completion.stop_reason == "end_turn"
 
 
-async def test_anthropic_overloaded_body_under_another_status_is_retried(anthropic_sdk: Any, autojump_clock: trio.testing.MockClock) -> None:
+async def test_anthropic_overloaded_body_under_another_status_is_retried(
+    anthropic_sdk: Any, autojump_clock: trio.testing.MockClock
+) -> None:
     from asides.strategies._adapters import AnthropicModel
 
     api = FakeAPI((503, OVERLOADED), (500, anthropic_error("api_error", "Internal server error")), (200, anthropic_message()))

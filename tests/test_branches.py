@@ -123,7 +123,8 @@ async def test_row35_derived_child_compiles_for_parents_reader_records_it_and_re
 
 
 async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_namespaces_reader():
-    """"derives, from a manager opened with no reader on a claimed namespace, a child that compiles for the namespace's reader, live and reopened"
+    """"derives, from a manager opened with no reader on a claimed namespace, a child that compiles
+    for the namespace's reader, live and reopened"
 
     Seed row 36; SPEC R9, R3, A1, A1.5. ann claims ``agents/x``; a manager opened there with no
     reader, its live child and that child reopened each answer ``view_reader == "ann"`` and

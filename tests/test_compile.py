@@ -365,7 +365,7 @@ async def test_budget_is_max_tokens_minus_reserve_minus_injections():
             compiled = await m.compile(max_tokens=20, reserve_for_response=0, injections=injections)
             assert recorder.budgets[-1] == 0
             # nothing selected, so no user message: after_user goes last, before_user is dropped
-            assert [(msg.participant, e.kind) for msg, e in zip(compiled.messages, compiled.provenance.entries)] == [
+            assert [(msg.participant, e.kind) for msg, e in zip(compiled.messages, compiled.provenance.entries, strict=False)] == [
                 ("system_context:c", "injection")
             ]
 
@@ -575,7 +575,10 @@ async def test_windowed_malformed_anchor_record_reads_as_zero(store_path, caplog
     body = record if isinstance(record, Raw) else json.loads(record)
     ids = seed_records(
         store_path,
-        [("main", "message", None, message_body("user" if i % 2 else "assistant", [{"type": "text", "text": str(i) * 10}])) for i in range(8)]
+        [
+            ("main", "message", None, message_body("user" if i % 2 else "assistant", [{"type": "text", "text": str(i) * 10}]))
+            for i in range(8)
+        ]
         + [("main", "state", ANCHOR_KEY, body)],
     )
     message_ids = ids[:8]

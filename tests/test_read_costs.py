@@ -71,7 +71,9 @@ async def _counts(monkeypatch, n: int, reader: str | None, strategy) -> dict[str
 
 
 @pytest.mark.parametrize("reader", [None, "ann"])
-@pytest.mark.parametrize("make", [PassthroughStrategy, lambda: AutobiographicalStrategy(head_window_tokens=4000, recent_window_tokens=30000)])
+@pytest.mark.parametrize(
+    "make", [PassthroughStrategy, lambda: AutobiographicalStrategy(head_window_tokens=4000, recent_window_tokens=30000)]
+)
 async def test_read_time_checks_per_write_and_per_compile_do_not_grow(monkeypatch, reader, make):
     """Seed row 69: "read-time checks per write and per compile at N=${N}". SPEC A6, R5, S3.
 

@@ -515,7 +515,7 @@ async def test_row33_every_read_through_kept_view_refused_after_claim(store_path
         assert [m.id for m in answers["get_tail"]] == [message.id]
         assert answers["length"] == 1
         await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
-        for name, read in reads.items():
+        for _name, read in reads.items():
             with pytest.raises(ReaderClaimError):
                 read()
 
@@ -587,10 +587,10 @@ async def test_stale_manager_refused_every_call_but_aclose(store_path):
             "derive": lambda: nobody.derive(branch="d", strategy=PassthroughStrategy()),
             "reset_head_window": lambda: nobody.reset_head_window("topic"),
         }
-        for name, call in sync_calls.items():
+        for _name, call in sync_calls.items():
             with pytest.raises(ReaderClaimError, match="ann"):
                 call()
-        for name, call in async_calls.items():
+        for _name, call in async_calls.items():
             with pytest.raises(ReaderClaimError, match="ann"):
                 await call()
         assert dump(rt.store) == before

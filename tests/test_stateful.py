@@ -130,7 +130,7 @@ PROFILE = LONG if MODE == "long" else FAST
 #: what a misbehaving model does with one request (see :class:`ChaosModel`)
 BEHAVIOURS = ("answer", "raise", "asyncio-cancelled", "generator-exit", "not-a-completion", "empty", "huge", "hang")
 #: short waits, so a failing model is retried within a step; a request that hangs fails quickly
-POLICY = ModelPolicy(request_timeout=0.25, first_backoff=0.001, max_backoff=0.01)
+POLICY = ModelPolicy(request_timeout=0.02, first_backoff=0.001, max_backoff=0.01)
 
 
 class ChaosModel:
