@@ -97,13 +97,6 @@ def gaps(times: list[float]) -> list[float]:
     return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
-def leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside ``exc``, exception groups opened."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
-    return [exc]
-
-
 class Replies:
     """A model that answers every request with the same object (whatever it is: the tests give
     it answers that may not be stored), recording each request and when it came."""
