@@ -70,5 +70,4 @@ class PassthroughStrategy(NoBackgroundWork):
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         view = ctx.view
         hidden = view.hidden_tool_ids()
-        self._index.update(hidden, view.get_all(), lambda m: emit_view_message(m, hidden), self.price)
-        return self._index.select(budget)
+        return self._index.select(hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price)

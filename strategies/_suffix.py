@@ -1,87 +1,106 @@
 """The passthrough selection, kept up to date instead of rebuilt (pure logic, no I/O).
 
-A :class:`SuffixIndex` remembers, for the messages of one view, what each compiles to and what it
-costs, with running totals. When the view only gained messages since the last compile, only the
-new ones are priced; an edit, or a change in which tool calls the view hides, re-prices from the
-first message that changed, reusing the compiled form of every message that did not (an edit
-prices exactly the messages it changed). Finding the longest suffix that fits a budget is then a binary search,
-and the selection is a copy of the cached entries from there on.
+A :class:`SuffixIndex` covers the newest messages of one view, as far back as a compile has
+needed: what each compiles to and what it costs, with running totals. When the view only gained
+messages since the last compile, only the new ones are priced and appended; an edit starts the
+coverage afresh from the newest message, reusing the compiled form of every message it did not
+change (an edit prices exactly the messages it changed). Finding the longest suffix that fits a
+budget is a binary search over the totals, and the selection is a copy of the cached entries
+from there on. Messages older than any compile has needed are never read.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
+from typing import Protocol
 
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SourceEntry
 from ._repair import Emitted
 
-__all__ = ["SuffixIndex"]
+__all__ = ["SuffixIndex", "ViewReads"]
 
 Emit = Callable[[Message], list[Emitted]]
 Price = Callable[[Emitted, Message], int]
 
 
+class ViewReads(Protocol):
+    """What the index reads of a view."""
+
+    @property
+    def revision(self) -> tuple[int, int]: ...
+
+    def length(self) -> int: ...
+
+    def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]: ...
+
+
 class SuffixIndex:
-    """Per-message compiled forms and costs of one view, with running totals."""
+    """The compiled forms and costs of the newest messages of one view, with running totals."""
 
     def __init__(self) -> None:
         self._key: object = None
-        self._messages: tuple[Message, ...] = ()
-        self._totals: list[int] = [0]  # _totals[i]: the cost of messages [0, i)
-        self._starts: list[int] = [0]  # _starts[i]: where message i's items start in the flat lists
+        self._revision: tuple[int, int] = (-1, -1)
+        self._lo = 0  # the oldest view position covered
+        self._hi = 0  # one past the newest position covered (the view's length when last read)
+        self._totals: list[int] = [0]  # _totals[k]: the cost of positions [lo, lo + k)
+        self._starts: list[int] = [0]  # _starts[k]: where position lo + k's items start in the flat lists
         self._compiled: list[CompiledMessage] = []
         self._sources: list[SourceEntry] = []
-        self._incomplete: list[tuple[int, str]] = []  # (message position, id) of items not whole
+        self._incomplete: list[tuple[int, str]] = []  # (position, id) of raw items not whole
         self._forms: dict[str, tuple[Message, list[Emitted], int]] = {}  # id -> (message, its items, cost)
         self.priced = 0  # messages priced since this index was made (for work counts)
 
-    def update(self, key: object, messages: tuple[Message, ...], emit: Emit, price: Price) -> None:
-        """Bring the index up to date with ``messages`` (the view's, oldest first). ``key`` names
-        everything else the compiled forms depend on (the view, and the tool calls it hides):
-        when it changes, everything is priced again."""
-        old = self._messages
-        if key != self._key:
-            keep = 0
-            self._forms.clear()
-        elif messages is old:
-            return
-        else:
-            keep = _common_prefix(old, messages)
-        self._truncate(keep)
-        for position in range(keep, len(messages)):
-            self._add(position, messages[position], emit, price)
-        self._key = key
-        self._messages = messages
-
-    def select(self, budget: int) -> Selection:
-        """The longest suffix whose cost fits ``budget`` (empty when the newest message alone
-        does not fit)."""
-        count = len(self._messages)
-        total = self._totals[count]
-        first = bisect_left(self._totals, total - budget, 0, count + 1)
+    def select(self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price) -> Selection:
+        """The longest suffix of ``view`` whose cost fits ``budget`` (empty when the newest message
+        alone does not fit). ``key`` names everything else the compiled forms depend on (the
+        tool calls the view hides): when it changes, everything is priced again."""
+        self._follow(key, view, emit, price)
+        total = self._totals[-1]
+        first = bisect_left(self._totals, total - budget)
+        if first == 0 and self._lo > 0:
+            self._extend_back(view, budget, emit, price)
+            total = self._totals[-1]
+            first = bisect_left(self._totals, total - budget)
         start = self._starts[first]
-        incomplete = frozenset(i for position, i in self._incomplete if position >= first)
+        position = self._lo + first
+        incomplete = frozenset(i for p, i in self._incomplete if p >= position)
         return Selection(tuple(self._compiled[start:]), tuple(self._sources[start:]), incomplete)
 
-    def _truncate(self, keep: int) -> None:
-        start = self._starts[keep]
-        del self._totals[keep + 1 :]
-        del self._starts[keep + 1 :]
-        del self._compiled[start:]
-        del self._sources[start:]
-        self._incomplete = [(p, i) for p, i in self._incomplete if p < keep]
+    def _follow(self, key: object, view: ViewReads, emit: Emit, price: Price) -> None:
+        revision = view.revision
+        if key != self._key:
+            self._forms.clear()
+            self._reset(view.length())
+        elif revision == self._revision:
+            return
+        elif revision[1] == self._revision[1] and revision[0] >= self._revision[0]:
+            length = view.length()  # only appends since: add the new messages
+            for offset, message in enumerate(view.slice(self._hi, length)):
+                self._append(self._hi + offset, message, emit, price)
+            self._hi = length
+        else:
+            self._reset(view.length())  # an edit: cover afresh (unchanged forms are reused)
+        self._key, self._revision = key, revision
 
-    def _add(self, position: int, message: Message, emit: Emit, price: Price) -> None:
+    def _reset(self, length: int) -> None:
+        self._lo = self._hi = length
+        self._totals, self._starts = [0], [0]
+        self._compiled, self._sources, self._incomplete = [], [], []
+
+    def _form(self, message: Message, emit: Emit, price: Price) -> tuple[list[Emitted], int]:
         known = self._forms.get(message.id)
         if known is not None and known[0] is message:
-            emitted, cost = known[1], known[2]
-        else:
-            emitted = emit(message)
-            cost = sum(price(item, message) for item in emitted)
-            self._forms[message.id] = (message, emitted, cost)
-            self.priced += 1
+            return known[1], known[2]
+        emitted = emit(message)
+        cost = sum(price(item, message) for item in emitted)
+        self._forms[message.id] = (message, emitted, cost)
+        self.priced += 1
+        return emitted, cost
+
+    def _append(self, position: int, message: Message, emit: Emit, price: Price) -> None:
+        emitted, cost = self._form(message, emit, price)
         for item in emitted:
             self._compiled.append(item.message)
             self._sources.append(item.source)
@@ -90,13 +109,34 @@ class SuffixIndex:
         self._totals.append(self._totals[-1] + cost)
         self._starts.append(len(self._compiled))
 
-
-def _common_prefix(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:
-    """How many leading messages ``old`` and ``new`` share."""
-    limit = min(len(old), len(new))
-    if new[:limit] == old[:limit]:  # the usual case, the view only grew: one comparison in C
-        return limit
-    for index in range(limit):
-        if old[index] is not new[index] and old[index] != new[index]:
-            return index
-    return limit
+    def _extend_back(self, view: ViewReads, budget: int, emit: Emit, price: Price) -> None:
+        """Cover older messages, newest first, while the whole covered stretch fits ``budget``
+        (and one more, so that the search can tell where the fit ends)."""
+        total = self._totals[-1]
+        lo = self._lo
+        older: list[tuple[int, Message, list[Emitted], int]] = []
+        step = 64
+        while lo > 0 and total <= budget:
+            batch = view.slice(max(0, lo - step), lo)
+            for message in reversed(batch):
+                lo -= 1
+                emitted, cost = self._form(message, emit, price)
+                older.append((lo, message, emitted, cost))
+                total += cost
+                if total > budget:
+                    break
+            step *= 2
+        if not older:
+            return
+        tail_compiled, tail_sources, tail_incomplete = self._compiled, self._sources, self._incomplete
+        tail_totals, tail_starts = self._totals, self._starts
+        self._reset(self._hi)
+        self._lo = lo
+        for position, message, _emitted, _cost in reversed(older):
+            self._append(position, message, emit, price)
+        base_total, base_start = self._totals[-1], self._starts[-1]
+        self._totals.extend(base_total + t for t in tail_totals[1:])
+        self._starts.extend(base_start + s for s in tail_starts[1:])
+        self._compiled.extend(tail_compiled)
+        self._sources.extend(tail_sources)
+        self._incomplete.extend(tail_incomplete)
