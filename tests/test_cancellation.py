@@ -260,11 +260,11 @@ async def test_a_call_cancelled_before_it_starts_raises_and_writes_nothing_or_re
         check_convention(world, call, outcome, before)
 
 
-@pytest.mark.parametrize("kind", ["edit_message", "open_manager", "fork", "derive", "set_strategy", "append_context_entry"])
-async def test_a_call_that_waits_before_writing_raises_when_cancelled_first(kind):
-    """The calls that wait for their namespace's turn, or check for a pending cancel, before
-    writing, raise ``Cancelled`` when cancelled before they start, and write nothing. (An
-    ``add_message`` has no such wait: it queues its write at once, and returns.)"""
+@pytest.mark.parametrize("kind", CALLS)
+async def test_a_call_already_cancelled_when_it_starts_raises_and_writes_nothing(kind):
+    """More precisely: every writing call checks for a pending cancel before it queues anything
+    (or waits for its namespace's turn first), so one cancelled before it starts raises
+    ``Cancelled`` and writes nothing."""
     async with open_runtime() as rt:
         world = await World.open(rt)
         call = make_call(world, kind)
