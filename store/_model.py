@@ -96,17 +96,6 @@ class Row:
         return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
 
 
-class _Stored:
-    """A message body not decoded yet."""
-
-    __slots__ = ("record_id", "seq", "body")
-
-    def __init__(self, record_id: int, seq: int, body: str) -> None:
-        self.record_id = record_id
-        self.seq = seq
-        self.body = body
-
-
 def _encodable(body: str, path: str) -> str:
     """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
     try:
@@ -211,14 +200,15 @@ def _reported(record_id: int, problems: Sequence[str]) -> None:
         log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
 
 
-def _decode_message(stored: _Stored) -> Message:
+def _decode_message(record_id: int, seq: int, text: str) -> Message:
+    """A stored message body (JSON text), decoded fail-closed."""
     try:
-        body = json.loads(stored.body)
+        body = json.loads(text)
         if not isinstance(body, dict):
             raise ValueError("a message record must be a JSON object")
     except ValueError as exc:
-        _reported(stored.record_id, [f"message body: {exc}"])
-        body = {"participant": "", "content": stored.body}
+        _reported(record_id, [f"message body: {exc}"])
+        body = {"participant": "", "content": text}
     problems: list[str] = []
     participant = body.get("participant")
     if not isinstance(participant, str):
@@ -234,9 +224,9 @@ def _decode_message(stored: _Stored) -> Message:
     if not isinstance(timestamp, (int, float)):
         problems.append("timestamp: not a number")
         timestamp = 0.0
-    _reported(stored.record_id, problems)
+    _reported(record_id, problems)
     # metadata read from disk is already a private JSON object: wrap it, no round trip
-    return Message(str(stored.record_id), stored.seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
+    return Message(str(record_id), seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
 
 
 class _StoredEdit:
@@ -269,7 +259,7 @@ class _Owners:
 
     def __init__(self) -> None:
         self._branches: list[_Branch | None] = []
-        self._indexes = array("q")
+        self._indexes: array[int] = array("q")
 
     def set(self, record_id: int, branch: _Branch, index: int) -> None:
         missing = record_id + 1 - len(self._branches)
@@ -316,8 +306,11 @@ class _Branch:
             self.base_count = 0
         self.segment_starts = [offset for _b, _l, _c, offset in self.ancestors]
         self.ancestor_index = {b.name: i for i, (b, _l, _c, _o) in enumerate(self.ancestors)}
-        self.own: list[Message | _Stored] = []
-        self.own_seqs: list[int] = []
+        # A message read back at open stays its JSON text (a str) until first read; its record id
+        # and sequence are kept beside it, as machine integers (memory: see docs/benchmarks.md).
+        self.own: list[Message | str] = []
+        self.own_ids: array[int] = array("q")
+        self.own_seqs: array[int] = array("q")
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []
@@ -399,7 +392,8 @@ class LogModel:
             branch.head = max(branch.head, seq)
             if kind == MESSAGE:
                 self._owner.set(record_id, branch, len(branch.own))
-                branch.own.append(_Stored(record_id, seq, body))
+                branch.own.append(body)
+                branch.own_ids.append(record_id)
                 branch.own_seqs.append(seq)
                 if _body_may_hold_audience(body):
                     branch.may_hold_audience = True
@@ -491,6 +485,7 @@ class LogModel:
             message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
             self._owner.set(int(message.id), branch, len(branch.own))
             branch.own.append(message)
+            branch.own_ids.append(record_id)
             branch.own_seqs.append(branch.head)
             self._note_content(branch, content, body)
             messages.append(message)
@@ -608,12 +603,12 @@ class LogModel:
 
     def _base(self, owner: _Branch, index: int) -> Message:
         entry = owner.own[index]
-        if isinstance(entry, _Stored):
-            stored = entry
-            entry = _decode_message(stored)
+        if isinstance(entry, str):
+            text = entry
+            entry = _decode_message(owner.own_ids[index], owner.own_seqs[index], text)
             owner.own[index] = entry
             if _unsafe(entry.content):
-                self._note_damaged(entry.content, stored.body)
+                self._note_damaged(entry.content, text)
         return entry
 
     def _resolve(self, branch: _Branch, base: Message) -> Message:
@@ -663,14 +658,12 @@ class LogModel:
         if position < 0:
             position += branch.base_count + len(branch.own)
         if position >= branch.base_count:
-            entry = branch.own[position - branch.base_count]
-        else:
-            if position < 0:
-                raise IndexError(position)
-            segment = bisect_right(branch.segment_starts, position) - 1
-            owner, _limit, _count, offset = branch.ancestors[segment]
-            entry = owner.own[position - offset]
-        return str(entry.record_id) if isinstance(entry, _Stored) else entry.id
+            return str(branch.own_ids[position - branch.base_count])
+        if position < 0:
+            raise IndexError(position)
+        segment = bisect_right(branch.segment_starts, position) - 1
+        owner, _limit, _count, offset = branch.ancestors[segment]
+        return str(owner.own_ids[position - offset])
 
     def slice(self, branch_name: str, start: int, stop: int | None = None) -> list[Message]:
         """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
