@@ -18,6 +18,7 @@ SCRIPT = Path(__file__).resolve().parent / "mutants" / "run_mutants.py"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # one run of test_narrowing.py per mutant: past the default 120 s under load
 def test_every_narrowing_mutant_is_killed():
     proc = subprocess.run(
         [sys.executable, str(SCRIPT)],
