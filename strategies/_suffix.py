@@ -41,6 +41,7 @@ class SuffixIndex:
 
     def __init__(self) -> None:
         self._key: object = None
+        self._view: ViewReads | None = None  # held, so that its identity is never another view's
         self._revision: tuple[int, int] = (-1, -1)
         self._lo = 0  # the oldest view position covered
         self._hi = 0  # one past the newest position covered (the view's length when last read)
@@ -73,6 +74,8 @@ class SuffixIndex:
         if key != self._key:
             self._forms.clear()
             self._reset(view.length())
+        elif view is not self._view:
+            self._reset(view.length())  # another view (a move, or a manager reusing this strategy)
         elif revision == self._revision:
             return
         elif revision[1] == self._revision[1] and revision[0] >= self._revision[0]:
@@ -82,7 +85,7 @@ class SuffixIndex:
             self._hi = length
         else:
             self._reset(view.length())  # an edit: cover afresh (unchanged forms are reused)
-        self._key, self._revision = key, revision
+        self._key, self._revision, self._view = key, revision, view
 
     def _reset(self, length: int) -> None:
         self._lo = self._hi = length
