@@ -69,6 +69,10 @@ class Mutant:
     path: str
     anchor: str
     replacement: str
+    #: Further (path, anchor, replacement) edits, where the rule is kept in more than one place
+    #: (a shared store re-checks a floor at commit, and actors follow records written elsewhere):
+    #: the mutant takes out every place, or it would be an equivalent mutant.
+    more: tuple[tuple[str, str, str], ...] = ()
 
 
 MUTANTS = [
@@ -125,36 +129,52 @@ MUTANTS = [
         "N2-never-lowers",
         "N2/N5: a lower mark keeps the higher floor (raise_floor)",
         NAMESPACE,
-        "        if sequence <= current:  # type: ignore[operator]\n",
+        "        if sequence <= current:\n",
         "        if False:  # MUTANT N2-never-lowers\n",
+        more=(
+            (
+                NAMESPACE,
+                "            if isinstance(stored, int) and not isinstance(stored, bool) and stored >= sequence:\n"
+                "                raise _Covered\n",
+                "            pass  # MUTANT N2-never-lowers (the commit-time check)\n",
+            ),
+        ),
     ),
     Mutant(
         "N5-persisted",
         "N5: the rise is written to the store, so it holds across reopen, fork and derive (raise_floor)",
         NAMESPACE,
-        "            await self.store.set_state(self.branch, self.floor_key, sequence)\n",
+        "            await self.store.set_state(self.branch, self.floor_key, sequence, guard=still_below)\n",
         "            pass  # MUTANT N5-persisted\n",
     ),
     Mutant(
         "N3-in-memory",
         "N3/N5: the rise takes effect in the actor at once (raise_floor)",
         NAMESPACE,
-        "            self.floor = sequence\n",
+        "            self._floor = sequence\n",
         "            pass  # MUTANT N3-in-memory\n",
+        more=(
+            (
+                "actors/_runtime.py",
+                "                    actor.adopt_stored_records()\n",
+                "                    pass  # MUTANT N3-in-memory\n",
+            ),
+            (MANAGER, "                self._actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
+        ),
     ),
     Mutant(
         "N6-unreadable-floor-mark",
         "N6/N4: no compression read is recorded over an unreadable floor (raise_floor)",
         NAMESPACE,
-        "        if current is UNREADABLE:\n",
+        "        if not isinstance(current, int):\n",
         "        if False:  # MUTANT N6-unreadable-floor-mark\n",
     ),
     Mutant(
         "N2-no-reader-writes-nothing",
         "N2: a manager with no reader writes no floor (raise_floor)",
         NAMESPACE,
-        "        if reader is None:\n            return\n        if not isinstance(sequence, int)",
-        "        if False:  # MUTANT N2-no-reader-writes-nothing\n            return\n        if not isinstance(sequence, int)",
+        "        if reader is None:\n            return\n        self._require_turn(\"a floor raise\")",
+        "        if False:  # MUTANT N2-no-reader-writes-nothing\n            return\n        self._require_turn(\"a floor raise\")",
     ),
     Mutant(
         "N5-loaded",
@@ -182,15 +202,16 @@ def copy_repo(destination: Path) -> Path:
 
 
 def apply(repo: Path, mutant: Mutant) -> None:
-    path = repo / mutant.path
-    source = path.read_text()
-    count = source.count(mutant.anchor)
-    if count != 1:
-        raise SystemExit(
-            f"mutant {mutant.id}: anchor found {count} times in {mutant.path} (expected exactly once); "
-            f"the code changed, update the anchor:\n{mutant.anchor!r}"
-        )
-    path.write_text(source.replace(mutant.anchor, mutant.replacement))
+    for relative, anchor, replacement in ((mutant.path, mutant.anchor, mutant.replacement), *mutant.more):
+        path = repo / relative
+        source = path.read_text()
+        count = source.count(anchor)
+        if count != 1:
+            raise SystemExit(
+                f"mutant {mutant.id}: anchor found {count} times in {relative} (expected exactly once); "
+                f"the code changed, update the anchor:\n{anchor!r}"
+            )
+        path.write_text(source.replace(anchor, replacement))
 
 
 def run_tests(repo: Path) -> tuple[int, list[str], str]:
