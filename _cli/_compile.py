@@ -140,12 +140,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
             return await _compile(rt, args)
 
     compiled, about = trio.run(run)
+    # The agent the compile is for speaks as the assistant: its own lines and its memories.
+    assistant = args.assistant or about["reader"] or "assistant"
     if args.format == "json":
         print(dumps(compile_as_json(compiled, about)))
     elif args.format == "anthropic":
-        print(dumps(compiled.to_anthropic(args.assistant)))
+        print(dumps(compiled.to_anthropic(assistant)))
     elif args.format == "openai":
-        print(dumps(compiled.to_openai(args.assistant)))
+        print(dumps(compiled.to_openai(assistant)))
     else:
         reader = "no reader" if about["reader"] is None else f"reader {about['reader']!r}"
         header = (

@@ -233,7 +233,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
     out.print(branches)
     for branch in report["branches"]:
         any_unreadable = any(ns["unreadable"] for ns in branch["namespaces"])
-        columns = ("namespace", "reader", "floor", "strategy", "sees", "L1/L2/L3") + (("bad",) if any_unreadable else ())
+        columns = ("namespace", "reader", "floor", "strategy", "sees", "memories") + (("bad",) if any_unreadable else ())
         namespaces = table(f"Namespaces on {branch['name']}", columns, ("namespace", "reader", "strategy"))
         for ns in branch["namespaces"]:
             reader = {
@@ -262,7 +262,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
         for record in branch["other_records"]:
             out.print(f"  [yellow]record no namespace owns[/yellow] {escape(record['key'])}: {escape(repr(record['value']))}")
     out.print(
-        "[dim]sees: messages the namespace's reader sees anything of; L1/L2/L3: summary records per level "
+        "[dim]sees: messages the namespace's reader sees anything of; memories: summary records per level, L1/L2/L3 and up "
         "(merged-away included); floor: the narrowing floor, the newest message a compression of the namespace "
         "has read (an edit may not narrow who sees a message at or below it); bad: records asides cannot read, "
         "listed by key (read fail-closed).[/dim]"

@@ -111,7 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compile_.add_argument("--format", "-f", choices=FORMATS, default="text", help="output shape (default: text)")
     compile_.add_argument(
-        "--assistant", default="assistant", metavar="NAME", help="the participant that takes the assistant role (anthropic/openai)"
+        "--assistant",
+        default=None,
+        metavar="NAME",
+        help="the participant that takes the assistant role (anthropic/openai); default: the namespace's reader, else 'assistant'",
     )
     compile_.add_argument("--strategy", choices=sorted(STRATEGIES), help="override the detected strategy")
     compile_.set_defaults(run=cmd_compile)

@@ -280,6 +280,18 @@ def test_compile_provider_forms(capsys, built, shape):
     assert "SECRET-BOB" not in out
 
 
+@pytest.mark.parametrize("shape", ["anthropic", "openai"])
+def test_compile_provider_forms_default_the_assistant_to_the_namespaces_reader(capsys, built, shape):
+    """Without --assistant, the namespace's reader speaks as the assistant: ann's own lines and her
+    memories are assistant turns, never user turns prefixed with her name."""
+    code, default_out, err = run(capsys, "compile", built, "-n", "agents/ann", "-f", shape)
+    assert code == 0, err
+    code, named_out, err = run(capsys, "compile", built, "-n", "agents/ann", "-f", shape, "--assistant", "ann")
+    assert code == 0, err
+    assert json.loads(default_out) == json.loads(named_out)
+    assert "assistant" in {m["role"] for m in json.loads(default_out)}
+
+
 def test_compile_other_branch_and_reader_less_namespace(capsys, built):
     code, out, err = run(capsys, "compile", built, "-n", "host", "-b", "alt")
     assert code == 0, err

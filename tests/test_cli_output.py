@@ -18,7 +18,7 @@ from asides import PassthroughStrategy, WindowedPassthroughStrategy, open_runtim
 LONG_NAMESPACE = "agents/planning-committee/venue-and-logistics-coordinator"
 LONG_READER = "venue-and-logistics-coordinator-ann"
 BRANCH_HEADERS = ["branch", "parent", "fork point", "head", "messages", "with audience"]
-NAMESPACE_HEADERS = ["namespace", "reader", "floor", "strategy", "sees", "L1/L2/L3"]
+NAMESPACE_HEADERS = ["namespace", "reader", "floor", "strategy", "sees", "memories"]
 
 
 def asides_process(*argv: str, columns: str | None = None) -> subprocess.CompletedProcess[str]:
