@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..actors._runtime import Runtime
-from ..store._blocks import ContentBlock, TextBlock, content_to_json, text
+from ..store._blocks import ContentBlock, TextBlock, text
 from ..store._views import reader_view
 from ..strategies import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy
+from ..testing import LeakCheck
 from ._common import EXIT_LEAK, EXIT_OK, CliError, console, dumps, one_line, writing_runtime
 from ._compile import block_line, compile_as_json
 
@@ -149,7 +150,18 @@ async def _demo_room(rt: Runtime, out: Console) -> dict[str, Any]:
     host_compile = await room.compile()
     summaries = {name: manager.get_summaries_in_range() for name, manager in agents.items()}
     views = {name: sum(1 for m in room.get_all_messages() if reader_view(m, name)[0] is not None) for name in AGENTS}
+    # The check: every private marker, searched for in everything given to a reader it is not for.
+    check = LeakCheck()
+    for note in notes:
+        check.add(note.marker, note.audience)
+    for name in AGENTS:
+        check.record(name, compiles[name], where="compile")
+        for number, request in enumerate(models[name].requests, start=1):
+            check.record(name, request, where=f"model request #{number}")
+    check.record(None, host_compile, where="compile")
+    await check.scan(room, *agents.values())
     return {
+        "leaks": [str(leak) for leak in check.leaks()],
         "notes": notes,
         "compiles": compiles,
         "host_compile": host_compile,
@@ -216,30 +228,9 @@ def _compile_lines(compiled: Any, *, head: int = 3, tail: int = 6) -> list[tuple
 
 
 def _find_leaks(result: dict[str, Any]) -> list[str]:
-    """Every private marker found where a reader it was not for could read it."""
-    places: dict[str, list[tuple[str, str]]] = {}
-    for name in AGENTS:
-        compiled = result["compiles"][name]
-        places[name] = [
-            ("compile", _haystack(compile_as_json(compiled, {}))),
-            ("summaries", _haystack(*(s.text for s in result["summaries"][name]))),
-            (
-                "model requests",
-                _haystack(
-                    *(r.system or "" for r in result["requests"][name]),
-                    *(content_to_json(m.content) for r in result["requests"][name] for m in r.messages),
-                ),
-            ),
-        ]
-    places["the host (no reader)"] = [("compile", _haystack(compile_as_json(result["host_compile"], {})))]
-    leaks = []
-    for note in result["notes"]:
-        for reader, haystacks in places.items():
-            if reader in note.audience:
-                continue
-            for where, haystack in haystacks:
-                if note.marker in haystack:
-                    leaks.append(f"{note.marker} (for {', '.join(note.audience)}) reached {reader}'s {where}")
+    """Every private marker found where a reader it was not for could read it (asides.testing's
+    LeakCheck searched compiles, previews, memories, provenance, context logs and model requests)."""
+    leaks: list[str] = result["leaks"]
     return leaks
 
 
@@ -309,7 +300,8 @@ def _print_demo(result: dict[str, Any], out: Console) -> list[str]:
     leaks = _find_leaks(result)
     out.print(
         f"Each of the {len(result['notes'])} private notes was searched for, by its marker, in the compile, the "
-        "memories and every model request of each agent it was not for, and in the host's compile (no reader)."
+        "memories, provenance, previews and every model request of each agent it was not for, and in the host's "
+        "compile (no reader), with asides.testing.LeakCheck."
     )
     return leaks
 
