@@ -58,7 +58,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = "tests/test_narrowing.py"
 TIMEOUT = 240  # seconds per pytest run; the whole file normally takes a few
-MANAGER = "actors/_manager.py"
+MANAGER = "actors/_editing.py"  # the narrowing checks of ContextManager.edit_message
 NAMESPACE = "actors/_namespace.py"
 
 
