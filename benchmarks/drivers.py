@@ -217,7 +217,7 @@ def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, 
 
 
 TRIO_DRIVERS: dict[str, Callable[[str, str], AbstractAsyncContextManager[Commit]]] = {
-    "aiosqlite via trio-asyncio (today)": via_trio_asyncio,
+    "aiosqlite via trio-asyncio (before 0.2)": via_trio_asyncio,
     "sqlite3 in to_thread (limiter 1)": via_to_thread,
     "sqlite3 in a dedicated thread": via_writer_thread,
     "sqlite3 inline (blocks the loop; floor)": inline,
@@ -251,7 +251,7 @@ def measure(count: int, budget_s: float) -> dict[str, dict[tuple[str, int], Stat
 def report(results: dict[str, dict[tuple[str, int], Stats]]) -> None:
     headers = ["µs per commit, median (p90)"] + [f"{sync}, {rows} row{'s' if rows > 1 else ''}" for sync, rows in CONFIGS]
     rows = [[name] + [f"{duration(s.median)} ({duration(s.p90)})" for s in by.values()] for name, by in results.items()]
-    base = results["aiosqlite via trio-asyncio (today)"]
+    base = results["aiosqlite via trio-asyncio (before 0.2)"]
     for name, by in results.items():
         if name.startswith("sqlite3 in"):
             rows.append([f"  {name} ÷ trio-asyncio"] + [f"{by[c].median / base[c].median:.2f}×" for c in CONFIGS])

@@ -233,7 +233,7 @@ def test_a_commit_in_one_process_reaches_another_by_notification_and_its_next_co
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # whether two processes' summaries collide depends on timing
     reason="not done: a namespace's compression is not coordinated across processes; each process's strategy keeps "
     "its own state and writes its own summaries under the same keys (docs/postgres.md, 'What is left')",
 )
