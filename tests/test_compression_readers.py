@@ -7,13 +7,16 @@ never thins the recorded reader's memory), a Hypothesis property for C4 over thr
 the drains of D3/F (closing cancels and waits, the runtime waits for every drain, a failing
 model is retried with back-off on a mock clock).
 
-The models here are the seed probe's *marker-reporting* summariser: each joins the text of every
+The models here are ``asides.testing`` models answering as the seed probe's *marker-reporting*
+summariser (``MarkerSummary``, a ``ScriptedModel``'s ``respond``): each joins the text of every
 request message and answers ``end_turn`` with a text naming every ``(ANN|BOB|CLEO)-ONLY-<n>``
 marker it was shown, plus filler. Because it echoes every marker it reads, "which markers reached
 a summary" is exactly "which markers compression read", and a marker that is missing from a
-reader's compile was thinned away. A *blocking* variant holds its request out until released.
+reader's compile was thinned away. A *blocking* model is a ``GatedModel`` around it, holding
+its request out until released; a *flaky* one is a ``FailingModel`` answering with it when it
+does not fail.
 
-No sleeps are used for synchronisation: tests wait on ``anyio.Event`` s the models set, on
+No sleeps are used for synchronisation: tests wait on a gated model's ``wait_for_request()``, on
 ``manager.drain()``, or on ``trio.testing.wait_all_tasks_blocked()``; the back-off test runs on
 ``trio.testing.MockClock`` (``autojump_clock``).
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+from collections.abc import Container
 from typing import Any
 
 import anyio
@@ -48,6 +52,7 @@ from asides.strategies._autobiographical.compression import TRANSITION_SYSTEM
 from asides.strategies._base import CompiledMessage
 from asides.strategies._models import Completion, CompletionRequest, Usage, completion_text
 from asides.strategies._passthrough import PassthroughStrategy
+from asides.testing import FailingModel, GatedModel, ScriptedModel
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -65,77 +70,63 @@ def markers(value: str) -> set[str]:
     return set(MARKER.findall(value))
 
 
-class MarkerModel:
-    """The seed probe's summariser: answers ``end_turn`` naming every marker it was shown, plus
-    filler; records every request (and the markers each one showed). ``tag`` starts each answer
-    (with the request's number), so an answer can be traced to the request it came from."""
+class MarkerSummary:
+    """The seed probe's summariser, as the ``respond`` of a :class:`ScriptedModel`: answers
+    ``end_turn`` naming every marker the request showed, plus filler. ``tag`` starts each answer
+    (with the answer's number), so an answer can be traced to the model that wrote it; ``answers``
+    records every answer given."""
 
     def __init__(self, tag: str = "SUMMARY") -> None:
         self.tag = tag
-        self.requests: list[CompletionRequest] = []
-        self.shown: list[set[str]] = []
         self.answers: list[str] = []
 
-    def _record(self, request: CompletionRequest) -> str:
-        self.requests.append(request)
+    def __call__(self, request: CompletionRequest) -> Completion:
         seen = request_text(request)
-        self.shown.append(markers(seen))
-        return seen
-
-    def _answer(self, seen: str) -> Completion:
         found = list(dict.fromkeys(MARKER.findall(seen)))  # each marker once, in order
-        body = f"{self.tag}#{len(self.requests)} {' '.join(found)} {'x ' * 40}".strip()
+        body = f"{self.tag}#{len(self.answers) + 1} {' '.join(found)} {'x ' * 40}".strip()
         self.answers.append(body)
         return Completion("end_turn", body, Usage(max(1, len(seen) // 4), 25))
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        seen = self._record(request)
-        await trio.lowlevel.checkpoint()
-        return self._answer(seen)
+
+def marker_model(tag: str = "SUMMARY") -> ScriptedModel:
+    """A model answering every request with :class:`MarkerSummary` (``tag``), recording each."""
+    return ScriptedModel(respond=MarkerSummary(tag), name=tag)
 
 
-class BlockingModel(MarkerModel):
-    """A marker model whose requests wait for ``release`` before answering. ``entered`` is set
-    when a request arrives; ``cancelled`` / ``finished`` say how the wait ended. With ``shield``
-    the wait ignores cancellation, so the answer arrives late, after whatever cancelled it."""
-
-    def __init__(self, tag: str = "BLOCKED", *, shield: bool = False) -> None:
-        super().__init__(tag)
-        self.shield = shield
-        self.entered = anyio.Event()
-        self.release = anyio.Event()
-        self.cancelled = False
-        self.finished = 0
-
-    async def complete(self, request: CompletionRequest) -> Completion:
-        seen = self._record(request)
-        self.entered.set()
-        try:
-            with anyio.CancelScope(shield=self.shield):
-                await self.release.wait()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled = True
-            raise
-        finally:
-            self.finished += 1
-        return self._answer(seen)
+def shown(model: ScriptedModel | GatedModel) -> list[set[str]]:
+    """The markers each request ``model`` received showed, in order."""
+    return [markers(request_text(request)) for request in model.requests]
 
 
-class FlakyModel(MarkerModel):
-    """A marker model whose requests numbered in ``fail`` (1-based) raise; records
-    ``trio.current_time()`` at each request."""
+def blocking_model(tag: str = "BLOCKED", *, shield: bool = False) -> tuple[GatedModel, MarkerSummary]:
+    """A model holding each request until the test releases it, then answering with the marker
+    summariser (returned too, for its ``answers``). With ``shield`` a held request ignores
+    cancellation, so its answer arrives late, after whatever cancelled it."""
+    summariser = MarkerSummary(tag)
+    return GatedModel(ScriptedModel(respond=summariser, name=tag), shield=shield, name=tag), summariser
 
-    def __init__(self, fail) -> None:
-        super().__init__("RECOVERED")
-        self.fail = fail
-        self.times: list[float] = []
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        self.times.append(trio.current_time())
-        n = len(self.times)
-        if n in self.fail:
-            raise (RuntimeError, ConnectionError, ValueError)[n % 3](f"model outage #{n}")
-        return await super().complete(request)
+def finished(blocking: GatedModel, summariser: MarkerSummary) -> int:
+    """How many of ``blocking``'s requests have ended: abandoned by their caller (cancelled while
+    held), or answered (the summariser's answer is the last step of a call)."""
+    return len(blocking.abandoned) + len(summariser.answers)
+
+
+def flaky_model(fail: Container[int], tag: str = "RECOVERED") -> tuple[FailingModel, list[float]]:
+    """A model whose calls numbered in ``fail`` (1-based) raise, the others answered by the marker
+    summariser (``tag``); also the list of ``trio.current_time()`` at each call, filled as the
+    failure schedule is consulted (once per call, when it arrives)."""
+    times: list[float] = []
+
+    def fails(number: int) -> bool:
+        times.append(trio.current_time())
+        return number in fail
+
+    def outage(number: int) -> BaseException:
+        return (RuntimeError, ConnectionError, ValueError)[number % 3](f"model outage #{number}")
+
+    model = FailingModel(outage, fails=fails, then=ScriptedModel(respond=MarkerSummary(tag), name=tag), name=tag)
+    return model, times
 
 
 def memory(**overrides: Any) -> AutobiographicalStrategy:
@@ -249,7 +240,7 @@ async def test_row23_summaries_written_before_a_claim_are_kept_and_used():
     is one written before her claim. (As R8 and STRATEGIES 5 accept, those summaries were written
     from the no-reader view, so her blocks in the messages they cover are not in them.)"""
     async with open_runtime() as rt:
-        model = MarkerModel()
+        model = marker_model()
         nobody = await rt.open_manager("agents/s", strategy=memory(), model=model)
         audiences = await write_conversation(nobody, 40, private={"ann": 4})
         await nobody.drain()
@@ -307,7 +298,7 @@ async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
         assert not stored_summaries(rt.store, "agents/ann"), "the premise: nothing compressed yet"
         await ann.aclose()
 
-        model = MarkerModel()
+        model = marker_model()
         nobody = await rt.open_manager("agents/ann", strategy=memory(), model=model)
         assert nobody.view_reader == "ann"
         await nobody.drain()
@@ -316,7 +307,7 @@ async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
         assert summaries
 
         # Compression read her view: her markers, none of bob's, in the requests and the summaries.
-        assert set().union(*model.shown) <= ann_markers and len(set().union(*model.shown)) >= 10
+        assert set().union(*shown(model)) <= ann_markers and len(set().union(*shown(model))) >= 10
         assert not markers("\n".join(s.text for s in summaries)) & bob_markers
 
         # Never thinned: each summary (every level) names every one of her markers it covers.
@@ -353,29 +344,29 @@ async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(cap
     caplog.set_level(logging.WARNING)
     async with open_runtime() as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
-        blocking = BlockingModel("STALE-ANSWER", shield=late_answer)
+        blocking, summariser = blocking_model("STALE-ANSWER", shield=late_answer)
         stale = await rt.open_manager("agents/s", strategy=memory(), model=blocking)
         await write_conversation(host, 30, private={"ann": 3})
-        await blocking.entered.wait()
+        await blocking.wait_for_request()
         assert len(blocking.requests) == 1
-        assert not blocking.shown[0], "the no-reader view holds none of ann's blocks"
+        assert not shown(blocking)[0], "the no-reader view holds none of ann's blocks"
 
         waited: list[BaseException | None] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wait_for_drain, stale, waited)
             await trio.testing.wait_all_tasks_blocked()
             assert not waited, "the premise: the host waits on the stale manager's drain"
-            ann_model = MarkerModel("ANN-SUMMARY")
+            ann_model = marker_model("ANN-SUMMARY")
             ann = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=ann_model)
-            blocking.release.set()
+            blocking.open()
             await trio.testing.wait_all_tasks_blocked()
         assert len(waited) == 1 and isinstance(waited[0], ReaderClaimError), "a waiting drain() ends, refused"
         await ann.drain()
         await trio.testing.wait_all_tasks_blocked()
 
-        assert blocking.finished == 1
+        assert finished(blocking, summariser) == 1
         if not late_answer:
-            assert blocking.cancelled, "the claim change abandoned the request (D4)"
+            assert len(blocking.abandoned) == 1, "the claim change abandoned the request (D4)"
         assert len(blocking.requests) == 1, "the stale manager asked its model nothing more"
         texts = all_summary_texts(rt.store)
         assert not any("STALE-ANSWER" in t for t in texts), "no summary from the in-flight answer"
@@ -438,7 +429,7 @@ async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(caplog):
     refused with ``ReaderClaimError``, and the discard is logged."""
     caplog.set_level(logging.WARNING)
     async with open_runtime() as rt:
-        blocking = BlockingModel("LATE")
+        blocking, summariser = blocking_model("LATE")
         strategy = OneRequest()
         stale = await rt.open_manager("agents/s", strategy=strategy, model=blocking)
         await stale.add_message("user", [text("hello")])
@@ -454,11 +445,11 @@ async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(caplog):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(host_tick)
-            await blocking.entered.wait()
+            await blocking.wait_for_request()
             head = rt.store.head("main")
             await rt.open_manager("agents/s", strategy=memory(), view_reader="ann")
-            blocking.release.set()
-        assert blocking.finished == 1 and not blocking.cancelled, "the premise: the answer came back"
+            blocking.open()
+        assert finished(blocking, summariser) == 1 and not blocking.abandoned, "the premise: the answer came back"
         assert strategy.answers == [], "the answer never reached the strategy"
         assert rt.store.get_state("main", "agents/s/one-request/answer") is None
         assert rt.store.head("main") == head + 1, "only ann's claim was written"
@@ -479,7 +470,7 @@ async def test_transition_note_a_stale_manager_waited_for_is_discarded():
     async with open_runtime() as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 4, private={"ann": 2})
-        blocking = BlockingModel("TRANSITION")
+        blocking, summariser = blocking_model("TRANSITION")
         stale = await rt.open_manager("agents/s", strategy=memory(head_window_tokens=5000), model=blocking)
         before = [m.id for m in rt.store.messages("main")]
         outcome: list[BaseException | str] = []
@@ -492,11 +483,11 @@ async def test_transition_note_a_stale_manager_waited_for_is_discarded():
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reset)
-            await blocking.entered.wait()
+            await blocking.wait_for_request()
             assert blocking.requests[0].system == TRANSITION_SYSTEM
             await rt.open_manager("agents/s", strategy=memory(), view_reader="ann")
-            blocking.release.set()
-        assert blocking.answers, "the premise: the model answered after the claim"
+            blocking.open()
+        assert summariser.answers, "the premise: the model answered after the claim"
         assert len(outcome) == 1 and isinstance(outcome[0], ReaderClaimError), outcome
         assert [m.id for m in rt.store.messages("main")] == before, "no transition message"
         assert rt.store.get_state("main", f"agents/s/{KIND}/head-start") is None
@@ -512,7 +503,7 @@ async def test_row5_summaries_read_for_a_reader_hold_none_of_another_readers_blo
     her summary reads and her compile hold none of bob's markers, and the other way round; each
     reader's own markers all reach their compile."""
     async with open_runtime() as rt:
-        models = {"ann": MarkerModel("ANN-S"), "bob": MarkerModel("BOB-S")}
+        models = {"ann": marker_model("ANN-S"), "bob": marker_model("BOB-S")}
         managers = {
             reader: await rt.open_manager(f"agents/{reader}", strategy=memory(), view_reader=reader, model=models[reader])
             for reader in ("ann", "bob")
@@ -526,7 +517,7 @@ async def test_row5_summaries_read_for_a_reader_hold_none_of_another_readers_blo
             manager = managers[reader]
             records = stored_summaries(rt.store, f"agents/{reader}")
             assert records, f"the premise: {reader} has summaries"
-            assert not set().union(*models[reader].shown) & theirs
+            assert not set().union(*shown(models[reader])) & theirs
             assert not markers("\n".join(v["text"] for v in records.values())) & theirs
             for sid in records:
                 reads = summary_reads(manager, sid)
@@ -578,7 +569,7 @@ async def test_row64_no_floor_record_for_a_manager_with_no_reader(reader):
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 40, private={"ann": 3})
         strategy = SpyingMemory(rt.store)
-        manager = await rt.open_manager("agents/s", strategy=strategy, view_reader=reader, model=MarkerModel())
+        manager = await rt.open_manager("agents/s", strategy=strategy, view_reader=reader, model=marker_model())
         await manager.drain()
         assert stored_summaries(rt.store, "agents/s"), "the premise: it compressed"
         assert strategy.marks, "the premise: the strategy marked its compression reads"
@@ -605,7 +596,7 @@ async def test_row65_transition_summary_kept_to_its_reader_host_text_as_given():
     message. ``reset_head_window(text)`` stores the host's text as given, with no audience, and
     every reader compiles it."""
     async with open_runtime() as rt:
-        model = MarkerModel("TRANSITION")
+        model = marker_model("TRANSITION")
         ann = await rt.open_manager("agents/ann", strategy=memory(head_window_tokens=2000), view_reader="ann", model=model)
         bob = await rt.open_manager("agents/bob", strategy=memory(head_window_tokens=2000), view_reader="bob")
         nobody = await rt.open_manager("agents/none", strategy=PassthroughStrategy())
@@ -648,8 +639,8 @@ async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unse
     of the ids bob's summaries have) hold none of bob's markers, and bob's hold none of ann's."""
     async with open_runtime() as rt:
         await make_branch(rt, "bobs")
-        nobody = await rt.open_manager("agents/s", strategy=memory(), model=MarkerModel())
-        ann = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=MarkerModel())
+        nobody = await rt.open_manager("agents/s", strategy=memory(), model=marker_model())
+        ann = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=marker_model())
         await write_conversation(ann, 30, private={"ann": 3})
         await ann.drain()
         ann_ids = [s.id for s in ann.search_summaries("ANN-ONLY", limit=1000)]
@@ -659,8 +650,8 @@ async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unse
             assert isinstance(value, ReaderClaimError), (name, value)
             assert "ann" in str(value)
 
-        ann_t = await rt.open_manager("agents/t", strategy=memory(), view_reader="ann", model=MarkerModel())
-        bob = await rt.open_manager("agents/t", strategy=memory(), view_reader="bob", branch="bobs", model=MarkerModel())
+        ann_t = await rt.open_manager("agents/t", strategy=memory(), view_reader="ann", model=marker_model())
+        bob = await rt.open_manager("agents/t", strategy=memory(), view_reader="bob", branch="bobs", model=marker_model())
         assert rt.store.get_state("main", "agents/t/reader") == "ann"
         assert rt.store.get_state("bobs", "agents/t/reader") == "bob"
         await write_conversation(bob, 30, private={"bob": 3})
@@ -714,7 +705,7 @@ def test_compression_reads_only_the_readers_view(conversation, target, head, rec
 
     async def main() -> None:
         async with open_runtime() as rt:
-            models = {r: MarkerModel(f"{r.upper()}-S") for r in READERS}
+            models = {r: marker_model(f"{r.upper()}-S") for r in READERS}
             managers = {
                 r: await rt.open_manager(
                     f"agents/{r}",
@@ -743,8 +734,8 @@ def test_compression_reads_only_the_readers_view(conversation, target, head, rec
                 visible = set(audiences) - hidden
                 records = stored_summaries(rt.store, f"agents/{reader}")
                 assert not markers("\n".join(v["text"] for v in records.values())) & hidden
-                for shown in models[reader].shown:
-                    assert not shown & hidden
+                for request_markers in shown(models[reader]):
+                    assert not request_markers & hidden
                 compiled = await managers[reader].compile(**BIG)
                 seen = markers(compiled_text(compiled))
                 assert not seen & hidden
@@ -765,10 +756,10 @@ async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
     answered (``ManagerClosedError``) rather than left waiting; nothing is written from it; the closed
     manager is refused with ``ManagerClosedError``; the runtime and other managers go on."""
     async with open_runtime() as rt:
-        blocking = BlockingModel()
+        blocking, summariser = blocking_model()
         manager = await rt.open_manager("agents/s", strategy=memory(), model=blocking)
         await write_conversation(manager, 30)
-        await blocking.entered.wait()
+        await blocking.wait_for_request()
         state_before = rt.store.state_items("main")
         waited: list[BaseException | None] = []
         async with trio.open_nursery() as nursery:
@@ -776,10 +767,10 @@ async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
             await trio.testing.wait_all_tasks_blocked()
             assert not waited, "the premise: the host waits on the drain"
             await manager.aclose()
-            assert blocking.cancelled and blocking.finished == 1, "aclose waited for the cancelled request"
+            assert len(blocking.abandoned) == 1 and finished(blocking, summariser) == 1, "aclose waited for the cancelled request"
         assert len(waited) == 1 and isinstance(waited[0], ManagerClosedError), "a waiting drain() ends"
         assert manager.closed
-        blocking.release.set()
+        blocking.open()
         await trio.testing.wait_all_tasks_blocked()
         assert rt.store.state_items("main") == state_before, "nothing written from the abandoned request"
         assert len(blocking.requests) == 1
@@ -788,7 +779,7 @@ async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
         with pytest.raises(ManagerClosedError):
             await manager.compile(**BIG)
 
-        model = MarkerModel()
+        model = marker_model()
         again = await rt.open_manager("agents/s", strategy=memory(), model=model)
         await again.drain()
         assert model.requests and stored_summaries(rt.store, "agents/s")
@@ -803,8 +794,9 @@ async def test_leaving_the_runtime_waits_for_every_drain():
     request has ended before the block is left, and the set of live tasks is what it was before
     the runtime opened."""
     before = all_tasks()
-    models = [BlockingModel(f"M{i}") for i in range(3)]
-    models.append(BlockingModel("SHIELDED", shield=True))
+    blocking = [blocking_model(f"M{i}") for i in range(3)]
+    blocking.append(blocking_model("SHIELDED", shield=True))
+    models = [model for model, _summariser in blocking]
     async with trio.open_nursery() as nursery:
         async with open_runtime() as rt:
             host = await rt.open_manager("host", strategy=PassthroughStrategy())
@@ -812,16 +804,16 @@ async def test_leaving_the_runtime_waits_for_every_drain():
                 await rt.open_manager(f"agents/{i}", strategy=memory(), model=model)
             await write_conversation(host, 30)
             for model in models:
-                await model.entered.wait()
+                await model.wait_for_request()
 
             async def release_when_only_the_shielded_one_waits() -> None:
                 await trio.testing.wait_all_tasks_blocked()
-                models[-1].release.set()
+                models[-1].open()
 
             nursery.start_soon(release_when_only_the_shielded_one_waits)
-        for model in models:
-            assert model.finished == 1, "the runtime waited for the request to end"
-        assert all(m.cancelled for m in models[:-1])
+        for model, summariser in blocking:
+            assert finished(model, summariser) == 1, "the runtime waited for the request to end"
+        assert all(len(m.abandoned) == 1 for m in models[:-1])
         assert not all_summary_texts(rt.store), "no summary from an answer that came during the close"
     assert all_tasks() == before, "no task outlives the runtime"
 
@@ -850,19 +842,19 @@ async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runti
         # messages come) also restarts the back-off.
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 40)
-        flaky = FlakyModel(fail={1, 2, 3, 4, 5, 7, 8})
-        broken = FlakyModel(fail=range(1, 10**9))
+        flaky, flaky_times = flaky_model({1, 2, 3, 4, 5, 7, 8})
+        broken, broken_times = flaky_model(range(1, 10**9))
         manager = await rt.open_manager("agents/s", strategy=memory(), model=flaky)
         doomed = await rt.open_manager("agents/doomed", strategy=memory(), model=broken)
         await manager.drain()
 
-        gaps = [b - a for a, b in itertools.pairwise(flaky.times)]
+        gaps = [b - a for a, b in itertools.pairwise(flaky_times)]
         def jittered(observed: list[float], steps: list[float]) -> bool:
             return len(observed) == len(steps) and all(0.5 * s - 1e-6 <= g <= s + 1e-6 for g, s in zip(observed, steps, strict=True))
 
         assert jittered(gaps[:5], [1.0, 2.0, 4.0, 8.0, 16.0]), gaps
         assert jittered(gaps[6:8], [1.0, 2.0]), "the back-off restarts after a success"
-        assert len(flaky.times) > 9, "more units followed the recovery"
+        assert len(flaky_times) > 9, "more units followed the recovery"
         assert manager.is_ready()
         summaries = stored_summaries(rt.store, "agents/s")
         assert summaries and all(v["text"].startswith("RECOVERED#") for v in summaries.values())
@@ -876,7 +868,7 @@ async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runti
         # The always-failing model: retried, the waits doubling up to the cap, never stopping the runtime.
         with trio.move_on_after(2000):
             await anyio.Event().wait()
-        doomed_gaps = [b - a for a, b in itertools.pairwise(broken.times)]
+        doomed_gaps = [b - a for a, b in itertools.pairwise(broken_times)]
         assert jittered(doomed_gaps[:4], [1.0, 2.0, 4.0, 8.0])
         assert 150.0 - 1e-6 <= max(doomed_gaps) <= 300.0 + 1e-6, "the wait is capped at 5 minutes"
         assert not doomed.is_ready() and not stored_summaries(rt.store, "agents/doomed")
