@@ -8,7 +8,7 @@ lets every strategy take such an estimator. Conversation messages are ``body(i)`
 ten characters, ten tokens.
 
 Work is made deterministic by writing the conversation first, through a passthrough "host"
-manager, and only then opening the compressing manager with a recording ``FakeModel``: its first
+manager, and only then opening the compressing manager with a recording ``fake_model()``: its first
 drain then sees every message at once, so units run in the order 4.5 gives (closes, then L1s
 oldest first, then merges lowest level first) and summary ids are predictable. ``settle`` routes a
 preview through the namespace actor before draining, so every delivery has reached the strategy.
@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
+import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +60,7 @@ from asides.strategies import AutobiographicalStrategy, ExtractiveModel, Knowled
 from asides.strategies._errors import ModelError
 from asides.strategies._models import Completion, CompletionRequest, Usage
 from asides.strategies._tokens import estimate_text
+from asides.testing import FailingModel, GatedModel, ScriptedModel
 from tests.helpers import dump, message_body, seed_records
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
@@ -192,44 +195,34 @@ def is_merge(request: CompletionRequest) -> bool:
     return instruction_of(request).startswith("You have just re-read")
 
 
-class FakeModel:
-    """A recording test model (SPEC 3.3, 3.3.1): keeps every request; answers ``memory <n>`` (n = the
-    request's number) unless ``answer`` says otherwise (a str, or a callable ``(request, n)`` giving a
-    str or a ``Completion``); ``raises`` (an exception, or a callable giving one or None) makes a
-    request fail; ``hold`` (a callable ``(request, n) -> bool``) keeps a request out until
-    ``release`` is set."""
+def fake_model(answer: Any = None, *, numbered_by: Callable[[], list[CompletionRequest]] | None = None) -> ScriptedModel:
+    """A recording test model (SPEC 3.3, 3.3.1), an ``asides.testing`` ``ScriptedModel``: answers
+    request n with ``memory <n>`` unless ``answer`` says otherwise (a str or a ``Completion`` for
+    every request, or a callable ``(request, n)`` giving one, an exception to raise, or ``None``
+    for ``memory <n>``). ``n`` is the request's number in the record ``numbered_by()`` gives
+    (default: this model's own ``requests``), so a model wrapped by a ``GatedModel`` numbers
+    requests as the gate received them."""
 
-    def __init__(self, answer: Any = None, *, raises: Any = None, hold: Any = None) -> None:
-        self.requests: list[CompletionRequest] = []
-        self.answer = answer
-        self.raises = raises
-        self.hold = hold
-        self.release = anyio.Event()
-        self._arrival = anyio.Event()
+    def respond(request: CompletionRequest) -> Completion | BaseException:
+        received = numbered_by() if numbered_by is not None else model.requests
+        n = max(i for i, r in enumerate(received, 1) if r is request)
+        given = answer(request, n) if callable(answer) else answer
+        if given is None:
+            given = f"memory {n}"
+        if isinstance(given, Completion | BaseException):
+            return given
+        return Completion("end_turn", given, Usage(1, 1))
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        self.requests.append(request)
-        n = len(self.requests)
-        arrival, self._arrival = self._arrival, anyio.Event()
-        arrival.set()
-        if self.hold is not None and self.hold(request, n):
-            await self.release.wait()
-        error = self.raises(request, n) if callable(self.raises) and not isinstance(self.raises, BaseException) else self.raises
-        if error is not None:
-            raise error
-        answer = self.answer
-        if callable(answer):
-            answer = answer(request, n)
-        if answer is None:
-            answer = f"memory {n}"
-        if isinstance(answer, Completion):
-            return answer
-        return Completion("end_turn", answer, Usage(1, 1))
+    model = ScriptedModel(respond=respond, name="memory")
+    return model
 
-    async def wait_requests(self, count: int) -> None:
-        """Wait until at least ``count`` requests arrived."""
-        while len(self.requests) < count:
-            await self._arrival.wait()
+
+def gated_model(answer: Any = None) -> GatedModel:
+    """A ``GatedModel`` holding each request until the test releases it, then answering as
+    :func:`fake_model` (``answer``), numbering requests as the gate received them."""
+    gate: GatedModel
+    gate = GatedModel(fake_model(answer, numbered_by=lambda: gate.requests), name="gated memory")
+    return gate
 
 
 async def write(rt: Any, items: list[tuple[str, list[Any]]], *, branch: str = "main") -> list[Any]:
@@ -388,7 +381,7 @@ async def test_a_chunk_closes_at_target_tokens_and_four_messages(size, length):
     no windows: every closed chunk gets its L1; the rest is the trailing open chunk, raw."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(2 * length + 1, size=size))
-        m = await opened(rt, auto(target=25), FakeModel())
+        m = await opened(rt, auto(target=25), fake_model())
         got = [s.message_ids for s in m.get_summaries_in_range()]
         assert got == [ids(msgs[:length]), ids(msgs[length : 2 * length])]
         compiled = await m.compile(**BIG)
@@ -405,7 +398,7 @@ async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along():
     ] + convo(5, start=5)
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25), model)
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:5]), ids(msgs[5:9])]
         assert target_of(model.requests[0]) == [
@@ -419,7 +412,7 @@ async def test_the_trailing_open_chunk_renders_raw_and_never_compresses():
     pending work (``is_ready()``); it closes once later messages complete it."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(3))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25), model)
         assert m.is_ready() and m.pending_work() is None
         assert model.requests == [] and m.get_summaries_in_range() == ()
@@ -437,7 +430,7 @@ async def test_holdback_one_keeps_the_newest_closed_chunk_until_another_closes()
     raw and is not pending work; once a third chunk closes the second is compressed."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(9))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25, holdback=1), model)
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         assert m.is_ready() and m.pending_work() is None and len(model.requests) == 1
@@ -456,7 +449,7 @@ async def test_holdback_counts_closed_chunks(holdback, compressed):
     compresses each chunk as soon as it closes."""
     async with open_runtime() as rt:
         await write(rt, convo(9))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25, holdback=holdback), model)
         assert len(m.get_summaries_in_range()) == compressed == len(model.requests)
         assert len(state(rt, f"{NS}/autobiographical/chunk/")) == 2
@@ -468,7 +461,7 @@ async def test_head_window_is_verbatim_at_the_start_and_never_compressed():
     it."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(11))
-        m = await opened(rt, auto(target=25, head=20), FakeModel())
+        m = await opened(rt, auto(target=25, head=20), fake_model())
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[2:6]), ids(msgs[6:10])]
         assert layout(await m.compile(**BIG)) == raw(msgs[:2]) + [("summary", "L1-1"), ("summary", "L1-2")] + raw(msgs[10:])
 
@@ -478,7 +471,7 @@ async def test_recent_window_is_verbatim_at_the_end_and_never_compressed():
     last and are never chunked, however many there are."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(12))
-        m = await opened(rt, auto(target=25, recent=40), FakeModel())
+        m = await opened(rt, auto(target=25, recent=40), fake_model())
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4]), ids(msgs[4:8])]
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("summary", "L1-2")] + raw(msgs[8:])
 
@@ -493,7 +486,7 @@ async def test_a_unit_straddling_the_recent_start_joins_the_recent_window_whole(
     ]
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        m = await opened(rt, auto(target=25, recent=15), FakeModel("memory"))
+        m = await opened(rt, auto(target=25, recent=15), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=1, reserve_for_response=0)
@@ -511,12 +504,12 @@ async def test_a_unit_that_would_straddle_the_head_end_leaves_the_head_whole():
     ] + convo(3, start=2)
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        m = await opened(rt, auto(target=25, head=15), FakeModel("memory"))
+        m = await opened(rt, auto(target=25, head=15), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=1, reserve_for_response=0)
         assert info.value.head_tokens == 0
-        other = await opened(rt, auto(target=25, head=20), FakeModel("memory"), ns="agents/b")
+        other = await opened(rt, auto(target=25, head=20), fake_model("memory"), ns="agents/b")
         assert other.get_summaries_in_range() == ()
         with pytest.raises(OverBudgetError) as info:
             await other.compile(max_tokens=1, reserve_for_response=0)
@@ -536,10 +529,10 @@ async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_it
     ] + convo(4, start=3)
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        at_once = await opened(rt, auto(target=25, head=25), FakeModel(), ns="agents/at-once")
+        at_once = await opened(rt, auto(target=25, head=25), fake_model(), ns="agents/at-once")
         assert [s.message_ids for s in at_once.get_summaries_in_range()] == [ids(msgs[1:5])]
     async with open_runtime() as rt:
-        m = await rt.open_manager(NS, strategy=auto(target=25, head=25), model=FakeModel())
+        m = await rt.open_manager(NS, strategy=auto(target=25, head=25), model=fake_model())
         msgs = [await m.add_message(p, c) for p, c in items]
         await settle(m)
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[1:5])]
@@ -555,13 +548,13 @@ async def test_coverage_holds_when_the_head_shrinks_after_a_close():
     items = convo(5, size=5) + convo(8, start=5)
     async with open_runtime() as rt:
         await write(rt, items)
-        model = FakeModel(hold=lambda request, n: n == 1)
+        model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, head=25), model=model)
-        await model.wait_requests(1)
+        await model.wait_for_request()
         await m.reset_head_window("x")
         marker = m.get_all_messages()[-1]
         call = await m.add_message("assistant", [tool_use("t1", "probe", {"cost": 4})])
-        model.release.set()
+        model.open()
         await settle(m)
         result = await m.add_message("user", [tool_result("t1", "r" * 10)])
         await settle(m)
@@ -579,7 +572,7 @@ async def test_zero_windows_mean_no_head_and_no_recent_window():
     and ``recent_window_tokens=0`` an empty recent window (the trailing open chunk is middle)."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(6))
-        m = await opened(rt, auto(target=25, head=0, recent=0), FakeModel("memory"))
+        m = await opened(rt, auto(target=25, head=0, recent=0), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=1, reserve_for_response=0)
@@ -595,7 +588,7 @@ async def test_a_message_widened_into_compressed_history_gets_a_chunk_of_its_own
     items = convo(2) + [("user", [text(body(2), audience=["bob"])])] + convo(7, start=3)
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        m = await opened(rt, auto(target=25), FakeModel(), view_reader="ann")
+        m = await opened(rt, auto(target=25), fake_model(), view_reader="ann")
         first, second = (s.message_ids for s in m.get_summaries_in_range())
         assert first == (msgs[0].id, msgs[1].id, msgs[3].id, msgs[4].id)
         assert second == ids(msgs[5:9])
@@ -615,7 +608,7 @@ async def test_holdback_is_by_the_position_of_the_last_message():
     items = convo(2) + [("user", [text(body(2), audience=["bob"])])] + convo(7, start=3)
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        m = await opened(rt, auto(target=25, holdback=2), FakeModel(), view_reader="ann")
+        m = await opened(rt, auto(target=25, holdback=2), fake_model(), view_reader="ann")
         assert m.get_summaries_in_range() == ()
         await m.edit_message(msgs[2].id, [text(body(2), audience=["bob", "ann"])])
         await settle(m)
@@ -632,7 +625,7 @@ async def test_six_level_one_summaries_merge_into_L2_7_with_the_shared_counter()
     members are merged away (not searchable, not rendered) but still readable."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(25))
-        m = await opened(rt, auto(target=25), FakeModel())
+        m = await opened(rt, auto(target=25), fake_model())
         assert summary_ids(m) == ["L1-1", "L2-7", "L1-2", "L1-3", "L1-4", "L1-5", "L1-6"]
         top = m.get_summary("L2-7")
         assert (top.level, top.text, top.message_ids) == (2, "memory 7", ids(msgs[:24]))
@@ -653,7 +646,7 @@ async def test_levels_go_on_merging_beyond_three():
     highest summary."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(33))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25, merge_threshold=2), model)
         assert sorted(summary_ids(m), key=lambda s: int(s.split("-")[1])) == [f"L1-{n}" for n in range(1, 9)] + [
             "L2-9", "L2-10", "L2-11", "L2-12", "L3-13", "L3-14", "L4-15"
@@ -676,7 +669,7 @@ async def test_hierarchical_false_never_merges():
     """STRATEGIES 4.9, 4.5: ``hierarchical=False`` means level 1 only."""
     async with open_runtime() as rt:
         await write(rt, convo(17))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25, merge_threshold=2, hierarchical=False), model)
         assert summary_ids(m) == ["L1-1", "L1-2", "L1-3", "L1-4"]
         assert not any(is_merge(r) for r in model.requests)
@@ -711,9 +704,12 @@ async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in
     oldest stretch waiting, how many more, and the merge with the messages it covers."""
     async with open_runtime() as rt:
         await write(rt, convo(17))
-        model = FakeModel(hold=lambda request, n: n == 3)
+        model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2), model=model)
-        await model.wait_requests(3)
+        for _ in range(2):  # the first two requests pass; the third is held
+            await model.wait_for_request()
+            model.release()
+        await model.wait_for_request()
         assert m.pending_work() == "compressing messages 9–12"
         assert not m.is_ready()
         assert await m.tick() is False
@@ -751,7 +747,7 @@ async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw
     raw where it lies, and it is not pending work."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(5))
-        model = FakeModel(answer)
+        model = fake_model(answer)
         m = await opened(rt, auto(target=25, l1_attempt_limit=2), model)
         assert len(model.requests) == 2
         assert m.get_summaries_in_range() == ()
@@ -773,7 +769,7 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context():
 
     async with open_runtime() as rt:
         msgs = await write(rt, convo(21))
-        model = FakeModel(answer)
+        model = fake_model(answer)
         m = await opened(rt, auto(target=25, merge_threshold=2, l1_attempt_limit=2), model)
         assert sorted(summary_ids(m)) == ["L1-1", "L1-2", "L1-3", "L1-4", "L2-5", "L2-6"]
         assert m.get_summary("L1-3").message_ids == ids(msgs[12:16])
@@ -812,7 +808,7 @@ async def test_a_rejected_merge_fails_after_the_merge_attempt_limit():
 
     async with open_runtime() as rt:
         msgs = await write(rt, convo(9))
-        model = FakeModel(answer)
+        model = fake_model(answer)
         m = await opened(rt, auto(target=25, merge_threshold=2, merge_attempt_limit=3), model)
         assert sum(is_merge(r) for r in model.requests) == 3
         assert summary_ids(m) == ["L1-1", "L1-2"]
@@ -831,18 +827,20 @@ async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending():
     """STRATEGIES 4.5: a model exception propagates out of ``tick`` and counts no rejection (no
     attempts record); the chunk stays queued (``messages 1–4 to compress``), and once the model answers the
     chunk is summarised as usual."""
-    model = FakeModel(raises=RuntimeError("model outage"))
+    recovered = anyio.Event()
+    model = FailingModel(RuntimeError("model outage"), fails=lambda n: not recovered.is_set(), then=fake_model())
     async with open_runtime() as rt:
         msgs = await write(rt, convo(5))
         m = await rt.open_manager(NS, strategy=auto(target=25, l1_attempt_limit=1), model=model)
-        await model.wait_requests(1)  # the drain closed the chunk and asked once
+        await model.wait_for_requests(1)  # the drain closed the chunk and asked once
+        await trio.testing.wait_all_tasks_blocked()  # its request failed; the drain waits to retry
         with pytest.raises(ModelError, match="model outage"):  # the model's error, wrapped at the model boundary
             await m.tick()
         assert len(model.requests) >= 2
         assert state(rt, f"{NS}/autobiographical/attempts/") == {}
         assert m.get_summaries_in_range() == ()
         assert not m.is_ready() and m.pending_work().startswith("messages 1–4 to compress")
-        model.raises = None
+        recovered.set()
         assert await m.tick() is True
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         assert m.is_ready()
@@ -852,17 +850,19 @@ async def test_a_model_exception_on_a_merge_counts_no_attempt():
     """STRATEGIES 4.5 ("Exceptions never count"), 4.9: a merge whose request raises counts no
     attempt (even with ``merge_attempt_limit=1``) and stays pending (``2 memories of messages 1–8 to merge``); once the model
     answers, the merge is written."""
-    model = FakeModel(raises=lambda request, n: RuntimeError("merge outage") if is_merge(request) else None)
+    recovered = anyio.Event()
+    model = fake_model(lambda request, n: RuntimeError("merge outage") if is_merge(request) and not recovered.is_set() else None)
     async with open_runtime() as rt:
         await write(rt, convo(8))
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2, merge_attempt_limit=1), model=model)
-        await model.wait_requests(3)  # two L1s, then the drain's first merge request
+        await model.wait_for_requests(3)  # two L1s, then the drain's first merge request
+        await trio.testing.wait_all_tasks_blocked()  # that request failed; the drain waits to retry
         with pytest.raises(ModelError, match="merge outage"):  # the model's error, wrapped at the model boundary
             await m.tick()
         assert state(rt, f"{NS}/autobiographical/attempts/") == {}
         assert summary_ids(m) == ["L1-1", "L1-2"]
         assert m.pending_work().startswith("2 memories of messages 1–8 to merge")
-        model.raises = None
+        recovered.set()
         assert await m.tick() is True
         assert [s.id for s in m.search_summaries(".")] == [f"L2-{3}"]
 
@@ -882,7 +882,7 @@ async def test_accepted_text_is_joined_stripped_and_loses_a_thinking_prefix(cont
     stripped (a tag later in the text is kept)."""
     async with open_runtime() as rt:
         await write(rt, convo(5))
-        m = await opened(rt, auto(target=25), FakeModel(Completion("end_turn", content)))
+        m = await opened(rt, auto(target=25), fake_model(Completion("end_turn", content)))
         assert [s.text for s in m.get_summaries_in_range()] == [expected]
 
 
@@ -922,7 +922,7 @@ async def test_l1_request_shape_participants_prefixes_and_reductions():
     target = sum(tok(c) for _, c in chunk)
     async with open_runtime() as rt:
         await write(rt, chunk + [("user", [text("tail")])])
-        model = FakeModel()
+        model = fake_model()
         strategy = auto(
             target=target, summary_participant="ann", compression_model="mini", compression_max_tokens=321, summary_target_tokens=77
         )
@@ -955,7 +955,7 @@ async def test_l1_request_defaults_system_and_instruction():
     4000, ``model`` is None (the Model's own default) and the instruction aims for 600 tokens."""
     async with open_runtime() as rt:
         await write(rt, convo(5))
-        model = FakeModel()
+        model = fake_model()
         await opened(rt, auto(target=25), model)
         (request,) = model.requests
         assert (request.system, request.max_tokens, request.model) == (SYSTEM_ASSISTANT, 4000, None)
@@ -969,7 +969,7 @@ async def test_each_request_message_is_truncated_to_request_message_tokens():
     long = "x" * 400
     async with open_runtime() as rt:
         await write(rt, [("user", [text(long)])] + convo(4, start=1))
-        model = FakeModel()
+        model = fake_model()
         await opened(rt, auto(target=25, request_message_tokens=50), model)
         assert target_of(model.requests[0])[0] == "x" * 150 + "\n\n[truncated — original was 400 tokens]"
         assert target_of(model.requests[0])[1:] == [body(1), body(2), body(3)]
@@ -983,7 +983,7 @@ async def test_prior_context_is_the_newest_items_within_compression_context_toke
     here costs 13 + 8 = 21."""
     async with open_runtime() as rt:
         await write(rt, convo(13))
-        model = FakeModel()
+        model = fake_model()
         await opened(rt, auto(target=25, compression_context_tokens=context_tokens), model)
         assert len(model.requests) == 3
         third = model.requests[2]
@@ -999,7 +999,7 @@ async def test_the_head_is_included_before_the_target():
     context follows it, then the marker."""
     async with open_runtime() as rt:
         await write(rt, convo(10, speakers=("bob", "assistant")))
-        model = FakeModel()
+        model = fake_model()
         await opened(rt, auto(target=25, head=20), model)
         first, second = model.requests
         assert shape(first.messages) == [
@@ -1028,7 +1028,7 @@ async def test_merge_requests_level_two_and_three():
     L1s: the second level-2 merge sees the first level-2 summary."""
     async with open_runtime() as rt:
         await write(rt, convo(17))
-        model = FakeModel()
+        model = fake_model()
         await opened(rt, auto(target=25, merge_threshold=2, summary_target_tokens=90), model)
         merges = [r for r in model.requests if is_merge(r)]
         assert len(merges) == 3
@@ -1065,7 +1065,7 @@ async def test_compile_order_head_recall_pairs_raw_then_recent_with_provenance()
     recall text in the assistant role (4.1)."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(18, speakers=("user", "ann")))
-        m = await opened(rt, auto(target=25, head=20, recent=20, holdback=1, summary_participant="ann"), FakeModel())
+        m = await opened(rt, auto(target=25, head=20, recent=20, holdback=1, summary_participant="ann"), fake_model())
         compiled = await m.compile(**BIG)
         assert layout(compiled) == raw(msgs[:2]) + [("summary", "L1-1"), ("summary", "L1-2")] + raw(msgs[10:])
         assert shape(compiled.messages[2:6]) == [
@@ -1134,7 +1134,7 @@ async def test_coverage_every_view_message_is_raw_or_in_exactly_one_rendered_sum
         **options,
     )
     async with open_runtime() as rt:
-        m = await rt.open_manager(NS, strategy=strategy, model=FakeModel())
+        m = await rt.open_manager(NS, strategy=strategy, model=fake_model())
         for index, (p, c) in enumerate(items):
             if index == reset_at:
                 await m.reset_head_window("moving on")
@@ -1231,12 +1231,12 @@ async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, 
     )
     async with open_runtime() as rt:
         if incremental:
-            m = await rt.open_manager(NS, strategy=strategy, model=FakeModel())
+            m = await rt.open_manager(NS, strategy=strategy, model=fake_model())
             msgs = [await m.add_message(p, c) for p, c in items]
             await settle(m)
         else:
             msgs = await write(rt, items)
-            m = await opened(rt, strategy, FakeModel())
+            m = await opened(rt, strategy, fake_model())
         expected = [[msgs[p].id for p in chunk] for chunk in expected_chunks(options, items, cls is KnowledgeStrategy)]
         records = rt.store.state_items("main", f"{NS}/{strategy.name}/chunk/")
         got = sorted((v["message_ids"] for v in records.values()), key=lambda ids_: int(ids_[0]))
@@ -1282,16 +1282,15 @@ async def test_over_budget_advice_suggests_a_drain_only_when_one_would_help():
     never says that no model is configured when one is."""
     async with open_runtime() as rt:
         await write(rt, convo(14))
-        model = FakeModel(hold=lambda request, n: True)
+        model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, recent=20), model=model)
-        await model.wait_requests(1)
+        await model.wait_for_request()
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=50, reserve_for_response=0)
         assert info.value.pending_chunks > 0
         assert str(info.value).endswith(": await manager.drain(), raise max_tokens or lower recent_window_tokens.")
         assert "no compression model" not in str(info.value)
-        model.hold = None
-        model.release.set()
+        model.open()
         await settle(m)
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=30, reserve_for_response=0)
@@ -1424,7 +1423,7 @@ async def test_repair_omits_a_result_whose_call_was_compressed():
     ]
     async with open_runtime() as rt:
         msgs = await write(rt, items)
-        m = await opened(rt, auto(target=25), FakeModel())
+        m = await opened(rt, auto(target=25), fake_model())
         compiled = await m.compile(**BIG)
         assert layout(compiled) == [("summary", "L1-1"), ("raw", msgs[4].id)]
         assert shape(compiled.messages)[2] == ("user", ["[tool call omitted]", "and more"])
@@ -1458,7 +1457,7 @@ async def test_raw_messages_are_truncated_to_max_message_tokens_and_priced_as_sh
     assert len(shown) == 69
     async with open_runtime() as rt:
         msgs = await write(rt, convo(4) + [("user", [text("x" * 100)])])
-        m = await opened(rt, auto(target=1000, recent=70, max_message_tokens=10), FakeModel())
+        m = await opened(rt, auto(target=1000, recent=70, max_message_tokens=10), fake_model())
         with pytest.raises(OverBudgetError) as info:
             await m.compile(max_tokens=1, reserve_for_response=0)
         assert (info.value.recent_tokens, info.value.middle_tokens) == (69, 40)
@@ -1533,7 +1532,7 @@ async def test_search_scores_matches_orders_by_score_then_newest_and_limits():
     used as is; ``limit < 0`` is a ``ValueError`` and a bad pattern ``re.error``."""
     async with open_runtime() as rt:
         await write(rt, convo(17))
-        m = await opened(rt, auto(target=25, hierarchical=False), FakeModel(lambda r, n: SEARCH_TEXTS[n]))
+        m = await opened(rt, auto(target=25, hierarchical=False), fake_model(lambda r, n: SEARCH_TEXTS[n]))
         assert [s.id for s in m.search_summaries("alpha")] == ["L1-1", "L1-4", "L1-2"]
         assert [s.id for s in m.search_summaries("alpha", limit=2)] == ["L1-1", "L1-4"]
         assert m.search_summaries("alpha", limit=0) == ()
@@ -1558,7 +1557,7 @@ async def test_merged_away_summaries_are_not_searched_but_are_read_by_range_and_
     and by ``get_summary``; an unknown id gives ``None``."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(9))
-        m = await opened(rt, auto(target=25, merge_threshold=2), FakeModel(lambda r, n: f"alpha {n}"))
+        m = await opened(rt, auto(target=25, merge_threshold=2), fake_model(lambda r, n: f"alpha {n}"))
         assert [s.id for s in m.search_summaries("alpha")] == ["L2-3"]
         assert summary_ids(m) == ["L1-1", "L2-3", "L1-2"]
         assert m.get_summary("L1-1").text == "alpha 1"
@@ -1571,7 +1570,7 @@ async def test_range_reads_are_inclusive_overlaps_by_sequence():
     whose [first_sequence, last_sequence] overlaps [start, end], inclusive; ``None`` is open."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(13))
-        m = await opened(rt, auto(target=25, hierarchical=False), FakeModel())
+        m = await opened(rt, auto(target=25, hierarchical=False), fake_model())
         s1, s2, s3 = (m.get_summary(f"L1-{n}") for n in (1, 2, 3))
         assert (s1.first_sequence, s1.last_sequence) == (msgs[0].sequence, msgs[3].sequence)
         assert (s2.first_sequence, s2.last_sequence) == (msgs[4].sequence, msgs[7].sequence)
@@ -1613,14 +1612,14 @@ async def test_reopening_a_store_resumes_exactly(store_path):
     ``L2-6``, then ``L3-7``."""
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(18))
-        m = await opened(rt, persisted(), FakeModel())
+        m = await opened(rt, persisted(), fake_model())
         assert sorted(summary_ids(m)) == ["L1-1", "L1-2", "L1-3", "L2-4"]
         before_summaries = m.get_summaries_in_range()
         before = await m.compile(**BIG)
         assert layout(before) == [("summary", "L2-4"), ("summary", "L1-3")] + raw(msgs[12:])
     async with open_runtime(store_path) as rt:
         stored = dump(rt.store)
-        model = FakeModel(lambda r, n: f"later {n}")
+        model = fake_model(lambda r, n: f"later {n}")
         m = await opened(rt, persisted(), model)
         assert model.requests == []
         assert m.is_ready() and m.pending_work() is None
@@ -1646,11 +1645,11 @@ async def test_changing_options_between_opens_never_recuts_or_rewrites(store_pat
     what is chunked from then on follows the new options."""
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
-        m = await opened(rt, auto(target=25), FakeModel())
+        m = await opened(rt, auto(target=25), fake_model())
         before = m.get_summaries_in_range()
         assert [s.message_ids for s in before] == [ids(msgs[:4]), ids(msgs[4:8])]
     async with open_runtime(store_path) as rt:
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=55, summary_participant="ann"), model)
         assert model.requests == [] and m.get_summaries_in_range() == before
         more = await write(rt, convo(6, start=9))
@@ -1668,16 +1667,16 @@ async def test_two_managers_on_one_namespace_never_summarise_a_chunk_twice():
     managers read the same summaries and compile the same context."""
     async with open_runtime() as rt:
         await write(rt, convo(25))
-        first_model = FakeModel(hold=lambda r, n: n == 1)
-        second_model = FakeModel(lambda r, n: f"second {n}")
+        first_model = gated_model()
+        second_model = fake_model(lambda r, n: f"second {n}")
         first = await rt.open_manager(NS, strategy=auto(target=25), model=first_model)
-        await first_model.wait_requests(1)
+        await first_model.wait_for_request()
         second = await rt.open_manager(NS, strategy=auto(target=25), model=second_model)
         await second.preview_context(**BIG)
         async with anyio.create_task_group() as tg:
             tg.start_soon(settle, first)
             tg.start_soon(settle, second)
-            first_model.release.set()
+            first_model.open()
         await settle(first)
         await settle(second)
         records = state(rt, f"{NS}/autobiographical/summary/")
@@ -1714,7 +1713,7 @@ async def test_a_broken_summary_record_is_read_fail_closed(store_path, caplog):
         assert layout(await idle.compile(**BIG)) == [("raw", i) for i in msg_ids]
         assert idle.pending_work() == "messages 1–4 to compress (no compression model)"
         await idle.aclose()
-        m = await opened(rt, auto(target=25), FakeModel())
+        m = await opened(rt, auto(target=25), fake_model())
         assert summary_ids(m) == ["L1-2"]
         assert m.get_summary("L1-2").message_ids == tuple(msg_ids[:4])
         assert rt.store.get_state("main", f"{prefix}/summary/L1-1")["text"] == 7
@@ -1728,8 +1727,8 @@ async def test_a_fork_resumes_the_records_and_each_branch_reads_its_own():
     each branch's reads see only its own."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(5))
-        m = await opened(rt, auto(target=25), FakeModel(lambda r, n: f"main {n}"))
-        forked = await opened(rt, auto(target=25), FakeModel(lambda r, n: f"fork {n}"), ns=NS)
+        m = await opened(rt, auto(target=25), fake_model(lambda r, n: f"main {n}"))
+        forked = await opened(rt, auto(target=25), fake_model(lambda r, n: f"fork {n}"), ns=NS)
         await forked.fork("b")
         assert forked.branch == "b" and summary_ids(forked) == ["L1-1"]
         main_more = await write(rt, convo(4, start=5))
@@ -1752,7 +1751,7 @@ async def test_set_strategy_away_and_back_resumes_the_records():
     Autobiographical's), and back resumes them, with no request for work already done."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(9))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=25), model)
         before = await m.compile(**BIG)
         auto_records = state(rt)
@@ -1775,11 +1774,11 @@ async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere():
     next, and is done afresh on the new one."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(5))
-        model = FakeModel(hold=lambda request, n: n == 1)
+        model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25), model=model)
-        await model.wait_requests(1)
+        await model.wait_for_request()
         await m.fork("b")
-        model.release.set()
+        model.open()
         await settle(m)
         assert [(s.id, s.text) for s in m.get_summaries_in_range()] == [("L1-1", "memory 2")]
         assert rt.store.state_items("main", f"{NS}/autobiographical/summary/") == {}
@@ -1802,7 +1801,7 @@ async def test_reset_with_text_appends_the_marker_and_starts_the_head_there():
     namespace's head does not move."""
     async with open_runtime() as rt:
         first = await write(rt, convo(6))
-        model = FakeModel()
+        model = fake_model()
         m = await rt.open_manager(NS, strategy=auto(target=40, head=40, recent=20), model=model, view_reader="ann")
         other = await rt.open_manager("agents/b", strategy=auto(target=40, head=40, recent=20))
         assert await m.reset_head_window("new topic") == "new topic"
@@ -1837,7 +1836,7 @@ async def test_generated_transition_request_with_head_and_memories():
     ``audience=(reader,)`` and returned."""
     async with open_runtime() as rt:
         await write(rt, convo(14, speakers=("bob", "assistant")))
-        model = FakeModel(transition_answer)
+        model = fake_model(transition_answer)
         strategy = auto(target=25, head=20, merge_threshold=2, compression_model="mini")
         m = await opened(rt, strategy, model, view_reader="ann")
         assert sorted(s.id for s in m.search_summaries(".")) == ["L1-3", "L2-4"]
@@ -1867,7 +1866,7 @@ async def test_generated_transition_sections_appear_only_with_content():
     conversation:``."""
     async with open_runtime() as rt:
         await write(rt, convo(16))
-        model = FakeModel(transition_answer)
+        model = fake_model(transition_answer)
         m = await opened(rt, auto(target=25, hierarchical=False), model)
         await m.reset_head_window()
         assert text_of(model.requests[-1].messages[0]) == (
@@ -1875,7 +1874,7 @@ async def test_generated_transition_sections_appear_only_with_content():
         )
     async with open_runtime() as rt:
         await write(rt, [("user", [text("hello")]), ("bob", [text("hi all")])])
-        model = FakeModel(transition_answer)
+        model = fake_model(transition_answer)
         m = await opened(rt, auto(target=1000, head=100), model)
         await m.reset_head_window()
         (request,) = model.requests
@@ -1889,7 +1888,7 @@ async def test_generated_transition_opening_is_cut_at_8000_characters():
     ``[...truncated...]``."""
     async with open_runtime() as rt:
         await write(rt, [("user", [text(c * 3000)]) for c in "abc"])
-        model = FakeModel(transition_answer)
+        model = fake_model(transition_answer)
         m = await opened(rt, auto(target=100_000, head=10_000), model)
         await m.reset_head_window()
         opening = "\n".join(f"user: {c * 3000}" for c in "abc")
@@ -1906,7 +1905,7 @@ async def test_generated_transition_with_nothing_to_read_makes_no_request():
     ``No earlier context.`` (stored for the reader, like any generated note)."""
     async with open_runtime() as rt:
         await write(rt, convo(2))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, auto(target=1000, head=0), model, view_reader="ann")
         assert await m.reset_head_window() == "No earlier context."
         assert model.requests == []
@@ -1932,7 +1931,7 @@ async def test_generated_transition_rejected_raises_naming_the_stop_reason():
     reason; nothing is written (a manager with no reader writes no floor)."""
     async with open_runtime() as rt:
         await write(rt, convo(3))
-        model = FakeModel(Completion("max_tokens", "cut off"))
+        model = fake_model(Completion("max_tokens", "cut off"))
         m = await opened(rt, auto(target=1000, head=40), model)
         before = dump(rt.store)
         with pytest.raises(CompressionError, match="max_tokens"):
@@ -1958,7 +1957,7 @@ async def test_with_no_head_window_the_marker_is_ordinary_middle_history():
     """STRATEGIES 4.12 (effects): with ``head_window_tokens=0`` there is still no head after a
     reset; the marker is ordinary middle history, chunked with its neighbours."""
     async with open_runtime() as rt:
-        m = await rt.open_manager(NS, strategy=auto(target=25), model=FakeModel())
+        m = await rt.open_manager(NS, strategy=auto(target=25), model=fake_model())
         msgs = [await m.add_message(p, c) for p, c in convo(2)]
         await m.reset_head_window("next")
         marker = m.get_all_messages()[-1]
@@ -1974,7 +1973,7 @@ async def test_a_claim_while_the_transition_request_is_out_discards_the_answer()
     ``[Topic Transition]`` message or head start is written."""
     async with open_runtime() as rt:
         await write(rt, convo(3))
-        model = FakeModel(transition_answer, hold=lambda r, n: r.system == TRANSITION_SYSTEM)
+        model = gated_model(transition_answer)  # holds every request: the only one is the transition
         m = await opened(rt, auto(target=1000, head=40), model)
         count = len(rt.store.messages("main"))
         failures: list[BaseException] = []
@@ -1987,9 +1986,10 @@ async def test_a_claim_while_the_transition_request_is_out_discards_the_answer()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(reset)
-            await model.wait_requests(1)
+            await model.wait_for_request()
+            assert model.requests[0].system == TRANSITION_SYSTEM
             ann = await rt.open_manager(NS, strategy=auto(target=1000, head=40), view_reader="ann")
-            model.release.set()
+            model.open()
         assert len(failures) == 1 and isinstance(failures[0], ReaderClaimError)
         assert len(rt.store.messages("main")) == count
         assert f"{NS}/autobiographical/head-start" not in state(rt)
@@ -2007,7 +2007,7 @@ async def test_knowledge_name_state_prefix_holdback_and_instructions():
     assert KnowledgeStrategy.name == "knowledge"
     async with open_runtime() as rt:
         await write(rt, convo(8))
-        model = FakeModel()
+        model = fake_model()
         m = await opened(rt, knowledge(target=25, merge_threshold=2, summary_target_tokens=44), model)
         assert m.strategy.name == "knowledge"
         assert summary_ids(m) == ["L1-1", "L2-3", "L1-2"]
@@ -2032,9 +2032,9 @@ async def test_knowledge_closes_and_compresses_the_trailing_chunk():
     same trailing chunk open and raw (4.4)."""
     async with open_runtime() as rt:
         msgs = await write(rt, convo(6))
-        model = FakeModel()
+        model = fake_model()
         k = await opened(rt, knowledge(target=1000), model, ns="agents/k")
-        a = await opened(rt, auto(target=1000), FakeModel(), ns="agents/a")
+        a = await opened(rt, auto(target=1000), fake_model(), ns="agents/a")
         assert [s.message_ids for s in k.get_summaries_in_range()] == [ids(msgs)]
         assert k.is_ready() and k.pending_work() is None
         assert layout(await k.compile(**BIG)) == [("summary", "L1-1")]
@@ -2061,7 +2061,7 @@ async def test_knowledge_trailing_close_needs_four_messages_and_no_trailing_call
     tool call; otherwise the trailing chunk stays open, raw, and is not pending work."""
     async with open_runtime() as rt:
         await write(rt, items)
-        model = FakeModel()
+        model = fake_model()
         k = await opened(rt, knowledge(target=1000), model)
         assert model.requests == [] and k.get_summaries_in_range() == ()
         assert k.is_ready()
@@ -2189,7 +2189,7 @@ async def test_row10_a_body_only_some_of_whose_shards_are_raw_is_incomplete():
         assert len(shards) >= 6
         before = await idle.compile(**BIG)
         assert dict(before.provenance.complete) == {s.id: True for s in shards}
-        m = await opened(rt, sharding(10, head_window_tokens=0, recent_window_tokens=30, holdback_chunks=0), FakeModel())
+        m = await opened(rt, sharding(10, head_window_tokens=0, recent_window_tokens=30, holdback_chunks=0), fake_model())
         compiled = await m.compile(**BIG)
         covered = {i for s in m.get_summaries_in_range() for i in s.message_ids}
         raw_ids = [e.message_ids[0] for e in compiled.provenance.entries if e.kind == "raw"]
