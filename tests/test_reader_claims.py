@@ -765,6 +765,7 @@ class Compressing:
         return not self.pending
 
 
+# Not an asides.testing model: it must run a callback while its request is being cancelled.
 class HeldModel:
     """A model whose request never answers. When the request is cancelled (the drain stopping),
     it runs ``on_cancel`` shielded, before the drain can finish stopping: a deterministic way to

@@ -47,6 +47,7 @@ from asides.strategies import (
     WindowedPassthroughStrategy,
 )
 from asides.strategies._base import CompiledMessage, Selection, SelectOptions, StrategyContext
+from asides.testing import ScriptedModel
 from tests.helpers import message_body, seed_records
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
@@ -718,19 +719,21 @@ _SHARED = st.sampled_from([("ann",), ("bob",), ("cleo",), ("ann", "bob"), ("bob"
 _MARKED = re.compile(r"(?:ANN|BOB|CLEO)-ONLY-\d+x\d+")
 
 
-class EchoModel:
+def _shown(request: CompletionRequest) -> set[str]:
+    """The markers a compression request showed."""
+    seen = "\n".join(b.text for m in request.messages for b in m.content if isinstance(b, TextBlock))
+    return set(_MARKED.findall(seen))
+
+
+def echo_model() -> ScriptedModel:
     """Answers every request with the markers it was shown (so a summary holds exactly what
-    compression read), and keeps the markers of each request."""
+    compression read); ``_shown`` of each recorded request gives them back."""
 
-    def __init__(self) -> None:
-        self.shown: list[set[str]] = []
+    def respond(request: CompletionRequest) -> Completion:
+        found = _shown(request)
+        return Completion("end_turn", f"MEMORY {' '.join(sorted(found))} {'x ' * 20}", Usage(25, 25))
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        seen = "\n".join(b.text for m in request.messages for b in m.content if isinstance(b, TextBlock))
-        found = set(_MARKED.findall(seen))
-        self.shown.append(found)
-        await trio.lowlevel.checkpoint()
-        return Completion("end_turn", f"MEMORY {' '.join(sorted(found))} {'x ' * 20}", Usage(len(seen) // 4 + 1, 25))
+    return ScriptedModel(respond=respond, name="echo")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -749,7 +752,7 @@ def test_compression_requests_hold_only_the_readers_view(conversation, head):
 
     async def main() -> None:
         async with open_runtime() as rt:
-            models = {r: EchoModel() for r in READERS}
+            models = {r: echo_model() for r in READERS}
             managers = {
                 r: await rt.open_manager(
                     f"agents/{r}",
@@ -772,10 +775,10 @@ def test_compression_requests_hold_only_the_readers_view(conversation, head):
                 await host.add_message("user" if i % 2 else "assistant", blocks)
             for manager in managers.values():
                 await manager.drain()
-            assert any(models[r].shown for r in READERS), "the premise: compression happened"
+            assert any(models[r].requests for r in READERS), "the premise: compression happened"
             for reader in READERS:
                 hidden = {m for m, a in audiences.items() if reader not in a}
-                for shown in models[reader].shown:
+                for shown in map(_shown, models[reader].requests):
                     assert not shown & hidden, f"a request for {reader} carried {sorted(shown & hidden)}"
                 stored = json.dumps(rt.store.state_items("main", f"agents/{reader}/"))
                 assert not set(_MARKED.findall(stored)) & hidden

@@ -136,6 +136,8 @@ BEHAVIOURS = ("answer", "raise", "asyncio-cancelled", "generator-exit", "not-a-c
 POLICY = ModelPolicy(request_timeout=0.02, first_backoff=0.001, max_backoff=0.01)
 
 
+# Not an asides.testing model: it misbehaves in ways no public model should offer (junk objects, lone
+# surrogates, asyncio's CancelledError under Trio), on purpose.
 class ChaosModel:
     """A model that, request by request, follows ``schedule`` (cycled): answers as
     ``ExtractiveModel`` does, raises (``RuntimeError``, an asyncio ``CancelledError`` under Trio,
