@@ -18,7 +18,7 @@ from asides.actors._protocol import Unit
 from asides.store import text
 from asides.store._postgres import PostgresStore
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.test_compression_readers import BlockingModel, MarkerModel, all_summary_texts, memory, write_conversation
+from tests.test_compression_readers import all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 
 def reader_rows(url: str, key: str) -> list[str]:
@@ -82,17 +82,17 @@ async def test_racing_opens_in_several_runtimes_make_exactly_one_claim(pg_url, m
 async def test_a_claim_made_elsewhere_stops_the_drain_here_and_its_late_answer_is_thrown_away(pg_url):
     async with open_runtime(pg_url) as here, open_runtime(pg_url) as elsewhere:
         host = await here.open_manager("host", strategy=PassthroughStrategy())
-        blocking = BlockingModel("STALE-ANSWER", shield=True)
+        blocking, _summariser = blocking_model("STALE-ANSWER", shield=True)
         stale = await here.open_manager("agents/s", strategy=memory(), model=blocking)
         await write_conversation(host, 30, private={"ann": 3})
-        await blocking.entered.wait()
+        await blocking.wait_for_request()
         actor = here.actor("main", "agents/s")
         generation = actor.claim_generation
-        ann = await elsewhere.open_manager("agents/s", strategy=memory(), view_reader="ann", model=MarkerModel("ANN-SUMMARY"))
+        ann = await elsewhere.open_manager("agents/s", strategy=memory(), view_reader="ann", model=marker_model("ANN-SUMMARY"))
         with trio.fail_after(30):
             await actor.wait_claim_change(generation)  # heard through the notification
         assert actor.record == "ann"
-        blocking.release.set()
+        blocking.open()
         await trio.testing.wait_all_tasks_blocked(0.05)
         await here.store.sync()
         await ann.drain()
