@@ -15,26 +15,33 @@ from __future__ import annotations
 import json
 import logging
 import time
-import typing
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
 
-from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content, has_audience
+from ._blocks import ContentBlock, content_to_json, has_audience
 from ._errors import (
-    ArgumentTypeError,
     BranchExistsError,
     InvalidArgumentError,
-    MalformedContentError,
     UnknownBranchError,
     UnknownMessageError,
 )
-from ._messages import Message, freeze_metadata
+from ._messages import Message
 from ._names import check_branch
+from ._records import (
+    StoredEdit,
+    blocks_to_store,
+    body_may_hold_audience,
+    decode_edit,
+    decode_message,
+    encode_message,
+    encode_state,
+    json_text,
+    unsafe_content,
+)
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING"]
 
@@ -62,7 +69,6 @@ class _Marker:
 
 
 #: What a message's content may hold (an unreadable block only as read back, or copied from a read).
-_STORABLE_BLOCKS: Final = (*typing.get_args(ContentBlock), UnreadableBlock)
 
 #: A state record whose stored JSON could not be read.
 UNREADABLE: Final = _Marker("UNREADABLE")
@@ -94,161 +100,6 @@ class Row:
 
     def as_tuple(self) -> tuple[int, str, int, str, str | None, str]:
         return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
-
-
-def _encodable(body: str, path: str) -> str:
-    """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
-    try:
-        body.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start:exc.end]!r})") from None
-    return body
-
-
-def _json_text(value: Any, path: str) -> str:
-    """The stored JSON text of ``value``: refused, naming ``path``, if it is not JSON (NaN
-    included), nests too deep to encode, or holds text SQLite could not store."""
-    try:
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise MalformedContentError(path, f"must be JSON: {exc}") from None
-    except RecursionError:
-        raise MalformedContentError(path, "nests too deep to be stored") from None
-    return _encodable(body, path)
-
-
-def _blocks_to_store(content: object) -> tuple[ContentBlock, ...]:
-    """A message's content as the model keeps it: a tuple of blocks (a private copy of the
-    caller's sequence). Refuses anything else, naming ``content[i]``."""
-    if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
-        raise ArgumentTypeError("content", f"must be a sequence of content blocks, not {type(content).__name__}")
-    blocks = tuple(content)
-    for index, block in enumerate(blocks):
-        if not isinstance(block, _STORABLE_BLOCKS):
-            raise ArgumentTypeError(
-                f"content[{index}]", f"must be a content block, not {type(block).__name__} (coerce_content turns wire forms into blocks)"
-            )
-    return blocks
-
-
-def _encode_message(
-    participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None, timestamp: float | None
-) -> tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, str]:
-    """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
-    before anything changes, if any of them cannot be stored)."""
-    blocks = _blocks_to_store(content)
-    frozen = freeze_metadata(metadata)
-    stamp = time.time() if timestamp is None else float(timestamp)
-    record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
-    return participant, blocks, frozen, stamp, _json_text(record, "content")
-
-
-def _encode_state(key: str, value: Any) -> tuple[str, str, Any]:
-    """A state record ready to apply: its key, body and the private copy memory keeps."""
-    body = _json_text(value, key)
-    try:
-        kept = json.loads(body)
-    except RecursionError:
-        raise MalformedContentError(key, "nests too deep to be stored") from None
-    return key, body, kept
-
-
-def _body_may_hold_audience(body: str) -> bool:
-    """Whether a stored message or edit body may name a reader anywhere in its content: an
-    ``audience`` on a block or on anything nested in one, at any depth. Fail-closed: content that
-    is not a list of JSON objects, or a body that is not JSON, counts as naming one. Only a tool
-    call's ``input`` and the message's metadata are data, never audiences.
-
-    Only bodies that could hold the key are parsed: ones that hold the text ``"audience"``, or a
-    ``\\u`` escape (which could spell it)."""
-    if '"audience"' not in body and ("\\" not in body or "\\u" not in body):
-        return False
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return True
-    items = value.get("content") if isinstance(value, dict) else value
-    if not isinstance(items, list):
-        return True
-    if any(not isinstance(item, dict) for item in items):
-        return True
-    # Walk every JSON object and list below the blocks, without recursion (foreign data may be
-    # nested deeper than the interpreter's stack).
-    pending: list[Any] = list(items)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, list):
-            pending.extend(node)
-        elif isinstance(node, dict):
-            if node.get("audience") is not None:
-                return True
-            for key, child in node.items():
-                if key == "input" and node.get("type") == "tool_use":
-                    continue  # a tool call's input is data
-                if isinstance(child, (dict, list)):
-                    pending.append(child)
-    return False
-
-
-def _unsafe(content: Sequence[ContentBlock]) -> bool:
-    """Content no view may pass on as it is: empty, or holding an unreadable block."""
-    return not content or any(isinstance(b, UnreadableBlock) for b in content)
-
-
-def _reported(record_id: int, problems: Sequence[str]) -> None:
-    for problem in problems:
-        log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
-
-
-def _decode_message(record_id: int, seq: int, text: str) -> Message:
-    """A stored message body (JSON text), decoded fail-closed."""
-    try:
-        body = json.loads(text)
-        if not isinstance(body, dict):
-            raise ValueError("a message record must be a JSON object")
-    except ValueError as exc:
-        _reported(record_id, [f"message body: {exc}"])
-        body = {"participant": "", "content": text}
-    problems: list[str] = []
-    participant = body.get("participant")
-    if not isinstance(participant, str):
-        problems.append("participant: not a string")
-        participant = str(participant)
-    content, content_problems = decode_stored_content(body.get("content"))
-    problems.extend(content_problems)
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        problems.append("metadata: not a JSON object")
-        metadata = None
-    timestamp = body.get("timestamp", 0.0)
-    if not isinstance(timestamp, (int, float)):
-        problems.append("timestamp: not a number")
-        timestamp = 0.0
-    _reported(record_id, problems)
-    # metadata read from disk is already a private JSON object: wrap it, no round trip
-    return Message(str(record_id), seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
-
-
-class _StoredEdit:
-    """An edit's content not decoded yet."""
-
-    __slots__ = ("record_id", "body")
-
-    def __init__(self, record_id: int, body: str) -> None:
-        self.record_id = record_id
-        self.body = body
-
-
-def _decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
-    try:
-        value = json.loads(body)
-        items = value.get("content") if isinstance(value, dict) else value
-    except ValueError as exc:
-        _reported(record_id, [f"edit body: {exc}"])
-        items = body
-    content, problems = decode_stored_content(items)
-    _reported(record_id, problems)
-    return content
 
 
 class _Owners:
@@ -395,14 +246,14 @@ class LogModel:
                 branch.own.append(body)
                 branch.own_ids.append(record_id)
                 branch.own_seqs.append(seq)
-                if _body_may_hold_audience(body):
+                if body_may_hold_audience(body):
                     branch.may_hold_audience = True
             elif kind == EDIT and ref is not None:
-                branch.edits.setdefault(ref, []).append((seq, _StoredEdit(record_id, body)))
+                branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
                 branch.edit_log.append(ref)
                 branch.edited_ids.add(ref)
                 branch.resolved.pop(ref, None)
-                if _body_may_hold_audience(body):
+                if body_may_hold_audience(body):
                     branch.may_hold_audience = True
             elif kind == STATE and ref is not None:
                 try:
@@ -453,7 +304,7 @@ class LogModel:
             raise InvalidArgumentError("at_sequence", f"must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
         record = dict(meta or {})
         record["created"] = time.time()
-        body = _json_text(record, "meta")
+        body = json_text(record, "meta")
         branch = _Branch(name, source, at, json.loads(body))
         row = Row(self._take_id(), name, at, BRANCH, parent, body)
         self._branches[name] = branch
@@ -476,7 +327,7 @@ class LogModel:
         """Append messages ``(participant, content, metadata, timestamp)``, each taking the
         branch's next sequence; all or none (see above)."""
         branch = self._branch(branch_name)
-        encoded = [_encode_message(*item) for item in items]
+        encoded = [encode_message(*item) for item in items]
         messages: list[Message] = []
         rows: list[Row] = []
         for participant, content, frozen, stamp, body in encoded:
@@ -513,9 +364,9 @@ class LogModel:
         current = self.get(branch_name, message_id)
         if current is None:
             raise UnknownMessageError(message_id, branch_name)
-        blocks = _blocks_to_store(content)
-        body = _json_text({"content": content_to_json(blocks)}, "content")
-        encoded_states = [_encode_state(key, value) for key, value in (states or {}).items()]
+        blocks = blocks_to_store(content)
+        body = json_text({"content": content_to_json(blocks)}, "content")
+        encoded_states = [encode_state(key, value) for key, value in (states or {}).items()]
         record_id = self._take_id()
         branch.head += 1
         branch.edits.setdefault(message_id, []).append((branch.head, blocks))
@@ -532,7 +383,7 @@ class LogModel:
         """Write state records (JSON values), each under its key on this branch and raising the
         branch sequence by one; all or none (see above)."""
         branch = self._branch(branch_name)
-        encoded = [_encode_state(key, value) for key, value in states.items()]
+        encoded = [encode_state(key, value) for key, value in states.items()]
         return [self._apply_state(branch, *item) for item in encoded]
 
     def set_state(self, branch_name: str, key: str, value: Any) -> Row:
@@ -553,7 +404,7 @@ class LogModel:
         would tell it."""
         if has_audience(content):
             branch.may_hold_audience = True
-        if _unsafe(content):
+        if unsafe_content(content):
             self._note_damaged(content, body)
 
     # -- message reads --------------------------------------------------------------------
@@ -568,7 +419,7 @@ class LogModel:
 
     def _note_damaged(self, content: tuple[ContentBlock, ...], body: str) -> None:
         if content:
-            self._damaged[id(content)] = (content, _body_may_hold_audience(body))
+            self._damaged[id(content)] = (content, body_may_hold_audience(body))
         else:  # the empty tuple is one shared object: ``damaged`` answers for it by itself
             self._holds_empty = True
 
@@ -605,9 +456,9 @@ class LogModel:
         entry = owner.own[index]
         if isinstance(entry, str):
             text = entry
-            entry = _decode_message(owner.own_ids[index], owner.own_seqs[index], text)
+            entry = decode_message(owner.own_ids[index], owner.own_seqs[index], text)
             owner.own[index] = entry
-            if _unsafe(entry.content):
+            if unsafe_content(entry.content):
                 self._note_damaged(entry.content, text)
         return entry
 
@@ -623,11 +474,11 @@ class LogModel:
                 found = _latest(versions, limit)
                 if found is not None:
                     seq, content = found
-                    if isinstance(content, _StoredEdit):
+                    if isinstance(content, StoredEdit):
                         stored_edit = content
-                        content = _decode_edit(stored_edit.record_id, stored_edit.body)
+                        content = decode_edit(stored_edit.record_id, stored_edit.body)
                         versions[versions.index(found)] = (seq, content)
-                        if _unsafe(content):
+                        if unsafe_content(content):
                             self._note_damaged(content, stored_edit.body)
                     resolved = attrs.evolve(base, content=content)
                     branch.resolved[base.id] = resolved

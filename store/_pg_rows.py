@@ -22,7 +22,8 @@ import attrs
 
 from ._blocks import ContentBlock, content_to_json
 from ._messages import Message, freeze_metadata
-from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel, _encodable
+from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
+from ._records import encodable
 from ._sqlite import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
 
 __all__ = [
@@ -114,22 +115,22 @@ def message_row(
         {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
         ensure_ascii=False,
     )
-    return PendingRow(branch, MESSAGE, None, _encodable(body, "content"))
+    return PendingRow(branch, MESSAGE, None, encodable(body, "content"))
 
 
 def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
     body = json.dumps({"content": content_to_json(content)}, ensure_ascii=False)
-    return PendingRow(branch, EDIT, message_id, _encodable(body, "content"))
+    return PendingRow(branch, EDIT, message_id, encodable(body, "content"))
 
 
 def state_row(branch: str, key: str, value: Any) -> PendingRow:
-    return PendingRow(branch, STATE, key, _encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key))
+    return PendingRow(branch, STATE, key, encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key))
 
 
 def branch_row(name: str, parent: str, at: int, meta: Mapping[str, Any] | None) -> PendingRow:
     record = dict(meta or {})
     record["created"] = time.time()
-    return PendingRow(name, BRANCH, parent, _encodable(json.dumps(record, ensure_ascii=False), "meta"), fork=at)
+    return PendingRow(name, BRANCH, parent, encodable(json.dumps(record, ensure_ascii=False), "meta"), fork=at)
 
 
 def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) -> list[RowTuple]:

@@ -43,8 +43,9 @@ from ._errors import (
 from ._file_checks import FORMAT_VERSION, check_store_file, open_error
 from ._groups import collapse
 from ._messages import Message, check_message_items
-from ._model import MISSING, BranchInfo, LogModel, RecordTypeError, Row, _encodable
+from ._model import MISSING, BranchInfo, LogModel, RecordTypeError, Row
 from ._names import check_state_records
+from ._records import encodable
 
 __all__ = ["SqliteStore", "open_store", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
 
@@ -388,7 +389,7 @@ class SqliteStore:
                     continue
                 if not isinstance(value, str):
                     raise ValueError(f"record {row.id}: {name} must be a string")
-                _encodable(value, f"record {row.id}: {name}")
+                encodable(value, f"record {row.id}: {name}")
             last = row.id
         self._model.replay([row.as_tuple() for row in checked])
         await self._persist(checked)

@@ -1,0 +1,189 @@
+"""The store's records as text and back: encoding what a write stores, with every check made
+before anything changes, and decoding what was stored, fail-closed (pure logic, no I/O)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import typing
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content
+from ._errors import ArgumentTypeError, MalformedContentError
+from ._messages import Message, freeze_metadata
+
+__all__ = [
+    "StoredEdit",
+    "blocks_to_store",
+    "body_may_hold_audience",
+    "decode_edit",
+    "decode_message",
+    "encodable",
+    "encode_message",
+    "encode_state",
+    "json_text",
+    "report_problems",
+    "unsafe_content",
+]
+
+log = logging.getLogger("asides.store")
+
+_STORABLE_BLOCKS: Final = (*typing.get_args(ContentBlock), UnreadableBlock)
+
+
+def encodable(body: str, path: str) -> str:
+    """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start:exc.end]!r})") from None
+    return body
+
+
+def json_text(value: Any, path: str) -> str:
+    """The stored JSON text of ``value``: refused, naming ``path``, if it is not JSON (NaN
+    included), nests too deep to encode, or holds text SQLite could not store."""
+    try:
+        body = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MalformedContentError(path, f"must be JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedContentError(path, "nests too deep to be stored") from None
+    return encodable(body, path)
+
+
+def blocks_to_store(content: object) -> tuple[ContentBlock, ...]:
+    """A message's content as the model keeps it: a tuple of blocks (a private copy of the
+    caller's sequence). Refuses anything else, naming ``content[i]``."""
+    if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+        raise ArgumentTypeError("content", f"must be a sequence of content blocks, not {type(content).__name__}")
+    blocks = tuple(content)
+    for index, block in enumerate(blocks):
+        if not isinstance(block, _STORABLE_BLOCKS):
+            raise ArgumentTypeError(
+                f"content[{index}]", f"must be a content block, not {type(block).__name__} (coerce_content turns wire forms into blocks)"
+            )
+    return blocks
+
+
+def encode_message(
+    participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None, timestamp: float | None
+) -> tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, str]:
+    """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
+    before anything changes, if any of them cannot be stored)."""
+    blocks = blocks_to_store(content)
+    frozen = freeze_metadata(metadata)
+    stamp = time.time() if timestamp is None else float(timestamp)
+    record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
+    return participant, blocks, frozen, stamp, json_text(record, "content")
+
+
+def encode_state(key: str, value: Any) -> tuple[str, str, Any]:
+    """A state record ready to apply: its key, body and the private copy memory keeps."""
+    body = json_text(value, key)
+    try:
+        kept = json.loads(body)
+    except RecursionError:
+        raise MalformedContentError(key, "nests too deep to be stored") from None
+    return key, body, kept
+
+
+def body_may_hold_audience(body: str) -> bool:
+    """Whether a stored message or edit body may name a reader anywhere in its content: an
+    ``audience`` on a block or on anything nested in one, at any depth. Fail-closed: content that
+    is not a list of JSON objects, or a body that is not JSON, counts as naming one. Only a tool
+    call's ``input`` and the message's metadata are data, never audiences.
+
+    Only bodies that could hold the key are parsed: ones that hold the text ``"audience"``, or a
+    ``\\u`` escape (which could spell it)."""
+    if '"audience"' not in body and ("\\" not in body or "\\u" not in body):
+        return False
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return True
+    items = value.get("content") if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return True
+    if any(not isinstance(item, dict) for item in items):
+        return True
+    # Walk every JSON object and list below the blocks, without recursion (foreign data may be
+    # nested deeper than the interpreter's stack).
+    pending: list[Any] = list(items)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            if node.get("audience") is not None:
+                return True
+            for key, child in node.items():
+                if key == "input" and node.get("type") == "tool_use":
+                    continue  # a tool call's input is data
+                if isinstance(child, (dict, list)):
+                    pending.append(child)
+    return False
+
+
+def unsafe_content(content: Sequence[ContentBlock]) -> bool:
+    """Content no view may pass on as it is: empty, or holding an unreadable block."""
+    return not content or any(isinstance(b, UnreadableBlock) for b in content)
+
+
+def report_problems(record_id: int, problems: Sequence[str]) -> None:
+    for problem in problems:
+        log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
+
+
+def decode_message(record_id: int, seq: int, text: str) -> Message:
+    """A stored message body (JSON text), decoded fail-closed."""
+    try:
+        body = json.loads(text)
+        if not isinstance(body, dict):
+            raise ValueError("a message record must be a JSON object")
+    except ValueError as exc:
+        report_problems(record_id, [f"message body: {exc}"])
+        body = {"participant": "", "content": text}
+    problems: list[str] = []
+    participant = body.get("participant")
+    if not isinstance(participant, str):
+        problems.append("participant: not a string")
+        participant = str(participant)
+    content, content_problems = decode_stored_content(body.get("content"))
+    problems.extend(content_problems)
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        problems.append("metadata: not a JSON object")
+        metadata = None
+    timestamp = body.get("timestamp", 0.0)
+    if not isinstance(timestamp, (int, float)):
+        problems.append("timestamp: not a number")
+        timestamp = 0.0
+    report_problems(record_id, problems)
+    # metadata read from disk is already a private JSON object: wrap it, no round trip
+    return Message(str(record_id), seq, participant, content, MappingProxyType(metadata or {}), float(timestamp))
+
+
+class StoredEdit:
+    """An edit's content not decoded yet."""
+
+    __slots__ = ("record_id", "body")
+
+    def __init__(self, record_id: int, body: str) -> None:
+        self.record_id = record_id
+        self.body = body
+
+
+def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
+    try:
+        value = json.loads(body)
+        items = value.get("content") if isinstance(value, dict) else value
+    except ValueError as exc:
+        report_problems(record_id, [f"edit body: {exc}"])
+        items = body
+    content, problems = decode_stored_content(items)
+    report_problems(record_id, problems)
+    return content
