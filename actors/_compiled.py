@@ -94,8 +94,6 @@ class AssemblyCache:
         self._estimate = 0
         self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
         self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
-        #: Estimates and reader bodies worked out afresh over this cache's life (for work counts).
-        self.worked = 0
 
     def _forget_edits(self, view: MessageView) -> None:
         if self._view is not view:
@@ -114,7 +112,6 @@ class AssemblyCache:
         known = self._estimates.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
-        self.worked += 1
         cost = estimator(message.content)
         self._estimates[id(message)] = (message, cost)
         return cost
@@ -126,7 +123,6 @@ class AssemblyCache:
         stored = view.stored(message_id)
         if stored is None:
             return None
-        self.worked += 1
         known = (reader_body(stored, reader), _body_of(stored) is not None)
         self._raw[message_id] = known
         return known

@@ -212,7 +212,6 @@ class StrategyState:
         *,
         written: Callable[[], Sequence[str]] | None = None,
         read_only: bool = False,
-        notify: Callable[[tuple[str, ...]], None] | None = None,
         writer: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self._store = store
@@ -221,7 +220,6 @@ class StrategyState:
         self._prefix = f"{namespace}/"
         self._written = written
         self._read_only = read_only
-        self._notify = notify
         self._writer = writer
 
     @property
@@ -271,8 +269,6 @@ class StrategyState:
                 await self._writer(dict(records))
             else:
                 await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
-            if self._notify is not None:
-                self._notify(tuple(records))
 
     def report(self, key: str, problem: str) -> None:
         """Report a malformed record under ``key`` (logged once, with its record id)."""

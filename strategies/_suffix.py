@@ -51,7 +51,6 @@ class SuffixIndex:
         self._sources: list[SourceEntry] = []
         self._incomplete: list[tuple[int, str]] = []  # (position, id) of raw items not whole
         self._forms: dict[str, tuple[Message, list[Emitted], int]] = {}  # id -> (message, its items, cost)
-        self.priced = 0  # messages priced since this index was made (for work counts)
 
     def select(self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price) -> Selection:
         """The longest suffix of ``view`` whose cost fits ``budget`` (empty when the newest message
@@ -99,7 +98,6 @@ class SuffixIndex:
         emitted = emit(message)
         cost = sum(price(item, message) for item in emitted)
         self._forms[message.id] = (message, emitted, cost)
-        self.priced += 1
         return emitted, cost
 
     def _append(self, position: int, message: Message, emit: Emit, price: Price) -> None:
