@@ -307,7 +307,12 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    path: str = ":memory:", *, model: Model | None = None, read_only: bool = False, model_policy: ModelPolicy | None = None
+    path: str = ":memory:",
+    *,
+    model: Model | None = None,
+    read_only: bool = False,
+    model_policy: ModelPolicy | None = None,
+    synchronous: str = "NORMAL",
 ) -> AsyncIterator[Runtime]:
     """Open (creating) the store at ``path`` and a runtime over it for the block.
 
@@ -320,9 +325,13 @@ async def open_runtime(
     the same file is refused with ``StoreLockedError``. Leaving the block closes every manager,
     waits for every drain, flushes the pending commit and closes the store. Works under Trio (the
     reference backend) and asyncio.
+
+    ``synchronous`` is the durability of a commit (``open_store``): ``NORMAL`` (the default)
+    survives a crash of the process, ``FULL`` also a power loss (or, on PostgreSQL, a crash of
+    the database server), at a cost per commit.
     """
     check_model(model, "open_runtime")
-    async with open_store(path, read_only=read_only) as store:
+    async with open_store(path, read_only=read_only, synchronous=synchronous) as store:
         try:
             async with anyio.create_task_group() as tasks:
                 runtime = Runtime(store, tasks, model, model_policy)

@@ -16,9 +16,7 @@ A read-only open of a store no writer holds uses SQLite's ``immutable`` mode (no
 from __future__ import annotations
 
 import os
-import queue
 import sqlite3
-import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +26,7 @@ import anyio
 import sniffio
 
 from ._errors import StoreFailedError
+from ._worker import WorkerThread
 
 __all__ = ["AiosqliteDriver", "Driver", "ThreadDriver", "open_driver"]
 
@@ -55,65 +54,32 @@ class AiosqliteDriver:
         await self._connection.close()
 
 
-_STOP = object()
-
-
 class ThreadDriver:
     """A ``sqlite3`` connection owned by one dedicated thread (Trio). Statements run in the order
     they are sent; a caller waits for its own, shielded, so a statement that was sent always
     finishes before its caller goes on (a cancelled caller sees the cancellation afterwards)."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        import trio
+        self._connect = connect
+        self._connection: sqlite3.Connection | None = None
+        self._worker = WorkerThread("asides-sqlite")
 
-        self._trio = trio
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, args=(connect,), name="asides-sqlite", daemon=True)
-        self._thread.start()
-
-    def _serve(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        connection: sqlite3.Connection | None = None
-        try:
-            while True:
-                job = self._jobs.get()
-                if job is _STOP:
-                    return
-                sql, params, done = job
-                try:
-                    if connection is None:
-                        connection = connect()
-                    result: tuple[bool, Any] = (True, connection.execute(sql, params).fetchall())
-                except BaseException as exc:  # handed to the caller, which raises it
-                    result = (False, exc)
-                done(result)
-        finally:
-            if connection is not None:
-                connection.close()
+    def _execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
+        if self._connection is None:
+            self._connection = self._connect()
+        return self._connection.execute(sql, params).fetchall()
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        trio = self._trio
-        token = trio.lowlevel.current_trio_token()
-        finished = trio.Event()
-        box: list[tuple[bool, Any]] = []
+        return await self._worker.run(self._execute, sql, tuple(params))
 
-        def done(result: tuple[bool, Any]) -> None:
-            box.append(result)
-            try:
-                token.run_sync_soon(finished.set)
-            except trio.RunFinishedError:  # pragma: no cover - the run ended meanwhile
-                pass
-
-        self._jobs.put((sql, tuple(params), done))
-        with trio.CancelScope(shield=True):
-            await finished.wait()
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return list(value)
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     async def close(self) -> None:
-        self._jobs.put(_STOP)
-        await self._trio.to_thread.run_sync(self._thread.join)
+        self._worker.run_after(self._close)
+        await self._worker.stop()
 
 
 class ImmutableCheck:

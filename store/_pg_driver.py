@@ -35,13 +35,34 @@ RowTuple = tuple[int, str, int, str, str | None, str]
 
 _SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id"
 #: Append rows only if the head still names ``applied``: one statement, so in autocommit mode one
-#: round trip commits it; when another process committed meanwhile it inserts nothing.
+#: round trip commits it; when another process committed meanwhile it inserts nothing. A batch of
+#: up to :data:`VALUES_ROWS` rows is sent as plain parameters (adapting six arrays costs more than
+#: the statement's own work on the server); a larger one as six arrays.
 _APPEND_IF_HEAD = """
 WITH head AS (UPDATE asides_head SET last_id = %(last)s WHERE singleton AND last_id = %(applied)s RETURNING last_id)
 INSERT INTO asides_log (id, branch, seq, kind, ref, body)
-SELECT * FROM unnest(%(ids)s::bigint[], %(branches)s::text[], %(seqs)s::bigint[], %(kinds)s::text[], %(refs)s::text[], %(bodies)s::text[])
+SELECT * FROM {rows}
 WHERE EXISTS (SELECT 1 FROM head)
 """
+_UNNEST = "unnest(%(ids)s::bigint[], %(branches)s::text[], %(seqs)s::bigint[], %(kinds)s::text[], %(refs)s::text[], %(bodies)s::text[])"
+VALUES_ROWS = 8
+_VALUES_ROW = "(%s::bigint, %s::text, %s::bigint, %s::text, %s::text, %s::text)"
+
+
+def _append_statement(rows: Sequence[RowTuple], applied: int) -> tuple[str, Any]:
+    """The statement appending ``rows`` if the head is ``applied``, and its parameters."""
+    if len(rows) > VALUES_ROWS:
+        return _APPEND_STATEMENTS[0], {"applied": applied, "last": rows[-1][0], **_columns(rows)}
+    return _APPEND_STATEMENTS[len(rows)], (rows[-1][0], applied, *(value for row in rows for value in row))
+
+
+def _positional(n: int) -> str:
+    rows = f"(VALUES {', '.join([_VALUES_ROW] * n)}) AS given (id, branch, seq, kind, ref, body)"
+    return _APPEND_IF_HEAD.replace("%(last)s", "%s").replace("%(applied)s", "%s").replace("{rows}", rows)
+
+
+#: Index 0: the array form; index n: the form for n rows.
+_APPEND_STATEMENTS = [_APPEND_IF_HEAD.replace("{rows}", _UNNEST)] + [_positional(n) for n in range(1, VALUES_ROWS + 1)]
 #: How long a session may sit inside a transaction (holding the write lock) before the server
 #: ends it: a stalled process cannot stop every other writer for longer than this.
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -69,6 +90,12 @@ def _open(url: str, connect_timeout: float) -> Any:
     if "connect_timeout" not in given:
         extra["connect_timeout"] = max(1, int(connect_timeout))
     return psycopg.connect(url, autocommit=True, **extra)
+
+
+def _sets_synchronous_commit(url: str) -> bool:
+    from psycopg.conninfo import conninfo_to_dict
+
+    return "synchronous_commit" in str(conninfo_to_dict(url).get("options", ""))
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -120,7 +147,7 @@ class Connection:
 
     def append_if_head(self, applied: int, rows: Sequence[RowTuple]) -> bool:
         """Commit ``rows`` if no record was committed after ``applied``; whether it did."""
-        cursor = self._conn.execute(_APPEND_IF_HEAD, {"applied": applied, "last": rows[-1][0], **_columns(rows)})
+        cursor = self._conn.execute(*_append_statement(rows, applied))
         return bool(cursor.rowcount == len(rows))
 
     def lock(self, applied: int) -> tuple[int, list[RowTuple]]:
@@ -144,7 +171,7 @@ class Connection:
         try:
             with conn.pipeline():
                 if rows:
-                    cursor = conn.execute(_APPEND_IF_HEAD, {"applied": applied, "last": rows[-1][0], **_columns(rows)})
+                    cursor = conn.execute(*_append_statement(rows, applied))
                 conn.execute("COMMIT")
             if rows and cursor.rowcount != len(rows):  # cannot happen while the lock is held
                 raise RuntimeError(f"the head moved under the write lock (inserted {cursor.rowcount} of {len(rows)})")
@@ -170,13 +197,22 @@ class Connection:
             pass
 
 
-def connect(url: str, where: str, *, create: bool, connect_timeout: float = 5.0) -> Connection:
+def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", connect_timeout: float = 5.0) -> Connection:
     """A new connection to the store at ``url`` (checking, or creating, its schema). Runs in a
-    worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses."""
+    worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses.
+
+    ``synchronous`` is the store's durability, as for a store file: ``NORMAL`` acknowledges a
+    commit once the server has it (``synchronous_commit = off``: it survives a crash of any
+    client process, and a crash of the database server may lose the last fraction of a second of
+    commits, as a power loss may with SQLite's ``NORMAL``); ``FULL`` leaves the server's
+    ``synchronous_commit`` as configured (by default, a commit waits for the disk). A URL whose
+    ``options`` set ``synchronous_commit`` is followed as it is."""
     conn = _open(url, connect_timeout)
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
         conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+        if synchronous == "NORMAL" and not _sets_synchronous_commit(url):
+            conn.execute("SET synchronous_commit = off")
         schema = prepare_schema(conn, where, create=create)
         return Connection(conn, schema)
     except BaseException:

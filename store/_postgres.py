@@ -47,6 +47,7 @@ from ._names import check_branch
 from ._pg_driver import Connection, Listener, connect, is_connection_error
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, number_rows, state_row
 from ._sqlite import SqliteStore, StoreEvent, _check_json_values, _collapsing
+from ._worker import WorkerThread
 
 __all__ = ["PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
 
@@ -100,13 +101,14 @@ class _Sync:
 class PostgresStore(SqliteStore):
     """A store in a PostgreSQL database, shared by every process that opens the same URL."""
 
-    def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str = "NORMAL") -> None:
         super().__init__(redact_url(url), _NoDriver(), model)
         self.read_only = read_only
         self.url = url
         self._connection: Connection | None = connection
         self._schema = connection.schema
-        self._limiter = anyio.CapacityLimiter(1)
+        self._worker = WorkerThread("asides-postgres")
+        self._synchronous = synchronous
         self._pending: list[PendingWrite] = []
         self._syncs: list[_Sync] = []
         self._catch_up_wanted = False
@@ -121,7 +123,7 @@ class PostgresStore(SqliteStore):
     # -- the worker thread and the connection ------------------------------------------------
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        return await self._worker.run(fn, *args)
 
     async def _ensure_connection(self) -> Connection:
         """The connection, reconnecting (bounded retries) if it was lost; a new connection first
@@ -137,7 +139,7 @@ class PostgresStore(SqliteStore):
             if delay:
                 await anyio.sleep(delay)
             try:
-                fresh = await self._call(lambda: connect(self.url, self.path, create=False))
+                fresh = await self._call(lambda: connect(self.url, self.path, create=False, synchronous=self._synchronous))
             except Exception as exc:
                 if not is_connection_error(exc):
                     raise
@@ -545,7 +547,7 @@ def _failure(where: str, error: BaseException, what: str) -> BaseException:
 
 
 @asynccontextmanager
-async def open_postgres_store(url: str, *, read_only: bool = False) -> AsyncIterator[PostgresStore]:
+async def open_postgres_store(url: str, *, read_only: bool = False, synchronous: str = "NORMAL") -> AsyncIterator[PostgresStore]:
     """Open (creating its tables, unless ``read_only``) the store at the PostgreSQL ``url`` for
     the block; any number of processes may have it open at once.
 
@@ -555,12 +557,12 @@ async def open_postgres_store(url: str, *, read_only: bool = False) -> AsyncIter
     """
     where = redact_url(url)
     try:
-        connection = await anyio.to_thread.run_sync(lambda: connect(url, where, create=not read_only))
+        connection = await anyio.to_thread.run_sync(lambda: connect(url, where, create=not read_only, synchronous=synchronous))
     except Exception as exc:
         if isinstance(exc, StoreFailedError):
             raise
         raise StoreFailedError(f"cannot open the store {where!r}: {exc}") from exc
-    store = PostgresStore(url, LogModel(), connection, read_only=read_only)
+    store = PostgresStore(url, LogModel(), connection, read_only=read_only, synchronous=synchronous)
     try:
         async with _collapsing():
             rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
@@ -586,3 +588,5 @@ async def open_postgres_store(url: str, *, read_only: bool = False) -> AsyncIter
     finally:
         store._closed = True
         store._drop_connection()
+        with anyio.CancelScope(shield=True):
+            await store._worker.stop()

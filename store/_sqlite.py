@@ -475,14 +475,15 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
     the block flushes the pending commit and closes the file. ``synchronous`` is SQLite's
     setting in WAL mode: ``NORMAL`` survives a process crash (``kill -9``); ``FULL`` also
-    survives a power loss, at a cost per commit.
+    survives a power loss, at a cost per commit. On PostgreSQL, ``NORMAL`` commits with
+    ``synchronous_commit = off`` and ``FULL`` with the server's setting (docs/postgres.md).
     """
     if synchronous not in ("NORMAL", "FULL"):
         raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
     if path.startswith(("postgresql://", "postgres://")):  # a shared store (docs/postgres.md)
         from ._postgres import open_postgres_store
 
-        async with open_postgres_store(path, read_only=read_only) as shared:
+        async with open_postgres_store(path, read_only=read_only, synchronous=synchronous) as shared:
             yield shared
         return
     if read_only and (path == ":memory:" or path.startswith("file:")):
