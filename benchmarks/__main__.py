@@ -2,11 +2,14 @@
 
 Parts: ``peers`` (asides next to the OpenAI Agents SDK and LangGraph, with the issue's goals),
 ``memory`` (resident memory and open time at 200k and 1M messages), ``drivers`` (one commit
-through each SQLite driver under Trio), ``writes`` (store-level write cost and open time) and
-``compression`` (the autobiographical strategy in detail). With no part: peers, memory and
-drivers. ``all``: every part. ``--quick`` makes each part smaller (peers, memory and drivers
-together take about two minutes on an idle 2-core machine); without it the peers part adds the
-autobiographical compile at 200,000 messages and memory adds 1,000,000 messages.
+through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next to SQLite, with 1
+and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
+line saying why, where no PostgreSQL server can be had), ``writes`` (store-level write cost and
+open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
+memory, drivers and postgres. ``all``: every part. ``--quick`` makes each part smaller (the
+default parts together take about two and a half minutes on an idle 2-core machine); without it
+the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
+messages.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import time
 
 from ._common import machine
 
-DEFAULT = ("peers", "memory", "drivers")
-PARTS = ("peers", "memory", "drivers", "writes", "compression")
+DEFAULT = ("peers", "memory", "drivers", "postgres")
+PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -33,6 +36,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import drivers
 
         drivers.run(quick)
+    elif part == "postgres":
+        from . import postgres
+
+        postgres.run(quick, backend)
     elif part == "writes":
         from . import store_writes
 
@@ -48,8 +55,8 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("parts", nargs="*", help=f"parts to run, of {', '.join(PARTS)}, all (default: {' '.join(DEFAULT)})")
-    parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about two minutes")
-    parser.add_argument("--backend", choices=("trio", "asyncio"), default="trio", help="the event loop asides runs under in peers")
+    parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about two and a half minutes")
+    parser.add_argument("--backend", choices=("trio", "asyncio"), default="trio", help="asides' event loop in peers and postgres")
     args = parser.parse_args(argv)
     for part in args.parts:
         if part not in (*PARTS, "all"):

@@ -5,7 +5,8 @@
 * LangGraph ``AsyncSqliteSaver`` keeping the conversation in a checkpoint, as a graph with a
   ``messages`` channel does: an append is ``aput`` of a new checkpoint whose message list grew by
   one (the list is kept in memory, as a running graph keeps its state; the saver serializes the
-  whole list), a full read is ``aget_tuple`` of the thread's latest checkpoint.
+  whole list), a full read is ``aget_tuple`` of the thread's latest checkpoint. The same
+  measurement runs ``AsyncPostgresSaver`` in the ``postgres`` part (:func:`measure_checkpointer`).
 
 Items are plain dicts ``{"role": ..., "content": <300-byte text>}`` for both (LangGraph would
 serialize LangChain message objects more slowly; dicts are the kinder choice for it). Neither
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
@@ -82,16 +84,26 @@ async def measure_sqlite_session(
 
 
 async def measure_langgraph(directory: str, sizes: tuple[int, ...], appends: int, reads: int, budget_s: float) -> dict[int, AppendAndRead]:
-    """``AsyncSqliteSaver`` on ``directory/langgraph.db``: at each size (ascending), ``appends``
-    timed ``aput`` calls each holding one more message, then ``reads`` timed ``aget_tuple``.
-    The history is reached with one untimed ``aput`` (a checkpoint holds the whole list)."""
-    from langgraph.checkpoint.base import empty_checkpoint
+    """``AsyncSqliteSaver`` on ``directory/langgraph.db``: see :func:`measure_checkpointer`."""
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    opening = AsyncSqliteSaver.from_conn_string(os.path.join(directory, "langgraph.db"))
+    return await measure_checkpointer(opening, sizes, appends, reads, budget_s)
+
+
+async def measure_checkpointer(
+    opening: AbstractAsyncContextManager[Any], sizes: tuple[int, ...], appends: int, reads: int, budget_s: float
+) -> dict[int, AppendAndRead]:
+    """A LangGraph checkpoint saver (``opening`` yields it: ``AsyncSqliteSaver`` or
+    ``AsyncPostgresSaver``), set up, then at each size (ascending): ``appends`` timed ``aput``
+    calls each holding one more message, then ``reads`` timed ``aget_tuple``. The history is
+    reached with one untimed ``aput`` (a checkpoint holds the whole list)."""
+    from langgraph.checkpoint.base import empty_checkpoint
 
     thread: Any = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
     messages: list[dict[str, str]] = []
     results: dict[int, AppendAndRead] = {}
-    async with AsyncSqliteSaver.from_conn_string(os.path.join(directory, "langgraph.db")) as saver:
+    async with opening as saver:
         await saver.setup()
         config: Any = thread
         step = 0

@@ -7,6 +7,8 @@ PostgreSQL refuses to run as root, so as root the server runs as the ``postgres`
 ``ASIDES_TEST_POSTGRES_URL`` points the tests at a server of your own instead (its database must
 let the user create schemas). Each test gets a fresh schema of its own (:meth:`Cluster.fresh_url`); test modules import the fixtures
 ``pg_cluster_fixture`` and ``pg_url_fixture``, which pytest knows as ``pg_cluster`` and ``pg_url``.
+``python -m benchmarks postgres`` starts its server with :class:`Cluster` too (it loads this file
+by path, and needs no pytest).
 
 Run as a script for a cluster outside pytest::
 
@@ -26,7 +28,10 @@ import tempfile
 import urllib.parse
 import uuid
 
-import pytest
+try:
+    import pytest
+except ImportError:  # benchmarks/postgres.py loads this file for Cluster alone; the bench extra has no pytest
+    pytest = None
 
 __all__ = ["Cluster", "find_binaries", "pg_cluster_fixture", "pg_url_fixture", "why_unavailable", "with_search_path"]
 
@@ -124,7 +129,12 @@ def with_search_path(url: str, schema: str) -> str:
     return url + separator + "options=" + urllib.parse.quote(f"-csearch_path={schema}", safe="")
 
 
-@pytest.fixture(scope="session", name="pg_cluster")
+def _fixture(**options):
+    """``pytest.fixture(**options)``; without pytest, the function unchanged."""
+    return pytest.fixture(**options) if pytest is not None else (lambda function: function)
+
+
+@_fixture(scope="session", name="pg_cluster")
 def pg_cluster_fixture():
     """A PostgreSQL server for the session; skips (saying why) where none can be started."""
     reason = why_unavailable()
@@ -139,7 +149,7 @@ def pg_cluster_fixture():
         cluster.stop()
 
 
-@pytest.fixture(name="pg_url")
+@_fixture(name="pg_url")
 def pg_url_fixture(pg_cluster) -> str:
     """The URL of a fresh, empty store (a schema of its own) on the session's server."""
     return pg_cluster.fresh_url()

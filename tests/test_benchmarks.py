@@ -13,8 +13,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # the benchmarks live beside the package, not in it
     sys.path.insert(0, ROOT)
 
+from pg_cluster import pg_cluster_fixture  # noqa: E402, F401  (the fixture pg_cluster)
+
 from benchmarks import _asides_cases as cases  # noqa: E402
-from benchmarks import drivers, memory, peers  # noqa: E402
+from benchmarks import _pg_server, drivers, memory, peers, postgres  # noqa: E402
 from benchmarks._common import MESSAGE_BYTES, Stats, message_text, rounds  # noqa: E402
 from benchmarks._peer_libraries import AppendAndRead  # noqa: E402
 from benchmarks._under_writes import CompileUnderWrites  # noqa: E402
@@ -118,3 +120,37 @@ def test_memory_opens_a_store_in_a_fresh_process(capsys: pytest.CaptureFixture[s
     assert r["compiled_messages"] > 0
     goals = memory.report(results)
     assert [g.met is None for g in goals] == [False, True]  # 1M is not measured here
+
+
+@pytest.mark.slow
+def test_postgres_part_measures_both_stores_and_langgraph_and_prints_its_tables(pg_cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    settings = postgres.PostgresSettings(
+        sizes=(40, 80), appends=4, reads=3, opens=2, langgraph_appends=3, budget_s=0.0, process_seconds=0.3
+    )
+    results = postgres.measure(settings, pg_cluster.url, "the tests' server")
+    for backend in ("sqlite", "postgres"):
+        series = results.series[(backend, 80)]
+        assert series.add_message.count == 4 and series.compile.count == 3 and series.open.count == 2
+    assert set(results.processes) == {(b, n, p) for n in (40, 80) for b, p in (("sqlite", 1), ("postgres", 1), ("postgres", 4))}
+    assert all(p.writes > 0 for p in results.processes.values())
+    with psycopg.connect(pg_cluster.url) as conn:  # every schema the run made is gone
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'asides_bench_%'").fetchone()
+    assert left == (0,)
+
+    postgres.report(results)
+    out = capsys.readouterr().out
+    for line in ("add_message, asides on PostgreSQL", "PostgreSQL ÷ SQLite", "open, asides on SQLite", "4 processes @80", "Goals"):
+        assert line in out
+    if results.langgraph_missing is None:
+        assert results.langgraph is not None and results.langgraph[80].read.count == 3
+        assert "aget_tuple, LangGraph AsyncPostgresSaver" in out and "LangGraph ÷ asides on PostgreSQL" in out
+    else:
+        assert "LangGraph AsyncPostgresSaver not measured" in out
+
+
+def test_postgres_part_says_in_one_line_why_it_was_skipped(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_pg_server, "why_unavailable", lambda: "PostgreSQL is not installed")
+    assert postgres.run(quick=True) is None
+    assert capsys.readouterr().out.strip() == "PostgreSQL: skipped: PostgreSQL is not installed"
