@@ -23,7 +23,7 @@ import attrs
 from ._blocks import ContentBlock, content_to_json
 from ._messages import Message, freeze_metadata
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
-from ._records import encodable
+from ._records import blocks_to_store, encodable
 from ._sqlite import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
 
 __all__ = [
@@ -112,14 +112,14 @@ def message_row(
     frozen = freeze_metadata(metadata)
     stamp = time.time() if timestamp is None else float(timestamp)
     body = json.dumps(
-        {"participant": participant, "content": content_to_json(content), "metadata": dict(frozen), "timestamp": stamp},
+        {"participant": participant, "content": content_to_json(blocks_to_store(content)), "metadata": dict(frozen), "timestamp": stamp},
         ensure_ascii=False,
     )
     return PendingRow(branch, MESSAGE, None, encodable(body, "content"))
 
 
 def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
-    body = json.dumps({"content": content_to_json(content)}, ensure_ascii=False)
+    body = json.dumps({"content": content_to_json(blocks_to_store(content))}, ensure_ascii=False)
     return PendingRow(branch, EDIT, message_id, encodable(body, "content"))
 
 
