@@ -1,4 +1,4 @@
-"""The SQLite driver under Trio: aiosqlite through trio-asyncio against a writer thread.
+"""The SQLite driver under Trio: aiosqlite through trio-asyncio, a writer thread, inline commits.
 
     python -m benchmarks drivers [--quick]
 
@@ -10,10 +10,15 @@ outside asides, through each way of reaching SQLite from an async host:
   ``connection.execute_fetchall``, inside ``trio_asyncio.open_loop()``;
 * ``sqlite3 in to_thread (limiter 1)``: one ``sqlite3`` connection, each commit a
   ``trio.to_thread.run_sync`` call holding a ``CapacityLimiter(1)``;
-* ``sqlite3 in a dedicated thread``: one thread owns the connection and takes commits from a
-  ``queue.SimpleQueue``; it wakes the waiting Trio task through the Trio token;
-* references: ``aiosqlite under asyncio`` (no bridge: what asyncio hosts pay) and ``sqlite3
-  inline`` (the loop thread blocks on the commit: the floor, not an option).
+* ``sqlite3 in a dedicated thread`` (the store's driver in 0.2): one thread owns the connection
+  and takes commits from a ``queue.SimpleQueue``; it wakes the waiting Trio task through the
+  Trio token;
+* ``the store's driver`` as the store opens it now: the same thread, but with
+  ``synchronous=NORMAL`` a small commit runs on the event loop's thread while the thread is idle
+  (a commit that does not wait for the disk costs less than the hand-off to a thread and back;
+  checkpoints, which write the database file, stay in the thread). With ``FULL`` it is the
+  dedicated thread;
+* the reference: ``aiosqlite under asyncio`` (no bridge: what asyncio hosts pay).
 
 For each: WAL, ``synchronous`` NORMAL and FULL, commits of one row and of 16 rows (300-byte
 bodies), one after the other; µs per commit, median and p90, on a fresh file each. The four Trio
@@ -25,11 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import sqlite3
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -136,67 +139,36 @@ async def via_to_thread(path: str, synchronous: str) -> AsyncIterator[Commit]:
         connection.close()
 
 
-class WriterThread:
-    """One thread owning one ``sqlite3`` connection; ``await commit(sql, values)`` runs the
-    statement there and resumes the caller through the Trio token."""
+@asynccontextmanager
+async def via_store_driver(path: str, synchronous: str, *, inline_commits: bool) -> AsyncIterator[Commit]:
+    """The store's own driver (``asides.store._drivers.ThreadDriver``): a dedicated thread owns
+    the connection; with ``inline_commits`` a small commit runs on the loop's thread when the
+    thread is idle (checkpoints stay in the thread)."""
+    from asides.store._drivers import ThreadDriver
 
-    def __init__(self, path: str, synchronous: str) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._token = trio.lowlevel.current_trio_token()
-        self._thread = threading.Thread(target=self._work, args=(path, synchronous), daemon=True)
-        self._ready = threading.Event()
-        self._thread.start()
-        self._ready.wait()
+    driver = ThreadDriver(lambda: sqlite3.connect(path, isolation_level=None, check_same_thread=False), inline_commits=inline_commits)
+    try:
+        for statement in ("PRAGMA journal_mode=WAL", f"PRAGMA synchronous={synchronous}", SCHEMA):
+            await driver.execute(statement)
 
-    def _work(self, path: str, synchronous: str) -> None:
-        connection = _connect(path, synchronous)
-        self._ready.set()
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                break
-            sql, values, done, box = job
-            try:
-                connection.execute(sql, values)
-            except BaseException as exc:  # handed to the waiting task
-                box.append(exc)
-            self._token.run_sync_soon(done.set)
-        connection.close()
+        async def commit(sql: str, values: list[Any]) -> None:
+            await driver.execute(sql, values)
 
-    async def commit(self, sql: str, values: list[Any]) -> None:
-        done = trio.Event()
-        box: list[BaseException] = []
-        self._jobs.put((sql, values, done, box))
-        await done.wait()
-        if box:
-            raise box[0]
-
-    def close(self) -> None:
-        self._jobs.put(None)
-        self._thread.join()
+        yield commit
+    finally:
+        await driver.close()
 
 
 @asynccontextmanager
 async def via_writer_thread(path: str, synchronous: str) -> AsyncIterator[Commit]:
-    writer = WriterThread(path, synchronous)
-    try:
-        yield writer.commit
-    finally:
-        writer.close()
+    async with via_store_driver(path, synchronous, inline_commits=False) as commit:
+        yield commit
 
 
 @asynccontextmanager
-async def inline(path: str, synchronous: str) -> AsyncIterator[Commit]:
-    """``sqlite3`` called in the event loop's thread: the loop stops for the whole commit."""
-    connection = _connect(path, synchronous)
-    try:
-
-        async def commit(sql: str, values: list[Any]) -> None:
-            connection.execute(sql, values)
-
+async def as_the_store_opens_it(path: str, synchronous: str) -> AsyncIterator[Commit]:
+    async with via_store_driver(path, synchronous, inline_commits=synchronous == "NORMAL") as commit:
         yield commit
-    finally:
-        connection.close()
 
 
 def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, budget_s: float) -> Stats:
@@ -219,8 +191,8 @@ def aiosqlite_under_asyncio(path: str, synchronous: str, rows: int, count: int, 
 TRIO_DRIVERS: dict[str, Callable[[str, str], AbstractAsyncContextManager[Commit]]] = {
     "aiosqlite via trio-asyncio (before 0.2)": via_trio_asyncio,
     "sqlite3 in to_thread (limiter 1)": via_to_thread,
-    "sqlite3 in a dedicated thread": via_writer_thread,
-    "sqlite3 inline (blocks the loop; floor)": inline,
+    "sqlite3 in a dedicated thread (0.2)": via_writer_thread,
+    "the store's driver (NORMAL: inline commits)": as_the_store_opens_it,
 }
 ASYNCIO_REFERENCE = "aiosqlite under asyncio (no bridge)"
 
@@ -253,7 +225,7 @@ def report(results: dict[str, dict[tuple[str, int], Stats]]) -> None:
     rows = [[name] + [f"{duration(s.median)} ({duration(s.p90)})" for s in by.values()] for name, by in results.items()]
     base = results["aiosqlite via trio-asyncio (before 0.2)"]
     for name, by in results.items():
-        if name.startswith("sqlite3 in"):
+        if name not in ("aiosqlite via trio-asyncio (before 0.2)", ASYNCIO_REFERENCE):
             rows.append([f"  {name} ÷ trio-asyncio"] + [f"{by[c].median / base[c].median:.2f}×" for c in CONFIGS])
     print_table(headers, rows)
     print("One multi-row INSERT per commit in autocommit mode (the store's commit), WAL, a fresh file per cell.")

@@ -4,9 +4,9 @@ The store talks to SQLite only through :class:`Driver` (``execute`` and ``close`
 keeps its network backends behind one small interface. Two drivers:
 
 * under Trio, :class:`ThreadDriver`: one dedicated thread owns a ``sqlite3`` connection and runs
-  the statements sent to it in order. Measured against aiosqlite bridged through trio-asyncio
-  (``python -m benchmarks drivers``), a commit costs about 0.4 of the bridge's time with
-  ``synchronous=NORMAL`` and about 0.7 with ``FULL`` (docs/DESIGN.md has the figures);
+  the statements sent to it in order; with ``synchronous=NORMAL`` small commits run on the event
+  loop's thread instead (``python -m benchmarks drivers`` measures each way; docs/DESIGN.md has
+  the figures);
 * under asyncio, :class:`AiosqliteDriver`: aiosqlite, called directly.
 
 A read-only open of a store no writer holds uses SQLite's ``immutable`` mode (no ``-wal`` or
@@ -54,23 +54,77 @@ class AiosqliteDriver:
         await self._connection.close()
 
 
+#: A write run on the event loop's thread holds at most this many parameters (about 64 rows).
+INLINE_PARAMETERS = 400
+#: Commits run on the event loop's thread between two checkpoints (run in the worker thread).
+CHECKPOINT_EVERY = 500
+
+
 class ThreadDriver:
     """A ``sqlite3`` connection owned by one dedicated thread (Trio). Statements run in the order
     they are sent; a caller waits for its own, shielded, so a statement that was sent always
-    finishes before its caller goes on (a cancelled caller sees the cancellation afterwards)."""
+    finishes before its caller goes on (a cancelled caller sees the cancellation afterwards).
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    With ``inline_commits`` (for ``synchronous=NORMAL``, where a commit does not wait for the
+    disk), a small write outside a transaction runs on the event loop's thread instead when the
+    worker has nothing queued: it costs about 10 µs, less than handing it to a thread and back
+    (about 120 µs). Such a connection does not checkpoint on its own (``wal_autocheckpoint=0``):
+    every :data:`CHECKPOINT_EVERY` inline commits a passive checkpoint, which writes the database
+    file, is queued to the worker thread, and writes sent meanwhile queue behind it there. Reads,
+    transactions and large writes always run in the worker thread.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], *, inline_commits: bool = False) -> None:
         self._connect = connect
         self._connection: sqlite3.Connection | None = None
         self._worker = WorkerThread("asides-sqlite")
+        self._inline_commits = inline_commits
+        self._queued = 0  # statements sent to the worker and not finished (counted by the loop)
+        self._checkpointing = False  # set by the loop, cleared by the worker thread
+        self._since_checkpoint = 0
 
     def _execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
         if self._connection is None:
             self._connection = self._connect()
+            if self._inline_commits:
+                self._connection.execute("PRAGMA wal_autocheckpoint=0")
         return self._connection.execute(sql, params).fetchall()
 
+    def _may_run_inline(self, sql: str, params: Sequence[Any]) -> bool:
+        connection = self._connection
+        return (
+            self._inline_commits
+            and self._queued == 0
+            and not self._checkpointing
+            and connection is not None
+            and not connection.in_transaction
+            and len(params) <= INLINE_PARAMETERS
+            and sql.startswith("INSERT")
+        )
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        return await self._worker.run(self._execute, sql, tuple(params))
+        if self._may_run_inline(sql, params):
+            rows = self._execute(sql, tuple(params))
+            self._since_checkpoint += 1
+            if self._since_checkpoint >= CHECKPOINT_EVERY:
+                self._since_checkpoint = 0
+                self._checkpointing = True
+                self._worker.run_after(self._checkpoint)
+            return rows
+        self._queued += 1
+        try:
+            return await self._worker.run(self._execute, sql, tuple(params))
+        finally:
+            self._queued -= 1
+
+    def _checkpoint(self) -> None:
+        """In the worker thread: a passive checkpoint (it never waits for readers); a failure
+        only leaves the write-ahead log longer until the next one."""
+        try:
+            if self._connection is not None:
+                self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            self._checkpointing = False
 
     def _close(self) -> None:
         if self._connection is not None:
@@ -116,12 +170,16 @@ def _read_only_target(path: str) -> tuple[str, tuple[int, ...] | None]:
 
 
 @asynccontextmanager
-async def open_driver(path: str, *, read_only: bool = False) -> AsyncIterator[Driver]:
-    """A driver for the store file at ``path`` (or ``:memory:``) for the block."""
+async def open_driver(path: str, *, read_only: bool = False, inline_commits: bool = False) -> AsyncIterator[Driver]:
+    """A driver for the store file at ``path`` (or ``:memory:``) for the block; ``inline_commits``
+    (Trio only, for ``synchronous=NORMAL``): see :class:`ThreadDriver`."""
     target, stamp = _read_only_target(path) if read_only else (path, None)
     driver: Driver
     if sniffio.current_async_library() == "trio":
-        driver = ThreadDriver(lambda: sqlite3.connect(target, isolation_level=None, uri=read_only, check_same_thread=False))
+        driver = ThreadDriver(
+            lambda: sqlite3.connect(target, isolation_level=None, uri=read_only, check_same_thread=False),
+            inline_commits=inline_commits and not read_only,
+        )
     else:
         import aiosqlite
 

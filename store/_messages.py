@@ -18,6 +18,9 @@ from ._names import check_metadata, check_participant
 __all__ = ["Message", "freeze_metadata", "check_timestamp", "check_message_items"]
 
 
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
 def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") -> Mapping[str, Any]:
     """A read-only private copy of JSON metadata.
 
@@ -25,8 +28,8 @@ def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") 
     (:class:`InvalidNameError` at ``metadata.<key>``, at any depth); a string that is not valid
     Unicode; and nesting deeper than the documented limit.
     """
-    if value is None:
-        return MappingProxyType({})
+    if value is None or (isinstance(value, Mapping) and not value):
+        return _NO_METADATA
     if isinstance(value, MappingProxyType):
         value = dict(value)
     check_metadata(value, path)

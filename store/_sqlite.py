@@ -492,7 +492,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
         raise StoreFailedError(f"no store file at {path!r}; a read-only open creates nothing")
     lock = None if read_only else _lock(path)
     try:
-        async with _collapsing(), open_driver(path, read_only=read_only) as driver:
+        async with _collapsing(), open_driver(path, read_only=read_only, inline_commits=synchronous == "NORMAL") as driver:
             # The file is read whole before anything in it changes (store/_file_checks.py).
             try:
                 await driver.execute("PRAGMA busy_timeout=5000")

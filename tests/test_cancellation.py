@@ -295,8 +295,11 @@ async def test_a_call_cancelled_while_its_commit_is_in_flight_returns_and_its_wr
 async def test_a_call_cancelled_from_another_task_while_its_commit_is_in_flight_returns_written(kind):
     """The same, the cancel coming from another task: the store's listener only wakes that task
     when the call's write is queued, and it cancels the call's scope while the call still waits
-    for its commit (checked: the call has not returned yet). The call returns, written."""
-    async with open_runtime() as rt:
+    for its commit (checked: the call has not returned yet). The call returns, written. (With
+    ``synchronous="FULL"`` every commit runs in the store's worker thread, so the call still waits
+    when the other task runs; a ``NORMAL`` commit may run on the event loop's thread and finish
+    first.)"""
+    async with open_runtime(synchronous="FULL") as rt:
         world = await World.open(rt)
         call = make_call(world, kind)
         progress = {"returned": False, "returned_before_the_cancel": None}
