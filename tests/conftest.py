@@ -2,12 +2,23 @@
 
 The project's own tests use the fixtures of ``asides.testing.pytest_plugin`` (loaded by
 ``asides_fixtures = true`` in pyproject.toml): ``asides_store_path``, ``asides_runtime``,
-``scripted_model``. ``store_path`` is the name older tests use for ``asides_store_path``.
+``scripted_model``.
+
+``store_path`` is the store a test runs on, once per backend: every test that takes it (directly
+or through another fixture) runs twice, ``[sqlite]`` on a fresh file in ``tmp_path`` (the
+plugin's ``asides_store_path``) and ``[postgres]`` on a fresh schema of the session's throwaway
+PostgreSQL cluster (``pg_cluster``, tests/pg_cluster.py). A test that cannot mean anything on
+PostgreSQL (it corrupts a file, reads it with sqlite3, checks file modes) is marked
+``@pytest.mark.sqlite_only("why")``: it is parametrised on SQLite alone. See docs/testing.md.
 """
 
 from __future__ import annotations
 
 import pytest
+from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url for every module)
+
+#: The backends ``store_path`` runs a test on, by test id.
+BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -18,7 +29,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("the tests need pytest-timeout (pip install -e '.[test]'): without it a hang stalls the run")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise ``store_path`` over :data:`BACKENDS`, or over SQLite alone for a test marked
+    ``sqlite_only`` (which must say why)."""
+    if "store_path" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("sqlite_only")
+    if marker is not None and not (marker.args and isinstance(marker.args[0], str) and marker.args[0].strip()):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason, e.g. @pytest.mark.sqlite_only('why')")
+    backends = ("sqlite",) if marker is not None else BACKENDS
+    metafunc.parametrize("store_path", backends, indirect=True)
+
+
 @pytest.fixture
-def store_path(asides_store_path: str) -> str:
-    """A fresh store file path in a temporary directory (``asides_store_path``)."""
+def store_path(request: pytest.FixtureRequest, asides_store_path: str) -> str:
+    """Where a test's fresh store is: a file path (``[sqlite]``, the plugin's ``asides_store_path``)
+    or a ``postgresql://`` URL naming a new, empty schema (``[postgres]``)."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "postgres":
+        return str(request.getfixturevalue("pg_cluster").fresh_url())
     return asides_store_path

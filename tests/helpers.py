@@ -3,9 +3,11 @@
 What a user's tests need too (test models, the leak check, a runtime on a temporary store) lives
 in ``asides.testing``; only what reaches below the public API stays here.
 
-* :func:`seed_records` writes raw records into a store file *before* a runtime opens it: the way
-  tests stand in for old or foreign data (a corrupt reader record, an audience where a write
-  refuses one) that no public write can produce.
+* :func:`seed_records` writes raw records into a store (a file, or a PostgreSQL schema) *before*
+  a runtime opens it: the way tests stand in for old or foreign data (a corrupt reader record, an
+  audience where a write refuses one) that no public write can produce. :func:`raw_rows` reads
+  a closed store's rows back as they are stored.
+* :func:`sibling_store` names one more fresh store of the same backend as a test's ``store_path``.
 * :func:`dump` captures everything a runtime's store holds, for "a refusal writes nothing"
   comparisons (take one before, one after, assert equal).
 """
@@ -14,7 +16,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import urllib.parse
+import uuid
 from typing import Any
+
+from asides.store._postgres import is_postgres_url
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS log (
     id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -22,7 +28,8 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS log (
 
 
 def seed_records(path: str, records: list[tuple[str, str, str | None, Any]]) -> list[str]:
-    """Append records ``(branch, kind, ref, body)`` to the store file at ``path``.
+    """Append records ``(branch, kind, ref, body)`` to the store at ``path`` (a file path or a
+    ``postgresql://`` URL; a store is created there if there is none).
 
     ``kind`` is ``"message"`` (body: ``{"participant", "content", "metadata", "timestamp"}``),
     ``"state"`` (ref: the full key, body: any JSON value, or a ``str`` used verbatim as raw body
@@ -30,16 +37,18 @@ def seed_records(path: str, records: list[tuple[str, str, str | None, Any]]) -> 
     branch's next sequence. Returns the record ids (message ids for messages). The store must
     not be open.
     """
+    rows = [(branch, kind, ref, body.text if isinstance(body, Raw) else json.dumps(body)) for branch, kind, ref, body in records]
+    if is_postgres_url(path):
+        return _seed_postgres(path, rows)
     connection = sqlite3.connect(path)
     try:
         connection.execute(_SCHEMA)
         connection.execute("PRAGMA user_version=1")
         ids = []
-        for branch, kind, ref, body in records:
+        for branch, kind, ref, text in rows:
             next_id = connection.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM log").fetchone()[0]
             # a branch record's seq is its fork point, so the newest seq on the branch is its head
             head = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM log WHERE branch=?", (branch,)).fetchone()[0]
-            text = body.text if isinstance(body, Raw) else json.dumps(body)
             connection.execute(
                 "INSERT INTO log (id, branch, seq, kind, ref, body) VALUES (?,?,?,?,?,?)",
                 (next_id, branch, head + 1, kind, ref, text),
@@ -49,6 +58,62 @@ def seed_records(path: str, records: list[tuple[str, str, str | None, Any]]) -> 
         return ids
     finally:
         connection.close()
+
+
+def _seed_postgres(url: str, rows: list[tuple[str, str, str | None, str]]) -> list[str]:
+    """:func:`seed_records` on PostgreSQL: rows into ``asides_log``, and ``asides_head.last_id``
+    raised to the newest (store/_pg_schema.py), in one transaction."""
+    import psycopg
+
+    from asides.store._pg_schema import prepare_schema
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        prepare_schema(connection, url, create=True)
+        ids = []
+        with connection.transaction():
+            last = connection.execute("SELECT last_id FROM asides_head WHERE singleton FOR UPDATE").fetchone()[0]
+            for branch, kind, ref, text in rows:
+                last += 1
+                head = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM asides_log WHERE branch=%s", (branch,)).fetchone()[0]
+                connection.execute(
+                    "INSERT INTO asides_log (id, branch, seq, kind, ref, body) VALUES (%s,%s,%s,%s,%s,%s)",
+                    (last, branch, head + 1, kind, ref, text),
+                )
+                ids.append(str(last))
+            connection.execute("UPDATE asides_head SET last_id = %s WHERE singleton", (last,))
+        return ids
+
+
+def raw_rows(path: str) -> list[tuple[int, str, int, str, str | None, str]]:
+    """Every stored record ``(id, branch, seq, kind, ref, body)`` of the closed store at ``path``
+    (a file path or a ``postgresql://`` URL), in id order, as stored."""
+    query = "SELECT id, branch, seq, kind, ref, body FROM {} ORDER BY id"
+    if is_postgres_url(path):
+        import psycopg
+
+        with psycopg.connect(path, autocommit=True) as connection:
+            return [tuple(row) for row in connection.execute(query.format("asides_log")).fetchall()]  # type: ignore[misc]
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(query.format("log")).fetchall()
+    finally:
+        connection.close()
+
+
+def sibling_store(path: str, name: str) -> str:
+    """One more fresh store of the same backend as ``path``: the file ``<path>.<name>``, or on
+    PostgreSQL a new schema on the same server (the URL with another ``search_path``)."""
+    if not is_postgres_url(path):
+        return f"{path}.{name}"
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(path, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    parts = urllib.parse.urlsplit(path)
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
+    query.append(("options", f"-csearch_path={schema}"))
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, safe="/")))
 
 
 class Raw:

@@ -5,8 +5,9 @@ PostgreSQL refuses to run as root, so as root the server runs as the ``postgres`
 (``.ci/postgres`` installs PostgreSQL and creates that user when they are missing).
 
 ``ASIDES_TEST_POSTGRES_URL`` points the tests at a server of your own instead (its database must
-let the user create schemas). Each test gets a fresh schema of its own (:meth:`Cluster.fresh_url`); test modules import the fixtures
-``pg_cluster_fixture`` and ``pg_url_fixture``, which pytest knows as ``pg_cluster`` and ``pg_url``.
+let the user create schemas). Each test gets a fresh schema of its own (:meth:`Cluster.fresh_url`); tests/conftest.py imports
+the fixtures ``pg_cluster_fixture`` and ``pg_url_fixture`` (pytest knows them as ``pg_cluster`` and ``pg_url``) for every module,
+and its ``store_path`` runs a test on both backends.
 ``python -m benchmarks postgres`` starts its server with :class:`Cluster` too (it loads this file
 by path, and needs no pytest).
 

@@ -8,7 +8,6 @@ import json
 
 import trio
 from pg_checks import rows
-from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides._cli._main import main
 from asides.actors import open_runtime

@@ -11,7 +11,6 @@ import pytest
 import trio
 import trio.testing
 from pg_checks import rows
-from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._protocol import Unit

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import trio
 from pg_checks import check_sequences, execute, rows
-from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides.store import (
     BranchExistsError,

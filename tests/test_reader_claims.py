@@ -22,12 +22,12 @@ Sections:
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import anyio
 import pytest
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +43,7 @@ from asides.store import text
 from asides.strategies._base import CompiledMessage
 from asides.strategies._models import CompletionRequest
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.helpers import dump, seed_records
+from tests.helpers import dump, raw_rows, seed_records, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -97,11 +97,7 @@ def reader_records(store, branch: str = "main") -> dict[str, Any]:
 
 def raw_reader_rows(path: str, key: str) -> list[tuple[str, str]]:
     """``(branch, body)`` of every persisted state row under ``key`` (the store must be closed)."""
-    connection = sqlite3.connect(path)
-    try:
-        return connection.execute("SELECT branch, body FROM log WHERE kind='state' AND ref=? ORDER BY id", (key,)).fetchall()
-    finally:
-        connection.close()
+    return [(branch, body) for _, branch, _, kind, ref, body in raw_rows(path) if kind == "state" and ref == key]
 
 
 def texts(compiled) -> list[str]:
@@ -179,6 +175,7 @@ async def test_row19_refused_open_registers_and_writes_nothing(store_path):
         assert dump(rt.store) == before
         message = await ann.add_message("user", [text("hi")])
         assert message.sequence == head + 1  # nothing else took a sequence
+        await trio.testing.wait_all_tasks_blocked()  # on PostgreSQL the drain hears of it at commit
         assert bob_strategy.calls == []
         assert ("on_new_message", message.id) in ann_strategy.calls
 
@@ -253,7 +250,7 @@ async def test_row26_omitted_namespace_and_default_share_record(store_path, firs
         assert reader_records(rt.store) == {"default/reader": "ann"}
 
 
-async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(tmp_path):
+async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(store_path):
     """"refuses a fork, a setStrategy and a switch on a record that isn't a reader's name, naming it as such"
 
     Seed row 25; SPEC R7, R2, E. Records are seeded into the files (foreign data).
@@ -269,7 +266,7 @@ async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(tmp_p
     refused with ``ReaderRecordError`` naming the record, no branch is made, the strategy is
     kept, the branch is unchanged and nothing is written."""
     # (a)
-    first = str(tmp_path / "a.db")
+    first = store_path
     seed_records(first, [("main", "state", "x/reader", 42)])
     async with open_runtime(first) as rt:
         before = dump(rt.store)
@@ -281,7 +278,7 @@ async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(tmp_p
         assert strategy.calls == []
         assert dump(rt.store) == before
     # (b)
-    second = str(tmp_path / "b.db")
+    second = sibling_store(store_path, "b")
     async with open_runtime(second) as rt:
         await make_branch(rt, "b")
     seed_records(second, [("b", "state", "x/reader", 42)])
@@ -525,14 +522,14 @@ async def test_row33_every_read_through_kept_view_refused_after_claim(store_path
     [(None, None, 1), ("ann", None, 2), ("ann", "bob", 3)],
     ids=["none", "ann only", "both"],
 )
-async def test_row70_sequence_after_two_opens(tmp_path, ann_reader, bob_reader, expected):
+async def test_row70_sequence_after_two_opens(store_path, ann_reader, bob_reader, expected):
     """`sequence after two opens: ${arm}` (the zz-seq-probe; arms "none", "ann only", "both")
 
     Seed row 70; SPEC 0 (glossary: sequence), R1, 3.3.1. Two managers over one fresh store, in
     agents/ann and agents/bob, with PassthroughStrategy. The first message's sequence is 1 with no
     readers, 2 with ann's claim only, 3 with both (the seed's 1/2/3): a claim is exactly one
     write, an open that claims nothing writes nothing. Each arm has a store of its own."""
-    path = str(tmp_path / "store.db")
+    path = store_path
     async with open_runtime(path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader=ann_reader)
         await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader=bob_reader)

@@ -45,6 +45,7 @@ from asides.store import (
     tool_result,
     tool_use,
 )
+from tests.helpers import sibling_store
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -490,7 +491,7 @@ async def test_randomised_branch_histories_match_a_reference_model(store_path):
     messages (ids, sequences, content), state records and info. Each write raises its branch's
     head by its record count; message ids stay unique."""
     for seed in range(3):
-        path = f"{store_path}.{seed}"
+        path = sibling_store(store_path, str(seed))
         rng = random.Random(seed)
         ref = _RefModel()
         ids: list[str] = []
@@ -871,7 +872,7 @@ async def test_randomised_live_views_match_a_fresh_reading(store_path):
     independent statement of the reader view and with a freshly built view; also after reopen."""
     for seed in range(3):
         rng = random.Random(seed)
-        path = f"{store_path}.{seed}"
+        path = sibling_store(store_path, str(seed))
 
         def flt(m: Message) -> bool:
             return m.participant != "p0"
@@ -1009,6 +1010,7 @@ async def test_plain_view_survives_reopen_when_audience_is_only_data(store_path)
 # ==============================================================================================
 
 
+@pytest.mark.sqlite_only("one open per store file; on PostgreSQL several stores share a schema by design (test_postgres_store.py)")
 async def test_second_open_in_the_same_process_is_refused(store_path):
     """S4, 0 (store): a second ``open_store`` of a file already open in this process is refused
     with ``StoreLockedError`` (naming the path); the first keeps working, and once it is closed
@@ -1040,6 +1042,7 @@ async def _pragma(store, name: str) -> Any:
     return (await store._driver.execute(f"PRAGMA {name}"))[0][0]
 
 
+@pytest.mark.sqlite_only("reads SQLite PRAGMAs (synchronous, WAL) through the store's driver and with sqlite3")
 async def test_the_synchronous_setting_in_force(store_path):
     """S1 (uses internals: it asks the store's own connection). A store opens in WAL mode with
     ``synchronous=NORMAL`` (1) by default, which survives a process crash; ``FULL`` (2) on
@@ -1069,6 +1072,13 @@ async def test_the_synchronous_setting_in_force(store_path):
 # ==============================================================================================
 
 
+#: Why the tests that fake the store's driver run on SQLite alone.
+FAKES_THE_SQLITE_DRIVER = (
+    "replaces the SQLite driver's execute/close (internals) to fail or block a commit; "
+    "test_postgres_store.py fails PostgreSQL commits by killing the connection"
+)
+
+
 def _fail_inserts(store, *, after: int = 0, gate: trio.Event | None = None) -> list[str]:
     """Make the store's driver fail: the ``after``+1-th INSERT (and every later one) raises,
     optionally only once ``gate`` is set. Uses the store's internals (``_driver``)."""
@@ -1088,6 +1098,7 @@ def _fail_inserts(store, *, after: int = 0, gate: trio.Event | None = None) -> l
     return seen
 
 
+@pytest.mark.sqlite_only(FAKES_THE_SQLITE_DRIVER)
 @pytest.mark.parametrize("batch", [1, 2500], ids=["one-statement", "torn-multi-statement"])
 async def test_failed_commit_stops_the_store(store_path, batch):
     """S1 (uses internals: it replaces the store's ``_driver.execute`` to make a commit fail).
@@ -1132,6 +1143,7 @@ async def test_failed_commit_stops_the_store(store_path, batch):
         assert store.get_message("main", m.id) == m
 
 
+@pytest.mark.sqlite_only(FAKES_THE_SQLITE_DRIVER)
 async def test_write_queued_behind_a_failed_commit_raises(store_path):
     """S1 (uses internals: it replaces the store's ``_driver.execute`` so that a commit blocks,
     then fails). A write that joined the next batch while a failing commit was in flight, from a
@@ -1165,6 +1177,7 @@ async def test_write_queued_behind_a_failed_commit_raises(store_path):
     assert isinstance(results.get("queued"), StoreFailedError)
 
 
+@pytest.mark.sqlite_only(FAKES_THE_SQLITE_DRIVER)
 async def test_close_with_a_queued_write_from_outside_finishes(store_path):
     """S1, D2 (uses internals: it replaces the store's driver calls with in-memory fakes so that
     no thread is busy and the test can tell "blocked forever" from "busy"). Leaving
