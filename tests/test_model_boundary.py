@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -213,7 +211,7 @@ async def test_a_hosts_own_tick_gets_a_model_error_for_what_the_model_raised(str
 
 
 @pytest.mark.parametrize("stray", ["asyncio.CancelledError", "GeneratorExit"])
-def test_under_asyncio_a_stray_exception_from_a_model_does_not_end_the_hosts_block(stray):
+def test_under_asyncio_a_stray_exception_from_a_model_does_not_end_the_hosts_block(store_path, stray):
     """Under asyncio, a model raising ``asyncio.CancelledError`` (not a cancellation of the
     runtime: nobody cancelled its task) or ``GeneratorExit`` on every request while the host
     writes 200 messages: the host's block runs to its end (all 200 writes, and the code after
@@ -245,8 +243,7 @@ def test_under_asyncio_a_stray_exception_from_a_model_does_not_end_the_hosts_blo
         async with open_runtime(path) as again:
             assert len(again.store.messages("main")) == 200
 
-    with tempfile.TemporaryDirectory(prefix="asides-boundary-") as directory:
-        anyio.run(main, os.path.join(directory, "store.db"), backend="asyncio")
+    anyio.run(main, store_path, backend="asyncio")
     assert progress == {"written": 200, "after": True}
     assert len(during) >= 2, "the premise: the model failed while the host wrote"
 
@@ -436,11 +433,11 @@ async def test_the_answer_limit_is_answer_limit_factor_times_max_tokens(extra, r
         assert bool(manager.get_summaries_in_range()) is not rejected
 
 
-async def test_a_megabyte_answer_is_never_stored_and_compiles_keep_working(autojump_clock, tmp_path):
+async def test_a_megabyte_answer_is_never_stored_and_compiles_keep_working(autojump_clock, store_path):
     """A model answering a 1 MB text: nothing of it is stored, and compiles keep working within
     a small budget (before the fix, the answer was stored and every later compile raised
     ``OverBudgetError``), also after a reopen."""
-    path = str(tmp_path / "store.db")
+    path = store_path
     megabyte = "The conversation went on and on. " * 32_000
     assert len(megabyte) > 1_000_000
     async with open_runtime(path, model_policy=ModelPolicy(drain_failures=1000)) as rt:
