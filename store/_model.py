@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -30,6 +29,7 @@ from ._errors import (
     UnknownMessageError,
 )
 from ._messages import Message
+from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
 from ._names import check_branch
 from ._records import (
     StoredEdit,
@@ -53,153 +53,12 @@ STATE: Final = "state"
 BRANCH: Final = "branch"
 
 
-class RecordTypeError(ValueError):
-    """A persisted record with a column of the wrong type (only a file changed outside asides
-    holds one). Replay refuses it rather than skip it: a skipped record could be a reader claim."""
-
-
-class _Marker:
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-#: What a message's content may hold (an unreadable block only as read back, or copied from a read).
-
-#: A state record whose stored JSON could not be read.
-UNREADABLE: Final = _Marker("UNREADABLE")
-#: No state record under that key on that branch.
-MISSING: Final = _Marker("MISSING")
-
-
-@attrs.frozen(slots=True)
-class BranchInfo:
-    """A branch: its ``parent`` (``None`` for ``main``), the parent sequence it was forked at,
-    and its current ``head`` sequence."""
-
-    name: str
-    parent: str | None
-    fork_sequence: int
-    head: int
-
-
-@attrs.frozen(slots=True)
-class Row:
-    """One record as persisted: ``(id, branch, seq, kind, ref, body)``."""
-
-    id: int
-    branch: str
-    seq: int
-    kind: str
-    ref: str | None
-    body: str
-
-    def as_tuple(self) -> tuple[int, str, int, str, str | None, str]:
-        return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
-
-
-class _Owners:
-    """Which branch holds each message, and where: two arrays indexed by record id (record ids
-    are dense), 16 bytes a record instead of a dict entry of about 240 bytes a message."""
-
-    __slots__ = ("_branches", "_indexes")
-
-    def __init__(self) -> None:
-        self._branches: list[_Branch | None] = []
-        self._indexes: array[int] = array("q")
-
-    def set(self, record_id: int, branch: _Branch, index: int) -> None:
-        missing = record_id + 1 - len(self._branches)
-        if missing > 0:
-            self._branches.extend([None] * missing)
-            self._indexes.extend(array("q", bytes(8 * missing)))
-        self._branches[record_id] = branch
-        self._indexes[record_id] = index
-
-    def get(self, message_id: str) -> tuple[_Branch, int] | None:
-        if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):
-            return None  # not the decimal form of a record id
-        record_id = int(message_id)
-        if record_id >= len(self._branches):
-            return None
-        branch = self._branches[record_id]
-        return None if branch is None else (branch, self._indexes[record_id])
-
-
-class _Branch:
-    """One branch's records. Ancestors are referenced, never copied."""
-
-    def __init__(self, name: str, parent: _Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None) -> None:
-        self.name = name
-        self.meta: Mapping[str, Any] = meta or {}
-        self.parent = parent
-        self.fork_sequence = fork_sequence
-        self.head = fork_sequence
-        # Ancestors, root first, each with the newest of its sequences visible here, the number
-        # of its own messages visible here, and the position of its first one.
-        self.ancestors: list[tuple[_Branch, int, int, int]] = []
-        if parent is not None:
-            offset = 0
-            for ancestor, limit, _count, _offset in parent.ancestors:
-                limit = min(limit, fork_sequence)
-                count = bisect_right(ancestor.own_seqs, limit)
-                self.ancestors.append((ancestor, limit, count, offset))
-                offset += count
-            count = bisect_right(parent.own_seqs, fork_sequence)
-            self.ancestors.append((parent, fork_sequence, count, offset))
-            offset += count
-            self.base_count = offset
-        else:
-            self.base_count = 0
-        self.segment_starts = [offset for _b, _l, _c, offset in self.ancestors]
-        self.ancestor_index = {b.name: i for i, (b, _l, _c, _o) in enumerate(self.ancestors)}
-        # A message read back at open stays its JSON text (a str) until first read; its record id
-        # and sequence are kept beside it, as machine integers (memory: see docs/benchmarks.md).
-        self.own: list[Message | str] = []
-        self.own_ids: array[int] = array("q")
-        self.own_seqs: array[int] = array("q")
-        # message id -> [(seq, content or JSON text)] of edits made on this branch
-        self.edits: dict[str, list[tuple[int, Any]]] = {}
-        self.edit_log: list[str] = []
-        # key -> [(seq, value)] of state writes made on this branch, and their record ids
-        self.states: dict[str, list[tuple[int, Any]]] = {}
-        self.state_ids: dict[tuple[str, int], int] = {}
-        # Ids of messages that have an edit visible here (inherited or own).
-        self.edited_ids: set[str] = set()
-        self.resolved: dict[str, Message] = {}
-        self.may_hold_audience: bool = parent.may_hold_audience if parent is not None else False
-        for ancestor, limit, _count, _offset in self.ancestors:
-            for message_id, versions in ancestor.edits.items():
-                if versions[0][0] <= limit:
-                    self.edited_ids.add(message_id)
-
-    def chain(self) -> Iterator[tuple[_Branch, float]]:
-        """This branch (no limit) then its ancestors nearest first, each with its visible limit."""
-        yield self, float("inf")
-        for ancestor, limit, _count, _offset in reversed(self.ancestors):
-            yield ancestor, limit
-
-    def info(self) -> BranchInfo:
-        return BranchInfo(self.name, self.parent.name if self.parent else None, self.fork_sequence, self.head)
-
-
-def _latest(versions: list[tuple[int, Any]], limit: float) -> tuple[int, Any] | None:
-    if versions[-1][0] <= limit:
-        return versions[-1]
-    index = bisect_right([seq for seq, _ in versions], limit)
-    return versions[index - 1] if index else None
-
-
 class LogModel:
     """Every branch of one store, in memory."""
 
     def __init__(self) -> None:
-        self._branches: dict[str, _Branch] = {"main": _Branch("main", None, 0)}
-        self._owner = _Owners()
+        self._branches: dict[str, Branch] = {"main": Branch("main", None, 0)}
+        self._owner = Owners()
         self._state_keys: set[str] = set()
         self._reports: set[tuple[int | None, str]] = set()
         # Content no view may pass on as it is (see ``damaged``), by the identity of its tuple,
@@ -234,7 +93,7 @@ class LogModel:
                         meta = json.loads(body)
                     except ValueError:
                         meta = {}
-                    self._branches[branch_name] = _Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
+                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -269,7 +128,7 @@ class LogModel:
 
     # -- branches -------------------------------------------------------------------------
 
-    def _branch(self, name: str) -> _Branch:
+    def _branch(self, name: str) -> Branch:
         try:
             return self._branches[name]
         except KeyError:
@@ -305,7 +164,7 @@ class LogModel:
         record = dict(meta or {})
         record["created"] = time.time()
         body = json_text(record, "meta")
-        branch = _Branch(name, source, at, json.loads(body))
+        branch = Branch(name, source, at, json.loads(body))
         row = Row(self._take_id(), name, at, BRANCH, parent, body)
         self._branches[name] = branch
         return branch.info(), row
@@ -391,7 +250,7 @@ class LogModel:
         (row,) = self.set_states(branch_name, {key: value})
         return row
 
-    def _apply_state(self, branch: _Branch, key: str, body: str, value: Any) -> Row:
+    def _apply_state(self, branch: Branch, key: str, body: str, value: Any) -> Row:
         record_id = self._take_id()
         branch.head += 1
         branch.states.setdefault(key, []).append((branch.head, value))
@@ -399,7 +258,7 @@ class LogModel:
         self._state_keys.add(key)
         return Row(record_id, branch.name, branch.head, STATE, key, body)
 
-    def _note_content(self, branch: _Branch, content: tuple[ContentBlock, ...], body: str) -> None:
+    def _note_content(self, branch: Branch, content: tuple[ContentBlock, ...], body: str) -> None:
         """What a written message or edit tells about its branch, as a replay of its record
         would tell it."""
         if has_audience(content):
@@ -452,7 +311,7 @@ class LogModel:
         """Ids of messages edited on this branch, in order, from the ``start``-th edit on."""
         return self._branch(branch_name).edit_log[start:]
 
-    def _base(self, owner: _Branch, index: int) -> Message:
+    def _base(self, owner: Branch, index: int) -> Message:
         entry = owner.own[index]
         if isinstance(entry, str):
             text = entry
@@ -462,7 +321,7 @@ class LogModel:
                 self._note_damaged(entry.content, text)
         return entry
 
-    def _resolve(self, branch: _Branch, base: Message) -> Message:
+    def _resolve(self, branch: Branch, base: Message) -> Message:
         if base.id not in branch.edited_ids:
             return base
         cached = branch.resolved.get(base.id)
@@ -471,7 +330,7 @@ class LogModel:
         for holder, limit in branch.chain():
             versions = holder.edits.get(base.id)
             if versions:
-                found = _latest(versions, limit)
+                found = latest(versions, limit)
                 if found is not None:
                     seq, content = found
                     if isinstance(content, StoredEdit):
@@ -490,7 +349,7 @@ class LogModel:
         branch = self._branch(branch_name)
         return self._at(branch, position)
 
-    def _at(self, branch: _Branch, position: int) -> Message:
+    def _at(self, branch: Branch, position: int) -> Message:
         if position < 0:
             position += branch.base_count + len(branch.own)
         if position >= branch.base_count:
@@ -546,14 +405,14 @@ class LogModel:
 
     # -- state reads ----------------------------------------------------------------------
 
-    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[_Branch, int, Any] | None:
+    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[Branch, int, Any] | None:
         """The branch holding the newest version of ``key`` visible on this branch up to
         ``sequence``, with that version's sequence and value."""
         branch = self._branch(branch_name)
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
             if versions:
-                found = _latest(versions, min(limit, sequence))
+                found = latest(versions, min(limit, sequence))
                 if found is not None:
                     return holder, found[0], found[1]
         return None

@@ -1,0 +1,154 @@
+"""The parts of the in-memory model (store/_model.py): one branch's records, the index of which
+branch holds each message, and the values and markers the model answers with. Pure logic."""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+import attrs
+
+from ._messages import Message
+
+__all__ = ["BranchInfo", "MISSING", "RecordTypeError", "Row", "UNREADABLE", "Branch", "Owners", "latest"]
+
+
+class RecordTypeError(ValueError):
+    """A persisted record with a column of the wrong type (only a file changed outside asides
+    holds one). Replay refuses it rather than skip it: a skipped record could be a reader claim."""
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: A state record whose stored JSON could not be read.
+UNREADABLE: Final = _Marker("UNREADABLE")
+#: No state record under that key on that branch.
+MISSING: Final = _Marker("MISSING")
+
+
+@attrs.frozen(slots=True)
+class BranchInfo:
+    """A branch: its ``parent`` (``None`` for ``main``), the parent sequence it was forked at,
+    and its current ``head`` sequence."""
+
+    name: str
+    parent: str | None
+    fork_sequence: int
+    head: int
+
+
+@attrs.frozen(slots=True)
+class Row:
+    """One record as persisted: ``(id, branch, seq, kind, ref, body)``."""
+
+    id: int
+    branch: str
+    seq: int
+    kind: str
+    ref: str | None
+    body: str
+
+    def as_tuple(self) -> tuple[int, str, int, str, str | None, str]:
+        return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
+
+
+class Owners:
+    """Which branch holds each message, and where: two arrays indexed by record id (record ids
+    are dense), 16 bytes a record instead of a dict entry of about 240 bytes a message."""
+
+    __slots__ = ("_branches", "_indexes")
+
+    def __init__(self) -> None:
+        self._branches: list[Branch | None] = []
+        self._indexes: array[int] = array("q")
+
+    def set(self, record_id: int, branch: Branch, index: int) -> None:
+        missing = record_id + 1 - len(self._branches)
+        if missing > 0:
+            self._branches.extend([None] * missing)
+            self._indexes.extend(array("q", bytes(8 * missing)))
+        self._branches[record_id] = branch
+        self._indexes[record_id] = index
+
+    def get(self, message_id: str) -> tuple[Branch, int] | None:
+        if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):
+            return None  # not the decimal form of a record id
+        record_id = int(message_id)
+        if record_id >= len(self._branches):
+            return None
+        branch = self._branches[record_id]
+        return None if branch is None else (branch, self._indexes[record_id])
+
+
+class Branch:
+    """One branch's records. Ancestors are referenced, never copied."""
+
+    def __init__(self, name: str, parent: Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.meta: Mapping[str, Any] = meta or {}
+        self.parent = parent
+        self.fork_sequence = fork_sequence
+        self.head = fork_sequence
+        # Ancestors, root first, each with the newest of its sequences visible here, the number
+        # of its own messages visible here, and the position of its first one.
+        self.ancestors: list[tuple[Branch, int, int, int]] = []
+        if parent is not None:
+            offset = 0
+            for ancestor, limit, _count, _offset in parent.ancestors:
+                limit = min(limit, fork_sequence)
+                count = bisect_right(ancestor.own_seqs, limit)
+                self.ancestors.append((ancestor, limit, count, offset))
+                offset += count
+            count = bisect_right(parent.own_seqs, fork_sequence)
+            self.ancestors.append((parent, fork_sequence, count, offset))
+            offset += count
+            self.base_count = offset
+        else:
+            self.base_count = 0
+        self.segment_starts = [offset for _b, _l, _c, offset in self.ancestors]
+        self.ancestor_index = {b.name: i for i, (b, _l, _c, _o) in enumerate(self.ancestors)}
+        # A message read back at open stays its JSON text (a str) until first read; its record id
+        # and sequence are kept beside it, as machine integers (memory: see docs/benchmarks.md).
+        self.own: list[Message | str] = []
+        self.own_ids: array[int] = array("q")
+        self.own_seqs: array[int] = array("q")
+        # message id -> [(seq, content or JSON text)] of edits made on this branch
+        self.edits: dict[str, list[tuple[int, Any]]] = {}
+        self.edit_log: list[str] = []
+        # key -> [(seq, value)] of state writes made on this branch, and their record ids
+        self.states: dict[str, list[tuple[int, Any]]] = {}
+        self.state_ids: dict[tuple[str, int], int] = {}
+        # Ids of messages that have an edit visible here (inherited or own).
+        self.edited_ids: set[str] = set()
+        self.resolved: dict[str, Message] = {}
+        self.may_hold_audience: bool = parent.may_hold_audience if parent is not None else False
+        for ancestor, limit, _count, _offset in self.ancestors:
+            for message_id, versions in ancestor.edits.items():
+                if versions[0][0] <= limit:
+                    self.edited_ids.add(message_id)
+
+    def chain(self) -> Iterator[tuple[Branch, float]]:
+        """This branch (no limit) then its ancestors nearest first, each with its visible limit."""
+        yield self, float("inf")
+        for ancestor, limit, _count, _offset in reversed(self.ancestors):
+            yield ancestor, limit
+
+    def info(self) -> BranchInfo:
+        return BranchInfo(self.name, self.parent.name if self.parent else None, self.fork_sequence, self.head)
+
+
+def latest(versions: list[tuple[int, Any]], limit: float) -> tuple[int, Any] | None:
+    if versions[-1][0] <= limit:
+        return versions[-1]
+    index = bisect_right([seq for seq, _ in versions], limit)
+    return versions[index - 1] if index else None
