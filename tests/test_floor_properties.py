@@ -26,8 +26,7 @@ have no deadline (they do real SQLite commits).
 
 from __future__ import annotations
 
-import os
-import tempfile
+import itertools
 from typing import Any
 
 import trio
@@ -37,7 +36,7 @@ from hypothesis import strategies as st
 from asides.actors import AsidesError, open_runtime
 from asides.store import text
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.helpers import dump
+from tests.helpers import dump, sibling_store
 
 NS = "agents/ann"
 FLOOR = f"{NS}/narrowing-floor"
@@ -146,12 +145,15 @@ async def _floor_scenario(path: str, ops: list[tuple[str, int]]) -> None:
                 return
 
 
-@SETTINGS
+@settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=floor_ops)
-def test_floor_never_lowers_across_marks_reopens_forks_and_strategy_switches(ops):
-    """SPEC N2, N5, S2 (see the module docstring, (a))."""
-    with tempfile.TemporaryDirectory() as directory:
-        trio.run(_floor_scenario, os.path.join(directory, "store.db"), ops)
+def test_floor_never_lowers_across_marks_reopens_forks_and_strategy_switches(store_path, ops):
+    """SPEC N2, N5, S2 (see the module docstring, (a)); each example on a fresh store of the
+    test's backend."""
+    trio.run(_floor_scenario, sibling_store(store_path, f"e{next(_EXAMPLES)}"), ops)
+
+
+_EXAMPLES = itertools.count()
 
 
 # -- (b) a refused call never changes the store -----------------------------------------------------

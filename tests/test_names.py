@@ -19,8 +19,7 @@ Sections:
 
 from __future__ import annotations
 
-import os
-import tempfile
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -41,7 +40,7 @@ from asides import (
     open_store,
     text,
 )
-from tests.helpers import dump
+from tests.helpers import dump, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -351,11 +350,13 @@ async def _surrogate_scenario(path: str, cases: list[tuple[str, str]]) -> None:
         assert dump(rt.store) == acknowledged
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(cases=st.lists(st.tuples(st.sampled_from(sorted(FIELDS)), with_a_surrogate), min_size=1, max_size=6))
-def test_a_lone_surrogate_in_any_name_field_is_refused_and_the_store_unchanged(cases):
+def test_a_lone_surrogate_in_any_name_field_is_refused_and_the_store_unchanged(store_path, cases):
     """Property (issue 10 item 2): text holding a lone surrogate, in any field a name enters by,
     is refused with an AsidesError naming that field; the store is exactly as it was and still
     works for other writers; a reopen holds exactly what was acknowledged."""
-    with tempfile.TemporaryDirectory() as directory:
-        trio.run(_surrogate_scenario, os.path.join(directory, "store.db"), cases)
+    trio.run(_surrogate_scenario, sibling_store(store_path, f"e{next(_EXAMPLES)}"), cases)
+
+
+_EXAMPLES = itertools.count()
