@@ -14,6 +14,7 @@ import pytest
 import trio.testing
 
 from asides import PassthroughStrategy, default_estimate, open_runtime, text
+from tests.helpers import sibling_store
 
 
 class CountingPassthrough(PassthroughStrategy):
@@ -56,16 +57,16 @@ async def _work_per_write(open_managers: int, *, close_them: bool, history: int,
 
 
 @pytest.mark.parametrize("history", [0, 2000])
-async def test_a_write_runs_no_strategy_however_many_managers_are_open(tmp_path, history):
-    one = await _work_per_write(1, close_them=False, history=history, path=str(tmp_path / "one.db"))
-    many = await _work_per_write(50, close_them=False, history=history, path=str(tmp_path / "many.db"))
-    closed = await _work_per_write(50, close_them=True, history=history, path=str(tmp_path / "closed.db"))
+async def test_a_write_runs_no_strategy_however_many_managers_are_open(store_path, history):
+    one = await _work_per_write(1, close_them=False, history=history, path=sibling_store(store_path, "one"))
+    many = await _work_per_write(50, close_them=False, history=history, path=sibling_store(store_path, "many"))
+    closed = await _work_per_write(50, close_them=True, history=history, path=sibling_store(store_path, "closed"))
     assert one == many == closed == {"strategy_calls": 0, "commits": 20}
 
 
-async def test_a_compile_hands_its_strategy_only_what_is_new(tmp_path):
+async def test_a_compile_hands_its_strategy_only_what_is_new(store_path):
     """Pull, not push: the strategy hears of each message once, when it next runs."""
-    async with open_runtime(str(tmp_path / "s.db")) as rt:
+    async with open_runtime(store_path) as rt:
         strategy = CountingPassthrough()
         reader = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
         writer = await rt.open_manager("writer", strategy=PassthroughStrategy())
@@ -93,13 +94,13 @@ class CountingEstimator:
 
 
 @pytest.mark.parametrize("reader", [None, "ann"])
-async def test_a_compile_after_one_new_message_estimates_only_that_message(tmp_path, reader):
+async def test_a_compile_after_one_new_message_estimates_only_that_message(store_path, reader):
     """Incremental compiles: after one new message, a passthrough compile of the whole history
     prices only the new message, at 2,000 messages as at 8,000 (one block in 100 is private to bob,
     so the reader view is the filtered one, with a reader and without)."""
     counts = []
     for history in (2000, 8000):
-        async with open_runtime(str(tmp_path / f"h{history}-{reader}.db")) as rt:
+        async with open_runtime(sibling_store(store_path, f"h{history}")) as rt:
             estimator = CountingEstimator()
             manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader=reader)
             items = [
@@ -119,10 +120,10 @@ async def test_a_compile_after_one_new_message_estimates_only_that_message(tmp_p
     assert max(counts[0]) <= 2, counts
 
 
-async def test_an_edit_reprices_exactly_the_message_it_changed(tmp_path):
+async def test_an_edit_reprices_exactly_the_message_it_changed(store_path):
     """An edit in the middle of a long history: the next compile prices the edited message and
     nothing else (the compiled forms of the others are kept)."""
-    async with open_runtime(str(tmp_path / "s.db")) as rt:
+    async with open_runtime(store_path) as rt:
         estimator = CountingEstimator()
         manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader="ann")
         written = await rt.store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(3000)])
