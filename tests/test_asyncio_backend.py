@@ -26,12 +26,12 @@ def _audiences(messages) -> list[tuple[str, tuple[str, ...] | None]]:
 STORED = [("[for ann]", ("ann",)), ("[for bob]", ("bob",)), ("Hello, both.", None)]
 
 
-def test_two_readers_and_reopen_under_asyncio(tmp_path):
+def test_two_readers_and_reopen_under_asyncio(store_path):
     """Under asyncio: a file runtime, managers for ann and bob, one message with a private block
     for each; each compile holds only its own reader's block (and the plain one, no audience on
     any compiled block); the claims refuse the other reader; after closing, a reopen under asyncio
     finds the message (audiences as stored, A5), the claims, and the same compiles."""
-    path = str(tmp_path / "store.db")
+    path = store_path
     seen: dict[str, object] = {}
 
     async def main() -> None:

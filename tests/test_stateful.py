@@ -93,7 +93,8 @@ from asides import (
     text,
 )
 from asides.actors import ModelPolicy
-from tests.helpers import dump
+from asides.store._postgres import is_postgres_url
+from tests.helpers import dump, sibling_store
 
 MARKER = re.compile(r"\bM\d+\b")
 READERS = ("ann", "bob", "cleo")
@@ -244,11 +245,16 @@ STEPS = {"checks": 0, "examples": 0}
 class RuntimeMachine(RuleBasedStateMachine):
     """See the module docstring."""
 
+    #: Where each example's fresh store is: ``None`` for a file in a temporary folder, else a
+    #: function naming a fresh store (a PostgreSQL schema; see :func:`_on_backend`).
+    fresh_store: Callable[[], str] | None = None
+
     def __init__(self) -> None:
         super().__init__()
         STEPS["examples"] += 1
         self.directory = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.directory.name, "store.db")
+        fresh = type(self).fresh_store
+        self.path = fresh() if fresh is not None else os.path.join(self.directory.name, "store.db")
         self._portal_cm = anyio.from_thread.start_blocking_portal("trio")
         self.portal = self._portal_cm.__enter__()
         self._runtime_cm: Any = None
@@ -864,10 +870,28 @@ class CancellingMachine(RuntimeMachine):
         return "cancelled", None
 
 
-def _run(machine: type[RuntimeMachine]) -> None:
+#: Examples per run on PostgreSQL: each opens and reopens runtimes on a fresh schema, so the
+#: PostgreSQL half runs fewer examples than SQLite's (the multi-process run of
+#: test_postgres_processes.py checks the same invariants across processes).
+POSTGRES_EXAMPLES = 10
+
+
+def _on_backend(machine: type[RuntimeMachine], store_path: str) -> tuple[type[RuntimeMachine], settings]:
+    """The machine and settings for ``store_path``'s backend: on SQLite as they are (a file per
+    example); on PostgreSQL a subclass whose examples each take a sibling schema, at
+    :data:`POSTGRES_EXAMPLES` examples unless the long profile is on."""
+    if not is_postgres_url(store_path):
+        return machine, PROFILE
+    examples = itertools.count()
+    on_postgres = type(machine.__name__, (machine,), {"fresh_store": staticmethod(lambda: sibling_store(store_path, f"e{next(examples)}"))})
+    return on_postgres, PROFILE if PROFILE is LONG else settings(PROFILE, max_examples=POSTGRES_EXAMPLES)
+
+
+def _run(machine: type[RuntimeMachine], store_path: str) -> None:
     started = time.monotonic()
     STEPS.update(checks=0, examples=0)
-    run_state_machine_as_test(machine, settings=PROFILE)
+    machine, profile = _on_backend(machine, store_path)
+    run_state_machine_as_test(machine, settings=profile)
     if PROFILE is LONG:
         steps = STEPS["checks"] - STEPS["examples"]  # the invariants also run once before the first step
         took = time.monotonic() - started
@@ -875,12 +899,12 @@ def _run(machine: type[RuntimeMachine]) -> None:
 
 
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
-def test_runtime_state_machine():
+def test_runtime_state_machine(store_path):
     """The machine of the module docstring: leaks, records, floors, refusals, reopens."""
-    _run(RuntimeMachine)
+    _run(RuntimeMachine, store_path)
 
 
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
-def test_runtime_state_machine_with_cancellation():
+def test_runtime_state_machine_with_cancellation(store_path):
     """The machine with calls cancelled midway: raised ``Cancelled`` means nothing was written."""
-    _run(CancellingMachine)
+    _run(CancellingMachine, store_path)

@@ -293,12 +293,12 @@ async def test_open_test_runtime_uses_a_temporary_store_or_the_path_given(asides
             pass
 
 
-def test_the_models_and_open_test_runtime_work_under_asyncio(tmp_path):
+def test_the_models_and_open_test_runtime_work_under_asyncio(store_path):
     seen: list[object] = []
 
     async def main() -> None:
         gate = GatedModel(ScriptedModel("MEMORY"))
-        async with open_test_runtime(str(tmp_path / "asyncio.db")) as runtime:
+        async with open_test_runtime(store_path) as runtime:
             ann = await runtime.open_manager("agents/ann", strategy=memory(), view_reader="ann", model=gate)
             await write(ann, 4)
             await gate.wait_for_request()
