@@ -343,14 +343,14 @@ async def test_row46_refused_after_switch_to_strategy_without_summaries():
 
 
 @pytest.mark.parametrize("kind", ["max_tokens", "raises"])
-async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reopen(tmp_path, mock_clock, kind):
+async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reopen(store_path, mock_clock, kind):
     """"is refused after a request that wrote no summary, after a reopen too"
 
     Seed row 47; SPEC N2, N5, C7. The model answers ``max_tokens`` (a rejection; with
     ``l1_attempt_limit=1`` the chunk fails) or raises (the drain backs off, on a clock that does
     not move). No summary is written, yet the edit is refused, and still after closing the
     runtime and reopening the store with a manager that never compressed."""
-    path = str(tmp_path / "store.db")
+    path = store_path
     model = cut_off_model() if kind == "max_tokens" else raising_model()
     async with open_runtime(path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(l1_attempt_limit=1), view_reader="ann")
@@ -565,13 +565,13 @@ async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorde
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
 
 
-async def test_row55_keeps_floor_when_later_mark_names_older_message(tmp_path):
+async def test_row55_keeps_floor_when_later_mark_names_older_message(store_path):
     """"keeps its record of what compression has read when a later mark names an older message"
 
     Seed row 55; SPEC N2. A host strategy marks message 8, then message 3, then 8 again: the floor
     stays at 8's sequence, the lower and equal marks write nothing (the head does not rise), a
     message between 3 and 8 stays refused, and the floor is the same after a reopen."""
-    path = str(tmp_path / "store.db")
+    path = store_path
     async with open_runtime(path) as rt:
         marker = Marker()
         ann = await rt.open_manager("agents/ann", strategy=marker, view_reader="ann")
