@@ -56,9 +56,11 @@ T = TypeVar("T")
 
 #: Attempts to (re)connect for one call, and the pause before each retry.
 RECONNECT_DELAYS = (0.0, 0.1, 0.5, 2.0)
-#: A commit this far behind what it has heard of catches up before it takes the write lock, so
-#: the lock is not held while many records are replayed.
-CATCH_UP_FIRST = 256
+#: A commit first tries this many times without the write lock: catch up with what other
+#: processes committed, then append if the head has not moved since (one statement). Only then
+#: does it take the lock, which it holds across two round trips and a replay: under contention
+#: (several processes writing at once) lock holders queue behind one another.
+OPTIMISTIC_ATTEMPTS = 3
 
 
 def is_postgres_url(path: str) -> bool:
@@ -282,9 +284,11 @@ class PostgresStore(SqliteStore):
         before; whether the database now holds every record of this process's model's future
         (so no catch-up is needed)."""
         connection = await self._ensure_connection()
-        if self._announced - self._applied > CATCH_UP_FIRST:
-            self._apply(await self._call(connection.rows_after, self._applied))
-        if self._announced <= self._applied:
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            if attempt or self._announced > self._applied:  # catch up without the lock first
+                missed = await self._call(connection.rows_after, self._applied)
+                self.caught_up_records += len(missed)
+                self._apply(missed)
             accepted = self._accept(writes)
             if not accepted:
                 return False

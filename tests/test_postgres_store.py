@@ -20,6 +20,7 @@ from asides.store import (
     open_store,
     text,
 )
+from asides.store import _postgres as postgres_store
 from asides.store._pg_driver import Connection
 from asides.store._pg_rows import FromElsewhere
 from asides.store._postgres import PostgresStore, redact_url
@@ -178,7 +179,12 @@ async def test_a_commit_elsewhere_reaches_this_store_by_notification_and_by_sync
         assert [type(e) for e in mine] == [MessagesAppended]  # a process's own writes are not "elsewhere"
 
 
-async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_url):
+@pytest.mark.parametrize("optimistic_attempts", [postgres_store.OPTIMISTIC_ATTEMPTS, 0], ids=["optimistic-first", "always-locking"])
+async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_url, monkeypatch, optimistic_attempts):
+    """Both ways a commit is made: appended if the head has not moved (after catching up), or
+    under the write lock (after a few failed tries; ``always-locking`` takes the lock at once)."""
+    monkeypatch.setattr(postgres_store, "OPTIMISTIC_ATTEMPTS", optimistic_attempts)
+    locked = []
     stores = 4
     per_task = 25
     returned: dict[str, int] = {}
@@ -205,10 +211,13 @@ async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_ur
                     nursery.start_soon(writer, store, f"s{index}t{task}")
             await store.sync()
             assert store.head("main") == store.model.head("main")
+            locked.append(store.contended_commits)
 
     async with trio.open_nursery() as nursery:
         for index in range(stores):
             nursery.start_soon(run_store, index)
+    if optimistic_attempts == 0:
+        assert sum(locked) > 0, "the premise: commits took the write lock"
     rows = _rows(pg_url)
     check_sequences(rows)
     stored = {str(row[0]): row[2] for row in rows if row[3] == "message"}
