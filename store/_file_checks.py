@@ -10,10 +10,12 @@ open never reach the caller raw: a damaged file is a :class:`StoreCorruptError`,
 
 from __future__ import annotations
 
-from ._drivers import Driver
-from ._errors import AsidesError, StoreCorruptError, StoreFailedError
+import os
 
-__all__ = ["FORMAT_VERSION", "LOG_COLUMNS", "check_store_file", "open_error"]
+from ._drivers import Driver
+from ._errors import AsidesError, StoreCorruptError, StoreFailedError, StoreLockedError
+
+__all__ = ["FORMAT_VERSION", "LOG_COLUMNS", "check_store_file", "lock_store_file", "open_error", "unlock_store_file"]
 
 #: The store format this build reads and writes (SQLite's ``user_version``).
 FORMAT_VERSION = 1
@@ -64,3 +66,28 @@ def open_error(path: str, error: BaseException) -> AsidesError:
     if name.startswith(_ENVIRONMENT):
         return StoreFailedError(f"the store {path!r} could not be opened: {error}")
     return StoreCorruptError(path, str(error) or type(error).__name__)
+
+
+def lock_store_file(path: str) -> int | None:
+    """Hold ``path`` for this open (``flock``, released by :func:`unlock_store_file` or by the
+    process's exit); ``None`` for an in-memory store. Refuses with ``StoreLockedError`` when
+    another open holds it, and ``StoreFailedError`` when the file cannot be opened."""
+    if path == ":memory:" or path.startswith("file::memory:"):
+        return None
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a directory, no permission, a missing folder
+        raise StoreFailedError(f"the store {path!r} could not be opened: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StoreLockedError(path) from None
+    return fd
+
+
+def unlock_store_file(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -8,7 +8,10 @@ exception (recursively); a group of several stays a group.
 
 from __future__ import annotations
 
-__all__ = ["collapse"]
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+__all__ = ["collapse", "collapsing"]
 
 
 def collapse(group: BaseExceptionGroup) -> BaseException:
@@ -17,3 +20,16 @@ def collapse(group: BaseExceptionGroup) -> BaseException:
     while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
         inner = inner.exceptions[0]
     return inner
+
+
+@asynccontextmanager
+async def collapsing() -> AsyncIterator[None]:
+    """Raise what the body raised, not the task groups' wrapping of it: a group of exactly one
+    exception is unwrapped (:func:`collapse`); a group of several is raised as it is."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        inner = collapse(group)
+        if inner is group:
+            raise
+        raise inner from inner.__cause__

@@ -21,10 +21,10 @@ import anyio
 import attrs
 
 from ._blocks import ContentBlock, content_to_json
+from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
 from ._messages import Message, freeze_metadata
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
 from ._records import blocks_to_store, encodable
-from ._sqlite import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
 
 __all__ = [
     "BranchCreatedElsewhere",

@@ -41,12 +41,14 @@ import anyio.to_thread
 
 from ._blocks import ContentBlock
 from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, StoreNotEmptyError, UnknownMessageError
+from ._events import StoreEvent
+from ._groups import collapsing
 from ._messages import Message, check_message_items
 from ._model import BranchInfo, LogModel, Row
 from ._names import check_branch
 from ._pg_driver import Connection, Listener, connect, is_connection_error
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, number_rows, state_row
-from ._sqlite import SqliteStore, StoreEvent, _check_json_values, _collapsing
+from ._sqlite import SqliteStore, _check_json_values
 from ._worker import WorkerThread
 
 __all__ = ["PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
@@ -568,7 +570,7 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
         raise StoreFailedError(f"cannot open the store {where!r}: {exc}") from exc
     store = PostgresStore(url, LogModel(), connection, read_only=read_only, synchronous=synchronous)
     try:
-        async with _collapsing():
+        async with collapsing():
             rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
             store.model.replay(rows)
             store._applied = store._announced = rows[-1][0] if rows else 0

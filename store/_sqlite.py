@@ -12,9 +12,10 @@ SQLite runs as one implicit transaction; a batch too large for one statement is 
 batch committed. If a commit fails, the store stops: every later call raises
 :class:`StoreFailedError`, so memory and disk never disagree.
 
-All SQL lives in this module. Connections sit behind the small ``Driver`` interface
-(``store._drivers``): under Trio a dedicated thread owning a ``sqlite3`` connection, under
-asyncio aiosqlite.
+All of the SQLite store's SQL lives in this module. Connections sit behind the small ``Driver``
+interface (``store._drivers``): under Trio a dedicated thread owning a ``sqlite3`` connection
+(small ``NORMAL`` commits run on the loop's thread), under asyncio aiosqlite. Its events are in
+``store._events``, the file's checks and process lock in ``store._file_checks``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import attrs
 
 from ._blocks import ContentBlock
 from ._drivers import Driver, open_driver
@@ -35,13 +35,13 @@ from ._errors import (
     InvalidArgumentError,
     StoreCorruptError,
     StoreFailedError,
-    StoreLockedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
     UnknownMessageError,
 )
-from ._file_checks import FORMAT_VERSION, check_store_file, open_error
-from ._groups import collapse
+from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
+from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
+from ._groups import collapsing
 from ._messages import Message, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, RecordTypeError, Row
 from ._names import check_state_records
@@ -63,61 +63,6 @@ CREATE TABLE IF NOT EXISTS log (
 """
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
-
-
-# -- events ------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class MessagesAppended:
-    branch: str
-    messages: tuple[Message, ...]
-
-
-@attrs.frozen
-class MessageEdited:
-    branch: str
-    before: Message
-    after: Message
-
-
-@attrs.frozen
-class StatesWritten:
-    branch: str
-    keys: tuple[str, ...]
-
-
-@attrs.frozen
-class BranchCreated:
-    info: BranchInfo
-
-
-StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated
-
-
-# -- the process lock --------------------------------------------------------------------------
-
-
-def _lock(path: str) -> int | None:
-    if path == ":memory:" or path.startswith("file::memory:"):
-        return None
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:  # a directory, no permission, a missing folder
-        raise StoreFailedError(f"the store {path!r} could not be opened: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise StoreLockedError(path) from None
-    return fd
-
-
-def _unlock(fd: int | None) -> None:
-    if fd is not None:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -452,18 +397,6 @@ def _insert_sql(count: int) -> str:
 
 
 @asynccontextmanager
-async def _collapsing() -> AsyncIterator[None]:
-    """Raise what the body raised, not the task groups' wrapping of it (see store.groups)."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        inner = collapse(group)
-        if inner is group:
-            raise
-        raise inner from inner.__cause__
-
-
-@asynccontextmanager
 async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[SqliteStore]:
     """Open (creating) the store at ``path`` for the duration of the block.
 
@@ -490,9 +423,9 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
         raise InvalidArgumentError("path", "a read-only open needs the path of a store file")
     if read_only and not os.path.isfile(path):
         raise StoreFailedError(f"no store file at {path!r}; a read-only open creates nothing")
-    lock = None if read_only else _lock(path)
+    lock = None if read_only else lock_store_file(path)
     try:
-        async with _collapsing(), open_driver(path, read_only=read_only, inline_commits=synchronous == "NORMAL") as driver:
+        async with collapsing(), open_driver(path, read_only=read_only, inline_commits=synchronous == "NORMAL") as driver:
             # The file is read whole before anything in it changes (store/_file_checks.py).
             try:
                 await driver.execute("PRAGMA busy_timeout=5000")
@@ -527,5 +460,5 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
                         await store._shutdown()
                 store._closed = True
     finally:
-        _unlock(lock)
+        unlock_store_file(lock)
 

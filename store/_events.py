@@ -1,0 +1,47 @@
+"""What a store tells its listeners (``store.add_listener``): one event per write, after the
+write is in memory. A PostgreSQL store tells of other processes' commits with subclasses of
+these (``...Elsewhere``, store/_pg_rows.py)."""
+
+from __future__ import annotations
+
+import attrs
+
+from ._messages import Message
+from ._model_parts import BranchInfo
+
+__all__ = ["BranchCreated", "MessageEdited", "MessagesAppended", "StatesWritten", "StoreEvent"]
+
+
+@attrs.frozen
+class MessagesAppended:
+    """Messages appended to ``branch``, in order."""
+
+    branch: str
+    messages: tuple[Message, ...]
+
+
+@attrs.frozen
+class MessageEdited:
+    """A message of ``branch`` replaced: as it was and as it is."""
+
+    branch: str
+    before: Message
+    after: Message
+
+
+@attrs.frozen
+class StatesWritten:
+    """State records written on ``branch``, by key."""
+
+    branch: str
+    keys: tuple[str, ...]
+
+
+@attrs.frozen
+class BranchCreated:
+    """A new branch."""
+
+    info: BranchInfo
+
+
+StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated
