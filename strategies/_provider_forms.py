@@ -28,23 +28,34 @@ returned structures share no mutable object with them.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from ..store._blocks import (
-    ContentBlock,
-    ImageBlock,
-    RedactedThinkingBlock,
-    SystemChangeBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from ..store._blocks import ContentBlock, ImageBlock, TextBlock, ThinkingBlock
 from ._base import CompiledMessage, SourceEntry
-from ._repair import STUB_RESULT  # the stub a call with no result gets, as in compiles
+from ._provider_plan import (
+    CONVERSATION_CONTINUES,
+    IMAGE_TEXT,
+    INJECTION_LABEL,
+    NO_OUTPUT,
+    STUB_RESULT,
+    SYSTEM_CHANGE_PREFIX,
+    PlanCall,
+    PlanImage,
+    PlanItem,
+    PlanResult,
+    PlanText,
+    PlanThinking,
+    Role,
+    compact_json,
+    foreign_call_text,
+    orphan_result_text,
+    plan,
+    result_text,
+    role_of,
+    system_change_text,
+    takes_prefix,
+)
 
 __all__ = [
     "to_anthropic",
@@ -65,225 +76,6 @@ __all__ = [
     "openai_image_url",
 ]
 
-CONVERSATION_CONTINUES = "[conversation continues]"
-"""The text of the user message put before an Anthropic list that would start with the assistant."""
-
-NO_OUTPUT = "[no output]"
-"""The content of a tool result that would otherwise be empty."""
-
-IMAGE_TEXT = "[image]"
-SYSTEM_CHANGE_PREFIX = "[system change]"
-
-INJECTION_LABEL = "system_context:"
-"""How the participant of a positioned injection begins (``system_context:<namespace>``): an
-internal label that no provider form shows the model."""
-
-Role = Literal["user", "assistant"]
-
-
-def role_of(participant: str, source: SourceEntry | None, assistant: str) -> Role:
-    """The provider role of a compiled message: ``assistant`` for the assistant's own messages and
-    for every message of a memory (a ``summary`` source), ``user`` for everything else."""
-    if participant == assistant or (source is not None and source.kind == "summary"):
-        return "assistant"
-    return "user"
-
-
-def takes_prefix(participant: str, role: Role) -> bool:
-    """Whether a message's first text is prefixed with ``"<participant>: "``: only in the user
-    role, never for the participant ``user`` (any case) nor for an injection's internal label."""
-    return role == "user" and participant.lower() != "user" and not participant.startswith(INJECTION_LABEL)
-
-
-# -- the neutral plan both forms are rendered from --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Text:
-    text: str
-    own: bool = False  # the message's own text block (the prefix goes on the first of these)
-    names_speaker: bool = False  # a rendering that already names its speaker
-
-
-@dataclass(frozen=True)
-class _Image:
-    block: ImageBlock
-
-
-@dataclass(frozen=True)
-class _Thinking:
-    block: ThinkingBlock | RedactedThinkingBlock
-
-
-@dataclass(frozen=True)
-class _Call:
-    block: ToolUseBlock
-
-
-@dataclass(frozen=True)
-class _Result:
-    tool_use_id: str
-    content: str | tuple[ContentBlock, ...]
-    is_error: bool = False
-
-
-_Item = _Text | _Image | _Thinking | _Call | _Result
-
-
-@dataclass
-class _Segment:
-    role: Role
-    items: list[_Item] = field(default_factory=list)
-
-
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def result_text(content: str | tuple[ContentBlock, ...]) -> str:
-    """A tool result's content as text: nested text kept, an image as ``[image]``, joined by newlines."""
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for inner in content:
-        if isinstance(inner, TextBlock):
-            if inner.text:
-                parts.append(inner.text)
-        elif isinstance(inner, ImageBlock):
-            parts.append(IMAGE_TEXT)
-    return "\n".join(parts)
-
-
-def orphan_result_text(block: ToolResultBlock) -> str:
-    """A tool result that answers no call of the assistant, as readable text."""
-    label = "tool error" if block.is_error else "tool result"
-    body = result_text(block.content)
-    return f"[{label} {block.tool_use_id}] {body}" if body else f"[{label} {block.tool_use_id}]"
-
-
-def foreign_call_text(participant: str, block: ToolUseBlock) -> str:
-    """Another speaker's tool call, as readable text that names the speaker."""
-    return f"[{participant} called tool {block.name} {_compact_json(block.input)}]"
-
-
-def system_change_text(block: SystemChangeBlock) -> str:
-    """A system change as the text ``[system change] <text>``."""
-    return f"{SYSTEM_CHANGE_PREFIX} {block.text}" if block.text else SYSTEM_CHANGE_PREFIX
-
-
-def _prefix_first_text(items: list[_Item], participant: str) -> None:
-    """Put ``"<participant>: "`` on the message's first own text; with no own text, on its first
-    text unless that one (a rendered tool call) already names the speaker."""
-    texts = [(n, item) for n, item in enumerate(items) if isinstance(item, _Text)]
-    target = next(((n, item) for n, item in texts if item.own), None)
-    if target is None and texts and not texts[0][1].names_speaker:
-        target = texts[0]
-    if target is not None:
-        n, item = target
-        items[n] = _Text(f"{participant}: {item.text}", item.own, True)
-
-
-def _checked_sources(messages: Sequence[CompiledMessage], sources: Sequence[SourceEntry] | None) -> list[SourceEntry | None]:
-    if sources is None:
-        return [None] * len(messages)
-    if len(sources) != len(messages):
-        raise ValueError(f"sources must hold one entry per message: {len(sources)} entries for {len(messages)} messages")
-    return list(sources)
-
-
-def _plan(
-    messages: Sequence[CompiledMessage], assistant: str, *, keep_thinking: bool, sources: Sequence[SourceEntry] | None
-) -> list[_Segment]:
-    """Role-mapped, tool-paired, merged segments with no empty item and no empty segment."""
-    entries = _checked_sources(messages, sources)
-    roles: list[Role] = [role_of(m.participant, entries[i], assistant) for i, m in enumerate(messages)]
-
-    # The assistant's own calls that stay tool blocks: the first call with each id.
-    kept: dict[tuple[int, int], ToolUseBlock] = {}
-    seen_ids: set[str] = set()
-    for i, message in enumerate(messages):
-        if roles[i] != "assistant":
-            continue
-        for j, block in enumerate(message.content):
-            if isinstance(block, ToolUseBlock) and block.id not in seen_ids:
-                seen_ids.add(block.id)
-                kept[(i, j)] = block
-
-    # Each kept call claims the first not yet claimed result with its id in a later message.
-    claimed: set[tuple[int, int]] = set()
-    answer: dict[tuple[int, int], _Result] = {}
-    for (i, j), call in kept.items():
-        found: _Result | None = None
-        for k in range(i + 1, len(messages)):
-            for n, block in enumerate(messages[k].content):
-                if isinstance(block, ToolResultBlock) and block.tool_use_id == call.id and (k, n) not in claimed:
-                    claimed.add((k, n))
-                    found = _Result(call.id, block.content, block.is_error)
-                    break
-            if found is not None:
-                break
-        answer[(i, j)] = found if found is not None else _Result(call.id, STUB_RESULT)
-
-    segments: list[_Segment] = []
-    pending: list[_Result] = []  # results owed by the current run of assistant messages
-
-    def flush() -> None:
-        if pending:
-            segments.append(_Segment("user", list(pending)))
-            pending.clear()
-
-    for i, message in enumerate(messages):
-        role = roles[i]
-        items: list[_Item] = []
-        results: list[_Result] = []
-        held_claims = False
-        for j, block in enumerate(message.content):
-            if isinstance(block, TextBlock):
-                if block.text:
-                    items.append(_Text(block.text, own=True))
-            elif isinstance(block, SystemChangeBlock):
-                items.append(_Text(system_change_text(block)))
-            elif isinstance(block, ThinkingBlock):
-                if keep_thinking and role == "assistant" and block.thinking and block.signature:
-                    items.append(_Thinking(block))
-            elif isinstance(block, RedactedThinkingBlock):
-                if keep_thinking and role == "assistant" and block.data:
-                    items.append(_Thinking(block))
-            elif isinstance(block, ImageBlock):
-                items.append(_Image(block) if role == "user" else _Text(IMAGE_TEXT))
-            elif isinstance(block, ToolUseBlock):
-                if (i, j) in kept:
-                    items.append(_Call(block))
-                    results.append(answer[(i, j)])
-                else:
-                    items.append(_Text(foreign_call_text(message.participant, block), names_speaker=True))
-            elif isinstance(block, ToolResultBlock):
-                if (i, j) in claimed:
-                    held_claims = True  # moved to follow its call
-                else:
-                    items.append(_Text(orphan_result_text(block)))
-            # anything else (not a compiled block) is dropped
-
-        if takes_prefix(message.participant, role):
-            _prefix_first_text(items, message.participant)
-
-        if not items and not held_claims:
-            continue  # an empty message neither speaks nor ends a run of assistant messages
-        if role == "user":
-            flush()
-        if items:
-            segments.append(_Segment(role, items))
-        pending.extend(results)
-    flush()
-
-    merged: list[_Segment] = []
-    for segment in segments:
-        if merged and merged[-1].role == segment.role:
-            merged[-1].items.extend(segment.items)
-        else:
-            merged.append(_Segment(segment.role, list(segment.items)))
-    return merged
-
 
 # -- Anthropic --------------------------------------------------------------------------------------
 
@@ -296,7 +88,7 @@ def _anthropic_image(block: ImageBlock) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _anthropic_result(result: _Result) -> dict[str, Any]:
+def _anthropic_result(result: PlanResult) -> dict[str, Any]:
     content: str | list[dict[str, Any]]
     if isinstance(result.content, str):
         content = result.content or NO_OUTPUT
@@ -315,16 +107,16 @@ def _anthropic_result(result: _Result) -> dict[str, Any]:
     return out
 
 
-def _anthropic_block(item: _Item) -> dict[str, Any]:
-    if isinstance(item, _Text):
+def _anthropic_block(item: PlanItem) -> dict[str, Any]:
+    if isinstance(item, PlanText):
         return {"type": "text", "text": item.text}
-    if isinstance(item, _Image):
+    if isinstance(item, PlanImage):
         return _anthropic_image(item.block)
-    if isinstance(item, _Thinking):
+    if isinstance(item, PlanThinking):
         if isinstance(item.block, ThinkingBlock):
             return {"type": "thinking", "thinking": item.block.thinking, "signature": item.block.signature}
         return {"type": "redacted_thinking", "data": item.block.data}
-    if isinstance(item, _Call):
+    if isinstance(item, PlanCall):
         return {
             "type": "tool_use",
             "id": item.block.id,
@@ -355,7 +147,7 @@ def to_anthropic(
     text or content is empty and no ``audience`` key is emitted. An empty input gives ``[]``.
     """
     out: list[dict[str, Any]] = []
-    for segment in _plan(messages, assistant, keep_thinking=True, sources=sources):
+    for segment in plan(messages, assistant, keep_thinking=True, sources=sources):
         out.append({"role": segment.role, "content": [_anthropic_block(item) for item in segment.items]})
     if out and out[0]["role"] == "assistant":
         out.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_CONTINUES}]})
@@ -372,7 +164,7 @@ def openai_image_url(block: ImageBlock) -> str:
     return block.url  # type: ignore[return-value]
 
 
-def _openai_tool_content(result: _Result) -> str:
+def _openai_tool_content(result: PlanResult) -> str:
     body = result_text(result.content) or NO_OUTPUT
     return f"[tool error] {body}" if result.is_error else body
 
@@ -408,17 +200,17 @@ def to_openai(
     if system_texts:
         out.append({"role": "system", "content": "\n\n".join(system_texts)})
 
-    for segment in _plan(messages, assistant, keep_thinking=False, sources=sources):
+    for segment in plan(messages, assistant, keep_thinking=False, sources=sources):
         if segment.role == "assistant":
-            texts = [item.text for item in segment.items if isinstance(item, _Text)]
-            calls = [item.block for item in segment.items if isinstance(item, _Call)]
+            texts = [item.text for item in segment.items if isinstance(item, PlanText)]
+            calls = [item.block for item in segment.items if isinstance(item, PlanCall)]
             message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
             if calls:
                 message["tool_calls"] = [
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": _compact_json(call.input)},
+                        "function": {"name": call.name, "arguments": compact_json(call.input)},
                     }
                     for call in calls
                 ]
@@ -428,11 +220,11 @@ def to_openai(
         parts: list[dict[str, Any]] = []
         has_image = False
         for item in segment.items:
-            if isinstance(item, _Result):
+            if isinstance(item, PlanResult):
                 out.append({"role": "tool", "tool_call_id": item.tool_use_id, "content": _openai_tool_content(item)})
-            elif isinstance(item, _Text):
+            elif isinstance(item, PlanText):
                 parts.append({"type": "text", "text": item.text})
-            elif isinstance(item, _Image):
+            elif isinstance(item, PlanImage):
                 has_image = True
                 parts.append({"type": "image_url", "image_url": {"url": openai_image_url(item.block)}})
         if not parts:
