@@ -229,7 +229,7 @@ def all_tasks() -> set[Any]:
 # -- 2. Seed rows -------------------------------------------------------------------------------
 
 
-async def test_row23_summaries_written_before_a_claim_are_kept_and_used():
+async def test_row23_summaries_written_before_a_claim_are_kept_and_used(store_path):
     """keeps summaries written before a reader claims the namespace, and that reader's compiles use them
 
     Seed row 23. SPEC R8, C3, R3, A1. A manager with no reader compresses an unclaimed namespace
@@ -239,7 +239,7 @@ async def test_row23_summaries_written_before_a_claim_are_kept_and_used():
     those summaries or compiled raw). Ann's manager has no model, so any summary in her compile
     is one written before her claim. (As R8 and STRATEGIES 5 accept, those summaries were written
     from the no-reader view, so her blocks in the messages they cover are not in them.)"""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         model = marker_model()
         nobody = await rt.open_manager("agents/s", strategy=memory(), model=model)
         audiences = await write_conversation(nobody, 40, private={"ann": 4})
@@ -278,7 +278,7 @@ async def test_row23_summaries_written_before_a_claim_are_kept_and_used():
         assert stored_summaries(rt.store, "agents/s") == records, "a compile writes no summary"
 
 
-async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
+async def test_row29_no_reader_manager_compresses_for_the_recorded_reader(store_path):
     """compiles and compresses for the namespace's reader when opened with no reader, so it neither
     reads her material as no one nor thins her memory
 
@@ -289,7 +289,7 @@ async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
     of her 20 markers is in her compile (raw or in a summary), none of bob's is anywhere, and the
     two managers' compiles are equal. Probe (b)'s inverse: no summary thins her memory; each
     summary names every one of her markers in the messages it covers."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=memory(), view_reader="ann")
         audiences = await write_conversation(ann, 60, private={"ann": 3, "bob": 5})
         ann_markers = {m for m, a in audiences.items() if a == ("ann",)}
@@ -329,7 +329,7 @@ async def test_row29_no_reader_manager_compresses_for_the_recorded_reader():
 
 
 @pytest.mark.parametrize("late_answer", [False, True], ids=["request-cancelled", "answer-arrives-late"])
-async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(caplog, late_answer):
+async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(store_path, caplog, late_answer):
     """summarises nothing more of a namespace another manager claimed, through a drain that began before the claim
 
     Seed row 34, changed by SPEC D4. SPEC R10, R5, D3, D4, C4, F. A manager with no reader has its
@@ -342,7 +342,7 @@ async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(cap
     (cancelled), or the model ignores the cancellation and answers late (the answer is
     discarded)."""
     caplog.set_level(logging.WARNING)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         blocking, summariser = blocking_model("STALE-ANSWER", shield=late_answer)
         stale = await rt.open_manager("agents/s", strategy=memory(), model=blocking)
@@ -418,7 +418,7 @@ class OneRequest:
         return True
 
 
-async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(caplog):
+async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(store_path, caplog):
     """A compression answer that arrives after another reader claimed the namespace is discarded,
     even for a request no drain made (a host's own ``tick``).
 
@@ -428,7 +428,7 @@ async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(caplog):
     after the claim. The answer never reaches the strategy, nothing is stored, the ``tick`` is
     refused with ``ReaderClaimError``, and the discard is logged."""
     caplog.set_level(logging.WARNING)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         blocking, summariser = blocking_model("LATE")
         strategy = OneRequest()
         stale = await rt.open_manager("agents/s", strategy=strategy, model=blocking)
@@ -457,7 +457,7 @@ async def test_late_answer_to_a_stale_managers_own_tick_is_discarded(caplog):
         assert any("discarded" in r.getMessage() and "agents/s" in r.getMessage() for r in caplog.records)
 
 
-async def test_transition_note_a_stale_manager_waited_for_is_discarded():
+async def test_transition_note_a_stale_manager_waited_for_is_discarded(store_path):
     """A transition note whose request was out when another reader claimed the namespace is not
     stored.
 
@@ -467,7 +467,7 @@ async def test_transition_note_a_stale_manager_waited_for_is_discarded():
     ``ReaderClaimError``, no ``[Topic Transition]`` message is appended and no head start is
     recorded: the note was written from the no-reader view and would otherwise enter ann's
     namespace."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 4, private={"ann": 2})
         blocking, summariser = blocking_model("TRANSITION")
@@ -493,7 +493,7 @@ async def test_transition_note_a_stale_manager_waited_for_is_discarded():
         assert rt.store.get_state("main", f"agents/s/{KIND}/head-start") is None
 
 
-async def test_row5_summaries_read_for_a_reader_hold_none_of_another_readers_blocks():
+async def test_row5_summaries_read_for_a_reader_hold_none_of_another_readers_blocks(store_path):
     """reaches only its reader's summaries, pinned ranges and renderAsNewest
 
     Seed row 5. SPEC A4, C3, C4, R8.2. Pinned ranges and renderAsNewest have no counterpart in
@@ -502,7 +502,7 @@ async def test_row5_summaries_read_for_a_reader_hold_none_of_another_readers_blo
     plain blocks. Every request made for ann, every summary record in her namespace, all three of
     her summary reads and her compile hold none of bob's markers, and the other way round; each
     reader's own markers all reach their compile."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         models = {"ann": marker_model("ANN-S"), "bob": marker_model("BOB-S")}
         managers = {
             reader: await rt.open_manager(f"agents/{reader}", strategy=memory(), view_reader=reader, model=models[reader])
@@ -555,7 +555,7 @@ class SpyingMemory(AutobiographicalStrategy):
 
 
 @pytest.mark.parametrize("reader", [None, "ann"], ids=["no-reader", "control-ann"])
-async def test_row64_no_floor_record_for_a_manager_with_no_reader(reader):
+async def test_row64_no_floor_record_for_a_manager_with_no_reader(store_path, reader):
     """writes no record of what compression has read for a manager that compiles for no reader
 
     Seed row 64. SPEC N2, STRATEGIES 5 (``mark_compression_read`` under no reader returns without
@@ -564,7 +564,7 @@ async def test_row64_no_floor_record_for_a_manager_with_no_reader(reader):
     record exists anywhere on the branch, and no mark raised the branch's sequence. The control
     (a manager for ann) shows the spy works: there the floor is the highest mark and every mark
     above the floor was exactly one write."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         # Written first, so that nothing but the drain writes while the marks are spied on.
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 40, private={"ann": 3})
@@ -586,7 +586,7 @@ async def test_row64_no_floor_record_for_a_manager_with_no_reader(reader):
                 highest = max(highest, seq)
 
 
-async def test_row65_transition_summary_kept_to_its_reader_host_text_as_given():
+async def test_row65_transition_summary_kept_to_its_reader_host_text_as_given(store_path):
     """keeps a transition summary made from a reader's view to that reader, and stores a host's own transition text as given
 
     Seed row 65. SPEC C3, C4, A2, A3, STRATEGIES 5. Under ann, ``reset_head_window()`` has the
@@ -595,7 +595,7 @@ async def test_row65_transition_summary_kept_to_its_reader_host_text_as_given():
     compile (his own namespace) and a no-reader compile hold nothing of it, not even an empty
     message. ``reset_head_window(text)`` stores the host's text as given, with no audience, and
     every reader compiles it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         model = marker_model("TRANSITION")
         ann = await rt.open_manager("agents/ann", strategy=memory(head_window_tokens=2000), view_reader="ann", model=model)
         bob = await rt.open_manager("agents/bob", strategy=memory(head_window_tokens=2000), view_reader="bob")
@@ -626,7 +626,7 @@ async def test_row65_transition_summary_kept_to_its_reader_host_text_as_given():
             assert "Host note: on to the budget." in compiled_text(await manager.compile(**BIG))
 
 
-async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unseen():
+async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unseen(store_path):
     """probe: a stale manager's summary reads hold nothing written for another reader
 
     Seed row 72 (zz-probe-summary-reads). SPEC R5, R8.2, C3, C4, D1, S2. First case: a manager
@@ -637,7 +637,7 @@ async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unse
     branch ``bobs`` is forked off main; ann's manager of agents/t stays on main and compresses
     there; bob claims agents/t on ``bobs`` and compresses his own blocks. Ann's three reads (even
     of the ids bob's summaries have) hold none of bob's markers, and bob's hold none of ann's."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await make_branch(rt, "bobs")
         nobody = await rt.open_manager("agents/s", strategy=memory(), model=marker_model())
         ann = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=marker_model())
@@ -747,7 +747,7 @@ def test_compression_reads_only_the_readers_view(conversation, target, head, rec
 # -- 4. Drains (D3, F) ----------------------------------------------------------------------------
 
 
-async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
+async def test_closing_a_manager_cancels_its_drain_and_waits_for_it(store_path):
     """Closing a manager cancels its drain and waits for it.
 
     SPEC D3, F (Close), 3.2 (``aclose``). A drain's model request is out (blocking model);
@@ -755,7 +755,7 @@ async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
     saw the cancellation before ``aclose`` returned); a host awaiting ``drain()`` meanwhile is
     answered (``ManagerClosedError``) rather than left waiting; nothing is written from it; the closed
     manager is refused with ``ManagerClosedError``; the runtime and other managers go on."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         blocking, summariser = blocking_model()
         manager = await rt.open_manager("agents/s", strategy=memory(), model=blocking)
         await write_conversation(manager, 30)
@@ -785,7 +785,7 @@ async def test_closing_a_manager_cancels_its_drain_and_waits_for_it():
         assert model.requests and stored_summaries(rt.store, "agents/s")
 
 
-async def test_leaving_the_runtime_waits_for_every_drain():
+async def test_leaving_the_runtime_waits_for_every_drain(store_path):
     """Leaving ``open_runtime`` waits for every drain: no task is left behind.
 
     SPEC D3, 3.2 (``open_runtime``), F (Close). Three managers in three namespaces each have a
@@ -798,7 +798,7 @@ async def test_leaving_the_runtime_waits_for_every_drain():
     blocking.append(blocking_model("SHIELDED", shield=True))
     models = [model for model, _summariser in blocking]
     async with trio.open_nursery() as nursery:
-        async with open_runtime() as rt:
+        async with open_runtime(store_path) as rt:
             host = await rt.open_manager("host", strategy=PassthroughStrategy())
             for i, model in enumerate(models):
                 await rt.open_manager(f"agents/{i}", strategy=memory(), model=model)
@@ -818,7 +818,7 @@ async def test_leaving_the_runtime_waits_for_every_drain():
     assert all_tasks() == before, "no task outlives the runtime"
 
 
-async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runtime_down(autojump_clock, caplog):
+async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runtime_down(store_path, autojump_clock, caplog):
     """A model that raises is retried with back-off (1 s, 2 s, 4 s, ...) and never takes the
     runtime down; once it recovers the drain completes.
 
@@ -837,7 +837,7 @@ async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runti
     (Only the gap between a failed request and its retry is asserted: the mock clock also jumps
     while the store does real I/O, so gaps around a successful unit, which writes, are not exact.)"""
     caplog.set_level(logging.WARNING)
-    async with open_runtime(model_policy=ModelPolicy(drain_failures=1000)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(drain_failures=1000)) as rt:
         # The conversation is written first: a unit that succeeds (a chunk closing as new
         # messages come) also restarts the back-off.
         host = await rt.open_manager("host", strategy=PassthroughStrategy())

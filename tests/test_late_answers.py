@@ -125,13 +125,13 @@ MOVES = ["fork", "switch_branch", "set_strategy"]
 
 @pytest.mark.parametrize("reader", ["ann", None], ids=["reader", "no-reader"])
 @pytest.mark.parametrize("move", MOVES)
-async def test_an_answer_to_a_host_tick_that_arrives_after_a_move_is_thrown_away(move, reader):
+async def test_an_answer_to_a_host_tick_that_arrives_after_a_move_is_thrown_away(store_path, move, reader):
     """A host's ``tick()`` has its request out (nothing cancels it) when the manager forks,
     switches branch or changes strategy. The answer then arrives: it reaches neither the old
     strategy nor the new one, nothing holding it is stored on the old branch or the new one, no
     compile shows it, and the ``tick`` reports no work done. The manager works on: its next
     request, made after the move, is answered and stored where the manager now is."""
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         gate = GatedModel()
         old = AskOnTick()
         manager = await rt.open_manager("agents/s", strategy=old, view_reader=reader, model=gate)
@@ -167,12 +167,12 @@ async def test_an_answer_to_a_host_tick_that_arrives_after_a_move_is_thrown_away
         assert stored_anywhere(rt, "LATE-ANSWER") == []
 
 
-async def test_an_answer_to_a_host_tick_that_arrives_after_a_claim_is_thrown_away(caplog):
+async def test_an_answer_to_a_host_tick_that_arrives_after_a_claim_is_thrown_away(store_path, caplog):
     """A manager with no reader has its ``tick()`` request out when ann claims the namespace. The
     answer arrives after the claim: it is not stored, the ``tick`` is refused
     (``ReaderClaimError`` naming ann), and the discard is logged."""
     caplog.set_level(logging.WARNING)
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         gate = GatedModel()
         strategy = AskOnTick()
         stale = await rt.open_manager("agents/s", strategy=strategy, model=gate)
@@ -191,10 +191,10 @@ async def test_an_answer_to_a_host_tick_that_arrives_after_a_claim_is_thrown_awa
         assert any("discarded" in r.getMessage() and "agents/s" in r.getMessage() for r in caplog.records)
 
 
-async def test_an_answer_to_a_host_tick_that_arrives_after_the_manager_closed_is_thrown_away():
+async def test_an_answer_to_a_host_tick_that_arrives_after_the_manager_closed_is_thrown_away(store_path):
     """A host's ``tick()`` has its request out when the manager closes. The answer arrives after
     the close: it reaches no strategy and nothing is written; the tick reports no work."""
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         gate = GatedModel()
         strategy = AskOnTick()
         manager = await rt.open_manager("agents/s", strategy=strategy, view_reader="ann", model=gate)
@@ -226,13 +226,13 @@ def summaries_on(rt: Any, branch: str, namespace: str = "agents/s") -> dict[str,
 
 @pytest.mark.parametrize("shield", [False, True], ids=["abandoned", "answers-late"])
 @pytest.mark.parametrize("move", MOVES)
-async def test_a_drain_answer_out_during_a_move_is_stored_on_neither_branch(move, shield):
+async def test_a_drain_answer_out_during_a_move_is_stored_on_neither_branch(store_path, move, shield):
     """A background drain has its first request out when the manager forks, switches branch or
     changes strategy. The move stops the drain: the request is abandoned, or (a model that does
     not stop when cancelled) answers once the move waits for the drain to end. Either way no
     memory is written from it, on the old branch or the new one; the manager then compresses
     where it now is, from requests made after the move."""
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         if move == "switch_branch":
             brancher = await rt.open_manager("setup", strategy=PassthroughStrategy())
             await brancher.fork("elsewhere")
