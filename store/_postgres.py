@@ -40,14 +40,15 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
-from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, StoreNotEmptyError, UnknownMessageError
+from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
 from ._events import StoreEvent
 from ._groups import collapsing
 from ._messages import Message, check_message_items
 from ._model import BranchInfo, LogModel, Row
 from ._names import check_branch
+from ._pg_commit import Committer, Sync, failure
 from ._pg_driver import Connection, Listener, connect, is_connection_error
-from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, number_rows, state_row
+from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._sqlite import SqliteStore, _check_json_values
 from ._worker import WorkerThread
 
@@ -58,11 +59,6 @@ T = TypeVar("T")
 
 #: Attempts to (re)connect for one call, and the pause before each retry.
 RECONNECT_DELAYS = (0.0, 0.1, 0.5, 2.0)
-#: A commit first tries this many times without the write lock: catch up with what other
-#: processes committed, then append if the head has not moved since (one statement). Only then
-#: does it take the lock, which it holds across two round trips and a replay: under contention
-#: (several processes writing at once) lock holders queue behind one another.
-OPTIMISTIC_ATTEMPTS = 3
 
 
 def is_postgres_url(path: str) -> bool:
@@ -94,15 +90,7 @@ class _NoDriver:
         return None
 
 
-class _Sync:
-    __slots__ = ("done", "error")
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.error: BaseException | None = None
-
-
-class PostgresStore(SqliteStore):
+class PostgresStore(Committer, SqliteStore):
     """A store in a PostgreSQL database, shared by every process that opens the same URL."""
 
     def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str = "NORMAL") -> None:
@@ -114,7 +102,7 @@ class PostgresStore(SqliteStore):
         self._worker = WorkerThread("asides-postgres")
         self._synchronous = synchronous
         self._pending: list[PendingWrite] = []
-        self._syncs: list[_Sync] = []
+        self._syncs: list[Sync] = []
         self._catch_up_wanted = False
         self._wake = anyio.Event()
         #: The newest record id this process has replayed, and the newest one it has heard of.
@@ -185,199 +173,6 @@ class PostgresStore(SqliteStore):
                 listener(event)
             except Exception:  # a listener's failure must not stop the committer
                 log.exception("a store listener failed on %r", event)
-
-    # -- the committer -----------------------------------------------------------------------
-
-    def _wake_up(self) -> None:
-        self._wake.set()
-
-    async def _committer(self) -> None:
-        while True:
-            if not (self._pending or self._syncs or self._catch_up_wanted):
-                if self._closing:
-                    return
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                continue
-            writes, self._pending = self._pending, []
-            syncs, self._syncs = self._syncs, []
-            self._catch_up_wanted = False
-            with anyio.CancelScope(shield=True):
-                error: BaseException | None = None
-                try:
-                    for write in [w for w in writes if w.exact is not None]:
-                        writes.remove(write)
-                        try:
-                            await self._write_exact(write)
-                        except Exception as exc:
-                            write.error = exc
-                        write.done.set()
-                    committed = await self._commit_retrying(writes) if writes else False
-                    if not committed:
-                        connection = await self._ensure_connection()
-                        rows = await self._call(connection.rows_after, self._applied)
-                        self.caught_up_records += len(rows)
-                        self._apply(rows)
-                except Exception as exc:
-                    error = exc
-                    if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
-                        self._drop_connection()
-                    log.warning("a round of the store %r failed: %r", self.path, exc)
-                for write in writes:
-                    if error is not None and write.error is None and not write.done.is_set():
-                        write.error = _failure(self.path, error, "the commit holding this write")
-                    write.done.set()
-                for sync in syncs:
-                    if error is not None:
-                        sync.error = _failure(self.path, error, "catching up with other processes' commits")
-                    sync.done.set()
-
-    def _accept(self, writes: Sequence[PendingWrite]) -> list[PendingWrite]:
-        """The writes that pass their rechecks and guards against the model as it is now."""
-        accepted = []
-        names: set[str] = set()
-        for write in writes:
-            if write.error is not None:
-                continue
-            try:
-                if write.recheck is not None:
-                    write.recheck(self._model)
-                for row in write.rows:
-                    if row.fork is not None and row.branch in names:
-                        raise BranchExistsError(row.branch)
-                if write.guard is not None:
-                    write.guard()
-            except Exception as exc:
-                write.error = exc
-                continue
-            names.update(row.branch for row in write.rows if row.fork is not None)
-            accepted.append(write)
-        return accepted
-
-    async def _commit_retrying(self, writes: list[PendingWrite]) -> bool:
-        """:meth:`_commit`, tried once more on a fresh connection when the connection was lost
-        and the first attempt is known to have written nothing (so the retry cannot double it)."""
-        try:
-            return await self._commit(writes)
-        except _Unwritten as lost:
-            log.info("a commit to %s was lost with its connection (%s) and wrote nothing; retrying once", self.path, lost.cause)
-            try:
-                return await self._commit(writes)
-            except _Unwritten as again:
-                raise StoreFailedError(
-                    f"the connection to {self.path!r} was lost during a commit, twice ({again.cause}); nothing of it was written"
-                ) from again.cause
-
-    async def _write_exact(self, write: PendingWrite) -> None:
-        """Write a restore's records as they are, in one transaction, into a store no process has
-        written to (checked under the write lock). The model already holds them."""
-        assert write.exact
-        connection = await self._ensure_connection()
-        head, missed = await self._call(connection.lock, self._applied)
-        if head != 0 or missed:
-            await self._call(connection.rollback)
-            raise StoreNotEmptyError(self.path)
-        await self._call(connection.commit_locked, 0, write.exact)
-        self._applied = self._announced = write.exact[-1][0]
-        self.commits += 1
-
-    async def _commit(self, writes: list[PendingWrite]) -> bool:
-        """Commit the writes that pass their checks, in one transaction, after every commit made
-        before; whether the database now holds every record of this process's model's future
-        (so no catch-up is needed)."""
-        connection = await self._ensure_connection()
-        for attempt in range(OPTIMISTIC_ATTEMPTS):
-            if attempt or self._announced > self._applied:  # catch up without the lock first
-                missed = await self._call(connection.rows_after, self._applied)
-                self.caught_up_records += len(missed)
-                self._apply(missed)
-            accepted = self._accept(writes)
-            if not accepted:
-                return False
-            rows = number_rows(self._model, self._applied + 1, accepted)
-            try:
-                done = await self._call(connection.append_if_head, self._applied, rows)
-            except Exception as exc:
-                if not is_connection_error(exc):
-                    raise
-                await self._settle_unknown(accepted, rows, exc)
-                return True
-            if done:
-                self._finish(accepted, rows)
-                return True
-        self.contended_commits += 1
-        head, missed = await self._call(connection.lock, self._applied)
-        try:
-            self.caught_up_records += len(missed)
-            self._apply(missed)
-            self._applied = max(self._applied, head)
-            accepted = self._accept(writes)
-            rows = number_rows(self._model, head + 1, accepted)
-        except BaseException:
-            await self._call(connection.rollback)
-            raise
-        try:
-            await self._call(connection.commit_locked, head, rows)
-        except Exception as exc:
-            if not is_connection_error(exc) or not rows:
-                raise
-            await self._settle_unknown(accepted, rows, exc)
-            return True
-        self._finish(accepted, rows)
-        return True
-
-    def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
-        self.commits += 1
-        self._apply(rows, elsewhere=False)
-        for write in accepted:
-            write.done.set()
-
-    async def _settle_unknown(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], cause: BaseException) -> None:
-        """The connection was lost while a commit was out: reconnect, catch up, and see whether
-        the commit happened (its records are there, exactly) before answering its writers.
-        Raises :class:`_Unwritten` when it did not happen."""
-        self._drop_connection()
-        try:
-            await self._ensure_connection()
-        except Exception as exc:
-            raise StoreFailedError(
-                f"the connection to {self.path!r} was lost during a commit ({cause}) and could not be restored, so whether "
-                "it happened is not known; a later open (or sync) shows it"
-            ) from exc
-        connection = await self._ensure_connection()
-        stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
-        if [tuple(row) for row in stored] == list(rows):
-            self.commits += 1
-            for write in accepted:
-                write.done.set()
-            return
-        raise _Unwritten(cause)
-
-    # -- queueing writes ---------------------------------------------------------------------
-
-    async def _submit(self, write: PendingWrite) -> list[int]:
-        self._pending.append(write)
-        self._wake_up()
-        # Once queued, the write completes (or is refused): a cancelled caller still waits for
-        # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
-        with anyio.CancelScope(shield=True):
-            await write.done.wait()
-        if write.error is not None:
-            raise write.error
-        return write.ids
-
-    async def sync(self) -> None:
-        """Return once the model holds every record committed (by any process) before this
-        call. Raises ``StoreFailedError`` when the database cannot be reached."""
-        self._check_not_failed()
-        if self.closed:
-            raise StoreFailedError(f"the store {self.path!r} is closed")
-        waiter = _Sync()
-        self._syncs.append(waiter)
-        self._wake_up()
-        await waiter.done.wait()
-        if waiter.error is not None:
-            raise waiter.error
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -500,7 +295,7 @@ class PostgresStore(SqliteStore):
         try:
             return await anyio.to_thread.run_sync(read)
         except Exception as exc:
-            raise _failure(self.path, exc, "reading the records") from exc
+            raise failure(self.path, exc, "reading the records") from exc
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -534,22 +329,6 @@ class PostgresStore(SqliteStore):
                 log.warning("the listening connection to %s was lost (%r); reconnecting", self.path, exc)
             finally:
                 await listener.aclose()
-
-
-class _Unwritten(Exception):
-    """A commit lost with its connection, known not to have happened."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _failure(where: str, error: BaseException, what: str) -> BaseException:
-    if isinstance(error, StoreFailedError):
-        return error
-    failure = StoreFailedError(f"{what} to {where!r} failed ({error}); nothing of it was written")
-    failure.__cause__ = error
-    return failure
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ from asides.store import (
     open_store,
     text,
 )
-from asides.store import _postgres as postgres_store
+from asides.store import _pg_commit as postgres_commits
 from asides.store._pg_driver import Connection
 from asides.store._pg_rows import FromElsewhere
 from asides.store._postgres import PostgresStore, redact_url
@@ -179,11 +179,11 @@ async def test_a_commit_elsewhere_reaches_this_store_by_notification_and_by_sync
         assert [type(e) for e in mine] == [MessagesAppended]  # a process's own writes are not "elsewhere"
 
 
-@pytest.mark.parametrize("optimistic_attempts", [postgres_store.OPTIMISTIC_ATTEMPTS, 0], ids=["optimistic-first", "always-locking"])
+@pytest.mark.parametrize("optimistic_attempts", [postgres_commits.OPTIMISTIC_ATTEMPTS, 0], ids=["optimistic-first", "always-locking"])
 async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_url, monkeypatch, optimistic_attempts):
     """Both ways a commit is made: appended if the head has not moved (after catching up), or
     under the write lock (after a few failed tries; ``always-locking`` takes the lock at once)."""
-    monkeypatch.setattr(postgres_store, "OPTIMISTIC_ATTEMPTS", optimistic_attempts)
+    monkeypatch.setattr(postgres_commits, "OPTIMISTIC_ATTEMPTS", optimistic_attempts)
     locked = []
     stores = 4
     per_task = 25
@@ -377,14 +377,18 @@ def test_every_write_of_the_sqlite_store_is_made_for_postgres():
     """A write method added to SqliteStore (which PostgresStore extends) must be written for
     PostgreSQL too: inherited, it would number records in memory alone. Only these delegate to
     methods PostgresStore has: append_message to append_messages, restore_records to _persist;
-    _insert serves only the SQLite committer, which PostgresStore replaces."""
+    _insert serves only the SQLite committer, which PostgresStore replaces (its committer is a base
+    class of its own, before SqliteStore in its method order)."""
     import inspect
 
     delegating = {"append_message", "restore_records", "_insert"}
     for name, _member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
         if name.startswith("__") or name in delegating:
             continue
-        assert name in PostgresStore.__dict__, f"SqliteStore.{name} is not made for PostgreSQL"
+        made_here = [klass for klass in PostgresStore.__mro__ if klass is not SqliteStore and name in klass.__dict__]
+        assert made_here and PostgresStore.__mro__.index(made_here[0]) < PostgresStore.__mro__.index(SqliteStore), (
+            f"SqliteStore.{name} is not made for PostgreSQL"
+        )
 
 
 def test_the_store_works_under_asyncio(pg_url):

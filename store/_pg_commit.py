@@ -1,0 +1,280 @@
+"""The committer of a PostgreSQL store (part of :class:`~store._postgres.PostgresStore`): one
+task that commits the queued writes in batches, first without the write lock, then under it, and
+settles a commit whose answer was lost with its connection. docs/postgres.md, "A commit", says
+how and why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
+from ._pg_driver import Connection, is_connection_error
+from ._pg_rows import PendingWrite, RowTuple, number_rows
+
+if TYPE_CHECKING:
+    from ._model import LogModel
+
+__all__ = ["Committer", "OPTIMISTIC_ATTEMPTS", "Sync", "failure"]
+
+log = logging.getLogger("asides.store")
+T = TypeVar("T")
+
+#: A commit first tries this many times without the write lock: catch up with what other
+#: processes committed, then append if the head has not moved since (one statement). Only then
+#: does it take the lock, which it holds across two round trips and a replay: under contention
+#: (several processes writing at once) lock holders queue behind one another.
+OPTIMISTIC_ATTEMPTS = 3
+
+
+class Sync:
+    """A caller of ``sync``, waiting for the committer's next catch-up."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: BaseException | None = None
+
+
+class Committer:
+    """The committing half of :class:`~store._postgres.PostgresStore` (a base class of it)."""
+
+    if TYPE_CHECKING:  # what the store provides
+        path: str
+        commits: int
+        contended_commits: int
+        caught_up_records: int
+        _model: LogModel
+        _connection: Connection | None
+        _pending: list[PendingWrite]
+        _syncs: list[Sync]
+        _catch_up_wanted: bool
+        _closing: bool
+        _wake: anyio.Event
+        _applied: int
+        _announced: int
+
+        @property
+        def closed(self) -> bool: ...
+
+        def _check_not_failed(self) -> None: ...
+
+        async def _call(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+        async def _ensure_connection(self) -> Connection: ...
+
+        def _drop_connection(self) -> None: ...
+
+        def _apply(self, rows: Sequence[RowTuple], *, elsewhere: bool = True) -> None: ...
+
+    def _wake_up(self) -> None:
+        self._wake.set()
+
+    async def _committer(self) -> None:
+        while True:
+            if not (self._pending or self._syncs or self._catch_up_wanted):
+                if self._closing:
+                    return
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                continue
+            writes, self._pending = self._pending, []
+            syncs, self._syncs = self._syncs, []
+            self._catch_up_wanted = False
+            with anyio.CancelScope(shield=True):
+                error: BaseException | None = None
+                try:
+                    for write in [w for w in writes if w.exact is not None]:
+                        writes.remove(write)
+                        try:
+                            await self._write_exact(write)
+                        except Exception as exc:
+                            write.error = exc
+                        write.done.set()
+                    committed = await self._commit_retrying(writes) if writes else False
+                    if not committed:
+                        connection = await self._ensure_connection()
+                        rows = await self._call(connection.rows_after, self._applied)
+                        self.caught_up_records += len(rows)
+                        self._apply(rows)
+                except Exception as exc:
+                    error = exc
+                    if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
+                        self._drop_connection()
+                    log.warning("a round of the store %r failed: %r", self.path, exc)
+                for write in writes:
+                    if error is not None and write.error is None and not write.done.is_set():
+                        write.error = failure(self.path, error, "the commit holding this write")
+                    write.done.set()
+                for sync in syncs:
+                    if error is not None:
+                        sync.error = failure(self.path, error, "catching up with other processes' commits")
+                    sync.done.set()
+
+    def _accept(self, writes: Sequence[PendingWrite]) -> list[PendingWrite]:
+        """The writes that pass their rechecks and guards against the model as it is now."""
+        accepted = []
+        names: set[str] = set()
+        for write in writes:
+            if write.error is not None:
+                continue
+            try:
+                if write.recheck is not None:
+                    write.recheck(self._model)
+                for row in write.rows:
+                    if row.fork is not None and row.branch in names:
+                        raise BranchExistsError(row.branch)
+                if write.guard is not None:
+                    write.guard()
+            except Exception as exc:
+                write.error = exc
+                continue
+            names.update(row.branch for row in write.rows if row.fork is not None)
+            accepted.append(write)
+        return accepted
+
+    async def _commit_retrying(self, writes: list[PendingWrite]) -> bool:
+        """:meth:`_commit`, tried once more on a fresh connection when the connection was lost
+        and the first attempt is known to have written nothing (so the retry cannot double it)."""
+        try:
+            return await self._commit(writes)
+        except _Unwritten as lost:
+            log.info("a commit to %s was lost with its connection (%s) and wrote nothing; retrying once", self.path, lost.cause)
+            try:
+                return await self._commit(writes)
+            except _Unwritten as again:
+                raise StoreFailedError(
+                    f"the connection to {self.path!r} was lost during a commit, twice ({again.cause}); nothing of it was written"
+                ) from again.cause
+
+    async def _write_exact(self, write: PendingWrite) -> None:
+        """Write a restore's records as they are, in one transaction, into a store no process has
+        written to (checked under the write lock). The model already holds them."""
+        assert write.exact
+        connection = await self._ensure_connection()
+        head, missed = await self._call(connection.lock, self._applied)
+        if head != 0 or missed:
+            await self._call(connection.rollback)
+            raise StoreNotEmptyError(self.path)
+        await self._call(connection.commit_locked, 0, write.exact)
+        self._applied = self._announced = write.exact[-1][0]
+        self.commits += 1
+
+    async def _commit(self, writes: list[PendingWrite]) -> bool:
+        """Commit the writes that pass their checks, in one transaction, after every commit made
+        before; whether the database now holds every record of this process's model's future
+        (so no catch-up is needed)."""
+        connection = await self._ensure_connection()
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            if attempt or self._announced > self._applied:  # catch up without the lock first
+                missed = await self._call(connection.rows_after, self._applied)
+                self.caught_up_records += len(missed)
+                self._apply(missed)
+            accepted = self._accept(writes)
+            if not accepted:
+                return False
+            rows = number_rows(self._model, self._applied + 1, accepted)
+            try:
+                done = await self._call(connection.append_if_head, self._applied, rows)
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    raise
+                await self._settle_unknown(accepted, rows, exc)
+                return True
+            if done:
+                self._finish(accepted, rows)
+                return True
+        self.contended_commits += 1
+        head, missed = await self._call(connection.lock, self._applied)
+        try:
+            self.caught_up_records += len(missed)
+            self._apply(missed)
+            self._applied = max(self._applied, head)
+            accepted = self._accept(writes)
+            rows = number_rows(self._model, head + 1, accepted)
+        except BaseException:
+            await self._call(connection.rollback)
+            raise
+        try:
+            await self._call(connection.commit_locked, head, rows)
+        except Exception as exc:
+            if not is_connection_error(exc) or not rows:
+                raise
+            await self._settle_unknown(accepted, rows, exc)
+            return True
+        self._finish(accepted, rows)
+        return True
+
+    def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
+        self.commits += 1
+        self._apply(rows, elsewhere=False)
+        for write in accepted:
+            write.done.set()
+
+    async def _settle_unknown(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], cause: BaseException) -> None:
+        """The connection was lost while a commit was out: reconnect, catch up, and see whether
+        the commit happened (its records are there, exactly) before answering its writers.
+        Raises :class:`_Unwritten` when it did not happen."""
+        self._drop_connection()
+        try:
+            await self._ensure_connection()
+        except Exception as exc:
+            raise StoreFailedError(
+                f"the connection to {self.path!r} was lost during a commit ({cause}) and could not be restored, so whether "
+                "it happened is not known; a later open (or sync) shows it"
+            ) from exc
+        connection = await self._ensure_connection()
+        stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
+        if [tuple(row) for row in stored] == list(rows):
+            self.commits += 1
+            for write in accepted:
+                write.done.set()
+            return
+        raise _Unwritten(cause)
+
+    # -- queueing writes ---------------------------------------------------------------------
+
+    async def _submit(self, write: PendingWrite) -> list[int]:
+        self._pending.append(write)
+        self._wake_up()
+        # Once queued, the write completes (or is refused): a cancelled caller still waits for
+        # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
+        with anyio.CancelScope(shield=True):
+            await write.done.wait()
+        if write.error is not None:
+            raise write.error
+        return write.ids
+
+    async def sync(self) -> None:
+        """Return once the model holds every record committed (by any process) before this
+        call. Raises ``StoreFailedError`` when the database cannot be reached."""
+        self._check_not_failed()
+        if self.closed:
+            raise StoreFailedError(f"the store {self.path!r} is closed")
+        waiter = Sync()
+        self._syncs.append(waiter)
+        self._wake_up()
+        await waiter.done.wait()
+        if waiter.error is not None:
+            raise waiter.error
+
+
+class _Unwritten(Exception):
+    """A commit lost with its connection, known not to have happened."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def failure(where: str, error: BaseException, what: str) -> BaseException:
+    if isinstance(error, StoreFailedError):
+        return error
+    failure = StoreFailedError(f"{what} to {where!r} failed ({error}); nothing of it was written")
+    failure.__cause__ = error
+    return failure
