@@ -1,5 +1,10 @@
 """A manager's background work: units of compression, readiness, its drain, and the
-summaries its strategy keeps (part of ``ContextManager``)."""
+summaries its strategy keeps (part of ``ContextManager``).
+
+On a shared store a unit first takes its namespace's compression lease (:mod:`._lease`) and runs
+fenced by it; a process that cannot take it compresses nothing there meanwhile: its drain waits,
+and its strategy takes in the holder's records as they arrive.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,12 @@ from typing import TYPE_CHECKING, cast
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._autobiographical.records import Summary
-from ..strategies._capabilities import DescribesPendingWork, HasHeadWindow, ReadsSummaries
+from ..strategies._capabilities import DescribesPendingWork, FollowsStoredState, HasHeadWindow, ReadsSummaries
 from ..strategies._errors import CompressionError, StrategyCapabilityError
 from ..strategies._passthrough import NoBackgroundWork
 from ._drains import Drain
 from ._gate import AnswerStale
+from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
 from ._protocol import HeadReset, Unit
 
@@ -29,21 +35,86 @@ __all__ = ["BackgroundWork"]
 class BackgroundWork(ManagerParts):
     """Background work of a :class:`~asides.actors.ContextManager`."""
 
+    #: Seconds until the namespace's compression lease may be free, when the newest unit found
+    #: another process holding it; ``None`` otherwise.
+    _lease_wait: float | None = None
+    #: How many records written elsewhere the strategy had been handed (``written_elsewhere``).
+    _followed_elsewhere = 0
+
+    @property
+    def lease_wait(self) -> float | None:
+        """Seconds until this process may take the namespace's compression lease, when the
+        newest unit found another process holding it (a shared store); else ``None``."""
+        return self._lease_wait
+
     async def run_unit(self) -> bool:
         """Bring the strategy up to date and run one unit of its background work (when there
         is a model); whether there was one. Runs in the namespace actor's turn."""
         return await self._unit(needs_model=True)
 
     async def _unit(self, *, needs_model: bool) -> bool:
-        async with self._actor.turn(Unit()):
+        actor = self._actor
+        async with actor.turn(Unit()):
             self._check("tick")
             await self._catch_up()
+            self._follow_elsewhere()
+            self._lease_wait = None
             if needs_model and (self.model is None or self._strategy.is_ready()):
                 return False
+            if self.model is not None:  # a unit that may ask the model compresses under the lease
+                policy = self._runtime.model_policy
+                # A drain whose model keeps failing does not renew: its lease runs out, and a
+                # process whose model answers may take over.
+                failing = self._drain is not None and self._drain.failure is not None
+                self._lease_wait = await actor.take_lease(policy.lease_seconds, 0.0 if failing else policy.lease_renew_below)
+                if self._lease_wait is not None:
+                    return False  # another process compresses this namespace now
             try:
-                return bool(await self._strategy.tick(self._context()))
+                with actor.fenced():
+                    did = bool(await self._strategy.tick(self._context()))
             except AnswerStale:
-                return False
+                did = False
+            except LeaseLost as exc:  # this process stalled past its lease; another took it over
+                log.warning("namespace %r on %r: %s", self._namespace, self._branch, exc)
+                self._lease_wait = actor.lease.wait()
+                return self._lease_wait is None  # free again (given up): look again at once
+            return did
+
+    async def _release_lease_if_idle(self) -> None:
+        """Give the compression lease up (in the actor's turn) when this process holds it and no
+        unit of the namespace is at work here (``drain()`` found nothing more to do)."""
+        actor = self._actor
+        lease = actor.lease
+        if lease.shared and actor.requests_out == 0 and not lease.busy and lease.held_here():
+            await actor.release_lease()
+
+    def _follow_elsewhere(self) -> None:
+        """Hand the strategy the state records other processes wrote since it last looked (in
+        the actor's turn); nothing to do on a store only this process writes."""
+        seen = self._actor.written_elsewhere
+        if seen != self._followed_elsewhere:
+            self._followed_elsewhere = seen
+            if isinstance(self._strategy, FollowsStoredState):
+                self._strategy.follow_stored_state(self._context())
+
+    def drain_started(self) -> None:
+        """This manager's drain began."""
+        self._actor.drains += 1
+
+    async def drain_ended(self, *, give_up_lease: bool) -> None:
+        """This manager's drain ended: when it was the last of its namespace here and
+        ``give_up_lease``, give the compression lease up (if held), so another process may
+        compress at once. A drain stopped in the middle of a unit (a close or a cancellation)
+        writes nothing more, and a failing one no longer renews: their lease runs out."""
+        actor = self._actor
+        actor.drains -= 1
+        if not give_up_lease or actor.drains or not actor.lease.shared or not actor.lease.held_here():
+            return
+        try:
+            async with actor.turn(Unit()):
+                await actor.release_lease()
+        except Exception as exc:  # the store or the runtime stopped: the lease expires instead
+            log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
 
     # -- background work -----------------------------------------------------------------------
 
@@ -69,10 +140,14 @@ class BackgroundWork(ManagerParts):
             text += " (no compression model)"
         elif self._drain is not None and self._drain.failure is not None:
             text += "; " + self._drain.failure.describe()
+        elif self._lease_wait is not None:
+            text += f"; another process compresses this namespace (holder {self._actor.lease.holder_seen})"
         return text
 
     async def drain(self) -> None:
-        """Wait until the strategy is ready; return at once when there is no model.
+        """Wait until the strategy is ready; return at once when there is no model. While
+        another process holds the namespace's compression lease (a shared store) it waits for
+        that process's records (or for the lease to expire, and the drain to take it over).
 
         Raises ``CompressionError``, naming the last error, once the model has failed the
         runtime's ``ModelPolicy.drain_failures`` times in a row during this call (the background
@@ -93,9 +168,9 @@ class BackgroundWork(ManagerParts):
                     return
                 continue
             progress = drain.progress.version
-            await self._catch_up_now()
-            if self._strategy.is_ready() and self._actor.requests_out == 0:
+            if await self._catch_up_now() and self._actor.requests_out == 0:
                 return
+            waiting = drain.last_outcome == "waiting"  # another process compresses: its records wake the drain
             failure = drain.failure
             if failure is not None:
                 if start_failures is None:
@@ -108,16 +183,26 @@ class BackgroundWork(ManagerParts):
                     )
             elif start_failures is None:
                 start_failures = 0
-            drain.poke()
+            if not waiting:
+                drain.poke()
             await drain.progress.wait_beyond(progress)
             self._check("drain")  # the drain may have stopped because the store did
             if drain.last_outcome == "idle" and self._actor.requests_out == 0:
+                await self._catch_up_now(done=True)
                 return  # the drain found nothing it can do now
 
-    async def _catch_up_now(self) -> None:
+    async def _catch_up_now(self, *, done: bool = False) -> bool:
+        """Catch the strategy up (in the actor's turn); whether it is ready. Ready, or ``done``
+        (``drain()`` returns), it gives the compression lease up, if held and no unit is at work,
+        so that the namespace's next work may go to any process."""
         async with self._actor.turn(Unit()):
             self._check("drain")
             await self._catch_up()
+            self._follow_elsewhere()
+            ready = bool(self._strategy.is_ready())
+            if ready or done:
+                await self._release_lease_if_idle()
+            return ready
 
     def _start_drain(self) -> None:
         """Start this manager's drain, if its strategy has background work and none runs."""

@@ -17,6 +17,7 @@ first step. Failures never take the runtime down; cancellation always propagates
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from typing import Protocol
@@ -32,6 +33,9 @@ from ._protocol import Signal
 __all__ = ["Drain", "DrainTarget", "ModelFailure"]
 
 log = logging.getLogger("asides.drains")
+
+#: Seconds an ended drain may spend giving up its namespace's compression lease.
+LEASE_RELEASE_SECONDS = 10.0
 
 
 @attrs.frozen
@@ -77,6 +81,20 @@ class DrainTarget(Protocol):
         ...
 
     @property
+    def lease_wait(self) -> float | None:
+        """After a unit that did nothing: seconds until another process's compression lease on
+        the namespace may expire (``None``: no other process holds it)."""
+        ...
+
+    def drain_started(self) -> None: ...
+
+    async def drain_ended(self, *, give_up_lease: bool) -> None:
+        """The drain's loop ended; with ``give_up_lease`` (it was neither stopped in the middle
+        of a unit nor failing) the compression lease is given up, if this was the last drain of
+        the namespace here."""
+        ...
+
+    @property
     def answers(self) -> int:
         """How many answers the model has given this manager."""
         ...
@@ -91,11 +109,13 @@ class Drain:
         self._random = random.Random()
         self.progress = Signal()
         self.failure: ModelFailure | None = None
-        #: What the newest unit did: ``"did"`` work, found nothing (``"idle"``), or ``"failed"``.
+        #: What the newest unit did: ``"did"`` work, found nothing (``"idle"``), ``"failed"``, or
+        #: found another process compressing the namespace (``"waiting"`` for its lease).
         self.last_outcome = "idle"
         self.stopped = False
         self._scope: anyio.CancelScope | None = None
         self._done = anyio.Event()
+        self._in_unit = False  # a unit is running (a drain stopped in one writes nothing more)
 
     def poke(self) -> None:
         """Make the drain look for work now (it wakes with every drain of its branch)."""
@@ -116,6 +136,7 @@ class Drain:
     async def run(self) -> None:
         """The drain task's body (started by the manager in the runtime's task group)."""
         target = self._target
+        target.drain_started()
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -127,6 +148,8 @@ class Drain:
                     tasks.cancel_scope.cancel()
         finally:
             self.stopped = True
+            with anyio.CancelScope(shield=True), anyio.move_on_after(LEASE_RELEASE_SECONDS):
+                await target.drain_ended(give_up_lease=not self._in_unit and self.failure is None)
             self._done.set()
             self.progress.raise_()
             log.debug("drain of namespace %r on %r ended", target.namespace, target.branch)
@@ -147,6 +170,17 @@ class Drain:
                 scope.cancel()
                 return
 
+    async def _one_unit(self) -> bool:
+        """``run_unit``, noted while it runs: a drain cancelled in the middle of one keeps the note."""
+        self._in_unit = True
+        try:
+            did = await self._target.run_unit()
+        except Exception:
+            self._in_unit = False
+            raise
+        self._in_unit = False
+        return did
+
     async def _loop(self) -> None:
         target, policy = self._target, self._policy
         backoff = policy.first_backoff
@@ -154,7 +188,7 @@ class Drain:
             version = target.branch_signal.version
             answered = target.answers
             try:
-                did = await target.run_unit()
+                did = await self._one_unit()
             except (ReaderClaimError, ReaderRecordError) as exc:
                 log.warning("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
                 return
@@ -189,7 +223,11 @@ class Drain:
             if target.answers != answered:
                 backoff = policy.first_backoff  # the model answered: it is healthy again
                 self.failure = None
-            self.last_outcome = "did" if did else "idle"
+            lease_wait = None if did else target.lease_wait
+            self.last_outcome = "did" if did else "idle" if lease_wait is None else "waiting"
             self.progress.raise_()
             if not did:
-                await target.branch_signal.wait_beyond(version)
+                # Waiting for another process's lease: its records (or its release) are writes
+                # on the branch and wake the drain; so does the lease's expiry.
+                with anyio.move_on_after(math.inf if lease_wait is None else lease_wait):
+                    await target.branch_signal.wait_beyond(version)

@@ -1,7 +1,8 @@
 """The namespace actor: one per (branch, namespace).
 
 It owns the namespace's reader claim (``<namespace>/reader``), its narrowing floor
-(``<namespace>/narrowing-floor``) and its strategy state on its branch. Managers and drains send
+(``<namespace>/narrowing-floor``), its compression lease (``<namespace>/compression-lease``, on a
+shared store: see :mod:`._lease`) and its strategy state on its branch. Managers and drains send
 it requests (:mod:`._protocol`) for claims, strategy starts, compiles, edits and units of
 compression; it grants one at a time, so nothing else touches the namespace meanwhile. The
 claim, the floor and the strategy state change only inside a granted turn, and the actor checks
@@ -21,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
@@ -30,20 +31,19 @@ import attrs
 from ..store._errors import ArgumentTypeError
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
+from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
+from ._lease import CompressionLease, LeaseLost, new_holder_id
 from ._protocol import Signal, TurnRequest
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
 
-__all__ = ["FLOOR_KEY", "READER_KEY", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
+__all__ = ["FLOOR_KEY", "LEASE_KEY", "READER_KEY", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
 log = logging.getLogger("asides.actors")
 T = TypeVar("T")
-
-READER_KEY = "reader"
-FLOOR_KEY = "narrowing-floor"
 
 
 def normalise_namespace(namespace: str | None) -> str:
@@ -67,12 +67,20 @@ class UnreadableRecord:
 class NamespaceActor:
     """Owner of one namespace's reader claim, narrowing floor and strategy state on one branch."""
 
-    def __init__(self, store: SqliteStore, branch: str, namespace: str) -> None:
+    def __init__(self, store: SqliteStore, branch: str, namespace: str, *, lease_holder: str | None = None) -> None:
         self.store = store
         self.branch = branch
         self.namespace = namespace
         self.reader_key = f"{namespace}/{READER_KEY}"
         self.floor_key = f"{namespace}/{FLOOR_KEY}"
+        #: The compression lease (written on a shared store only), held as ``lease_holder``.
+        self.lease = CompressionLease(
+            store, branch, f"{namespace}/{LEASE_KEY}", lease_holder or new_holder_id(), claim_key=self.reader_key
+        )
+        #: Drains of this namespace and branch running in this process (any manager).
+        self.drains = 0
+        #: Strategy-state records of this namespace that other processes wrote, heard of so far.
+        self.written_elsewhere = 0
         self._send, self._receive = anyio.create_memory_object_stream[TurnRequest](math.inf)
         self._record: str | None | UnreadableRecord = self._load_record()
         self._floor: int | object = self._load_floor()
@@ -112,8 +120,17 @@ class NamespaceActor:
 
     @property
     def written(self) -> list[str]:
-        """Strategy-state keys (relative to the namespace) written here since the actor started."""
+        """Strategy-state keys (relative to the namespace) written since the actor started, here
+        or (on a shared store) by another process, in the order this process learnt of them."""
         return self._written
+
+    def adopt_written_elsewhere(self, key: str) -> None:
+        """A strategy-state record of this namespace (``key`` relative to it) that another process
+        committed, now in the store's memory: listed in :attr:`written`, so that this process's
+        strategies take it in (in the actor's turn) before they next compile or compress, as they
+        take in what another manager here wrote."""
+        self._written.append(key)
+        self.written_elsewhere += 1
 
     def _require_turn(self, what: str) -> None:
         if not self.holds_turn():
@@ -240,8 +257,11 @@ class NamespaceActor:
             )
         if sequence <= current:
             return
+        fence = self.lease.fence()
 
         def still_below() -> None:  # at commit: on a shared store another process may have raised it
+            if fence is not None:
+                fence()  # a unit's raise, once another process took the lease over: refused
             stored = self.store.model.get_state(self.branch, self.floor_key)
             if isinstance(stored, int) and not isinstance(stored, bool) and stored >= sequence:
                 raise _Covered
@@ -251,6 +271,8 @@ class NamespaceActor:
         except _Covered:
             self.adopt_stored_records()
             return
+        except LeaseLost:
+            raise
         except Exception as exc:
             raise FloorUnavailableError(
                 f"the narrowing floor of namespace {self.namespace!r} on branch {self.branch!r} could not be "
@@ -260,10 +282,35 @@ class NamespaceActor:
             self._floor = sequence
 
     async def write_states(self, records: Mapping[str, Any]) -> None:
-        """Write strategy-state records (keys relative to the namespace). Call it in a turn."""
+        """Write strategy-state records (keys relative to the namespace). Call it in a turn. In
+        a unit under the compression lease the write is refused (:class:`LeaseLost`, nothing
+        written) when another process took the lease over."""
         self._require_turn("a strategy-state write")
-        await self.store.set_states(self.branch, {f"{self.namespace}/{k}": v for k, v in records.items()})
+        await self.store.set_states(self.branch, {f"{self.namespace}/{k}": v for k, v in records.items()}, guard=self.lease.fence())
         self._written.extend(records)
+
+    # -- the compression lease (see ._lease) ----------------------------------------------------
+
+    async def take_lease(self, seconds: float, renew_below: float) -> float | None:
+        """Take the compression lease for ``seconds``, or renew this process's when less than
+        ``renew_below`` seconds of it are left; ``None`` once this process holds it, else the
+        seconds until it may be free (another process holds it: compress nothing meanwhile).
+        Writes one state record when it takes or renews, nothing otherwise, and nothing on a
+        store only this process writes. Call it in a turn."""
+        self._require_turn("a compression lease")
+        return await self.lease.take(seconds, renew_below)
+
+    async def release_lease(self) -> None:
+        """Give the compression lease up, if this process holds it (its last drain of the
+        namespace stopped), so another process may compress at once. Call it in a turn."""
+        self._require_turn("a compression lease")
+        await self.lease.release()
+
+    def fenced(self) -> AbstractContextManager[None]:
+        """For the block, this task's strategy-state writes and floor raises carry the lease's
+        fence: each is refused at commit (:class:`LeaseLost`) unless the stored lease still
+        names this process. A unit runs in one such block once it holds the lease."""
+        return self.lease.fenced()
 
     def context_next(self) -> int:
         """The index the next context-log entry of this namespace on this branch takes."""

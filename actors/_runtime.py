@@ -23,14 +23,16 @@ from ..store._groups import collapse
 from ..store._messages import Message
 from ..store._model import MISSING, BranchInfo
 from ..store._names import check_branch, check_optional_reader
+from ..store._pg_rows import FromElsewhere
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent, open_store
 from ..store._views import ViewFilter, reader_view
-from ..strategies._base import ContextStrategy
+from ..strategies._base import NAMESPACE_KEYS, ContextStrategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy, check_model
+from ._lease import new_holder_id
 from ._manager import ContextEntry, ContextManager, Derivation
-from ._namespace import FLOOR_KEY, READER_KEY, NamespaceActor, normalise_namespace
+from ._namespace import FLOOR_KEY, LEASE_KEY, READER_KEY, NamespaceActor, normalise_namespace
 from ._protocol import Signal
 
 if TYPE_CHECKING:
@@ -58,6 +60,8 @@ class Runtime:
         self._strategy_holders: dict[int, ContextManager] = {}
         self._copies: dict[str, dict[str, list[str]]] = {}
         self._closing = False
+        #: This runtime's id as the holder of compression leases (on a shared store).
+        self.lease_holder = new_holder_id()
         #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
         self.integrations: dict[str, Any] = {}
         self._unlisten = store.add_listener(self._on_store_event)
@@ -167,7 +171,7 @@ class Runtime:
         key = (branch, namespace)
         actor = self._actors.get(key)
         if actor is None:
-            actor = NamespaceActor(self._store, branch, namespace)
+            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder)
             self._actors[key] = actor
             self._tasks.start_soon(actor.run)
         return actor
@@ -224,15 +228,38 @@ class Runtime:
             return
         if isinstance(event, StatesWritten):
             # A reader record or floor written by another process (on a shared store) reaches its
-            # actor: a claim made elsewhere stops drains here as a local claim does.
+            # actor: a claim made elsewhere stops drains here as a local claim does. A lease
+            # record starts this process's count of its age; strategy state another process
+            # wrote is listed for the namespace's strategies to take in.
+            elsewhere = isinstance(event, FromElsewhere)
             for key in event.keys:
                 namespace, _, tail = key.rpartition("/")
-                actor = self._actors.get((event.branch, namespace)) if tail in (READER_KEY, FLOOR_KEY) else None
-                if actor is not None:
-                    actor.adopt_stored_records()
+                if tail in NAMESPACE_KEYS:
+                    actor = self._actors.get((event.branch, namespace))
+                    if actor is None:
+                        continue
+                    if tail == LEASE_KEY:
+                        actor.lease.observe()
+                    elif tail in (READER_KEY, FLOOR_KEY):
+                        actor.adopt_stored_records()
+                elif elsewhere:
+                    self._adopt_written_elsewhere(event.branch, key)
         signal = self._signals.get(event.branch)
         if signal is not None:
             signal.raise_()
+
+    def _adopt_written_elsewhere(self, branch: str, key: str) -> None:
+        """Hand a strategy-state record another process wrote to its namespace's actor, if it
+        runs here. A namespace may hold ``/`` (``agents/ann``), so each ``/`` of the key is tried
+        as the end of the namespace (the strategies read only keys under their own kind)."""
+        if "/context/" in key:
+            return  # a context-log entry, not strategy state
+        cut = key.find("/")
+        while cut != -1:
+            actor = self._actors.get((branch, key[:cut]))
+            if actor is not None:
+                actor.adopt_written_elsewhere(key[cut + 1 :])
+            cut = key.find("/", cut + 1)
 
     # -- the context log -------------------------------------------------------------
 

@@ -192,7 +192,15 @@ class Selection:
             raise ValueError("a Selection needs exactly one source entry per compiled message")
 
 
-_RESERVED_KEYS = ("reader", "narrowing-floor", "strategy")
+#: The records a namespace keeps beside its strategy's, named by their key's last segment
+#: (``<namespace>/reader`` and so on). This is the one home of these names: the namespace actor
+#: and the runtime take them from here, and no strategy key may end like one of them.
+READER_KEY = "reader"  # the reader the namespace is claimed for
+FLOOR_KEY = "narrowing-floor"  # the newest sequence compression may have read
+STRATEGY_KEY = "strategy"  # the name of the strategy the namespace runs
+LEASE_KEY = "compression-lease"  # which process compresses the namespace (a shared store)
+NAMESPACE_KEYS = (READER_KEY, FLOOR_KEY, STRATEGY_KEY, LEASE_KEY)
+_RESERVED_KEYS = NAMESPACE_KEYS
 
 
 class StrategyState:
@@ -237,7 +245,7 @@ class StrategyState:
             # ``agents`` + ``ann/narrowing-floor`` would be the floor of namespace ``agents/ann``:
             # no strategy key may end like a namespace's own records, in any namespace.
             raise ValueError(
-                f"the state key {key!r} ends like a namespace's own record (reader, narrowing-floor, context/<n>); "
+                f"the state key {key!r} ends like a namespace's own record ({', '.join(NAMESPACE_KEYS)}, context/<n>); "
                 "choose another"
             )
         return self._prefix + key

@@ -8,7 +8,9 @@ by defining its methods, with no base class to inherit):
 * :class:`DescribesPendingWork`: ``pending_work()``, its background work in words;
 * :class:`ReadsSummaries`: ``search_summaries``, ``get_summaries_in_range``, ``get_summary``;
 * :class:`HasHeadWindow`: ``transition_text`` and ``start_head_at``, for ``reset_head_window``;
-* :class:`HasEstimator`: ``estimator``, the token estimate a compile's injections are priced with.
+* :class:`HasEstimator`: ``estimator``, the token estimate a compile's injections are priced with;
+* :class:`FollowsStoredState`: ``follow_stored_state``, to take in state records another process
+  wrote (on a shared store) before the runtime asks it whether work waits.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ._autobiographical.records import Summary
 from ._base import StrategyContext
 from ._tokens import Estimator
 
-__all__ = ["ShardsMessages", "DescribesPendingWork", "ReadsSummaries", "HasHeadWindow", "HasEstimator"]
+__all__ = ["ShardsMessages", "DescribesPendingWork", "ReadsSummaries", "HasHeadWindow", "HasEstimator", "FollowsStoredState"]
 
 
 @runtime_checkable
@@ -83,4 +85,19 @@ class HasEstimator(Protocol):
     @property
     def estimator(self) -> Estimator:
         """The estimate of one message's content, in tokens."""
+        ...
+
+
+@runtime_checkable
+class FollowsStoredState(Protocol):
+    """A strategy that keeps its records' meaning in memory and can bring it up to date.
+
+    On a shared store another process may write the namespace's records (the one holding its
+    compression lease). The runtime lists them in ``ctx.state.written_since`` as it hears of
+    them, and calls this (in the namespace actor's turn) before it asks ``is_ready`` while
+    another process compresses; a strategy that reads ``written_since`` before each compile and
+    unit needs nothing else."""
+
+    def follow_stored_state(self, ctx: StrategyContext) -> None:
+        """Take in the namespace's records written since the strategy last looked; write nothing."""
         ...

@@ -124,7 +124,7 @@ async def _check_final_state(url: str, sequences: dict[str, int], contents: dict
 
 def test_four_processes_writing_compiling_and_draining_keep_every_invariant(pg_url):
     """Each reader's namespace is open in every process and compressed in one of them (where
-    several compress one namespace, see the expected failure below)."""
+    several compress one namespace, see the test below)."""
     compress = {0: "ann", 1: "bob", 2: "cleo", 3: ""}
     children = [Child("work", pg_url, str(i), str(MESSAGES), compress[i]) for i in range(WRITERS)]
     outputs: list[list[str]] = []
@@ -232,24 +232,45 @@ def test_a_commit_in_one_process_reaches_another_by_notification_and_its_next_co
     )
 
 
-@pytest.mark.xfail(
-    strict=False,  # whether two processes' summaries collide depends on timing
-    reason="not done: a namespace's compression is not coordinated across processes; each process's strategy keeps "
-    "its own state and writes its own summaries under the same keys (docs/postgres.md, 'What is left')",
-)
-def test_two_processes_compressing_one_namespace_keep_one_memory(pg_url):
-    children = [Child("work", pg_url, str(i), str(MESSAGES), "ann") for i in range(2)]
+SHARED_COMPRESSORS = 3
+
+
+def test_several_processes_compressing_one_namespace_keep_one_memory(pg_url):
+    """Three processes compress the namespaces of ann and bob at once (each writes, compiles and
+    drains them): the compression lease lets one process at a time compress a namespace, and the
+    others take in its records, so every record of a namespace's memory is written once, the
+    memory is whole (each chunk summarised once, no two chunks overlapping), and the stateful
+    test's invariants hold."""
+    children = [Child("work", pg_url, str(i), str(MESSAGES), "ann,bob") for i in range(SHARED_COMPRESSORS)]
+    outputs: list[list[str]] = []
     try:
         for child in children:
-            while child.expect(timeout=300) != "DONE":
-                pass
+            lines = []
+            while (line := child.expect(timeout=300)) != "DONE":
+                lines.append(line)
+            outputs.append(lines)
     finally:
         for child in children:
             child.close()
-    written: dict[str, list[str]] = {}
-    for _id, _branch, _seq, kind, ref, body in rows(pg_url):
-        if kind == "state" and ref.startswith("agents/ann/autobiographical/summary/"):
-            written.setdefault(ref, []).append(body)
-    assert written, "the premise: ann's namespace was compressed"
-    twice = {key: bodies for key, bodies in written.items() if len(bodies) > 1}
-    assert not twice, f"{len(twice)} summaries were made by both processes ({sum(len(set(b)) > 1 for b in twice.values())} differently)"
+    found = rows(pg_url)
+    check_sequences(found)
+    for reader in ("ann", "bob"):
+        prefix = f"agents/{reader}/autobiographical/"
+        written: dict[str, list[str]] = {}
+        for _id, _branch, _seq, kind, ref, body in found:
+            if kind == "state" and ref.startswith(prefix):
+                written.setdefault(ref, []).append(body)
+        summaries = {k: json.loads(v[0]) for k, v in written.items() if k.startswith(prefix + "summary/")}
+        chunks = {k: json.loads(v[0]) for k, v in written.items() if k.startswith(prefix + "chunk/")}
+        assert summaries and chunks, f"the premise: {reader}'s namespace was compressed"
+        twice = {key: bodies for key, bodies in written.items() if len(bodies) > 1}
+        assert not twice, f"{len(twice)} records of {reader}'s memory were written twice: {sorted(twice)[:5]}"
+        owners = [m for chunk in chunks.values() for m in chunk["message_ids"]]
+        assert len(owners) == len(set(owners)), f"{reader}: two chunks hold one message"
+        level_one = [s["chunk"] for s in summaries.values() if s.get("level") == 1]
+        assert len(level_one) == len(set(level_one)), f"{reader}: a chunk was summarised twice"
+        leases = [json.loads(body) for _i, _b, _s, kind, ref, body in found if kind == "state" and ref == f"agents/{reader}/compression-lease"]
+        assert leases and leases[-1]["holder"] is None, f"{reader}: the lease was taken, and released at the end"
+    sequences, contents = _final_contents(outputs)
+    assert len(sequences) == SHARED_COMPRESSORS * MESSAGES, "zero lost acknowledged writes"
+    trio.run(_check_final_state, pg_url, sequences, contents)

@@ -144,6 +144,10 @@ class AutobiographicalStrategy:
     async def on_new_message(self, message: Message, ctx: StrategyContext) -> None:
         self.tracker.sync(ctx)
 
+    def follow_stored_state(self, ctx: StrategyContext) -> None:
+        """Take in records another process wrote (it holds the compression lease); writes nothing."""
+        self.tracker.sync(ctx)
+
     def is_ready(self) -> bool:
         return self.tracker.in_flight is None and next_unit(self.tracker, self) is None
 
