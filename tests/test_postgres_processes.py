@@ -271,6 +271,11 @@ def test_several_processes_compressing_one_namespace_keep_one_memory(pg_url):
         assert len(level_one) == len(set(level_one)), f"{reader}: a chunk was summarised twice"
         leases = [json.loads(body) for _i, _b, _s, kind, ref, body in found if kind == "state" and ref == f"agents/{reader}/compression-lease"]
         assert leases and leases[-1]["holder"] is None, f"{reader}: the lease was taken, and released at the end"
+        holders = {lease["holder"] for lease in leases} - {None}
+        print(
+            f"\n{reader}: {len(chunks)} chunks and {len(summaries)} summaries written once each; {len(leases)} lease records "
+            f"(held by {len(holders)} of the processes in turn)"
+        )
     sequences, contents = _final_contents(outputs)
     assert len(sequences) == SHARED_COMPRESSORS * MESSAGES, "zero lost acknowledged writes"
     trio.run(_check_final_state, pg_url, sequences, contents)
