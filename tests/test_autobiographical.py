@@ -30,6 +30,7 @@ Sections:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -61,7 +62,7 @@ from asides.strategies._errors import ModelError
 from asides.strategies._models import Completion, CompletionRequest, Usage
 from asides.strategies._tokens import estimate_text
 from asides.testing import FailingModel, GatedModel, ScriptedModel
-from tests.helpers import dump, message_body, seed_records
+from tests.helpers import dump, message_body, seed_records, sibling_store
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 NS = "agents/a"
@@ -373,13 +374,13 @@ def test_each_bound_itself_is_accepted(option, value):
 
 
 @pytest.mark.parametrize(("size", "length"), [(10, 4), (5, 5), (3, 9), (30, 4)])
-async def test_a_chunk_closes_at_target_tokens_and_four_messages(size, length):
+async def test_a_chunk_closes_at_target_tokens_and_four_messages(store_path, size, length):
     """STRATEGIES 4.4 rule 2, SPEC C3: a chunk closes once its cost is ``>= target_chunk_tokens``
     AND it holds at least 4 messages. Target 25: ten-token messages close at 4 (40, not at 30
     with 3), five-token ones at 5 (exactly 25: equal is enough), three-token ones at 9 (27); a
     30-token message alone reaches the target but a chunk still waits for 4 messages. Holdback 0,
     no windows: every closed chunk gets its L1; the rest is the trailing open chunk, raw."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(2 * length + 1, size=size))
         m = await opened(rt, auto(target=25), fake_model())
         got = [s.message_ids for s in m.get_summaries_in_range()]
@@ -388,7 +389,7 @@ async def test_a_chunk_closes_at_target_tokens_and_four_messages(size, length):
         assert layout(compiled) == [("summary", "L1-1"), ("summary", "L1-2"), ("raw", msgs[-1].id)]
 
 
-async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along():
+async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along(store_path):
     """STRATEGIES 4.4 rule 2, 1.3, SPEC C3: a chunk never closes after a message holding a tool call
     waiting for its result: the 4th message (a call) reaches the target and the count, but the
     chunk closes one message later, holding the result too."""
@@ -396,7 +397,7 @@ async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along():
         ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
         ("user", [tool_result("t1", "r".ljust(10, "."))]),
     ] + convo(5, start=5)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         model = fake_model()
         m = await opened(rt, auto(target=25), model)
@@ -406,11 +407,11 @@ async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along():
         ]
 
 
-async def test_the_trailing_open_chunk_renders_raw_and_never_compresses():
+async def test_the_trailing_open_chunk_renders_raw_and_never_compresses(store_path):
     """STRATEGIES 4.4, 4.5: what is left after the last closed chunk is the trailing open chunk: it
     never closes or compresses (however long the drain), it renders raw, and it does not count as
     pending work (``is_ready()``); it closes once later messages complete it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(3))
         model = fake_model()
         m = await opened(rt, auto(target=25), model)
@@ -424,11 +425,11 @@ async def test_the_trailing_open_chunk_renders_raw_and_never_compresses():
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("raw", more[1].id)]
 
 
-async def test_holdback_one_keeps_the_newest_closed_chunk_until_another_closes():
+async def test_holdback_one_keeps_the_newest_closed_chunk_until_another_closes(store_path):
     """STRATEGIES 4.4 holdback, SPEC C3 ("the newest closed chunk waits until another closes"):
     with ``holdback_chunks=1`` of two closed chunks only the older is compressed; the newer renders
     raw and is not pending work; once a third chunk closes the second is compressed."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
         model = fake_model()
         m = await opened(rt, auto(target=25, holdback=1), model)
@@ -444,10 +445,10 @@ async def test_holdback_one_keeps_the_newest_closed_chunk_until_another_closes()
 
 
 @pytest.mark.parametrize(("holdback", "compressed"), [(0, 2), (1, 1), (2, 0)])
-async def test_holdback_counts_closed_chunks(holdback, compressed):
+async def test_holdback_counts_closed_chunks(store_path, holdback, compressed):
     """STRATEGIES 4.4: the newest ``holdback_chunks`` closed chunks are not queued; holdback 0
     compresses each chunk as soon as it closes."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(9))
         model = fake_model()
         m = await opened(rt, auto(target=25, holdback=holdback), model)
@@ -455,28 +456,28 @@ async def test_holdback_counts_closed_chunks(holdback, compressed):
         assert len(state(rt, f"{NS}/autobiographical/chunk/")) == 2
 
 
-async def test_head_window_is_verbatim_at_the_start_and_never_compressed():
+async def test_head_window_is_verbatim_at_the_start_and_never_compressed(store_path):
     """STRATEGIES 4.3, 4.10, SPEC C3: the head window (the oldest messages within
     ``head_window_tokens``) renders raw first and is never part of a chunk; chunking starts after
     it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(11))
         m = await opened(rt, auto(target=25, head=20), fake_model())
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[2:6]), ids(msgs[6:10])]
         assert layout(await m.compile(**BIG)) == raw(msgs[:2]) + [("summary", "L1-1"), ("summary", "L1-2")] + raw(msgs[10:])
 
 
-async def test_recent_window_is_verbatim_at_the_end_and_never_compressed():
+async def test_recent_window_is_verbatim_at_the_end_and_never_compressed(store_path):
     """STRATEGIES 4.3, 4.10, SPEC C3: the newest messages within ``recent_window_tokens`` render raw
     last and are never chunked, however many there are."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(12))
         m = await opened(rt, auto(target=25, recent=40), fake_model())
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4]), ids(msgs[4:8])]
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("summary", "L1-2")] + raw(msgs[8:])
 
 
-async def test_a_unit_straddling_the_recent_start_joins_the_recent_window_whole():
+async def test_a_unit_straddling_the_recent_start_joins_the_recent_window_whole(store_path):
     """STRATEGIES 4.3, 1.3: the recent window (15 tokens) would start at a tool result; the unit
     (call + result) joins it whole, so the recent window costs 20, and the call is no chunk's.
     Observed through ``OverBudgetError``'s region totals (4.10 step 5)."""
@@ -484,7 +485,7 @@ async def test_a_unit_straddling_the_recent_start_joins_the_recent_window_whole(
         ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
         ("user", [tool_result("t1", "r".ljust(10, "."))]),
     ]
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         m = await opened(rt, auto(target=25, recent=15), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
@@ -495,14 +496,14 @@ async def test_a_unit_straddling_the_recent_start_joins_the_recent_window_whole(
         assert layout(await m.preview_context(max_tokens=1, reserve_for_response=0)) == [("summary", "L1-1")] + raw(msgs[4:])
 
 
-async def test_a_unit_that_would_straddle_the_head_end_leaves_the_head_whole():
+async def test_a_unit_that_would_straddle_the_head_end_leaves_the_head_whole(store_path):
     """STRATEGIES 4.3: a call + result pair (20 tokens) does not fit a 15-token head, so the head is
     empty (not just the call): the pair opens the first chunk. With a 20-token head it is the head."""
     items = [
         ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
         ("user", [tool_result("t1", "r".ljust(10, "."))]),
     ] + convo(3, start=2)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         m = await opened(rt, auto(target=25, head=15), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
@@ -516,7 +517,7 @@ async def test_a_unit_that_would_straddle_the_head_end_leaves_the_head_whole():
         assert (info.value.head_tokens, info.value.middle_tokens) == (20, 30)
 
 
-async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_its_result():
+async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_its_result(store_path):
     """STRATEGIES 4.4 ("Boundaries depend only on the view, not on when closing runs"), 4.3, 1.3 (a
     chunk boundary never falls inside a unit). Head window 25: m0 (10) and a tool call (10) fit
     while the call's result is not written; once the result (10) arrives, the unit (20) no longer
@@ -527,11 +528,11 @@ async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_it
         ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
         ("user", [tool_result("t1", "r" * 10)]),
     ] + convo(4, start=3)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         at_once = await opened(rt, auto(target=25, head=25), fake_model(), ns="agents/at-once")
         assert [s.message_ids for s in at_once.get_summaries_in_range()] == [ids(msgs[1:5])]
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "second")) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25, head=25), model=fake_model())
         msgs = [await m.add_message(p, c) for p, c in items]
         await settle(m)
@@ -539,14 +540,14 @@ async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_it
         assert layout(await m.compile(**BIG)) == [("raw", msgs[0].id), ("summary", "L1-1")] + raw(msgs[5:])
 
 
-async def test_coverage_holds_when_the_head_shrinks_after_a_close():
+async def test_coverage_holds_when_the_head_shrinks_after_a_close(store_path):
     """SPEC C3 (every message raw or covered), STRATEGIES 4.10 step 2, 4.3. Head window 25 after a
     reset: the marker (21) and a pending tool call (4) fill it; a close runs meanwhile (the old
     head, five 5-token messages, closed by rule 2 while the drain's first request was held). When
     the result (10) arrives the unit (14) no longer fits, so the head is the marker alone and call
     and result are middle: the compile must hold the call, raw, before its result."""
     items = convo(5, size=5) + convo(8, start=5)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, items)
         model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, head=25), model=model)
@@ -567,10 +568,10 @@ async def test_coverage_holds_when_the_head_shrinks_after_a_close():
         ]
 
 
-async def test_zero_windows_mean_no_head_and_no_recent_window():
+async def test_zero_windows_mean_no_head_and_no_recent_window(store_path):
     """STRATEGIES 4.3: ``head_window_tokens=0`` gives no head (the very first message is chunked)
     and ``recent_window_tokens=0`` an empty recent window (the trailing open chunk is middle)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(6))
         m = await opened(rt, auto(target=25, head=0, recent=0), fake_model("memory"))
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
@@ -580,13 +581,13 @@ async def test_zero_windows_mean_no_head_and_no_recent_window():
         assert (err.head_tokens, err.middle_tokens, err.recent_tokens) == (0, 13 + 6 + 20, 0)
 
 
-async def test_a_message_widened_into_compressed_history_gets_a_chunk_of_its_own():
+async def test_a_message_widened_into_compressed_history_gets_a_chunk_of_its_own(store_path):
     """STRATEGIES 4.4 (last bullet), 4.3, 4.10: a message hidden from ann when her chunks closed
     (bob's block) is widened to include her (an edit that hides nothing, SPEC N4); it now lies
     inside her first chunk, compressible and unowned, so the gap rule gives it a chunk of its own:
     it is compressed by itself and rendered at its position, between the summaries."""
     items = convo(2) + [("user", [text(body(2), audience=["bob"])])] + convo(7, start=3)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         m = await opened(rt, auto(target=25), fake_model(), view_reader="ann")
         first, second = (s.message_ids for s in m.get_summaries_in_range())
@@ -598,7 +599,7 @@ async def test_a_message_widened_into_compressed_history_gets_a_chunk_of_its_own
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("summary", "L1-3"), ("summary", "L1-2"), ("raw", msgs[9].id)]
 
 
-async def test_holdback_is_by_the_position_of_the_last_message():
+async def test_holdback_is_by_the_position_of_the_last_message(store_path):
     """STRATEGIES 4.4 holdback: "the newest ``holdback_chunks`` closed chunks (by the position of
     their last message) are not queued". ann's chunks are A = [m0, m1, m3, m4] and B = [m5 .. m8]
     (m2 was bob's). m2 is widened to ann and gets a chunk C = [m2] of its own (last message at
@@ -606,7 +607,7 @@ async def test_holdback_is_by_the_position_of_the_last_message():
     are B and A, so C is the one compressed. (Found while writing these tests; the library held
     back by first message until commit 1059ad7.)"""
     items = convo(2) + [("user", [text(body(2), audience=["bob"])])] + convo(7, start=3)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         m = await opened(rt, auto(target=25, holdback=2), fake_model(), view_reader="ann")
         assert m.get_summaries_in_range() == ()
@@ -618,12 +619,12 @@ async def test_holdback_is_by_the_position_of_the_last_message():
 # -- 4. Units, ids, readiness and rejections (4.5, 4.8, 4.9) ------------------------------------
 
 
-async def test_six_level_one_summaries_merge_into_L2_7_with_the_shared_counter():
+async def test_six_level_one_summaries_merge_into_L2_7_with_the_shared_counter(store_path):
     """STRATEGIES 4.2 (counter shared by all levels), 4.8, 4.9, SPEC C3: six adjacent level-1
     summaries (``merge_threshold`` 6) merge into ``L2-7``: ids ``L1-1`` ... ``L1-6``, ``L2-7``. The
     merge covers every message of its members, in order, and its sequences span them; the
     members are merged away (not searchable, not rendered) but still readable."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(25))
         m = await opened(rt, auto(target=25), fake_model())
         assert summary_ids(m) == ["L1-1", "L2-7", "L1-2", "L1-3", "L1-4", "L1-5", "L1-6"]
@@ -637,14 +638,14 @@ async def test_six_level_one_summaries_merge_into_L2_7_with_the_shared_counter()
         assert layout(await m.compile(**BIG)) == [("summary", "L2-7"), ("raw", msgs[24].id)]
 
 
-async def test_levels_go_on_merging_beyond_three():
+async def test_levels_go_on_merging_beyond_three(store_path):
     """STRATEGIES 4.9, with the levels unbounded (docs/strategies.md, "How long histories stay
     bounded"): with ``merge_threshold=2`` eight chunks give ``L1-1`` ... ``L1-8``, then the
     level-1 groups (``L2-9`` ... ``L2-12``, lowest level first), then the level-2 groups
     (``L3-13``, ``L3-14``), and the two adjacent level-3 summaries merge into ``L4-15``, whose
     request shows their children as recall pairs. A compile renders each chunk through its
     highest summary."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(33))
         model = fake_model()
         m = await opened(rt, auto(target=25, merge_threshold=2), model)
@@ -665,9 +666,9 @@ async def test_levels_go_on_merging_beyond_three():
         assert m.is_ready() and not await m.tick()
 
 
-async def test_hierarchical_false_never_merges():
+async def test_hierarchical_false_never_merges(store_path):
     """STRATEGIES 4.9, 4.5: ``hierarchical=False`` means level 1 only."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(17))
         model = fake_model()
         m = await opened(rt, auto(target=25, merge_threshold=2, hierarchical=False), model)
@@ -676,12 +677,12 @@ async def test_hierarchical_false_never_merges():
         assert m.is_ready() and m.pending_work() is None
 
 
-async def test_with_no_model_nothing_happens_and_pending_work_says_so():
+async def test_with_no_model_nothing_happens_and_pending_work_says_so(store_path):
     """STRATEGIES 4.5, SPEC 3.2, 3.3.1: with no model, chunks ready to close are pending work
     (``is_ready()`` false; ``pending_work()`` names the messages waiting, counted from 1 in the
     view, with the `` (no compression model)`` suffix), but nothing closes: ``tick`` returns
     False, ``drain()`` returns at once, nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25))
         for p, c in convo(9):
             await m.add_message(p, c)
@@ -696,13 +697,13 @@ async def test_with_no_model_nothing_happens_and_pending_work_says_so():
         assert m.pending_work() == "messages 1–4 and 1 later stretch to compress (no compression model)"
 
 
-async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in_flight():
+async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in_flight(store_path):
     """STRATEGIES 4.5: while a request is out, ``pending_work()`` says which messages it
     compresses (``compressing messages 9–12``: positions in the reader's view, from 1),
     ``is_ready()`` is false and another ``tick`` does nothing. A later manager with no model finds
     the work left (two chunks queued, two more ready to close, one merge) and words it as the
     oldest stretch waiting, how many more, and the merge with the messages it covers."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(17))
         model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2), model=model)
@@ -740,12 +741,12 @@ async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in
     ],
     ids=["max_tokens", "refusal", "empty", "blank", "no-blocks", "no-text", "thinking-only", "unclosed-thinking"],
 )
-async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw(answer):
+async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw(store_path, answer):
     """STRATEGIES 4.8, 4.5, SPEC 3.3.1: only an ``end_turn`` completion with non-empty text (after
     removing a ``<thinking>`` prefix) becomes a summary; anything else is a rejection. After
     ``l1_attempt_limit`` rejections the chunk is failed: no more requests, no summary, it renders
     raw where it lies, and it is not pending work."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(5))
         model = fake_model(answer)
         m = await opened(rt, auto(target=25, l1_attempt_limit=2), model)
@@ -757,7 +758,7 @@ async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw
         assert layout(await m.compile(**BIG)) == raw(msgs)
 
 
-async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context():
+async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_path):
     """STRATEGIES 4.5 ("splits merge runs"), 4.9, 4.6: chunk 3 of 5 is always rejected (limit 2)
     and fails. Chunks 1-2 and 4-5 merge (``merge_threshold=2``) but the two level-2 summaries are
     no run (the failed chunk lies between), so no level 3. The failed chunk renders raw between
@@ -767,7 +768,7 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context():
     def answer(request, n):
         return Completion("max_tokens", "x") if body(8) in target_of(request) else f"memory {n}"
 
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(21))
         model = fake_model(answer)
         m = await opened(rt, auto(target=25, merge_threshold=2, l1_attempt_limit=2), model)
@@ -795,7 +796,7 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context():
         ]
 
 
-async def test_a_rejected_merge_fails_after_the_merge_attempt_limit():
+async def test_a_rejected_merge_fails_after_the_merge_attempt_limit(store_path):
     """STRATEGIES 4.5, 4.9: a merge answer that is not ``end_turn`` is a rejection; after
     ``merge_attempt_limit`` the group is failed: no more merge requests, the members render as
     they are, and they are never merge candidates at that level again. Later summaries still
@@ -806,7 +807,7 @@ async def test_a_rejected_merge_fails_after_the_merge_attempt_limit():
             return Completion("max_tokens", "too long")
         return f"memory {n}"
 
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
         model = fake_model(answer)
         m = await opened(rt, auto(target=25, merge_threshold=2, merge_attempt_limit=3), model)
@@ -823,13 +824,13 @@ async def test_a_rejected_merge_fails_after_the_merge_attempt_limit():
         assert sum(is_merge(r) for r in model.requests) == 4
 
 
-async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending():
+async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending(store_path):
     """STRATEGIES 4.5: a model exception propagates out of ``tick`` and counts no rejection (no
     attempts record); the chunk stays queued (``messages 1–4 to compress``), and once the model answers the
     chunk is summarised as usual."""
     recovered = anyio.Event()
     model = FailingModel(RuntimeError("model outage"), fails=lambda n: not recovered.is_set(), then=fake_model())
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(5))
         m = await rt.open_manager(NS, strategy=auto(target=25, l1_attempt_limit=1), model=model)
         await model.wait_for_requests(1)  # the drain closed the chunk and asked once
@@ -846,13 +847,13 @@ async def test_a_model_exception_counts_nothing_and_the_chunk_stays_pending():
         assert m.is_ready()
 
 
-async def test_a_model_exception_on_a_merge_counts_no_attempt():
+async def test_a_model_exception_on_a_merge_counts_no_attempt(store_path):
     """STRATEGIES 4.5 ("Exceptions never count"), 4.9: a merge whose request raises counts no
     attempt (even with ``merge_attempt_limit=1``) and stays pending (``2 memories of messages 1–8 to merge``); once the model
     answers, the merge is written."""
     recovered = anyio.Event()
     model = fake_model(lambda request, n: RuntimeError("merge outage") if is_merge(request) and not recovered.is_set() else None)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(8))
         m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2, merge_attempt_limit=1), model=model)
         await model.wait_for_requests(3)  # two L1s, then the drain's first merge request
@@ -876,11 +877,11 @@ async def test_a_model_exception_on_a_merge_counts_no_attempt():
         ("I was <thinking>not a prefix</thinking>", "I was <thinking>not a prefix</thinking>"),
     ],
 )
-async def test_accepted_text_is_joined_stripped_and_loses_a_thinking_prefix(content, expected):
+async def test_accepted_text_is_joined_stripped_and_loses_a_thinking_prefix(store_path, content, expected):
     """STRATEGIES 4.8: the summary text is every text block joined by a newline (a str content is
     the text), stripped; a leading ``<thinking>`` ... ``</thinking>`` is removed and the rest
     stripped (a tag later in the text is kept)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(5))
         m = await opened(rt, auto(target=25), fake_model(Completion("end_turn", content)))
         assert [s.text for s in m.get_summaries_in_range()] == [expected]
@@ -889,7 +890,7 @@ async def test_accepted_text_is_joined_stripped_and_loses_a_thinking_prefix(cont
 # -- 5. Compression requests (4.6, 4.7, 4.9, 8) -------------------------------------------------
 
 
-async def test_l1_request_shape_participants_prefixes_and_reductions():
+async def test_l1_request_shape_participants_prefixes_and_reductions(store_path):
     """STRATEGIES 4.6, 4.7, 8: an L1 request is ``CompletionRequest(messages, system,
     max_tokens=compression_max_tokens, model=compression_model)``; ``system`` names the
     ``summary_participant``; messages are the memory-point marker, the chunk reduced, and the L1
@@ -920,7 +921,7 @@ async def test_l1_request_shape_participants_prefixes_and_reductions():
         ("ann", [text("done")]),
     ]
     target = sum(tok(c) for _, c in chunk)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, chunk + [("user", [text("tail")])])
         model = fake_model()
         strategy = auto(
@@ -950,10 +951,10 @@ async def test_l1_request_shape_participants_prefixes_and_reductions():
         ]
 
 
-async def test_l1_request_defaults_system_and_instruction():
+async def test_l1_request_defaults_system_and_instruction(store_path):
     """STRATEGIES 4.6, 4.7: with defaults the system text names ``assistant``, ``max_tokens`` is
     4000, ``model`` is None (the Model's own default) and the instruction aims for 600 tokens."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(5))
         model = fake_model()
         await opened(rt, auto(target=25), model)
@@ -963,11 +964,11 @@ async def test_l1_request_defaults_system_and_instruction():
         assert shape(request.messages)[0] == ("user", [MARKER])
 
 
-async def test_each_request_message_is_truncated_to_request_message_tokens():
+async def test_each_request_message_is_truncated_to_request_message_tokens(store_path):
     """STRATEGIES 4.6, 1.4: each message of a request is truncated to ``request_message_tokens``:
     3 x k characters kept, then ``\\n\\n[truncated — original was N tokens]``."""
     long = "x" * 400
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, [("user", [text(long)])] + convo(4, start=1))
         model = fake_model()
         await opened(rt, auto(target=25, request_message_tokens=50), model)
@@ -976,12 +977,12 @@ async def test_each_request_message_is_truncated_to_request_message_tokens():
 
 
 @pytest.mark.parametrize(("context_tokens", "shown"), [(50_000, [1, 2]), (42, [1, 2]), (41, [2]), (21, [2]), (20, [])])
-async def test_prior_context_is_the_newest_items_within_compression_context_tokens(context_tokens, shown):
+async def test_prior_context_is_the_newest_items_within_compression_context_tokens(store_path, context_tokens, shown):
     """STRATEGIES 4.6: prior context = the middle items before the target rendered as in 4.10
     (summaries as recall pairs ``user`` ``[Recall <id>]`` + ``assistant`` text), newest first while
     their estimate stays ``<= compression_context_tokens`` (equal fits), then in order. A recall pair
     here costs 13 + 8 = 21."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(13))
         model = fake_model()
         await opened(rt, auto(target=25, compression_context_tokens=context_tokens), model)
@@ -994,10 +995,10 @@ async def test_prior_context_is_the_newest_items_within_compression_context_toke
         assert target_of(third) == [body(i) for i in range(8, 12)]
 
 
-async def test_the_head_is_included_before_the_target():
+async def test_the_head_is_included_before_the_target(store_path):
     """STRATEGIES 4.6: the head (raw, reduced) opens a request whose target lies after it; prior
     context follows it, then the marker."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(10, speakers=("bob", "assistant")))
         model = fake_model()
         await opened(rt, auto(target=25, head=20), model)
@@ -1021,12 +1022,12 @@ async def test_the_head_is_included_before_the_target():
         ]
 
 
-async def test_merge_requests_level_two_and_three():
+async def test_merge_requests_level_two_and_three(store_path):
     """STRATEGIES 4.9, 4.6: a level-2 merge's target is its members' chunks, raw and reduced, with
     the merge instruction (``{what}`` = ``the conversation``, ``{k}`` = 2); a level-3 merge's target
     is its members' children as recall pairs (``your earlier memories``, 3). Prior context as for
     L1s: the second level-2 merge sees the first level-2 summary."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(17))
         model = fake_model()
         await opened(rt, auto(target=25, merge_threshold=2, summary_target_tokens=90), model)
@@ -1056,14 +1057,14 @@ async def test_merge_requests_level_two_and_three():
 # -- 6. Rendering a compile (4.10, 4.11, P1) ----------------------------------------------------
 
 
-async def test_compile_order_head_recall_pairs_raw_then_recent_with_provenance():
+async def test_compile_order_head_recall_pairs_raw_then_recent_with_provenance(store_path):
     """STRATEGIES 4.10, 8, 1.5, SPEC C3, P1: head raw -> the middle in position order (each
     compressed chunk as a recall pair: ``Context Manager`` ``[Recall <id>]`` then the summary text
     by ``summary_participant``; uncompressed messages raw) -> recent window raw. Both halves of a
     pair are ``summary`` entries carrying ``summary_id`` and the summary's ``message_ids``; raw
     entries carry their id and are complete. ``to_anthropic(<summary participant>)`` puts the
     recall text in the assistant role (4.1)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(18, speakers=("user", "ann")))
         m = await opened(rt, auto(target=25, head=20, recent=20, holdback=1, summary_participant="ann"), fake_model())
         compiled = await m.compile(**BIG)
@@ -1086,6 +1087,10 @@ async def test_compile_order_head_recall_pairs_raw_then_recent_with_provenance()
         anthropic = compiled.to_anthropic("ann")
         holder = next(x for x in anthropic if any(b.get("text") == "memory 1" for b in x["content"]))
         assert holder["role"] == "assistant"
+
+
+#: Names the fresh store of each Hypothesis example (a sibling of the test's ``store_path``).
+_EXAMPLES = itertools.count()
 
 
 @st.composite
@@ -1113,9 +1118,9 @@ def scenarios(draw):
     return options, items, reset_at
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(scenarios())
-async def test_coverage_every_view_message_is_raw_or_in_exactly_one_rendered_summary(scenario):
+def test_coverage_every_view_message_is_raw_or_in_exactly_one_rendered_summary(store_path, scenario):
     """SPEC C3 ("every message is either raw or covered by a summary"), STRATEGIES 4.10 step 2
     (coverage), 4.9 (merged-away summaries are never rendered), 4.5, 6: over random small option
     sets (Autobiographical or Knowledge) and conversations (tool pairs and a topic transition
@@ -1123,6 +1128,11 @@ async def test_coverage_every_view_message_is_raw_or_in_exactly_one_rendered_sum
     compile, and every view message is listed exactly once: as a raw entry, or in the
     ``message_ids`` of exactly one rendered summary; every rendered summary is rendered once, as a
     pair, and is not merged away, and every summary not merged away is rendered."""
+    trio.run(_coverage_scenario, sibling_store(store_path, f"e{next(_EXAMPLES)}"), scenario)
+
+
+async def _coverage_scenario(path: str, scenario: Any) -> None:
+    """One example of the coverage property, on a fresh store at ``path``."""
     options, items, reset_at = scenario
     cls = options.pop("cls")
     strategy = cls(
@@ -1133,7 +1143,7 @@ async def test_coverage_every_view_message_is_raw_or_in_exactly_one_rendered_sum
         estimator=tok,
         **options,
     )
-    async with open_runtime() as rt:
+    async with open_runtime(path) as rt:
         m = await rt.open_manager(NS, strategy=strategy, model=fake_model())
         for index, (p, c) in enumerate(items):
             if index == reset_at:
@@ -1203,9 +1213,9 @@ def expected_chunks(options: dict[str, Any], items: list[tuple[str, list[Any]]],
     return chunks
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(scenarios(), st.booleans())
-async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, incremental):
+def test_chunk_boundaries_follow_the_regions_and_chunking_rules(store_path, scenario, incremental):
     """STRATEGIES 4.3, 4.4, 1.3, 6 (property over random options and conversations): the closed
     chunks are exactly those of the greedy
     walk over [head end, recent start): a chunk closes at the first message where its cost is
@@ -1217,6 +1227,11 @@ async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, 
     same holds when the manager drains as each message arrives. (Knowledge's trailing close does
     depend on when the drain runs, so it is checked with the conversation written before the
     manager opens.)"""
+    trio.run(_chunk_boundaries_scenario, sibling_store(store_path, f"e{next(_EXAMPLES)}"), scenario, incremental)
+
+
+async def _chunk_boundaries_scenario(path: str, scenario: Any, incremental: bool) -> None:
+    """One example of the chunk-boundary property, on a fresh store at ``path``."""
     options, items, _reset_at = scenario
     cls = options.pop("cls")
     incremental = incremental and cls is AutobiographicalStrategy
@@ -1229,7 +1244,7 @@ async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, 
         hierarchical=options["hierarchical"],
         estimator=tok,
     )
-    async with open_runtime() as rt:
+    async with open_runtime(path) as rt:
         if incremental:
             m = await rt.open_manager(NS, strategy=strategy, model=fake_model())
             msgs = [await m.add_message(p, c) for p, c in items]
@@ -1246,13 +1261,13 @@ async def test_chunk_boundaries_follow_the_regions_and_chunking_rules(scenario, 
         assert [list(t) for t in level_one] == expected[:keep]
 
 
-async def test_over_budget_compile_raises_with_the_region_totals_and_writes_nothing():
+async def test_over_budget_compile_raises_with_the_region_totals_and_writes_nothing(store_path):
     """STRATEGIES 4.10 step 5, 1.2, 1.5, SPEC 3.3.1: nothing is dropped to fit; a compile over ``B``
     raises ``OverBudgetError`` carrying ``budget``, ``needed``, ``head_tokens``, ``middle_tokens``,
     ``recent_tokens`` and ``pending_chunks`` and saying so in one sentence, and writes nothing; a
     preview returns the selection it would have refused, its ``token_estimate`` showing the excess;
     a budget equal to the need fits."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25, head=20, recent=20))
         for p, c in convo(14):
             await m.add_message(p, c)
@@ -1276,11 +1291,11 @@ async def test_over_budget_compile_raises_with_the_region_totals_and_writes_noth
         assert len((await m.compile(max_tokens=140, reserve_for_response=0)).messages) == 14
 
 
-async def test_over_budget_advice_suggests_a_drain_only_when_one_would_help():
+async def test_over_budget_advice_suggests_a_drain_only_when_one_would_help(store_path):
     """``OverBudgetError``'s advice is true: with a model and chunks waiting it suggests
     ``await manager.drain()``; once everything is compressed (nothing waits) it does not, and it
     never says that no model is configured when one is."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(14))
         model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25, recent=20), model=model)
@@ -1301,11 +1316,11 @@ async def test_over_budget_advice_suggests_a_drain_only_when_one_would_help():
 
 
 @pytest.mark.parametrize(("max_tokens", "reserve"), [(100, 100), (50, 4_000), (0, 1)])
-async def test_a_reserve_that_takes_all_of_max_tokens_is_named(max_tokens, reserve):
+async def test_a_reserve_that_takes_all_of_max_tokens_is_named(store_path, max_tokens, reserve):
     """When ``reserve_for_response`` is not below ``max_tokens`` the budget is 0 whatever the
     strategy does: the error says that the reserve takes it all, with both numbers, and offers
     only the two remedies that work. Nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25, recent=20))
         await m.add_message("user", [text("hello")])
         before = dump(rt.store)
@@ -1319,11 +1334,11 @@ async def test_a_reserve_that_takes_all_of_max_tokens_is_named(max_tokens, reser
         assert dump(rt.store) == before
 
 
-async def test_a_reserve_that_alone_does_not_fit_is_offered_as_a_remedy():
+async def test_a_reserve_that_alone_does_not_fit_is_offered_as_a_remedy(store_path):
     """A compile that would fit in ``max_tokens`` but not once ``reserve_for_response`` is set
     aside says so: the budget's sum is shown and lowering the reserve comes first among the
     remedies."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25, recent=100))
         for p, c in convo(3):
             await m.add_message(p, c)
@@ -1339,7 +1354,7 @@ async def test_a_reserve_that_alone_does_not_fit_is_offered_as_a_remedy():
         )
 
 
-async def test_repair_moves_a_result_up_and_leaves_the_moved_text():
+async def test_repair_moves_a_result_up_and_leaves_the_moved_text(store_path):
     """STRATEGIES 4.11 steps 2-3, 8, 1.5: a call whose result comes two messages later (not glued)
     gets the result moved up into a new ``repair`` message (participant ``user``, ``message_ids``
     naming where it came from) before the next message; the message it left holds only
@@ -1350,7 +1365,7 @@ async def test_repair_moves_a_result_up_and_leaves_the_moved_text():
         ("user", [tool_result("t1", "late")]),
         ("assistant", [text("ok")]),
     ]
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=1000))
         msgs = [await m.add_message(p, c) for p, c in items]
         compiled = await m.compile(**BIG)
@@ -1372,7 +1387,7 @@ async def test_repair_moves_a_result_up_and_leaves_the_moved_text():
         assert compiled.provenance.complete[msgs[1].id] is True
 
 
-async def test_repair_puts_moved_results_first_in_a_message_that_holds_results():
+async def test_repair_puts_moved_results_first_in_a_message_that_holds_results(store_path):
     """STRATEGIES 4.11 steps 2-3: when the message after the calls already holds tool results, the
     moved result goes at its front, in the order of the calls; the message is ``complete=False``."""
     items = [
@@ -1380,7 +1395,7 @@ async def test_repair_puts_moved_results_first_in_a_message_that_holds_results()
         ("user", [tool_result("t2", "two"), text("note")]),
         ("user", [tool_result("t1", "one")]),
     ]
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=1000))
         msgs = [await m.add_message(p, c) for p, c in items]
         compiled = await m.compile(**BIG)
@@ -1394,13 +1409,13 @@ async def test_repair_puts_moved_results_first_in_a_message_that_holds_results()
 
 
 @pytest.mark.parametrize(("gap", "moved"), [(6, True), (7, False)])
-async def test_repair_looks_six_messages_ahead_then_stubs(gap, moved):
+async def test_repair_looks_six_messages_ahead_then_stubs(store_path, gap, moved):
     """STRATEGIES 4.11 steps 1-3: a missing result is looked for in messages i+1 ... i+6 (i: the
     message after the call). Found there, it is moved up; one message further, the call gets the
     stub result instead and the late result, answering nothing before it, becomes
     ``[tool call omitted]``."""
     items = [("assistant", [tool_use("t1", "probe", {})])] + convo(gap, start=1) + [("user", [tool_result("t1", "late")])]
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=10_000))
         for p, c in items:
             await m.add_message(p, c)
@@ -1410,7 +1425,7 @@ async def test_repair_looks_six_messages_ahead_then_stubs(gap, moved):
         assert len(got) == len(items) + 1
 
 
-async def test_repair_omits_a_result_whose_call_was_compressed():
+async def test_repair_omits_a_result_whose_call_was_compressed(store_path):
     """STRATEGIES 4.11 step 1, 8: a tool call compressed into a summary leaves its (unglued) result
     raw after the recall pair: the result becomes ``[tool call omitted]`` and the message is
     ``complete=False``."""
@@ -1421,7 +1436,7 @@ async def test_repair_omits_a_result_whose_call_was_compressed():
         ("user", [text(body(3))]),
         ("user", [tool_result("t1", "late"), text("and more")]),
     ]
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         m = await opened(rt, auto(target=25), fake_model())
         compiled = await m.compile(**BIG)
@@ -1430,11 +1445,11 @@ async def test_repair_omits_a_result_whose_call_was_compressed():
         assert compiled.provenance.complete[msgs[4].id] is False
 
 
-async def test_repair_answers_a_pending_call_with_the_stub():
+async def test_repair_answers_a_pending_call_with_the_stub(store_path):
     """STRATEGIES 4.11 (end), 8, SPEC C3: a call in the last message, its result not written yet, is
     answered by a ``repair`` message (participant ``user``, no message ids) holding the exact stub
     result, so coverage keeps the newest message."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=1000))
         await m.add_message("user", [text("go")])
         call = await m.add_message("assistant", [text("checking"), tool_use("t9", "probe", {})])
@@ -1448,14 +1463,14 @@ async def test_repair_answers_a_pending_call_with_the_stub():
         assert compiled.provenance.complete[call.id] is True
 
 
-async def test_raw_messages_are_truncated_to_max_message_tokens_and_priced_as_shown():
+async def test_raw_messages_are_truncated_to_max_message_tokens_and_priced_as_shown(store_path):
     """STRATEGIES 1.4, 4.10 step 1: with ``max_message_tokens=k`` a raw message over ``k`` is shown
     truncated (3 x k characters, then ``\\n\\n[truncated — original was N tokens]``), reported
     ``complete=False`` and priced at what is shown, regions included: the 100-token message,
     shown at 69 tokens, fits a 70-token recent window."""
     shown = "x" * 30 + "\n\n[truncated — original was 100 tokens]"
     assert len(shown) == 69
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(4) + [("user", [text("x" * 100)])])
         m = await opened(rt, auto(target=1000, recent=70, max_message_tokens=10), fake_model())
         with pytest.raises(OverBudgetError) as info:
@@ -1477,7 +1492,7 @@ def _levels_needed(chunks: int, threshold: int) -> int:
     return levels
 
 
-async def test_the_summaries_a_compile_walks_stay_a_few_per_level_as_history_grows():
+async def test_the_summaries_a_compile_walks_stay_a_few_per_level_as_history_grows(store_path):
     """docs/strategies.md, "How long histories stay bounded": merges go on at every level, so a
     compile shows (and walks) at most ``merge_threshold - 1`` summaries per level, and the number
     of levels grows by one each time history grows ``merge_threshold``-fold. Counted at two
@@ -1489,7 +1504,7 @@ async def test_the_summaries_a_compile_walks_stay_a_few_per_level_as_history_gro
         target_chunk_tokens=1, head_window_tokens=0, recent_window_tokens=0, holdback_chunks=0, merge_threshold=threshold
     )
     shown: dict[int, int] = {}
-    async with open_runtime(model=ExtractiveModel()) as rt:
+    async with open_runtime(store_path, model=ExtractiveModel()) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         m = await rt.open_manager(NS, strategy=strategy)
         written = 0
@@ -1525,12 +1540,12 @@ async def test_the_summaries_a_compile_walks_stay_a_few_per_level_as_history_gro
 SEARCH_TEXTS = {1: "alpha alpha beta", 2: "alpha", 3: "gamma aaaa", 4: "alpha beta"}
 
 
-async def test_search_scores_matches_orders_by_score_then_newest_and_limits():
+async def test_search_scores_matches_orders_by_score_then_newest_and_limits(store_path):
     """STRATEGIES 4.13, SPEC 3.3.1: ``search_summaries`` scores each summary by its number of
     non-overlapping matches, returns those scoring >= 1 by score (high first) then newest (highest
     ``n``) first, at most ``limit``; a ``str`` pattern is compiled with no flags, a compiled one is
     used as is; ``limit < 0`` is a ``ValueError`` and a bad pattern ``re.error``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(17))
         m = await opened(rt, auto(target=25, hierarchical=False), fake_model(lambda r, n: SEARCH_TEXTS[n]))
         assert [s.id for s in m.search_summaries("alpha")] == ["L1-1", "L1-4", "L1-2"]
@@ -1551,11 +1566,11 @@ async def test_search_scores_matches_orders_by_score_then_newest_and_limits():
             m.search_summaries("(")
 
 
-async def test_merged_away_summaries_are_not_searched_but_are_read_by_range_and_id():
+async def test_merged_away_summaries_are_not_searched_but_are_read_by_range_and_id(store_path):
     """STRATEGIES 4.13, 4.2: a merged-away summary is excluded from ``search_summaries`` but
     returned by ``get_summaries_in_range`` (ordered by ``first_sequence``, then level, then ``n``)
     and by ``get_summary``; an unknown id gives ``None``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
         m = await opened(rt, auto(target=25, merge_threshold=2), fake_model(lambda r, n: f"alpha {n}"))
         assert [s.id for s in m.search_summaries("alpha")] == ["L2-3"]
@@ -1565,10 +1580,10 @@ async def test_merged_away_summaries_are_not_searched_but_are_read_by_range_and_
         assert m.get_summary("L9-9") is None and m.get_summary("nope") is None
 
 
-async def test_range_reads_are_inclusive_overlaps_by_sequence():
+async def test_range_reads_are_inclusive_overlaps_by_sequence(store_path):
     """STRATEGIES 4.13, SPEC 3.3.1: ``get_summaries_in_range(start, end)`` returns every summary
     whose [first_sequence, last_sequence] overlaps [start, end], inclusive; ``None`` is open."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(13))
         m = await opened(rt, auto(target=25, hierarchical=False), fake_model())
         s1, s2, s3 = (m.get_summary(f"L1-{n}") for n in (1, 2, 3))
@@ -1589,10 +1604,10 @@ async def test_range_reads_are_inclusive_overlaps_by_sequence():
         assert got(None, s1.first_sequence - 1) == []
 
 
-async def test_strategies_without_summaries_answer_empty_reads():
+async def test_strategies_without_summaries_answer_empty_reads(store_path):
     """STRATEGIES 4.13: on a strategy without summaries the three reads answer ``()``, ``()`` and
     ``None``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=PassthroughStrategy())
         assert (m.search_summaries("x"), m.get_summaries_in_range(), m.get_summary("L1-1")) == ((), (), None)
 
@@ -1660,12 +1675,12 @@ async def test_changing_options_between_opens_never_recuts_or_rewrites(store_pat
         assert shape(compiled.messages)[:2] == [("Context Manager", ["[Recall L1-1]"]), ("ann", ["memory 1"])]
 
 
-async def test_two_managers_on_one_namespace_never_summarise_a_chunk_twice():
+async def test_two_managers_on_one_namespace_never_summarise_a_chunk_twice(store_path):
     """STRATEGIES 4.14, 4.5 (commit checks), SPEC F (drain): two managers of one namespace and
     branch, each with its own model, drain at once (the first holding its first request out while
     the second opens). Each chunk gets exactly one level-1 summary, ids never repeat, and both
     managers read the same summaries and compile the same context."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(25))
         first_model = gated_model()
         second_model = fake_model(lambda r, n: f"second {n}")
@@ -1721,11 +1736,11 @@ async def test_a_broken_summary_record_is_read_fail_closed(store_path, caplog):
     assert len(reports) == 1, reports
 
 
-async def test_a_fork_resumes_the_records_and_each_branch_reads_its_own():
+async def test_a_fork_resumes_the_records_and_each_branch_reads_its_own(store_path):
     """STRATEGIES 4.14, SPEC C7, S2: a forked branch holds the records as of the fork point and
     continues the same counter; ids on the two branches coincide for different summaries, and
     each branch's reads see only its own."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(5))
         m = await opened(rt, auto(target=25), fake_model(lambda r, n: f"main {n}"))
         forked = await opened(rt, auto(target=25), fake_model(lambda r, n: f"fork {n}"), ns=NS)
@@ -1745,11 +1760,11 @@ async def test_a_fork_resumes_the_records_and_each_branch_reads_its_own():
         ]
 
 
-async def test_set_strategy_away_and_back_resumes_the_records():
+async def test_set_strategy_away_and_back_resumes_the_records(store_path):
     """STRATEGIES 4.14, 4.2: ``set_strategy`` leaves the old strategy's records in place; switching
     to passthrough, or to Knowledge (whose records live under ``knowledge/`` and never mix with
     Autobiographical's), and back resumes them, with no request for work already done."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
         model = fake_model()
         m = await opened(rt, auto(target=25), model)
@@ -1768,11 +1783,11 @@ async def test_set_strategy_away_and_back_resumes_the_records():
         assert (await m.compile(**BIG)).messages == before.messages
 
 
-async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere():
+async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere(store_path):
     """STRATEGIES 4.14: a manager that forks while its L1 request is out cancels the unit; its
     result is written to neither branch. The work waits on the old branch for whoever works there
     next, and is done afresh on the new one."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(5))
         model = gated_model()
         m = await rt.open_manager(NS, strategy=auto(target=25), model=model)
@@ -1791,7 +1806,7 @@ async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere():
 # -- 9. reset_head_window (4.12) ----------------------------------------------------------------
 
 
-async def test_reset_with_text_appends_the_marker_and_starts_the_head_there():
+async def test_reset_with_text_appends_the_marker_and_starts_the_head_there(store_path):
     """STRATEGIES 4.12, 8, SPEC C3: ``reset_head_window(text)`` appends a message by
     ``Context Manager`` whose one text block is ``[Topic Transition]\\n\\n<text>`` with no audience
     (even under a reader), records the head start and returns ``text``. The head now starts at the
@@ -1799,7 +1814,7 @@ async def test_reset_with_text_appends_the_marker_and_starts_the_head_there():
     two-message chunk closes at the marker), compressed without the head in their requests (it
     lies after them), rendered after the new head. The head start is namespace state: another
     namespace's head does not move."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         first = await write(rt, convo(6))
         model = fake_model()
         m = await rt.open_manager(NS, strategy=auto(target=40, head=40, recent=20), model=model, view_reader="ann")
@@ -1825,7 +1840,7 @@ def transition_answer(request, n):
     return "the note" if request.system == TRANSITION_SYSTEM else f"memory {n}"
 
 
-async def test_generated_transition_request_with_head_and_memories():
+async def test_generated_transition_request_with_head_and_memories(store_path):
     """STRATEGIES 4.12 steps 1, 3, 4, 8, SPEC C3: with ``text=None`` and a model, one request:
     ``system`` ``You write short transition notes ...``, ``max_tokens`` 1500, ``model`` =
     ``compression_model``, one ``user`` message: the request text, a blank line, ``Opening of the
@@ -1834,7 +1849,7 @@ async def test_generated_transition_request_with_head_and_memories():
     ones (three at most, in order of events) separated by ``\\n\\n---\\n\\n``; a blank line and
     ``Write only the note.``. The answer is stored as ``[Topic Transition]\\n\\n<answer>`` with
     ``audience=(reader,)`` and returned."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(14, speakers=("bob", "assistant")))
         model = fake_model(transition_answer)
         strategy = auto(target=25, head=20, merge_threshold=2, compression_model="mini")
@@ -1860,11 +1875,11 @@ async def test_generated_transition_request_with_head_and_memories():
         assert marker.content == (TextBlock("[Topic Transition]\n\nthe note", audience=("ann",)),)
 
 
-async def test_generated_transition_sections_appear_only_with_content():
+async def test_generated_transition_sections_appear_only_with_content(store_path):
     """STRATEGIES 4.12 step 1, 3: with no head, only ``Your recent memories:`` (the three newest
     level-1 summaries of four, in order); with no summaries, only ``Opening of the
     conversation:``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(16))
         model = fake_model(transition_answer)
         m = await opened(rt, auto(target=25, hierarchical=False), model)
@@ -1872,7 +1887,7 @@ async def test_generated_transition_sections_appear_only_with_content():
         assert text_of(model.requests[-1].messages[0]) == (
             TRANSITION_REQUEST + "\n\nYour recent memories:\n\nmemory 2\n\n---\n\nmemory 3\n\n---\n\nmemory 4\n\nWrite only the note."
         )
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "second")) as rt:
         await write(rt, [("user", [text("hello")]), ("bob", [text("hi all")])])
         model = fake_model(transition_answer)
         m = await opened(rt, auto(target=1000, head=100), model)
@@ -1883,10 +1898,10 @@ async def test_generated_transition_sections_appear_only_with_content():
         )
 
 
-async def test_generated_transition_opening_is_cut_at_8000_characters():
+async def test_generated_transition_opening_is_cut_at_8000_characters(store_path):
     """STRATEGIES 4.12 step 3: the head lines are cut at 8000 characters with a final line
     ``[...truncated...]``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, [("user", [text(c * 3000)]) for c in "abc"])
         model = fake_model(transition_answer)
         m = await opened(rt, auto(target=100_000, head=10_000), model)
@@ -1900,10 +1915,10 @@ async def test_generated_transition_opening_is_cut_at_8000_characters():
         )
 
 
-async def test_generated_transition_with_nothing_to_read_makes_no_request():
+async def test_generated_transition_with_nothing_to_read_makes_no_request(store_path):
     """STRATEGIES 4.12 step 1, 8: with no head and no summaries there is no request: the text is
     ``No earlier context.`` (stored for the reader, like any generated note)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(2))
         model = fake_model()
         m = await opened(rt, auto(target=1000, head=0), model, view_reader="ann")
@@ -1914,10 +1929,10 @@ async def test_generated_transition_with_nothing_to_read_makes_no_request():
         assert marker.content[0].audience == ("ann",)
 
 
-async def test_generated_transition_with_no_model_raises_and_writes_nothing():
+async def test_generated_transition_with_no_model_raises_and_writes_nothing(store_path):
     """STRATEGIES 4.12 step 4, SPEC 3.4: with something to read and no model,
     ``reset_head_window()`` raises ``CompressionError``; nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(3))
         m = await rt.open_manager(NS, strategy=auto(target=1000, head=40))
         before = dump(rt.store)
@@ -1926,10 +1941,10 @@ async def test_generated_transition_with_no_model_raises_and_writes_nothing():
         assert dump(rt.store) == before
 
 
-async def test_generated_transition_rejected_raises_naming_the_stop_reason():
+async def test_generated_transition_rejected_raises_naming_the_stop_reason(store_path):
     """STRATEGIES 4.12 step 4, 4.8: a rejected answer raises ``CompressionError`` naming the stop
     reason; nothing is written (a manager with no reader writes no floor)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(3))
         model = fake_model(Completion("max_tokens", "cut off"))
         m = await opened(rt, auto(target=1000, head=40), model)
@@ -1940,10 +1955,10 @@ async def test_generated_transition_rejected_raises_naming_the_stop_reason():
         assert dump(rt.store) == before
 
 
-async def test_reset_on_a_strategy_without_a_head_window_is_refused():
+async def test_reset_on_a_strategy_without_a_head_window_is_refused(store_path):
     """STRATEGIES 4.12, SPEC 3.4: on Passthrough ``reset_head_window`` raises
     ``StrategyCapabilityError`` naming the strategy; nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=PassthroughStrategy())
         await m.add_message("user", [text("hi")])
         before = dump(rt.store)
@@ -1953,10 +1968,10 @@ async def test_reset_on_a_strategy_without_a_head_window_is_refused():
         assert dump(rt.store) == before
 
 
-async def test_with_no_head_window_the_marker_is_ordinary_middle_history():
+async def test_with_no_head_window_the_marker_is_ordinary_middle_history(store_path):
     """STRATEGIES 4.12 (effects): with ``head_window_tokens=0`` there is still no head after a
     reset; the marker is ordinary middle history, chunked with its neighbours."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=auto(target=25), model=fake_model())
         msgs = [await m.add_message(p, c) for p, c in convo(2)]
         await m.reset_head_window("next")
@@ -1967,11 +1982,11 @@ async def test_with_no_head_window_the_marker_is_ordinary_middle_history():
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("raw", msgs[3].id)]
 
 
-async def test_a_claim_while_the_transition_request_is_out_discards_the_answer():
+async def test_a_claim_while_the_transition_request_is_out_discards_the_answer(store_path):
     """STRATEGIES 4.12 step 4, SPEC D4, R10: when ann claims the namespace while a no-reader
     manager's transition request is out, the answer is discarded: ``ReaderClaimError``, and no
     ``[Topic Transition]`` message or head start is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(3))
         model = gated_model(transition_answer)  # holds every request: the only one is the transition
         m = await opened(rt, auto(target=1000, head=40), model)
@@ -1999,13 +2014,13 @@ async def test_a_claim_while_the_transition_request_is_out_discards_the_answer()
 # -- 10. KnowledgeStrategy (C5, 6) --------------------------------------------------------------
 
 
-async def test_knowledge_name_state_prefix_holdback_and_instructions():
+async def test_knowledge_name_state_prefix_holdback_and_instructions(store_path):
     """STRATEGIES 6, 4.2, SPEC C5: ``name`` ``knowledge``; records under ``knowledge/`` (none under
     ``autobiographical/``); holdback 0 by default (both closed chunks compressed); the L1 and merge
     instructions are Knowledge's own, with ``{target}`` (and ``{what}``) filled in; the system text
     and the rest of the request are as for Autobiographical."""
     assert KnowledgeStrategy.name == "knowledge"
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, convo(8))
         model = fake_model()
         m = await opened(rt, knowledge(target=25, merge_threshold=2, summary_target_tokens=44), model)
@@ -2025,12 +2040,12 @@ async def test_knowledge_name_state_prefix_holdback_and_instructions():
         assert instruction_of(merge) == KNOWLEDGE_MERGE_TEXT.format(what="the conversation", target=44)
 
 
-async def test_knowledge_closes_and_compresses_the_trailing_chunk():
+async def test_knowledge_closes_and_compresses_the_trailing_chunk(store_path):
     """STRATEGIES 6, SPEC C5: when nothing else is pending, a trailing close closes the trailing
     open chunk (>= 4 messages, far below the target) and it is compressed like any other; later
     messages form a new trailing chunk that closes the same way. Autobiographical leaves the
     same trailing chunk open and raw (4.4)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(6))
         model = fake_model()
         k = await opened(rt, knowledge(target=1000), model, ns="agents/k")
@@ -2056,10 +2071,10 @@ async def test_knowledge_closes_and_compresses_the_trailing_chunk():
     ],
     ids=["three-messages", "ends-in-a-call"],
 )
-async def test_knowledge_trailing_close_needs_four_messages_and_no_trailing_call(items):
+async def test_knowledge_trailing_close_needs_four_messages_and_no_trailing_call(store_path, items):
     """STRATEGIES 6: the trailing close needs at least 4 messages and a last message holding no
     tool call; otherwise the trailing chunk stays open, raw, and is not pending work."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await write(rt, items)
         model = fake_model()
         k = await opened(rt, knowledge(target=1000), model)
@@ -2080,14 +2095,14 @@ def sharding(target: int = 10, **kw: Any) -> AutobiographicalStrategy:
     return AutobiographicalStrategy(adaptive_resolution=True, target_chunk_tokens=target, **kw)
 
 
-async def test_a_long_message_is_stored_as_shards_sharing_a_body_id():
+async def test_a_long_message_is_stored_as_shards_sharing_a_body_id(store_path):
     """STRATEGIES 7, SPEC C6 (seed row 17, the sharded half): with ``adaptive_resolution=True`` a
     message with at least 2 x ``target_chunk_tokens`` tokens of text is stored as several
     messages: shard k holds one text block (shard 0 also the message's non-text blocks, after its
     text), metadata ``body_id`` = ``bg-`` + the first 16 hex digits of the SHA-256 of the full text,
     ``shard_index`` and ``shard_count``; the shards' texts joined give the text back exactly, and
     each is at most 25% longer than ``target_chunk_tokens`` x 3 characters."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=sharding(10))
         await m.add_message("user", [text(LONG), image("image/png", data="AAAA"), system_change("tools changed")])
         shards = m.get_all_messages()
@@ -2104,19 +2119,19 @@ async def test_a_long_message_is_stored_as_shards_sharing_a_body_id():
         assert "".join(s.content[0].text for s in shards) == LONG
 
 
-async def test_shards_prefer_the_best_seam_and_join_exactly():
+async def test_shards_prefer_the_best_seam_and_join_exactly(store_path):
     """STRATEGIES 7: seams, best first: a line starting a heading wins over a plain newline nearer
     the target size; with no whitespace at all the text is cut hard; joining always gives the
     text back."""
     heading_text = "A" * 17 + "\n# BBBBBBBBBB\n" + "C" * 40
     hard_text = "z" * 100
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=sharding(10))
         await m.add_message("user", [text(heading_text)])
         pieces = [s.content[0].text for s in m.get_all_messages()]
         assert pieces[0] == "A" * 17 + "\n" and pieces[1].startswith("# B")
         assert "".join(pieces) == heading_text
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "second")) as rt:
         m = await rt.open_manager(NS, strategy=sharding(10))
         await m.add_message("user", [text(hard_text)])
         pieces = [s.content[0].text for s in m.get_all_messages()]
@@ -2133,10 +2148,10 @@ async def test_shards_prefer_the_best_seam_and_join_exactly():
     ],
     ids=["below-twice-target", "at-twice-target", "joined-blocks"],
 )
-async def test_the_sharding_threshold_is_twice_the_target_of_the_joined_text(blocks, count):
+async def test_the_sharding_threshold_is_twice_the_target_of_the_joined_text(store_path, blocks, count):
     """STRATEGIES 7: a message with fewer than 2 x ``target_chunk_tokens`` tokens of text (``T``
     of its text blocks joined with no separator) is stored whole."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=sharding(10))
         await m.add_message("user", blocks)
         stored = m.get_all_messages()
@@ -2152,11 +2167,11 @@ async def test_the_sharding_threshold_is_twice_the_target_of_the_joined_text(blo
     ],
     ids=["plus-an-audience-block", "audience-on-the-long-block"],
 )
-async def test_row17_a_message_holding_an_audience_block_is_stored_whole(blocks):
+async def test_row17_a_message_holding_an_audience_block_is_stored_whole(store_path, blocks):
     """Seed row 17 "keeps a message that holds an audience block whole, never sharded at ingress"
     (SPEC W3, C6; STRATEGIES 7): the same long text that is sharded alone is stored as one message,
     unchanged and without shard metadata, once the message holds an audience block."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=sharding(10), view_reader="ann")
         await m.add_message("user", [text(LONG)])
         sharded = m.get_all_messages()
@@ -2168,20 +2183,20 @@ async def test_row17_a_message_holding_an_audience_block_is_stored_whole(blocks)
         assert "body_id" not in whole[0].metadata
 
 
-async def test_without_adaptive_resolution_nothing_is_sharded():
+async def test_without_adaptive_resolution_nothing_is_sharded(store_path):
     """STRATEGIES 7: sharding is off by default."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager(NS, strategy=AutobiographicalStrategy(target_chunk_tokens=10))
         await m.add_message("user", [text(LONG)])
         assert len(m.get_all_messages()) == 1
 
 
-async def test_row10_a_body_only_some_of_whose_shards_are_raw_is_incomplete():
+async def test_row10_a_body_only_some_of_whose_shards_are_raw_is_incomplete(store_path):
     """SPEC P1, C6 (seed row 10, first half): shards are ordinary messages to a strategy; when some
     shards of a body are compressed and others are compiled raw, provenance reports each raw shard
     ``complete=False`` (only part of the body made it in). Before any compression every shard is
     raw and complete."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         words = " ".join(f"word{i:03d}" for i in range(40))
         idle = await rt.open_manager("agents/idle", strategy=sharding(10, head_window_tokens=0, recent_window_tokens=30))
         await idle.add_message("user", [text(words)])
