@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, cast
 
 from ..store._blocks import TextBlock
@@ -61,7 +62,8 @@ class BackgroundWork(ManagerParts):
             self._lease_wait = None
             if needs_model and (self.model is None or self._strategy.is_ready()):
                 return False
-            if self.model is not None:  # a unit that may ask the model compresses under the lease
+            leased = self.model is not None  # a unit that may ask the model compresses under the lease
+            if leased:
                 policy = self._runtime.model_policy
                 # A drain whose model keeps failing does not renew: its lease runs out, and a
                 # process whose model answers may take over.
@@ -70,7 +72,7 @@ class BackgroundWork(ManagerParts):
                 if self._lease_wait is not None:
                     return False  # another process compresses this namespace now
             try:
-                with actor.fenced():
+                with actor.fenced() if leased else nullcontext():
                     did = bool(await self._strategy.tick(self._context()))
             except AnswerStale:
                 did = False

@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -146,9 +145,6 @@ async def _floor_scenario(path: str, ops: list[tuple[str, int]]) -> None:
                 return
 
 
-@pytest.mark.postgres_xfail(
-    "library bug (compression lease, b8ebfe1): on a shared store a host's manual tick() that raises the floor is refused"
-)
 @settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=floor_ops)
 def test_floor_never_lowers_across_marks_reopens_forks_and_strategy_switches(store_path, ops):

@@ -100,12 +100,6 @@ def raising_model() -> FailingModel:
     return FailingModel(RuntimeError("model outage (test)"))
 
 
-LEASE_REFUSES_A_HOST_TICK = (
-    "library bug (compression lease, b8ebfe1): on a shared store a host's manual tick() that raises the floor is refused "
-    "('the compression lease ... is no longer this process's (held by None)'), so the mark is lost"
-)
-
-
 class Marker:
     """A host strategy that raises the floor directly and selects like passthrough.
 
@@ -571,7 +565,6 @@ async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorde
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
 
 
-@pytest.mark.postgres_xfail(LEASE_REFUSES_A_HOST_TICK)
 async def test_row55_keeps_floor_when_later_mark_names_older_message(store_path):
     """"keeps its record of what compression has read when a later mark names an older message"
 
@@ -848,7 +841,6 @@ class StateWriter(Marker):
         return True
 
 
-@pytest.mark.postgres_xfail(LEASE_REFUSES_A_HOST_TICK)
 async def test_n2_n5_floor_cannot_be_lowered_through_a_nested_namespaces_state(store_path):
     """SPEC N2 (the floor never lowers), N5 (it holds across reopen), 3.3 (``ctx.state`` holds the
     namespace's strategy state, the floor is namespace state owned by the actor).

@@ -269,7 +269,8 @@ def test_several_processes_compressing_one_namespace_keep_one_memory(pg_url):
         assert len(owners) == len(set(owners)), f"{reader}: two chunks hold one message"
         level_one = [s["chunk"] for s in summaries.values() if s.get("level") == 1]
         assert len(level_one) == len(set(level_one)), f"{reader}: a chunk was summarised twice"
-        leases = [json.loads(body) for _i, _b, _s, kind, ref, body in found if kind == "state" and ref == f"agents/{reader}/compression-lease"]
+        lease_key = f"agents/{reader}/compression-lease"
+        leases = [json.loads(body) for _i, _b, _s, kind, ref, body in found if kind == "state" and ref == lease_key]
         assert leases and leases[-1]["holder"] is None, f"{reader}: the lease was taken, and released at the end"
         holders = {lease["holder"] for lease in leases} - {None}
         print(
