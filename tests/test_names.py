@@ -173,18 +173,18 @@ async def test_fork_derive_and_switch_refuse_a_bad_branch_name(store_path, bad, 
         "empty-derive",
     ],
 )
-async def test_names_that_are_not_strings_or_are_empty(call, path):
+async def test_names_that_are_not_strings_or_are_empty(store_path, call, path):
     """A name that is not a string, or is empty, is refused the same way (a manager object passed
     as a namespace is told to pass its ``.namespace``)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as ann:
             async with unchanged(rt):
                 await refused_name(call(rt, ann), path)
 
 
-async def test_a_manager_passed_as_a_namespace_is_told_to_pass_its_name():
+async def test_a_manager_passed_as_a_namespace_is_told_to_pass_its_name(store_path):
     """Issue 9: passing a manager where a namespace's name goes says what to pass instead."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as ann:
             error = await refused_name(rt.open_manager(ann, strategy=PassthroughStrategy()), "namespace")
             assert "ContextManager" in error.problem and ".namespace" in error.problem
@@ -206,10 +206,10 @@ async def test_a_manager_passed_as_a_namespace_is_told_to_pass_its_name():
     ],
     ids=["surrogate-key", "nul-key-nested", "newline-key-in-list", "long-key", "int-key", "surrogate-value", "surrogate-in-list"],
 )
-async def test_bad_metadata_is_reported_at_its_key(metadata, path, error):
+async def test_bad_metadata_is_reported_at_its_key(store_path, metadata, path, error):
     """Issue 10 item 2: a metadata key is a name (at every depth) and its string values must be
     valid Unicode; the error names the key, never ``content: text must be valid Unicode``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as ann:
             async with unchanged(rt):
                 with pytest.raises(error) as info:
@@ -220,7 +220,7 @@ async def test_bad_metadata_is_reported_at_its_key(metadata, path, error):
 
 
 @pytest.mark.parametrize("depth", [65, 1_000, 50_000])
-async def test_metadata_nested_too_deep_is_refused_at_its_path(depth):
+async def test_metadata_nested_too_deep_is_refused_at_its_path(store_path, depth):
     """Issue 10 item 4: metadata nested past 64 levels is refused with MalformedContentError at the
     first level past the limit, never RecursionError; 64 levels are fine."""
 
@@ -230,7 +230,7 @@ async def test_metadata_nested_too_deep_is_refused_at_its_path(depth):
             value = {"a": value}
         return value
 
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as ann:
             async with unchanged(rt):
                 with pytest.raises(MalformedContentError) as info:
