@@ -557,11 +557,11 @@ def test_sessions_on_one_file_share_one_store(db):
     three.close()
 
 
-async def test_a_hosts_own_runtime_under_trio():
+async def test_a_hosts_own_runtime_under_trio(store_path):
     """``runtime.openai_session`` gives a session bound to the host's runtime: it works in the
     runtime's loop and from another thread's asyncio loop, and the host's managers see the
     conversation on its branch."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.openai_session("room", reader="ann")
         bob = await rt.openai_session("room", reader="bob", session_settings={"limit": 1})
         await ann.add_items([user("Hi."), said("Hello.")])
@@ -578,12 +578,12 @@ async def test_a_hosts_own_runtime_under_trio():
             await bob.get_items()
 
 
-def test_a_hosts_own_runtime_under_asyncio_with_the_runner():
+def test_a_hosts_own_runtime_under_asyncio_with_the_runner(store_path):
     """Under asyncio, a runtime-bound session serves ``Runner.run`` in the runtime's own loop and
     calls from another thread's loop."""
 
     async def host() -> list[Any]:
-        async with open_runtime() as rt:
+        async with open_runtime(store_path) as rt:
             session = await rt.openai_session("room", reader="ann")
             model = ScriptedAgentModel(["Hello from ann."])
             await Runner.run(Agent(name="ann", model=model), "Hi, ann.", session=session)
@@ -657,10 +657,10 @@ def test_a_closed_session_refuses_calls_and_close_is_idempotent(db):
         run(session.get_items)
 
 
-async def test_what_is_stored():
+async def test_what_is_stored(store_path):
     """The conversation is the branch ``openai-agents/<id>``; an agent's memories and claim live
     in ``openai-agents/<reader>/<generation>``; each message keeps its item as JSON text."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.openai_session("room-7", reader="ann")
         await ann.add_items([said("Hello.")])
         assert ann.branch == "openai-agents/room-7" and ann.namespace == "openai-agents/ann/0"
