@@ -843,12 +843,12 @@ def test_sources_must_match_the_messages():
         to_openai([m("user", text("a"))], "ann", sources=[SourceEntry("raw"), SourceEntry("raw")])
 
 
-async def test_compiled_memories_speak_in_the_agents_voice_end_to_end():
+async def test_compiled_memories_speak_in_the_agents_voice_end_to_end(store_path):
     """Issue 12: ``ctx.to_anthropic(assistant="ann")`` and ``ctx.to_openai("ann")`` of a compressed
     compile put every memory and recall marker in ann's assistant turns (never in a user turn, never
     as ``Context Manager:`` or ``assistant:``), alternate correctly, and validate as each SDK's own
     request types."""
-    async with open_runtime(model=ExtractiveModel()) as rt:
+    async with open_runtime(store_path, model=ExtractiveModel()) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         strategy = AutobiographicalStrategy(target_chunk_tokens=30, head_window_tokens=0, recent_window_tokens=40, holdback_chunks=0)
         ann = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
@@ -885,10 +885,10 @@ async def test_compiled_memories_speak_in_the_agents_voice_end_to_end():
         assert all(t in joined for t in memory_texts)
 
 
-async def test_injected_content_reaches_the_model_without_internal_labels():
+async def test_injected_content_reaches_the_model_without_internal_labels(store_path):
     """Issue 9 and 12: positioned injections reach the model as their text alone, never behind a
     ``system_context:<namespace>:`` label, in both forms."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         await ann.add_message("user", [text("Book the room.")])
         ctx = await ann.compile(
