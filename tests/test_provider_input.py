@@ -197,9 +197,9 @@ def test_sdk_objects_are_read():
     assert got == (pm("ann", text("Sure."), tool_use("call_1", "f", {"a": 1})),)
 
 
-async def test_a_host_appends_what_the_model_returned():
+async def test_a_host_appends_what_the_model_returned(store_path):
     """What ``from_X`` returns goes straight into ``add_message``, and compiles back as it came."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
         call = {"type": "tool_use", "id": "t1", "name": "read", "input": {}}
         returned = [
@@ -213,11 +213,11 @@ async def test_a_host_appends_what_the_model_returned():
         assert ctx.to_anthropic("ann") == returned
 
 
-async def test_add_message_takes_an_anthropic_image_block():
+async def test_add_message_takes_an_anthropic_image_block(store_path):
     """An Anthropic image block (``type: image`` with a ``source``) is content ``add_message`` (and
     ``block_from_json``) accepts: it is stored as the image block it stands for. A source asides has
     no form for is refused at its path, and nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
         stored = await ann.add_message(
             "user",
