@@ -834,7 +834,7 @@ async def test_refused_set_strategy_keeps_old_strategy_when_a_claim_lands_during
         assert nobody.strategy is old
 
 
-async def test_row24_refuses_a_fork_when_the_head_records_another_reader():
+async def test_row24_refuses_a_fork_when_the_head_records_another_reader(store_path):
     """Seed row 24: "refuses a fork when the head records another reader, before it makes a
     branch". SPEC R1, R2, R4, D1.
 
@@ -844,7 +844,7 @@ async def test_row24_refuses_a_fork_when_the_head_records_another_reader():
     whose namespace's record is, in the actor's memory, someone else's (foreign data; set
     directly, as no public write can change a claim). Each fork is refused naming the recorded
     reader, and no branch is made."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         stale = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
         await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="bob")
         before = dump(rt.store)
