@@ -109,13 +109,13 @@ class NewestWithNotes(Newest):
         return self.note if summary_id == self.note.id else None
 
 
-async def test_a_strategy_with_only_the_core_protocol_gets_the_defaults():
+async def test_a_strategy_with_only_the_core_protocol_gets_the_defaults(store_path):
     """A strategy that offers none of the capabilities: summary reads answer nothing, a long
     message is stored whole, ``reset_head_window`` is refused naming the strategy, and the
     manager prices injections with the default estimate."""
     strategy = Newest()
     assert isinstance(strategy, ContextStrategy) and not any(isinstance(strategy, p) for p in CAPABILITIES)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/a", strategy=strategy)
         stored = await m.add_message("user", [text("x" * 50_000)])
         assert m.get_message(stored.id).content == (TextBlock("x" * 50_000),)
@@ -127,8 +127,8 @@ async def test_a_strategy_with_only_the_core_protocol_gets_the_defaults():
         assert [b.text for msg in compiled.messages for b in msg.content] == ["x" * 50_000]
 
 
-async def test_a_strategy_that_reads_summaries_is_asked_for_them():
-    async with open_runtime() as rt:
+async def test_a_strategy_that_reads_summaries_is_asked_for_them(store_path):
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/a", strategy=NewestWithNotes())
         assert m.search_summaries("note") == (NewestWithNotes.note,)
         assert m.search_summaries("absent") == ()
@@ -139,13 +139,13 @@ async def test_a_strategy_that_reads_summaries_is_asked_for_them():
 # -- the words -----------------------------------------------------------------------------------
 
 
-async def test_pending_work_names_a_held_back_stretch_as_set_aside():
+async def test_pending_work_names_a_held_back_stretch_as_set_aside(store_path):
     """With ``holdback_chunks=1`` and one stretch ready to close, nothing will be compressed yet:
     ``pending_work()`` says the messages are set aside, not that they are to be compressed."""
     strategy = AutobiographicalStrategy(
         target_chunk_tokens=1, head_window_tokens=0, recent_window_tokens=0, holdback_chunks=1, estimator=chars
     )
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/a", strategy=strategy)
         for i in range(5):
             await m.add_message("user", [text(f"m{i}")])
@@ -157,10 +157,10 @@ async def test_pending_work_names_a_held_back_stretch_as_set_aside():
         assert m.pending_work() == "messages 1–4 to compress (no compression model)"
 
 
-async def test_pending_work_of_knowledge_names_the_trailing_stretch():
+async def test_pending_work_of_knowledge_names_the_trailing_stretch(store_path):
     """Knowledge closes the trailing open stretch once nothing else waits, and says which."""
     strategy = KnowledgeStrategy(target_chunk_tokens=1000, head_window_tokens=0, recent_window_tokens=0, estimator=chars)
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/k", strategy=strategy)
         for i in range(5):
             await m.add_message("user", [text(f"m{i}")])
@@ -189,8 +189,8 @@ async def test_the_offline_model_keeps_one_bullet_when_it_merges_memories():
 
 
 @pytest.mark.parametrize(("max_tokens", "reserve"), [(100, 100), (10, 4_000)])
-async def test_windowed_names_a_reserve_that_takes_all_of_max_tokens(max_tokens, reserve):
-    async with open_runtime() as rt:
+async def test_windowed_names_a_reserve_that_takes_all_of_max_tokens(store_path, max_tokens, reserve):
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/w", strategy=WindowedPassthroughStrategy(estimator=chars))
         await m.add_message("user", [text("hello")])
         with pytest.raises(OverBudgetError) as info:
@@ -202,10 +202,10 @@ async def test_windowed_names_a_reserve_that_takes_all_of_max_tokens(max_tokens,
         )
 
 
-async def test_windowed_over_budget_shows_where_the_budget_went():
+async def test_windowed_over_budget_shows_where_the_budget_went(store_path):
     """The budget's sum (max_tokens less the reserve) is shown; lowering the reserve is offered
     when that alone would make the newest message fit, and not otherwise."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/w", strategy=WindowedPassthroughStrategy(estimator=chars))
         await m.add_message("user", [text("x" * 50)])
         with pytest.raises(OverBudgetError) as info:
