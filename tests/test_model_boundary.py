@@ -348,7 +348,7 @@ BAD_ANSWERS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_ANSWERS))
-async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_retried_later(case, autojump_clock, caplog):
+async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_retried_later(store_path, case, autojump_clock, caplog):
     """The model gives an answer that may not be stored (not a ``Completion``, text not a
     ``str``, empty, whitespace, a lone surrogate, over ``answer_limit_factor`` times
     ``max_tokens``). Each is a rejection:
@@ -364,7 +364,7 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
     answer, reason = BAD_ANSWERS[case]
     model = Replies(answer)
     policy = ModelPolicy(drain_failures=1000)
-    async with open_runtime(model_policy=policy) as rt:
+    async with open_runtime(store_path, model_policy=policy) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(l1_attempt_limit=2), view_reader="ann", model=model)
@@ -416,14 +416,14 @@ async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(autojum
 
 
 @pytest.mark.parametrize(("extra", "rejected"), [(0, False), (1, True)], ids=["at-the-limit", "one-token-over"])
-async def test_the_answer_limit_is_answer_limit_factor_times_max_tokens(extra, rejected, autojump_clock):
+async def test_the_answer_limit_is_answer_limit_factor_times_max_tokens(store_path, extra, rejected, autojump_clock):
     """With ``answer_limit_factor=2`` and requests of ``max_tokens=50``, an answer of 100
     estimated tokens is stored, one of 101 is rejected."""
     limit = 2 * 50
     answer = "a" * (3 * limit + 3 * extra)
     assert estimate_text(answer) == limit + extra
     model = Replies(Completion("end_turn", answer))
-    async with open_runtime(model_policy=ModelPolicy(answer_limit_factor=2, drain_failures=1000)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(answer_limit_factor=2, drain_failures=1000)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         strategy = memory(compression_max_tokens=50, summary_target_tokens=20, l1_attempt_limit=1)
@@ -455,13 +455,13 @@ async def test_a_megabyte_answer_is_never_stored_and_compiles_keep_working(autoj
         assert len(compiled.messages) == LINES
 
 
-async def test_a_rejection_log_names_the_unit(autojump_clock, caplog):
+async def test_a_rejection_log_names_the_unit(store_path, autojump_clock, caplog):
     """The WARNING for a rejected answer names the unit: the messages it was compressing, in the
     words ``pending_work()`` uses while its request is out."""
     caplog.set_level(logging.WARNING)
     seen: list[str] = []
     model = Replies(Completion("end_turn", ""))
-    async with open_runtime(model_policy=ModelPolicy(drain_failures=1000)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(drain_failures=1000)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(l1_attempt_limit=1), view_reader="ann", model=model)
@@ -523,14 +523,14 @@ def test_model_policy_documents_its_defaults_and_refuses_nonsense():
 
 
 @pytest.mark.timeout(30)  # without the request timeout this hangs: fail sooner than the default
-async def test_a_hanging_request_fails_after_the_request_timeout(autojump_clock, caplog):
+async def test_a_hanging_request_fails_after_the_request_timeout(store_path, autojump_clock, caplog):
     """The first request hangs (it never answers): it fails after ``request_timeout`` (30 s here,
     on the mock clock), is logged as a timeout, and is retried after a back-off; the retry is
     answered and the drain completes."""
     caplog.set_level(logging.WARNING)
     times: list[float] = []
     model = FailingModel(hang=True, fails=timed(lambda n: n == 1, times))
-    async with open_runtime(model_policy=ModelPolicy(request_timeout=30)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(request_timeout=30)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
@@ -542,10 +542,10 @@ async def test_a_hanging_request_fails_after_the_request_timeout(autojump_clock,
 
 
 @pytest.mark.timeout(30)  # without the request timeout this hangs: fail sooner than the default
-async def test_a_hosts_tick_on_a_hanging_model_raises_a_model_error(autojump_clock):
+async def test_a_hosts_tick_on_a_hanging_model_raises_a_model_error(store_path, autojump_clock):
     """A host's own ``tick()`` on a model that never answers raises ``ModelError`` naming the
     timeout, after ``request_timeout`` on the mock clock, and stores no answer."""
-    async with open_runtime(model_policy=ModelPolicy(request_timeout=12)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(request_timeout=12)) as rt:
         model = FailingModel(hang=True)
         manager = await rt.open_manager("agents/s", strategy=AskOnTick(), view_reader="ann", model=model)
         await manager.add_message("user", [text("hello")])
@@ -557,13 +557,13 @@ async def test_a_hosts_tick_on_a_hanging_model_raises_a_model_error(autojump_clo
         assert rt.store.get_state("main", "agents/s/ask-on-tick/answer") is None
 
 
-async def test_back_off_has_jitter_so_namespaces_failing_together_do_not_retry_in_lockstep(autojump_clock):
+async def test_back_off_has_jitter_so_namespaces_failing_together_do_not_retry_in_lockstep(store_path, autojump_clock):
     """Two namespaces whose models fail together (their first four requests each) retry at
     different times: every wait is the doubling step scaled by a factor in [0.5, 1], drawn for
     each, so the two never retry in lockstep."""
     times = {"a": [], "b": []}
     models = {name: FailingModel(fails=timed(lambda n: n <= 4, times[name])) for name in times}
-    async with open_runtime(model_policy=ModelPolicy(drain_failures=1000)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(drain_failures=1000)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         managers = [
@@ -582,13 +582,13 @@ async def test_back_off_has_jitter_so_namespaces_failing_together_do_not_retry_i
 PENDING = re.compile(r"model failing since (\d\d):(\d\d):(\d\d) \((.*)\), next try in (\d+) s")
 
 
-async def test_pending_work_says_since_when_the_model_fails_why_and_when_it_tries_next(autojump_clock):
+async def test_pending_work_says_since_when_the_model_fails_why_and_when_it_tries_next(store_path, autojump_clock):
     """While the model fails, ``pending_work()`` says what waits, then ``model failing since
     HH:MM:SS (<the last error>), next try in N s``, N within the back-off step now in force. Once
     the model recovers and the work is done, it says nothing."""
     state = {"failing": True}
     model = FailingModel(RuntimeError("boom"), fails=lambda n: state["failing"])
-    async with open_runtime(model_policy=ModelPolicy(drain_failures=3)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(drain_failures=3)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
@@ -609,7 +609,7 @@ async def test_pending_work_says_since_when_the_model_fails_why_and_when_it_trie
 
 
 @pytest.mark.parametrize("limit", [5, 2])
-async def test_drain_raises_compression_error_after_drain_failures_in_a_row_while_the_background_retries(limit, autojump_clock):
+async def test_drain_raises_compression_error_after_drain_failures_in_a_row_while_the_background_retries(store_path, limit, autojump_clock):
     """``drain()`` raises ``CompressionError`` naming the last error once the model failed
     ``ModelPolicy.drain_failures`` times in a row (5 by default) during the call. The background
     drain keeps retrying (more requests come, on the mock clock), and once the model recovers it
@@ -617,7 +617,7 @@ async def test_drain_raises_compression_error_after_drain_failures_in_a_row_whil
     state = {"failing": True}
     model = FailingModel(RuntimeError("boom"), fails=lambda n: state["failing"])
     policy = ModelPolicy() if limit == 5 else ModelPolicy(drain_failures=limit)
-    async with open_runtime(model_policy=policy) as rt:
+    async with open_runtime(store_path, model_policy=policy) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
@@ -637,12 +637,12 @@ async def test_drain_raises_compression_error_after_drain_failures_in_a_row_whil
 
 
 @pytest.mark.timeout(30)  # without the request timeout this hangs: fail sooner than the default
-async def test_drain_on_a_hanging_model_raises_naming_the_timeout(autojump_clock):
+async def test_drain_on_a_hanging_model_raises_naming_the_timeout(store_path, autojump_clock):
     """Before the fix ``drain()`` never returned while the model hung. Now each request fails
     after the timeout, and ``drain()`` raises ``CompressionError`` naming it after the
     configured number of failures in a row."""
     model = FailingModel(hang=True)
-    async with open_runtime(model_policy=ModelPolicy(request_timeout=20, drain_failures=2)) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(request_timeout=20, drain_failures=2)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
