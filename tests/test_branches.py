@@ -122,14 +122,14 @@ async def test_row35_derived_child_compiles_for_parents_reader_records_it_and_re
         assert texts(await reopened.compile()) == ["[for ann]", "Hello, both."]
 
 
-async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_namespaces_reader():
+async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_namespaces_reader(store_path):
     """"derives, from a manager opened with no reader on a claimed namespace, a child that compiles
     for the namespace's reader, live and reopened"
 
     Seed row 36; SPEC R9, R3, A1, A1.5. ann claims ``agents/x``; a manager opened there with no
     reader, its live child and that child reopened each answer ``view_reader == "ann"`` and
     compile ann's view."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
         await ann.add_message("user", PRIVATE)
         parent = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
@@ -143,7 +143,7 @@ async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_nam
         assert texts(await reopened.compile()) == ["[for ann]", "Hello, both."]
 
 
-async def test_row37_child_from_before_the_first_record_records_the_namespaces_reader():
+async def test_row37_child_from_before_the_first_record_records_the_namespaces_reader(store_path):
     """"records the namespace's reader on an inspection's child from before the first record"
 
     Seed row 37; SPEC R9, R4, R3, S2. Adaptation: the "inspection" is ``derive(at_sequence=...)``
@@ -152,7 +152,7 @@ async def test_row37_child_from_before_the_first_record_records_the_namespaces_r
     recorded nothing; the child sees only what the parent held at that point. R4 against the
     seed: a parent that still compiles for no reader where ann is recorded (opened before the
     claim) is stale, and its derive is refused (R5) with no branch made."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         host = await rt.open_manager("setup/host", strategy=PassthroughStrategy())
         early = await host.add_message("user", [text("early")])
         stale = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
@@ -283,7 +283,7 @@ async def test_row40_derive_refused_over_unreadable_head_record_with_and_without
         assert rt.list_branches() == branches and dump(rt.store) == before
 
 
-async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_strategy():
+async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_strategy(store_path):
     """"derive and fork with a viewReader, after close() and after a failed setStrategy"
 
     Seed row 71 (probe zz-derive-fence-reader); SPEC D4, R2, R9, 3.2. Changed by SPEC D4: where
@@ -291,7 +291,7 @@ async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_stra
     fork, derive after ``aclose`` raises ``ManagerClosedError`` and after a failed start raises
     ``StrategyNotStartedError``. Neither makes a branch or writes a reader record (nothing is
     written at all)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         owner = await rt.open_manager(strategy=PassthroughStrategy())
         await owner.add_message("user", [text("Hello.")])
         shared = await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
@@ -321,7 +321,7 @@ async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_stra
 # -- P2: the context log's copies (row 11; row 13/22 interplay) -----------------------------------
 
 
-async def test_row11_edit_rewrites_copies_as_each_reader_sees_them_and_drops_unseen():
+async def test_row11_edit_rewrites_copies_as_each_reader_sees_them_and_drops_unseen(store_path):
     """"writes an edit's copies in the context log as the reader sees them, and drops them where it sees nothing"
 
     Seed row 11; SPEC P2, A2. Three namespaces on main keep copies of one message: ann's, bob's
@@ -330,7 +330,7 @@ async def test_row11_edit_rewrites_copies_as_each_reader_sees_them_and_drops_uns
     as its namespace's reader sees the new content. A second edit through ann's manager, leaving
     only ann's block (a removal, not a narrowing by position), rewrites ann's copy and drops bob's
     and the no-reader one (their readers see nothing). The notes are untouched throughout."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
         plain = await rt.open_manager("agents/plain", strategy=PassthroughStrategy())
@@ -395,13 +395,13 @@ async def test_p2_copy_in_namespace_with_unreadable_reader_record_is_dropped_at_
 
 
 @pytest.mark.parametrize(("claimed_through", "read_through"), [("", None), (None, "")])
-async def test_row13_row22_empty_namespace_log_refuses_audience_and_rewrites_shared_copies(claimed_through, read_through):
+async def test_row13_row22_empty_namespace_log_refuses_audience_and_rewrites_shared_copies(store_path, claimed_through, read_through):
     """Rows 13 and 22 together; SPEC P2, W1, E, 0 (glossary). ann claims the namespace through
     ``""`` (or ``None``); a manager opened through the other name compiles for ann and appends a
     copy of ann's message. An entry with an audience is refused through either name, leaving the
     one shared log unchanged; an edit of the message rewrites the copy as ann sees it, and both
     names read the same log."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager(claimed_through, strategy=PassthroughStrategy(), view_reader="ann")
         other = await rt.open_manager(read_through, strategy=PassthroughStrategy())
         assert other.view_reader == "ann" and other.namespace == ann.namespace == "default"
@@ -423,12 +423,12 @@ async def test_row13_row22_empty_namespace_log_refuses_audience_and_rewrites_sha
 # -- D1, BranchInfo, S2 ---------------------------------------------------------------------------
 
 
-async def test_fork_and_switch_move_only_the_manager_they_are_called_on():
+async def test_fork_and_switch_move_only_the_manager_they_are_called_on(store_path):
     """SPEC D1, S2, 3.2. Two managers on main (two namespaces, and a second one of the same
     namespace): ``fork`` moves only the forking manager to the new branch; each branch then sees
     only its own later writes; ``switch_branch`` moves only its manager back, and a fork by the
     other moves only that one."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         a = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
         b = await rt.open_manager("agents/b", strategy=PassthroughStrategy(), view_reader="bob")
         a2 = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
@@ -449,11 +449,11 @@ async def test_fork_and_switch_move_only_the_manager_they_are_called_on():
         assert texts(await a2.compile()) == ["before", "on f"]
 
 
-async def test_list_branches_shows_name_parent_fork_sequence_and_head():
+async def test_list_branches_shows_name_parent_fork_sequence_and_head(store_path):
     """SPEC 3.3.1 (``BranchInfo(name, parent, fork_sequence, head)``), 0 (sequence), S2. A fork
     is at the manager's head; each branch's head rises only with its own writes; a derive at an
     earlier sequence forks there."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         m = await rt.open_manager("agents/a", strategy=PassthroughStrategy())
         first = await m.add_message("user", [text("one")])
         await m.add_message("user", [text("two")])
@@ -471,11 +471,11 @@ async def test_list_branches_shows_name_parent_fork_sequence_and_head():
         assert all(isinstance(b, BranchInfo) for b in rt.list_branches())
 
 
-async def test_child_sees_parent_up_to_fork_and_nothing_after():
+async def test_child_sees_parent_up_to_fork_and_nothing_after(store_path):
     """SPEC S2, 0 (branch), R9. Through managers: a forked branch and a derived child see the
     parent's messages (and edits) up to the fork point, in ``get_all_messages`` and in their
     compiles, and nothing the parent writes or edits afterwards; the parent sees none of theirs."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         parent = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
         first = await parent.add_message("user", [text("one")])
         await parent.edit_message(first.id, [text("one, edited")])
@@ -496,12 +496,12 @@ async def test_child_sees_parent_up_to_fork_and_nothing_after():
 # -- R2: refused branch operations leave nothing behind --------------------------------------------
 
 
-async def test_refused_fork_and_derive_make_no_branch():
+async def test_refused_fork_and_derive_make_no_branch(store_path):
     """SPEC R2, E. A fork or derive to a name already taken (``BranchExistsError``), a derive at a
     sequence outside the parent (``ValueError``), and a fork by a manager whose namespace another
     reader claimed (``ReaderClaimError``): no branch is made, nothing is written, the manager
     stays where it was with its strategy."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         strategy = Recording()
         m = await rt.open_manager("agents/a", strategy=strategy)
         await m.add_message("user", [text("one")])
@@ -525,11 +525,11 @@ async def test_refused_fork_and_derive_make_no_branch():
         assert m.branch == "main" and m.strategy is strategy
 
 
-async def test_refused_switch_stays_where_it_was():
+async def test_refused_switch_stays_where_it_was(store_path):
     """SPEC R2, R1, D1. A switch to a branch that does not exist (``UnknownBranchError``) or where
     the namespace records another reader (``ReaderClaimError`` naming both) leaves ann's manager
     on its branch with its strategy, still working, and writes nothing."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         helper = await rt.open_manager("setup/helper", strategy=PassthroughStrategy())
         await helper.fork("bobs")  # before ann's claim on main, so "bobs" inherits none
         strategy = Recording()
@@ -548,11 +548,11 @@ async def test_refused_switch_stays_where_it_was():
         assert [c[1] for c in strategy.calls if c[0] == "initialize"] == ["main"]
 
 
-async def test_refused_set_strategy_keeps_the_old_strategy_running():
+async def test_refused_set_strategy_keeps_the_old_strategy_running(store_path):
     """SPEC R2, N7, 3.2. ann's ``set_strategy`` with a strategy that does not mark its compression
     reads is refused with ``StrategyCapabilityError`` before the new one is handed anything; the
     old strategy stays and keeps serving compiles and new messages; nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         old = Recording()
         ann = await rt.open_manager("agents/a", strategy=old, view_reader="ann")
         await ann.add_message("user", [text("one")])
@@ -571,12 +571,12 @@ async def test_refused_set_strategy_keeps_the_old_strategy_running():
 # -- derive at_sequence, reopen_derived, N7 --------------------------------------------------------
 
 
-async def test_derive_at_an_earlier_sequence():
+async def test_derive_at_an_earlier_sequence(store_path):
     """SPEC 3.2 (``derive(..., at_sequence=...)``), S2, R9. A child derived at the sequence of an
     earlier message sees the parent's messages up to it (none after), records the parent's
     reader, and says where it came from in ``derivation``; ``at_sequence`` 0 gives an empty
     child."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
         messages = [await ann.add_message("user", [text(f"m{i}")]) for i in range(4)]
         child = await ann.derive(branch="early", strategy=PassthroughStrategy(), at_sequence=messages[1].sequence)
@@ -590,12 +590,12 @@ async def test_derive_at_an_earlier_sequence():
         assert (await ann.derive(branch="head", strategy=PassthroughStrategy())).derivation.at_sequence == head
 
 
-async def test_reopen_derived_gives_the_same_reader_namespace_and_derivation():
+async def test_reopen_derived_gives_the_same_reader_namespace_and_derivation(store_path):
     """SPEC 3.2 (``reopen_derived``), R9. A derived child reopened (child still open, and closed)
     compiles for the same reader in the same namespace with an equal ``derivation``; a branch not
     made by ``derive`` is refused with ``ValueError`` (nothing to reopen) and an unknown one with
     ``UnknownBranchError``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         nobody = await rt.open_manager("agents/a", strategy=PassthroughStrategy())
         await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
         parent = await rt.open_manager("agents/a", strategy=PassthroughStrategy())
@@ -616,12 +616,12 @@ async def test_reopen_derived_gives_the_same_reader_namespace_and_derivation():
             await rt.reopen_derived("nowhere", strategy=PassthroughStrategy())
 
 
-async def test_n7_derive_and_reopen_derived_refuse_a_strategy_that_does_not_mark_reads():
+async def test_n7_derive_and_reopen_derived_refuse_a_strategy_that_does_not_mark_reads(store_path):
     """SPEC N7, R2. Under a reader, ``derive`` with a strategy whose ``marks_compression_reads`` is
     false is refused with ``StrategyCapabilityError`` before the child's branch is made and
     before the strategy is handed anything; so is ``reopen_derived`` of ann's child, writing and
     registering nothing. A parent with no reader (on an unclaimed namespace) derives with it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="ann")
         await ann.add_message("user", [text("one")])
         child = await ann.derive(branch="child", strategy=PassthroughStrategy())
