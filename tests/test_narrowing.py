@@ -45,7 +45,7 @@ from asides.strategies._autobiographical import AutobiographicalStrategy
 from asides.strategies._models import Completion, Usage
 from asides.strategies._passthrough import PassthroughStrategy
 from asides.testing import FailingModel, GatedModel, ScriptedModel
-from tests.helpers import Raw, dump, seed_records
+from tests.helpers import Raw, dump, seed_records, sibling_store
 
 REFUSAL_WHY = "nothing removes a block from a summary already written or a request already sent"
 FLOOR = "agents/ann/narrowing-floor"
@@ -218,7 +218,7 @@ async def tick_until_idle(manager) -> None:
 # -- seed rows 41-62 ------------------------------------------------------------------------------
 
 
-async def test_row41_refused_once_compression_read_message_stays():
+async def test_row41_refused_once_compression_read_message_stays(store_path):
     """"is refused away from the reader once compression has read the message, and the message stays as it was"
 
     Seed row 41; SPEC N1, N3, E. ann's Autobiographical manager compresses eight messages (two
@@ -226,7 +226,7 @@ async def test_row41_refused_once_compression_read_message_stays():
     ``NarrowingRefusedError`` naming ann and the floor; ``get_message`` returns it unchanged, the
     sequence does not rise and nothing is written."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
         await ann.drain()
@@ -239,14 +239,14 @@ async def test_row41_refused_once_compression_read_message_stays():
         assert ann.get_message(messages[0].id).content == tuple(shared(0))
 
 
-async def test_row42_refused_once_chunk_closed_before_any_request():
+async def test_row42_refused_once_chunk_closed_before_any_request(store_path):
     """"is refused once a chunk holding the message has closed, before any request reads it"
 
     Seed row 42; SPEC N2, N3, C3 (STRATEGIES 4.4 holdback, 5). Four messages close one chunk,
     which is held back, so no model request is ever made; the close raised the floor to the
     chunk's newest sequence first, so narrowing any of its messages away from ann is refused."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 4)
         await ann.drain()
@@ -258,14 +258,14 @@ async def test_row42_refused_once_chunk_closed_before_any_request():
             await assert_refused(rt, ann, messages[i].id, away_from_ann(i))
 
 
-async def test_row43_refused_while_request_that_may_carry_it_is_out():
+async def test_row43_refused_while_request_that_may_carry_it_is_out(store_path):
     """"is refused while a request that may carry the message is out"
 
     Seed row 43; SPEC N2, N3. With the model holding its first request (the level-1 summary of
     the chunk holding message 0, which carries ann's secret 0), narrowing message 0 away from ann
     is refused; after the answer comes back it still is."""
     model = holding_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
         await model.wait_for_request()
@@ -278,7 +278,7 @@ async def test_row43_refused_while_request_that_may_carry_it_is_out():
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
 
 
-async def test_row44_goes_through_on_message_newer_than_compression_read():
+async def test_row44_goes_through_on_message_newer_than_compression_read(store_path):
     """"goes through away from the reader on a message newer than anything compression has read"
 
     Seed row 44; SPEC N3, 3.3.1. After compression, a message added later (its sequence above the
@@ -286,7 +286,7 @@ async def test_row44_goes_through_on_message_newer_than_compression_read():
     boundary (a host strategy marking exactly a message's sequence) the message at the floor is
     refused and the next one goes through."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         await add_shared(ann, 8)
         await ann.drain()
@@ -295,7 +295,7 @@ async def test_row44_goes_through_on_message_newer_than_compression_read():
         assert newer.sequence > floor
         await assert_goes_through(rt, ann, newer.id, away_from_ann(8))
         assert rt.store.get_state("main", FLOOR) == floor
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "s2")) as rt:
         marker = Marker()
         ann = await rt.open_manager("agents/ann", strategy=marker, view_reader="ann")
         at, above = await add_shared(ann, 2)
@@ -307,14 +307,14 @@ async def test_row44_goes_through_on_message_newer_than_compression_read():
         await assert_goes_through(rt, ann, above.id, away_from_ann(1))
 
 
-async def test_row45_refused_where_another_manager_on_namespace_read_it():
+async def test_row45_refused_where_another_manager_on_namespace_read_it(store_path):
     """"is refused where another manager on the namespace has read the message for compression"
 
     Seed row 45; SPEC N2, N3. The floor is the namespace's: manager B (ann, passthrough, opened
     first, never compresses) is refused once manager A (ann, Autobiographical) compressed the
     message; so is a manager opened later with no reader (it compiles for ann, R3)."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         other = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         messages = await add_shared(other, 8)
         compressing = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
@@ -326,13 +326,13 @@ async def test_row45_refused_where_another_manager_on_namespace_read_it():
         await assert_refused(rt, later, messages[1].id, away_from_ann(1))
 
 
-async def test_row46_refused_after_switch_to_strategy_without_summaries():
+async def test_row46_refused_after_switch_to_strategy_without_summaries(store_path):
     """"is refused after a switch to a strategy that keeps no summaries, where compression read the message before"
 
     Seed row 46; SPEC N5. After compression, ``set_strategy(PassthroughStrategy())`` does not lift
     the refusal: the floor is namespace state, not the strategy's."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
         await ann.drain()
@@ -369,7 +369,7 @@ async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reope
         assert reopened.get_message(messages[0].id).content == tuple(shared(0))
 
 
-async def test_row48_refused_on_forked_branch_and_decided_per_branch():
+async def test_row48_refused_on_forked_branch_and_decided_per_branch(store_path):
     """"is refused on a branch forked after compression read the message, and decided on each branch by its own compression"
 
     Seed row 48; SPEC N5, S2, D1, R9. Compression on main reads messages 0-7; X, Y, Z are added
@@ -379,7 +379,7 @@ async def test_row48_refused_on_forked_branch_and_decided_per_branch():
     main's floor is unchanged. A child derived from main inherits main's floor: message 0 is
     refused through it, Y goes through."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         keeper = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
@@ -408,7 +408,7 @@ async def test_row48_refused_on_forked_branch_and_decided_per_branch():
 
 
 @pytest.mark.parametrize("strategy", ["autobiographical", "host strategy marking in initialize"])
-async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_messages(strategy):
+async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_messages(store_path, strategy):
     """"is refused once a chunk holding the message has closed as its strategy starts, over messages another manager added"
 
     Seed row 49; SPEC N2, N3, C3, 3.3.1. A host's manager in another namespace, with no reader,
@@ -417,7 +417,7 @@ async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_me
     wakes (the host calls nothing but ``drain``); a host strategy that closes in ``initialize``
     marks there. Either way the floor covers the messages and the edit is refused."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         host = await rt.open_manager("agents/host", strategy=PassthroughStrategy())
         messages = await add_shared(host, 8)
         assert rt.store.get_state("main", FLOOR) is None
@@ -433,14 +433,14 @@ async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_me
         await assert_refused(rt, ann, messages[2].id, away_from_ann(2))
 
 
-async def test_row50_in_a_compile():
+async def test_row50_in_a_compile(store_path):
     """"in a compile" (the seed's variant of row 49: "is refused once a chunk holding the message has closed ... in a compile")
 
     Seed row 50; SPEC N2, N3, C3. Adaptation: Autobiographical never closes a chunk in a compile
     (STRATEGIES 4.4: select writes nothing), so the part is ported with a host strategy that
     closes its chunks (marks its read) during ``compile``. Messages come from another manager;
     opening ann's manager raises nothing; the compile raises the floor; the edit is refused."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         host = await rt.open_manager("agents/host", strategy=PassthroughStrategy())
         messages = await add_shared(host, 4)
         ann = await rt.open_manager("agents/ann", strategy=Marker(mark_in_select=True), view_reader="ann")
@@ -451,7 +451,7 @@ async def test_row50_in_a_compile():
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
 
 
-async def test_row51_as_a_compression_hold_is_released():
+async def test_row51_as_a_compression_hold_is_released(store_path):
     """"as a compression hold is released" (the seed's variant of row 49)
 
     Seed row 51; SPEC N2, N3, C3 (STRATEGIES 4.4). Adaptation: SPEC has no compression holds. The
@@ -460,7 +460,7 @@ async def test_row51_as_a_compression_hold_is_released():
     held, and stays refused as the hold is released (the next chunk closes and the held chunk's
     request goes out carrying it) and after its summary is written."""
     model = holding_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 4)
         await ann.drain()
@@ -476,7 +476,7 @@ async def test_row51_as_a_compression_hold_is_released():
         await assert_refused(rt, ann, messages[0].id, away_from_ann(0))
 
 
-async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chunk():
+async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chunk(store_path):
     """"is refused for a message in a closed chunk held back from compression, and for a head message older than a closed chunk"
 
     Seed row 52; SPEC N3, C3. With a head window of two messages, six messages leave four in the
@@ -484,7 +484,7 @@ async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chun
     message (older than the chunk, owned by none) are both refused: the floor is the chunk's
     newest sequence (STRATEGIES 5: "at or below the floor", held-back chunks included)."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager(
             "agents/ann", strategy=auto(head_window_tokens=25, estimator=lambda content: 10), view_reader="ann"
         )
@@ -499,7 +499,7 @@ async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chun
         await assert_refused(rt, ann, head_message.id, away_from_ann(0))
 
 
-async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(mock_clock):
+async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(store_path, mock_clock):
     """"is refused for a message in a chunk that closed in a rebuild that then failed"
 
     Seed row 53; SPEC N2, N3, N6. Adaptation: SPEC has no chunk rebuild; the intent is that a
@@ -508,7 +508,7 @@ async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(mock_clo
     The edit of a message in that chunk is refused, with no chunk recorded; once writes work
     again the chunk closes and the edit stays refused."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         fault = inject_fault(rt, contains="/autobiographical/chunk/")
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 4)
@@ -536,7 +536,7 @@ async def _l1_summaries_without_floor(rt, count: int = 8) -> list[Any]:
     return messages
 
 
-async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorded_it():
+async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorded_it(store_path):
     """"is refused for a message a merge has read, where nothing else recorded it"
 
     Seed row 54; SPEC N2, N3, C3 (STRATEGIES 4.9, 5). A manager with no reader made two level-1
@@ -544,7 +544,7 @@ async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorde
     summaries) with merges on: nothing is left to close or summarise, so the merge is the first
     and only unit that marks. With its request held out, the floor is the merge's read (the
     newest merged message), the request carries ann's view, and the edit is refused."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         messages = await _l1_summaries_without_floor(rt)
         chunks = records(rt, "/autobiographical/chunk/")
         model = holding_model()
@@ -590,7 +590,7 @@ async def test_row55_keeps_floor_when_later_mark_names_older_message(store_path)
         assert rt.store.get_state("main", FLOOR) == high
 
 
-async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_they_stand(mock_clock):
+async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_they_stand(store_path, mock_clock):
     """"sends no request whose messages the record couldn't first cover, and later requests read the messages as they stand"
 
     Seed row 56; SPEC N6, N2. Fault injection: floor writes fail. The drain's close unit cannot
@@ -599,7 +599,7 @@ async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_the
     (text changed, secret narrowed away from ann). Once writes work, the units run and the
     request reads message 1 as it now stands (the edited text, no secret 1)."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         fault = inject_fault(rt)
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         messages = await add_shared(ann, 8)
@@ -621,7 +621,7 @@ async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_the
         assert rt.store.get_state("main", FLOOR) == messages[7].sequence
 
 
-async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs_later(mock_clock):
+async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs_later(store_path, mock_clock):
     """"counts nothing against a merge whose read can't first be recorded, and runs it once one can"
 
     Seed row 57; SPEC N6 (STRATEGIES 4.9). Two level-1 summaries exist without a floor (a manager
@@ -630,7 +630,7 @@ async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs
     (the drain's and two ``tick`` calls): no request, no attempt recorded, the merge still
     pending. Once writes work, the merge runs (a counted attempt would have failed the group at
     the limit of 1) and writes ``L2-3``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await _l1_summaries_without_floor(rt)
         fault = inject_fault(rt)
         model = summarising_model()
@@ -656,7 +656,7 @@ async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs
         assert ann.is_ready()
 
 
-async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(mock_clock):
+async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(store_path, mock_clock):
     """"makes no transition request when what it reads can't first be recorded"
 
     Seed row 58; SPEC N6, C3 (STRATEGIES 4.12). Fault injection: floor writes fail. ann's
@@ -664,7 +664,7 @@ async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(mock
     ``FloorUnavailableError``, makes no model request and writes nothing. Once writes work, the
     same call makes one request and stores the note for ann alone."""
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(store_path, model=model) as rt:
         ann = await rt.open_manager(
             "agents/ann", strategy=auto(head_window_tokens=4000), view_reader="ann"
         )
@@ -684,7 +684,7 @@ async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(mock
         assert marker.content[0].text.startswith("[Topic Transition]") and marker.content[0].audience == ("ann",)
 
 
-async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager():
+async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager(store_path):
     """"is refused away from another reader, and by a manager compiling for no reader, whatever their summaries"
 
     Seed row 59; SPEC N4, N1. ann's manager, with no floor at all (passthrough) and with one
@@ -692,14 +692,14 @@ async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager():
     an audience and one giving a plain block an audience (hiding it from everyone else). A
     manager with no reader (on an unclaimed namespace) is refused every narrowing, even one away
     from ann only, saying it compiles for no reader; it may still widen."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         (message,) = await add_shared(ann, 1)
         error = await assert_refused(rt, ann, message.id, away_from_bob(0))
         assert error.readers == ("bob",) and "only the manager's own reader" in str(error)
         await assert_refused(rt, ann, message.id, [text("plain 0", ["ann"]), text("secret 0", ["ann", "bob"])])
     model = summarising_model()
-    async with open_runtime(model=model) as rt:
+    async with open_runtime(sibling_store(store_path, "s2"), model=model) as rt:
         ann = await rt.open_manager("agents/ann", strategy=auto(), view_reader="ann")
         await add_shared(ann, 8)
         await ann.drain()
@@ -708,7 +708,7 @@ async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager():
         assert newer.sequence > rt.store.get_state("main", FLOOR)
         error = await assert_refused(rt, ann, newer.id, away_from_bob(8))
         assert error.readers == ("bob",)
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "s3")) as rt:
         nobody = await rt.open_manager("agents/nobody", strategy=PassthroughStrategy())
         assert nobody.view_reader is None
         (message,) = await add_shared(nobody, 1)
@@ -720,13 +720,13 @@ async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager():
         await assert_goes_through(rt, nobody, message.id, [text("plain 0"), text("secret 0")])
 
 
-async def test_row60_refused_where_another_namespace_records_same_reader():
+async def test_row60_refused_where_another_namespace_records_same_reader(store_path):
     """"is refused away from the reader where another namespace on the branch records the same reader"
 
     Seed row 60; SPEC N4. ann's passthrough manager (floor 0) may narrow away from ann while no
     other namespace records ann (a namespace recording bob does not matter); once a second
     namespace records ann, the same narrowing, on a message newer than any floor, is refused."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         first, second = await add_shared(ann, 2)
         await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
@@ -773,12 +773,12 @@ async def test_row62_refused_when_floor_record_unreadable(store_path, record):
         assert dump(rt.store) == before
 
 
-async def test_row68_goes_through_under_strategy_without_summaries_while_nothing_read():
+async def test_row68_goes_through_under_strategy_without_summaries_while_nothing_read(store_path):
     """"goes through under a strategy that keeps no summaries while compression has read nothing"
 
     Seed row 68; SPEC N3, N5. Under passthrough with no floor, narrowing away from ann goes
     through as one write; no floor record is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         messages = await add_shared(ann, 3)
         await assert_goes_through(rt, ann, messages[1].id, away_from_ann(1))
@@ -789,7 +789,7 @@ async def test_row68_goes_through_under_strategy_without_summaries_while_nothing
 # -- N1 by position, N2 with no reader ------------------------------------------------------------
 
 
-async def test_n1_narrowing_is_judged_block_by_block_in_position():
+async def test_n1_narrowing_is_judged_block_by_block_in_position(store_path):
     """SPEC N1, N4 (seed prose: "Blocks are compared by position. An edit that hides nothing, or
     widens an audience, goes through").
 
@@ -799,7 +799,7 @@ async def test_n1_narrowing_is_judged_block_by_block_in_position():
     block given an audience naming ann (narrowing away from everyone else), and, on a second
     message, its two blocks swapped in place (position 0 goes from plain to ann-only), though the
     set of blocks is unchanged."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         message = await ann.add_message("user", [text("plain"), text("mine", ["ann"])])
         other = await ann.add_message("user", [text("plain"), text("mine", ["ann"])])
@@ -814,10 +814,10 @@ async def test_n1_narrowing_is_judged_block_by_block_in_position():
         assert rt.store.get_state("main", FLOOR) is None
 
 
-async def test_n2_a_manager_with_no_reader_writes_no_floor():
+async def test_n2_a_manager_with_no_reader_writes_no_floor(store_path):
     """SPEC N2 ("A manager with no reader writes no floor"), 3.3.1. A host strategy under a
     manager with no reader marks a sequence: nothing is written, the head does not rise."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         marker = Marker()
         nobody = await rt.open_manager("agents/ann", strategy=marker)
         (message,) = await add_shared(nobody, 1)
