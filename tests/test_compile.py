@@ -29,7 +29,7 @@ from asides.actors import Injection, MessageInjection, OverBudgetError, open_run
 from asides.store import TextBlock, ToolResultBlock, ToolUseBlock, text, thinking, tool_result, tool_use
 from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
 from asides.strategies._tokens import default_estimate
-from tests.helpers import Raw, dump, message_body, seed_records
+from tests.helpers import Raw, dump, message_body, seed_records, sibling_store
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 STUB = (
@@ -107,10 +107,10 @@ async def write_all(m, items) -> list[Any]:
 # -- 2. Injections ------------------------------------------------------------------------------
 
 
-async def test_system_injections_go_to_system_injections():
+async def test_system_injections_go_to_system_injections(store_path):
     """SPEC 3.3.1: ``system`` injection content goes to ``CompiledContext.system_injections`` (in
     the order given), never into the messages."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as m:
             await m.add_message("user", [text("hi")])
             compiled = await m.compile(
@@ -126,11 +126,11 @@ async def test_system_injections_go_to_system_injections():
             assert compiled.token_estimate >= default_estimate((text("hi"),))
 
 
-async def test_before_and_after_user_surround_the_last_user_message_case_insensitively():
+async def test_before_and_after_user_surround_the_last_user_message_case_insensitively(store_path):
     """SPEC 3.3.1: ``before_user``/``after_user`` become ``system_context:<namespace>`` messages placed
     before/after the last message whose participant is ``user`` (case-insensitive), in the order
     given; their provenance kind is ``injection``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as m:
             stored = await write_all(
                 m,
@@ -178,10 +178,10 @@ def texts_of_one(message) -> list[str]:
     return [b.text for b in message.content if isinstance(b, TextBlock)]
 
 
-async def test_without_a_user_message_after_user_goes_last_and_before_user_is_dropped():
+async def test_without_a_user_message_after_user_goes_last_and_before_user_is_dropped(store_path):
     """SPEC 3.3.1: with no ``user`` message in the compile, an ``after_user`` injection goes last and
     a ``before_user`` one is dropped (documented)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as m:
             await write_all(m, [("assistant", [text("a1")]), ("carol", [text("c1")]), ("users", [text("not a user")])])
             compiled = await m.compile(
@@ -197,7 +197,7 @@ async def test_without_a_user_message_after_user_goes_last_and_before_user_is_dr
             assert [e.kind for e in compiled.provenance.entries] == ["raw", "raw", "raw", "injection"]
 
     # a user message hidden from the reader is no user message of this compile
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "s2")) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as m:
             await write_all(m, [("assistant", [text("a1")]), ("user", [text("for bob", ["bob"])])])
             compiled = await m.compile(
@@ -217,11 +217,11 @@ def test_an_injection_position_outside_the_three_is_refused(position):
         Injection("ns", position, [text("x")])
 
 
-async def test_message_injections_are_appended_last_and_counted_against_the_budget():
+async def test_message_injections_are_appended_last_and_counted_against_the_budget(store_path):
     """SPEC 3.3.1, STRATEGIES 1.2: message injections are the newest entries of the compile, in the
     order given (provenance kind ``injection``), and their estimate comes out of the budget."""
     for make in (PassthroughStrategy, lambda **kw: WindowedPassthroughStrategy(re_anchor_fraction=1.0, **kw)):
-        async with open_runtime() as rt:
+        async with open_runtime(store_path) as rt:
             async with rt.manager("agents/ann", strategy=make(estimator=chars), view_reader="ann") as m:
                 stored = await write_all(m, [("user", [text("a" * 10)]), ("assistant", [text("b" * 10)]), ("user", [text("c" * 10)])])
                 whole = await m.preview_context(max_tokens=30, reserve_for_response=0)
@@ -242,7 +242,7 @@ async def test_message_injections_are_appended_last_and_counted_against_the_budg
 # -- 3. Provenance ------------------------------------------------------------------------------
 
 
-async def test_provenance_kinds_raw_bodies_and_a_repair_entry():
+async def test_provenance_kinds_raw_bodies_and_a_repair_entry(store_path):
     """SPEC P1, STRATEGIES 1.5, 1.6: one entry per compiled message with kind ``raw``, ``injection``
     or ``repair`` (a stub the strategy wrote for a call whose result the view hides, here by
     ``view_filter``); raw bodies are the reader's view (no audiences, no hidden blocks)."""
@@ -250,7 +250,7 @@ async def test_provenance_kinds_raw_bodies_and_a_repair_entry():
     def no_results_of_t2(message) -> bool:
         return not any(isinstance(b, ToolResultBlock) and b.tool_use_id == "t2" for b in message.content)
 
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
             stored = await write_all(
                 writer,
@@ -288,10 +288,10 @@ async def test_provenance_kinds_raw_bodies_and_a_repair_entry():
             assert all(e.summary_id is None for e in entries)
 
 
-async def test_provenance_complete_is_false_for_a_truncated_message():
+async def test_provenance_complete_is_false_for_a_truncated_message(store_path):
     """SPEC P1, STRATEGIES 1.4: with ``max_message_tokens`` a raw message over the cap is shown
     truncated (the exact marker), priced at what is shown, and reported ``complete=False``."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         strategy = WindowedPassthroughStrategy(max_message_tokens=50)
         async with rt.manager("agents/ann", strategy=strategy, view_reader="ann") as m:
             call = await m.add_message("assistant", [tool_use("t1", "read")])
@@ -322,10 +322,10 @@ async def test_provenance_complete_is_false_for_a_truncated_message():
 
 
 @pytest.mark.parametrize("arguments", [{"max_tokens": -1}, {"reserve_for_response": -1}, {"max_tokens": -5, "reserve_for_response": -5}])
-async def test_a_negative_budget_is_refused_before_select(arguments):
+async def test_a_negative_budget_is_refused_before_select(store_path, arguments):
     """STRATEGIES 1.2: a negative ``max_tokens`` or ``reserve_for_response`` is refused with
     ``ValueError`` before anything is selected; nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder(WindowedPassthroughStrategy())
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             await m.add_message("user", [text("hi")])
@@ -337,11 +337,11 @@ async def test_a_negative_budget_is_refused_before_select(arguments):
             assert dump(rt.store) == before
 
 
-async def test_budget_is_max_tokens_minus_reserve_minus_injections():
+async def test_budget_is_max_tokens_minus_reserve_minus_injections(store_path):
     """STRATEGIES 1.2: B = max_tokens - reserve_for_response - I, where I prices each injection and
     each message injection as a message of its content; B below 0 counts as 0; the compile as a
     whole fits max_tokens - reserve_for_response."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             for i in range(30):
@@ -386,11 +386,11 @@ async def test_budget_is_max_tokens_minus_reserve_minus_injections():
         ([5, 30], 0, []),
     ],
 )
-async def test_passthrough_selects_the_longest_fitting_suffix(costs, budget, kept):
+async def test_passthrough_selects_the_longest_fitting_suffix(store_path, costs, budget, kept):
     """SPEC C1, STRATEGIES 2: everything when the view fits B; else the longest suffix whose total
     is <= B (equal fits), stopping at the first message that does not fit; empty when the newest
     message alone does not fit."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(estimator=chars), view_reader="ann") as m:
             stored = await write_all(
                 m, [("user" if i % 2 else "assistant", [text(str(i % 10) * cost)]) for i, cost in enumerate(costs)]
@@ -404,10 +404,10 @@ async def test_passthrough_selects_the_longest_fitting_suffix(costs, budget, kep
             assert dump(rt.store) == before, "passthrough writes nothing"
 
 
-async def test_passthrough_cut_has_no_unit_rule():
+async def test_passthrough_cut_has_no_unit_rule(store_path):
     """STRATEGIES 2, 1.3: passthrough's cut may begin with a tool result whose call was cut (the
     provider forms make such a sequence valid)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(estimator=chars), view_reader="ann") as m:
             stored = await write_all(
                 m,
@@ -426,12 +426,12 @@ async def test_passthrough_cut_has_no_unit_rule():
 # -- 6. WindowedPassthroughStrategy -------------------------------------------------------------
 
 
-async def test_windowed_anchor_moves_only_on_a_successful_compile_that_moves_it():
+async def test_windowed_anchor_moves_only_on_a_successful_compile_that_moves_it(store_path):
     """SPEC C2, 3.3.1, STRATEGIES 3: the anchor is one state record per namespace and branch; a
     compile whose window fits writes nothing; an overflowing compile re-anchors and writes the new
     anchor (the head rises by exactly one); a preview never moves it; later compiles share the
     stable prefix."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=WindowedPassthroughStrategy(estimator=chars), view_reader="ann") as m:
             stored = await write_all(m, [("user" if i % 2 else "assistant", [text(str(i) * 10)]) for i in range(10)])
             head = rt.store.head("main")
@@ -476,10 +476,10 @@ async def test_windowed_anchor_moves_only_on_a_successful_compile_that_moves_it(
 
 
 @pytest.mark.parametrize("fraction,kept", [(0.5, 2), (0.25, 1), (0.7, 3), (1.0, 5), (0.01, 1)])
-async def test_windowed_re_anchors_to_about_the_fraction_of_the_budget(fraction, kept):
+async def test_windowed_re_anchors_to_about_the_fraction_of_the_budget(store_path, fraction, kept):
     """STRATEGIES 3 step 3: on overflow the window becomes the newest units whose total stays
     <= re_anchor_fraction x B (at least one unit: always make progress)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         strategy = WindowedPassthroughStrategy(estimator=chars, re_anchor_fraction=fraction)
         async with rt.manager("agents/ann", strategy=strategy, view_reader="ann") as m:
             stored = await write_all(m, [("user" if i % 2 else "assistant", [text(str(i) * 10)]) for i in range(8)])
@@ -489,11 +489,11 @@ async def test_windowed_re_anchors_to_about_the_fraction_of_the_budget(fraction,
 
 
 @pytest.mark.parametrize("fraction", [0.5, 1.0])
-async def test_windowed_never_cuts_a_tool_call_from_its_result_at_the_window_start(fraction):
+async def test_windowed_never_cuts_a_tool_call_from_its_result_at_the_window_start(store_path, fraction):
     """STRATEGIES 3 (the example), 1.3: a user message, an assistant call too large for the budget,
     its result and two later messages: the window is the two later messages, never the result
     without its call (even where the result alone would fit the target)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         strategy = WindowedPassthroughStrategy(estimator=chars, re_anchor_fraction=fraction)
         async with rt.manager("agents/ann", strategy=strategy, view_reader="ann") as m:
             stored = await write_all(
@@ -512,12 +512,12 @@ async def test_windowed_never_cuts_a_tool_call_from_its_result_at_the_window_sta
             assert rt.store.get_state("main", ANCHOR_KEY) == stored[3].sequence
 
 
-async def test_windowed_newest_unit_over_budget_raises_on_compile_and_previews_its_window():
+async def test_windowed_newest_unit_over_budget_raises_on_compile_and_previews_its_window(store_path):
     """SPEC C2, 3.3.1, STRATEGIES 3 step 4: when the newest unit alone exceeds B, compile raises
     ``OverBudgetError`` (with ``budget`` and ``needed``) and writes nothing; a preview returns that
     window (its token_estimate shows by how much it is over) and never raises. A newest result whose
     call does not fit is refused rather than sent alone."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=WindowedPassthroughStrategy(estimator=chars), view_reader="ann") as m:
             stored = await write_all(
                 m,
@@ -615,10 +615,10 @@ async def test_windowed_malformed_anchor_is_reported_once_with_its_record_id(sto
     assert re.search(rf"(?<![\w.]){ids[1]}(?![\w.])", reports[0]), reports[0]
 
 
-async def test_windowed_anchor_is_per_namespace_and_per_branch():
+async def test_windowed_anchor_is_per_namespace_and_per_branch(store_path):
     """SPEC C7, STRATEGIES 3: one anchor record per (namespace, branch); another namespace's compile
     neither reads nor moves it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with (
             rt.manager("agents/ann", strategy=WindowedPassthroughStrategy(estimator=chars), view_reader="ann") as ann,
             rt.manager("agents/bob", strategy=WindowedPassthroughStrategy(estimator=chars), view_reader="bob") as bob,
@@ -651,11 +651,11 @@ def walk_keys(value: Any) -> list[str]:
     return keys
 
 
-async def test_provider_forms_of_a_mixed_conversation_hold_no_audience_key():
+async def test_provider_forms_of_a_mixed_conversation_hold_no_audience_key(store_path):
     """SPEC 3.3.1: ``to_anthropic("assistant")`` and ``to_openai("assistant")`` of a compile over a
     multi-party conversation with audiences, tool calls and thinking are lists without any
     ``audience`` key (a key of that name inside a tool call's input is the tool's data)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
             await write_all(
                 writer,
