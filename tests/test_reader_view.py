@@ -13,6 +13,7 @@ Sections:
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -48,7 +49,7 @@ from asides.strategies import (
 )
 from asides.strategies._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from asides.testing import ScriptedModel
-from tests.helpers import message_body, seed_records
+from tests.helpers import message_body, seed_records, sibling_store
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 STUB = (
@@ -170,10 +171,10 @@ def assert_tool_pairing(compiled: CompiledContext) -> None:
 # -- 2. Seed rows 1-4 ---------------------------------------------------------------------------
 
 
-async def test_row1_reaches_only_its_readers_compiles():
+async def test_row1_reaches_only_its_readers_compiles(store_path):
     """Seed row 1: "reaches only its readers' compiles, without its audience, and a manager with no
     reader sees none". SPEC A1, A2, A3, A5, 3.3.1."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with (
             rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as ann,
             rt.manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob") as bob,
@@ -204,10 +205,10 @@ async def test_row1_reaches_only_its_readers_compiles():
                 assert m.get_message(stored.id) == message
 
 
-async def test_row2_a_message_wholly_someone_elses_is_left_out():
+async def test_row2_a_message_wholly_someone_elses_is_left_out(store_path):
     """Seed row 2: "leaves a message whose every block is someone else's out of the view, sending no
     empty message". SPEC A3, A4."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with (
             rt.manager("agents/ann", strategy=recorder, view_reader="ann") as ann,
@@ -232,10 +233,10 @@ async def test_row2_a_message_wholly_someone_elses_is_left_out():
             assert ann.get_message(hidden.id).content == hidden.content
 
 
-async def test_row3_reader_view_applies_after_the_view_filter():
+async def test_row3_reader_view_applies_after_the_view_filter(store_path):
     """Seed row 3: "applies the reader's view after the view filter, which sees the message as
     stored". SPEC A3."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         seen: list[Message] = []
 
         def no_bob_material(message: Message) -> bool:
@@ -320,10 +321,10 @@ async def test_row4_stored_malformed_audiences_name_no_one(store_path, caplog):
 # -- 3. Seed rows 6, 7, 9 -----------------------------------------------------------------------
 
 
-async def test_row6_on_new_message_gets_the_readers_view_and_nothing_else():
+async def test_row6_on_new_message_gets_the_readers_view_and_nothing_else(store_path):
     """Seed row 6: "hands the strategy's onNewMessage the reader's view of a message, and none it
     sees nothing of". SPEC A4, F, 3.3.1."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann_rec, none_rec, bob_rec = Recorder(), Recorder(), Recorder()
         async with (
             rt.manager("agents/ann", strategy=ann_rec, view_reader="ann") as ann,
@@ -350,10 +351,10 @@ async def test_row6_on_new_message_gets_the_readers_view_and_nothing_else():
                     assert message.participant == writer.get_message(message.id).participant
 
 
-async def test_row7_raw_bodies_and_completeness_by_the_readers_view():
+async def test_row7_raw_bodies_and_completeness_by_the_readers_view(store_path):
     """Seed row 7: "reports raw bodies and their completeness by the reader's view, with a
     viewFilter set as without". SPEC P1, A3, A4."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         big_secret = "B" * 3000
         results = {}
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
@@ -384,12 +385,12 @@ async def test_row7_raw_bodies_and_completeness_by_the_readers_view():
         assert results["with"] == results["without"]
 
 
-async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole():
+async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole(store_path):
     """Seed row 9: "vouches for a row holding another reader’s block by the reader’s view of it, as
     passthrough sends it". Ported as SPEC A4.1 (and STRATEGIES 1.6): a message whose reader view
     hides a block is compiled without its thinking and reported incomplete; a message where nothing
     is hidden replays its thinking unchanged."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         signed = thinking("I weigh both channels.", signature="sig-1")
         signed2 = thinking("Only ann's channel.", signature="sig-2")
         async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
@@ -423,11 +424,11 @@ async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole():
 # -- 4. Seed rows 66, 67 and A6 -----------------------------------------------------------------
 
 
-async def test_row66_plain_view_until_the_first_audience_block():
+async def test_row66_plain_view_until_the_first_audience_block(store_path):
     """Seed row 66: "reads its slot through the plain view on every write, until a block with an
     audience is stored". SPEC A6, S3: until then the strategy's view returns the stored Message
     objects themselves; after it, reader-view objects."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann_rec, none_rec = Recorder(), Recorder()
         async with (
             rt.manager("agents/ann", strategy=ann_rec, view_reader="ann") as ann,
@@ -461,12 +462,12 @@ async def test_row66_plain_view_until_the_first_audience_block():
 
 
 @pytest.mark.parametrize("how", ["append", "edit"])
-async def test_row67_another_managers_audience_block_switches_the_view_at_once(how):
+async def test_row67_another_managers_audience_block_switches_the_view_at_once(store_path, how):
     """Seed row 67: "takes the reader's view once a manager on the same store object stores a block
     with an audience". SPEC A6, D1: an audience block stored through another manager on the same
     branch (appended, or added by an edit) switches this manager's view at once (no reopen, no
     compile in between)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with (
             rt.manager("agents/none", strategy=recorder) as none,
@@ -498,12 +499,12 @@ async def test_row67_another_managers_audience_block_switches_the_view_at_once(h
             assert "for-bob" in texts(seen_by_bob) and "bob-only" in texts(seen_by_bob)
 
 
-async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough():
+async def test_a6_no_reader_no_audience_compiles_as_a_plain_passthrough(store_path):
     """SPEC A6: a host that sets no reader and writes no audience gets compiles identical to a plain
     passthrough of the stored messages (same participants, the same content objects)."""
     from asides.strategies._provider_forms import to_anthropic, to_openai
 
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/host", strategy=PassthroughStrategy()) as host:
             await host.add_message("user", [text("What is in the file?")])
             await host.add_message(
@@ -639,6 +640,10 @@ def _build(conversation: list[tuple[str, list[tuple[str, Any]], bool]]) -> list[
     return out
 
 
+#: Names the fresh store of each Hypothesis example (a sibling of the test's ``store_path``).
+_EXAMPLES = itertools.count()
+
+
 def _expected(messages, reader: str | None) -> list[str]:
     """The markers a reader's compile must show, in order (SPEC A2, A3, A4.1)."""
     expected = []
@@ -650,9 +655,9 @@ def _expected(messages, reader: str | None) -> list[str]:
     return expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(conversation=st.lists(MESSAGE, min_size=1, max_size=7))
-def test_property_random_audiences_reach_exactly_their_readers(conversation):
+def test_property_random_audiences_reach_exactly_their_readers(store_path, conversation):
     """Property over random conversations whose blocks carry random audiences from {ann, bob, cleo}
     (or none), compiled for ann, bob, cleo and no reader under Passthrough and Windowed with a large
     budget: no compiled block has an audience (nested ones too), no compiled message is empty, no
@@ -660,8 +665,8 @@ def test_property_random_audiences_reach_exactly_their_readers(conversation):
     see is in the compile, in order. SPEC A2, A3, A4, A4.1, 3.3.1."""
     messages = _build(conversation)
 
-    async def run() -> None:
-        async with open_runtime() as rt:
+    async def run(path: str) -> None:
+        async with open_runtime(path) as rt:
             async with rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer:
                 for participant, content in messages:
                     await writer.add_message(participant, [b for b, _mk, _aud in content])
@@ -680,10 +685,10 @@ def test_property_random_audiences_reach_exactly_their_readers(conversation):
                         assert not hidden & set(shown), (reader, make.name)
                         assert shown == expected, (reader, make.name)
 
-    trio.run(run)
+    trio.run(run, sibling_store(store_path, f"e{next(_EXAMPLES)}"))
 
 
-async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it():
+async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it(store_path):
     """Seed row 8: "takes a hidden block's raw replay form off the blocks that share it".
     SPEC A4, 3.1.
 
@@ -691,7 +696,7 @@ async def test_row8_a_hidden_block_leaves_nothing_on_the_blocks_beside_it():
     fields, so nothing of a hidden block can ride on a visible one. What is left to assert is
     the intent: the blocks a reader sees of a message with another reader's block are exactly
     the stored blocks (no extra field, nothing of the hidden block), minus their audience."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         stored = await ann.add_message(
             "assistant",
@@ -736,12 +741,16 @@ def echo_model() -> ScriptedModel:
     return ScriptedModel(respond=respond, name="echo")
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(
     conversation=st.lists(st.tuples(st.lists(_SHARED, max_size=2), st.integers(8, 20)), min_size=12, max_size=22),
     head=st.sampled_from([20, 40]),
 )
-def test_compression_requests_hold_only_the_readers_view(conversation, head):
+def test_compression_requests_hold_only_the_readers_view(store_path, conversation, head):
     """A cheaper, always-run version of the slow C4 property in test_compression_readers.py,
     aimed at the head window: with a head window (20 or 40 tokens) before small chunks, every
     compression request made for reader X (the head it carries, prior context, the target), every
@@ -750,8 +759,8 @@ def test_compression_requests_hold_only_the_readers_view(conversation, head):
     private blocks for ann, bob and cleo, after an opening message (in the head) holding a block
     for each of them. SPEC C4, A2, A3, C3."""
 
-    async def main() -> None:
-        async with open_runtime() as rt:
+    async def main(path: str) -> None:
+        async with open_runtime(path) as rt:
             models = {r: echo_model() for r in READERS}
             managers = {
                 r: await rt.open_manager(
@@ -787,4 +796,4 @@ def test_compression_requests_hold_only_the_readers_view(conversation, head):
                 assert not seen & hidden
                 assert seen == set(audiences) - hidden, f"{reader} lost {sorted(set(audiences) - hidden - seen)}"
 
-    trio.run(main)
+    trio.run(main, sibling_store(store_path, f"e{next(_EXAMPLES)}"))
