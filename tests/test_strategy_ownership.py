@@ -16,6 +16,7 @@ Sections:
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -35,7 +36,7 @@ from asides import (
 )
 from asides.actors import StrategyInUseError
 from asides.testing import LeakCheck
-from tests.helpers import dump
+from tests.helpers import dump, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -65,12 +66,12 @@ def assert_names_holder(error: StrategyInUseError, namespace: str, reader: str |
     [("agents/bob", "bob"), ("agents/bob", None), ("agents/ann", "ann"), ("agents/ann", None)],
     ids=["other-reader", "other-namespace-no-reader", "same-namespace-same-reader", "same-namespace-no-reader"],
 )
-async def test_open_manager_refuses_a_strategy_another_open_manager_holds(kind, namespace, reader):
+async def test_open_manager_refuses_a_strategy_another_open_manager_holds(store_path, kind, namespace, reader):
     """``open_manager`` with an object ann's open manager holds is refused, whoever asks (another
     reader, the same reader again, a manager with no reader), naming ann's manager; nothing is
     written (a reader's open would otherwise claim its namespace), nothing is registered (an
     open with an object of its own then works as if the refused one never happened)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         shared = STRATEGY_KINDS[kind]()
         ann = await rt.open_manager("agents/ann", strategy=shared, view_reader="ann")
         await ann.add_message("user", [text("hello")])
@@ -87,11 +88,11 @@ async def test_open_manager_refuses_a_strategy_another_open_manager_holds(kind, 
         assert (await ann.compile()).messages, "the holder goes on as before"
 
 
-async def test_set_strategy_refuses_a_strategy_another_open_manager_holds():
+async def test_set_strategy_refuses_a_strategy_another_open_manager_holds(store_path):
     """``set_strategy`` with an object ann's manager holds is refused naming ann's manager; bob's
     manager keeps its own strategy and keeps working, and nothing is written (not even the
     strategy-name record a strategy change writes)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann_strategy, bob_strategy = PassthroughStrategy(), WindowedPassthroughStrategy()
         ann = await rt.open_manager("agents/ann", strategy=ann_strategy, view_reader="ann")
         bob = await rt.open_manager("agents/bob", strategy=bob_strategy, view_reader="bob")
@@ -107,9 +108,9 @@ async def test_set_strategy_refuses_a_strategy_another_open_manager_holds():
         assert bob.strategy is not ann_strategy
 
 
-async def test_set_strategy_to_the_object_a_manager_already_holds_is_allowed():
+async def test_set_strategy_to_the_object_a_manager_already_holds_is_allowed(store_path):
     """A manager is not refused its own object: it holds it already, nobody else does."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         own = PassthroughStrategy()
         ann = await rt.open_manager("agents/ann", strategy=own, view_reader="ann")
         await ann.set_strategy(own)
@@ -118,11 +119,11 @@ async def test_set_strategy_to_the_object_a_manager_already_holds_is_allowed():
 
 
 @pytest.mark.parametrize("holder", ["another-manager", "the-parent-itself"])
-async def test_derive_refuses_a_strategy_an_open_manager_holds(holder):
+async def test_derive_refuses_a_strategy_an_open_manager_holds(store_path, holder):
     """``derive`` with an object an open manager holds is refused before the child's branch is
     made: another manager's object, or the parent's own (the child would be a second manager
     holding it). The refusal names the holder; no branch, no claim, nothing else is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
         await ann.add_message("user", [text("hello")])
@@ -137,10 +138,10 @@ async def test_derive_refuses_a_strategy_an_open_manager_holds(holder):
         assert child.branch == "ann-child" and child.view_reader == "ann"
 
 
-async def test_reopen_derived_refuses_a_strategy_an_open_manager_holds():
+async def test_reopen_derived_refuses_a_strategy_an_open_manager_holds(store_path):
     """``reopen_derived`` with an object another open manager holds is refused naming it and
     writes nothing; with an object of its own it reopens the derived manager."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
         child = await ann.derive(branch="ann-child", strategy=PassthroughStrategy())
@@ -162,10 +163,10 @@ async def test_reopen_derived_refuses_a_strategy_an_open_manager_holds():
 # -- 3. When an object is free again --------------------------------------------------------------
 
 
-async def test_a_strategy_is_free_again_once_its_manager_closed():
+async def test_a_strategy_is_free_again_once_its_manager_closed(store_path):
     """Once ann's manager closed, its object may go to another manager (bob's); while bob holds
     it, it is refused to everyone else again, and the refusal now names bob."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         shared = PassthroughStrategy()
         ann = await rt.open_manager("agents/ann", strategy=shared, view_reader="ann")
         await ann.aclose()
@@ -176,10 +177,10 @@ async def test_a_strategy_is_free_again_once_its_manager_closed():
         assert_names_holder(refused.value, "agents/bob", "bob")
 
 
-async def test_a_strategy_is_free_again_once_its_manager_moved_to_another():
+async def test_a_strategy_is_free_again_once_its_manager_moved_to_another(store_path):
     """After ``set_strategy`` ann's manager no longer holds its old object, which bob's manager may
     take (at open, or through its own ``set_strategy``); ann now holds the new one."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         first, second = PassthroughStrategy(), WindowedPassthroughStrategy()
         ann = await rt.open_manager("agents/ann", strategy=first, view_reader="ann")
         await ann.set_strategy(second)
@@ -192,9 +193,9 @@ async def test_a_strategy_is_free_again_once_its_manager_moved_to_another():
         assert bob.strategy is second
 
 
-async def test_a_strategy_is_free_again_once_a_derived_manager_closed():
+async def test_a_strategy_is_free_again_once_a_derived_manager_closed(store_path):
     """A derived manager holds its object until it closes; then the object may be used again."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         given_to_child = PassthroughStrategy()
         child = await ann.derive(branch="ann-child", strategy=given_to_child)
@@ -205,10 +206,10 @@ async def test_a_strategy_is_free_again_once_a_derived_manager_closed():
         assert bob.strategy is given_to_child
 
 
-async def test_a_refused_open_or_move_does_not_keep_the_strategy():
+async def test_a_refused_open_or_move_does_not_keep_the_strategy(store_path):
     """A call refused for another reason (another reader's claim) does not leave its object held:
     the object may be given to another manager right after."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         candidate = PassthroughStrategy()
         with pytest.raises(ReaderClaimError):
@@ -221,9 +222,9 @@ async def test_a_refused_open_or_move_does_not_keep_the_strategy():
         assert bob.strategy is candidate
 
 
-async def test_a_cancelled_open_does_not_keep_the_strategy():
+async def test_a_cancelled_open_does_not_keep_the_strategy(store_path):
     """An open cancelled before its claim (``move_on_after(0)``) holds nothing afterwards."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         candidate = PassthroughStrategy()
         with trio.move_on_after(0) as scope:
             await rt.open_manager("agents/ann", strategy=candidate, view_reader="ann")
@@ -249,12 +250,12 @@ def leak_check() -> LeakCheck:
     return LeakCheck({"ann": [f"ANN-ONLY-{n}" for n in range(0, 12, 3)], "bob": [f"BOB-ONLY-{n}" for n in range(1, 12, 3)]})
 
 
-async def test_one_autobiographical_strategy_for_ann_and_bob_is_refused():
+async def test_one_autobiographical_strategy_for_ann_and_bob_is_refused(store_path):
     """The leak of the issue: one ``AutobiographicalStrategy`` given to the managers of ann and bob.
     Bob's open is refused (naming ann's manager), so nothing of ann's can reach bob's memories
     through it; with an object each, their memories are written and nothing leaks between them
     (every compile, memory, provenance entry and model request searched)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         shared = memory()
         ann = await rt.open_manager("agents/ann", strategy=shared, view_reader="ann", model=ExtractiveModel(name="ann"))
@@ -274,11 +275,11 @@ async def test_one_autobiographical_strategy_for_ann_and_bob_is_refused():
         check.assert_no_leaks()
 
 
-async def test_an_object_reused_after_its_manager_closed_carries_nothing_over():
+async def test_an_object_reused_after_its_manager_closed_carries_nothing_over(store_path):
     """Reuse after a close is allowed, and safe: ann's manager compresses her private lines with
     an object, closes; bob's manager (another namespace) opens with that same object, and
     nothing of ann's reaches bob's compiles, memories or model requests."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         reused = memory()
         ann = await rt.open_manager("agents/ann", strategy=reused, view_reader="ann", model=ExtractiveModel(name="ann"))
@@ -311,16 +312,16 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_ownership_follows_a_reference_model(ops: list[tuple[Any, ...]]) -> None:
+def test_ownership_follows_a_reference_model(store_path: str, ops: list[tuple[Any, ...]]) -> None:
     """A random sequence of opens, strategy changes, derives and closes over three strategy
     objects: each call is refused with ``StrategyInUseError`` exactly when the reference model
     says another open manager holds the object, and a refused call writes nothing."""
 
-    async def main() -> None:
+    async def main(path: str) -> None:
         pool = [PassthroughStrategy() for _ in range(POOL)]
-        async with open_runtime() as rt:
+        async with open_runtime(path) as rt:
             managers: list[Any] = []  # opened managers, in order (closed ones stay, marked closed)
             holder: dict[int, int] = {}  # reference: strategy index -> index of the open manager holding it
 
@@ -375,4 +376,8 @@ def test_ownership_follows_a_reference_model(ops: list[tuple[Any, ...]]) -> None
                         managers.append(await manager.derive(branch=branch, strategy=pool[strategy]))
                         holder[strategy] = len(managers) - 1
 
-    trio.run(main)
+    trio.run(main, sibling_store(store_path, f"e{next(_EXAMPLES)}"))
+
+
+#: Names the fresh store of each Hypothesis example (a sibling of the test's ``store_path``).
+_EXAMPLES = itertools.count()
