@@ -30,7 +30,7 @@ from asides import ArgumentTypeError, AsidesError, InvalidArgumentError, Invalid
 from asides.actors import Injection, MalformedContentError, MessageInjection, open_runtime
 from asides.store import ToolUseBlock, image, system_change, text, thinking, tool_result, tool_use
 from asides.strategies import PassthroughStrategy, WindowedPassthroughStrategy
-from tests.helpers import dump
+from tests.helpers import dump, sibling_store
 
 BIG = {"max_tokens": 1_000_000, "reserve_for_response": 0}
 
@@ -118,10 +118,10 @@ NESTED_REFUSED = [
 
 
 @pytest.mark.parametrize("label,content,path", WRITE_REFUSED, ids=[c[0] for c in WRITE_REFUSED])
-async def test_row12_refuses_an_audience_where_a_write_may_not_put_one(label, content, path):
+async def test_row12_refuses_an_audience_where_a_write_may_not_put_one(store_path, label, content, path):
     """Seed row 12: "refuses an audience at write wherever a write may not put one: a tool call or
     result, a system change, a block inside another". SPEC W1, 3.3.1, E."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             original = await m.add_message("user", [text("original")])
@@ -136,11 +136,11 @@ async def test_row12_refuses_an_audience_where_a_write_may_not_put_one(label, co
             assert m.get_all_messages() == (original,)
 
 
-async def test_row12_allowed_audiences_and_audience_as_tool_input_data():
+async def test_row12_allowed_audiences_and_audience_as_tool_input_data(store_path):
     """Seed row 12 (the other half): top-level text, thinking and redacted-thinking blocks may carry
     an audience, and a key named ``audience`` inside a tool call's ``input`` is data, stored as given.
     SPEC W1, 3.3.1."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with (
             rt.manager("agents/writer", strategy=PassthroughStrategy()) as writer,
             rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as ann,
@@ -241,11 +241,11 @@ INJECTION_REFUSED: list[tuple[str, list[Any], list[Any], str]] = [
 
 @pytest.mark.parametrize("label,injections,message_injections,path", INJECTION_REFUSED, ids=[c[0] for c in INJECTION_REFUSED])
 @pytest.mark.parametrize("make", [PassthroughStrategy, WindowedPassthroughStrategy], ids=["passthrough", "windowed"])
-async def test_row14_refuses_a_compile_given_an_injection_with_an_audience(label, injections, message_injections, path, make):
+async def test_row14_refuses_a_compile_given_an_injection_with_an_audience(store_path, label, injections, message_injections, path, make):
     """Seed row 14: "refuses a compile given an injection that declares an audience, before it
     selects anything". SPEC W2, E: ``select`` is never called and nothing is written (under the
     windowed strategy, with a budget that would move its anchor)."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder(make())
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             for i in range(6):
@@ -260,10 +260,10 @@ async def test_row14_refuses_a_compile_given_an_injection_with_an_audience(label
             assert recorder.calls == calls, "select was never called"
 
 
-async def test_row14_an_injection_without_an_audience_is_still_placed():
+async def test_row14_an_injection_without_an_audience_is_still_placed(store_path):
     """Seed row 14 (the other half): "... An injection without an audience is still placed."
     SPEC W2, 3.3.1."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             await m.add_message("user", [text("question"), text("for ann", ["ann"])])
@@ -291,11 +291,11 @@ async def test_row14_an_injection_without_an_audience_is_still_placed():
 
 
 @pytest.mark.parametrize("make", [PassthroughStrategy, WindowedPassthroughStrategy], ids=["passthrough", "windowed"])
-async def test_row15_refuses_a_preview_whose_message_injections_declare_an_audience(make):
+async def test_row15_refuses_a_preview_whose_message_injections_declare_an_audience(store_path, make):
     """Seed row 15: "refuses a preview given select options whose messageInjections declare an
     audience". SPEC W2: ``MalformedContentError`` naming the place; nothing is written; ``select``
     never runs. The same preview without the audience goes through."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder(make())
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             await m.add_message("user", [text("hi")])
@@ -315,11 +315,11 @@ async def test_row15_refuses_a_preview_whose_message_injections_declare_an_audie
 
 
 @pytest.mark.parametrize("label,content,path", NESTED_REFUSED, ids=[c[0] for c in NESTED_REFUSED])
-async def test_row16_same_nested_audiences_found_at_write_and_in_injections(label, content, path):
+async def test_row16_same_nested_audiences_found_at_write_and_in_injections(store_path, label, content, path):
     """Seed row 16: "finds the same nested audiences at write and in a compile's injection". SPEC
     W1, W2: every place ``add_message`` refuses is refused in compile injections (each position)
     and message injections too, with the same path below the content list."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             await m.add_message("user", [text("hi")])
@@ -370,11 +370,11 @@ async def test_row16_same_nested_audiences_found_at_write_and_in_injections(labe
         "unknown field",
     ],
 )
-async def test_add_message_refuses_a_bad_participant_metadata_or_content_with_a_path(participant, content, metadata, path):
+async def test_add_message_refuses_a_bad_participant_metadata_or_content_with_a_path(store_path, participant, content, metadata, path):
     """SPEC 3.2, D2, E: ``add_message`` with a bad participant, metadata that is not a JSON object,
     or content that is not a list of blocks is refused with ``MalformedContentError`` naming the
     place, and nothing is written; no strategy hears of it."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder, view_reader="ann") as m:
             await m.add_message("user", [text("before")])
@@ -387,13 +387,13 @@ async def test_add_message_refuses_a_bad_participant_metadata_or_content_with_a_
             assert len(m.get_all_messages()) == 1
 
 
-async def test_an_empty_audience_says_what_to_do_instead():
+async def test_an_empty_audience_says_what_to_do_instead(store_path):
     """Issue 10 item 4: ``audience=[]`` is refused: an audience names at least one reader; leave it
     out for everyone."""
     with pytest.raises(MalformedContentError) as info:
         text("x", [])
     assert info.value.problem == "an audience names at least one reader; leave it out for everyone"
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as m:
             async with unchanged(rt):
                 error = await refused(m.add_message("user", [{"type": "text", "text": "x", "audience": []}]), "content[0].audience")
@@ -403,10 +403,10 @@ async def test_an_empty_audience_says_what_to_do_instead():
 # -- 7. Injections and compile arguments (issue 9) ----------------------------------------------
 
 
-async def test_an_injection_refuses_a_manager_for_its_namespace():
+async def test_an_injection_refuses_a_manager_for_its_namespace(store_path):
     """Issue 9: ``Injection`` checks its namespace: a manager passed instead of a name is refused
     with an AsidesError that says to pass its ``.namespace``; so is a name no namespace can have."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as m:
             with pytest.raises(InvalidNameError) as info:
                 Injection(m, "system", [text("x")])  # type: ignore[arg-type]
@@ -456,11 +456,11 @@ def test_an_unknown_injection_position_is_both_an_asides_error_and_a_value_error
     ],
 )
 @pytest.mark.parametrize("preview", [False, True], ids=["compile", "preview"])
-async def test_compile_refuses_bad_arguments_before_selecting(arguments, path, error, preview):
+async def test_compile_refuses_bad_arguments_before_selecting(store_path, arguments, path, error, preview):
     """Issue 9: a negative ``max_tokens`` (or reserve) given to ``compile`` or ``preview_context``
     raises an error that is both an AsidesError and a ValueError, naming the argument; a wrong
     type is also a TypeError. ``select`` is never called and nothing is written."""
-    async with open_runtime() as rt:
+    async with open_runtime(store_path) as rt:
         recorder = Recorder()
         async with rt.manager("agents/ann", strategy=recorder) as m:
             await m.add_message("user", [text("hi")])
@@ -508,7 +508,7 @@ async def test_argument_refusals_are_asides_errors_and_keep_their_builtin(store_
                 with pytest.raises(AsidesError) as info:
                     m.search_summaries("x", limit=-1)
                 check(info.value, ValueError, "limit")
-    async with open_runtime() as rt:
+    async with open_runtime(sibling_store(store_path, "second")) as rt:
         async with rt.manager("agents/ann", strategy=AutobiographicalStrategy()) as m:
             with pytest.raises(AsidesError) as info:
                 await m.reset_head_window(5)  # type: ignore[arg-type]
