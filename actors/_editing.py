@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..store._blocks import ContentBlock, check_content, coerce_content
-from ..store._errors import MalformedContentError, UnknownMessageError
+from ..store._errors import MalformedContentError, StoreFailedError, UnknownMessageError
 from ..store._messages import Message
 from ..store._narrowing import narrowing_of
 from ._errors import NarrowingRefusedError
@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from ._manager import ContextEntry
 
 __all__ = ["Editing"]
+
+#: Tries of one edit whose context-log rewrites changed before its commit (another process
+#: copied the message, or claimed a namespace holding a copy).
+EDIT_ATTEMPTS = 5
+
+
+class _CopiesMoved(Exception):
+    """At commit, the edit's context-log rewrites differed from the ones it was sent with."""
 
 
 class Editing(ManagerParts):
@@ -37,18 +45,31 @@ class Editing(ManagerParts):
         if not blocks:
             raise MalformedContentError("content", "a message needs at least one block")
         async with self._actor.turn(Edit()):
-            self._check("edit_message")
-            stored = self._store.get_message(self._branch, message_id)
-            if stored is None:
-                raise UnknownMessageError(message_id, self._branch)
-            self._check_narrowing(stored, blocks)
-            copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
+            for _attempt in range(EDIT_ATTEMPTS):
+                self._check("edit_message")
+                stored = self._store.get_message(self._branch, message_id)
+                if stored is None:
+                    raise UnknownMessageError(message_id, self._branch)
+                self._check_narrowing(stored, blocks)
+                copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
 
-            def recheck() -> None:  # at commit: on a shared store another process may have raised the floor
-                self._actor.adopt_stored_records()
-                self._check_narrowing(self._store.get_message(self._branch, message_id) or stored, blocks)
+                def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
+                    # At commit, after every earlier commit (on a shared store another process
+                    # may have raised the floor, claimed a namespace, or copied the message).
+                    self._actor.adopt_stored_records()
+                    current = self._store.get_message(self._branch, message_id) or stored
+                    self._check_narrowing(current, blocks)
+                    if self._runtime.context_copies(self._branch, message_id, current, blocks) != copies:
+                        raise _CopiesMoved
 
-            return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
+                try:
+                    return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
+                except _CopiesMoved:
+                    continue  # nothing was written: compute the rewrites again
+            raise StoreFailedError(
+                f"editing message {message_id!r} on {self._branch!r} raced other processes' context-log writes "
+                f"{EDIT_ATTEMPTS} times; nothing was written, try again"
+            )
 
     def _check_narrowing(self, stored: Message, blocks: tuple[ContentBlock, ...]) -> None:
         """Refuse an edit that hides a block from a reader where compression may have

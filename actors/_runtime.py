@@ -19,7 +19,7 @@ import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..store._groups import collapse
+from ..store._groups import collapsing
 from ..store._messages import Message
 from ..store._model import MISSING, BranchInfo
 from ..store._names import check_branch, check_optional_reader
@@ -253,7 +253,8 @@ class Runtime:
         runs here. A namespace may hold ``/`` (``agents/ann``), so each ``/`` of the key is tried
         as the end of the namespace (the strategies read only keys under their own kind)."""
         if "/context/" in key:
-            return  # a context-log entry, not strategy state
+            self._note_context_copy(branch, key)  # a context-log entry, not strategy state
+            return
         cut = key.find("/")
         while cut != -1:
             actor = self._actors.get((branch, key[:cut]))
@@ -275,6 +276,18 @@ class Runtime:
                     index.setdefault(value["source_message_id"], []).append(key)
             self._copies[branch] = index
         return index
+
+    def _note_context_copy(self, branch: str, key: str) -> None:
+        """Index a context-log entry another process wrote, if it copies a message: this
+        process's edits of that message rewrite it too."""
+        index = self._copies.get(branch)
+        if index is None:
+            return  # built from the model when first needed
+        value = self._store.model.get_state(branch, key)
+        if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
+            keys = index.setdefault(value["source_message_id"], [])
+            if key not in keys:
+                keys.append(key)
 
     async def write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
         key = f"{namespace}/context/{entry.index}"
@@ -358,18 +371,12 @@ async def open_runtime(
     the database server), at a cost per commit.
     """
     check_model(model, "open_runtime")
-    async with open_store(path, read_only=read_only, synchronous=synchronous) as store:
-        try:
-            async with anyio.create_task_group() as tasks:
-                runtime = Runtime(store, tasks, model, model_policy)
-                try:
-                    yield runtime
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await runtime._aclose()
-                    tasks.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            inner = collapse(group)
-            if inner is group:
-                raise
-            raise inner from inner.__cause__
+    async with open_store(path, read_only=read_only, synchronous=synchronous) as store, collapsing():
+        async with anyio.create_task_group() as tasks:
+            runtime = Runtime(store, tasks, model, model_policy)
+            try:
+                yield runtime
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await runtime._aclose()
+                tasks.cancel_scope.cancel()

@@ -1,0 +1,44 @@
+"""An edit's context-log rewrites on a shared store: they are computed again at commit, after
+every earlier commit of every process, so a copy of the message that another process added in
+between is rewritten too (never left holding the old content)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from asides import PassthroughStrategy, open_runtime, text
+from asides.store._postgres import PostgresStore
+
+
+@pytest.fixture
+def deaf(monkeypatch):
+    """Stores opened in this test hear no notifications: a runtime learns another's commits only
+    when it commits or syncs, which makes the race below happen every time."""
+
+    async def no_listening(self) -> None:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+
+
+def entry_texts(manager) -> list[list[str]]:
+    return [[b.text for b in entry.content] for entry in manager.get_context_entries()]
+
+
+async def test_an_edit_rewrites_a_copy_another_process_made_after_the_edit_was_called(pg_url, deaf):
+    async with open_runtime(pg_url) as here, open_runtime(pg_url) as there:
+        ann = await here.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        message = await ann.add_message("user", [text("hello"), text("for ann", ["ann"])])
+        await there.store.sync()
+        bob = await there.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+        bob.get_context_entries()  # the other runtime has looked at the context logs already
+
+        # ann's runtime copies the message into ann's context log; bob's runtime has not heard of it
+        await ann.append_context_entry([text("hello"), text("for ann")], source_message_id=message.id)
+        assert there.store.get_state("main", "agents/ann/context/0") is None, "the premise: not heard of yet"
+
+        await bob.edit_message(message.id, [text("hello again"), text("for ann", ["ann"])])
+
+        await here.store.sync()
+        assert entry_texts(ann) == [["hello again", "for ann"]]  # ann's view of the new content
