@@ -1,9 +1,9 @@
 """Properties of the narrowing floor and of refusals (SPEC N2, N5, R2, E), checked with
 Hypothesis over random sequences of operations.
 
-Each example runs in its own runtime (its own store) through ``trio.run`` inside a plain test,
-so examples never share state; examples are bounded (25 examples for (a), 100 for (b), short op lists) and
-have no deadline (they do real SQLite commits).
+Each example runs in its own runtime (its own store, of the test's backend) through ``trio.run``
+inside a plain test, so examples never share state; examples are bounded (25 examples for (a),
+100 for (b), 25 on PostgreSQL, short op lists) and have no deadline (they do real commits).
 
 (a) The floor never lowers: a host strategy marks random sequences on random branches, with
     reopens of the store, forks, switches, derives and strategy switches (to passthrough and
@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from asides.actors import AsidesError, open_runtime
 from asides.store import text
+from asides.store._postgres import is_postgres_url
 from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import dump, sibling_store
 
@@ -203,11 +204,11 @@ def _hides(old, new) -> tuple[set[str], bool]:
     return named, from_everyone
 
 
-async def _refusal_scenario(ops: list[tuple[Any, ...]]) -> tuple[int, int]:
-    """Run ``ops``; every call's outcome (refused or not) is predicted from the store as it
-    stands before the call, and checked; a successful call is checked for its effect. Returns
-    (refusals, successes)."""
-    async with open_runtime() as rt:
+async def _refusal_scenario(path: str, ops: list[tuple[Any, ...]]) -> tuple[int, int]:
+    """Run ``ops`` on a fresh store at ``path``; every call's outcome (refused or not) is predicted
+    from the store as it stands before the call, and checked; a successful call is checked for
+    its effect. Returns (refusals, successes)."""
+    async with open_runtime(path) as rt:
         store = rt.store
         managers: list[Any] = []
         counter = 0
@@ -354,17 +355,27 @@ async def _refusal_scenario(ops: list[tuple[Any, ...]]) -> tuple[int, int]:
         return refusals, successes
 
 
-@settings(SETTINGS, max_examples=100)  # more examples: a refusal the floor decides is a rare draw
-@given(ops=store_ops)
-def test_a_refused_call_never_changes_the_store(ops):
+#: Examples of (b) per run: more than (a), since a refusal the floor decides is a rare draw; on
+#: PostgreSQL, where each example costs a fresh schema and its commits, a quarter of them.
+REFUSAL_EXAMPLES = {"sqlite": 100, "postgres": 25}
+
+
+def test_a_refused_call_never_changes_the_store(store_path):
     """SPEC E, R2, N3, N4, N7, R1, R4, R5 (see the module docstring, (b)): each call's outcome is
     the predicted one, so the number of refusals is exactly the predicted number; a refused call
-    changes nothing; a successful one has its effect."""
-    refusals, successes = trio.run(_refusal_scenario, ops)
-    assert refusals + successes >= 1
+    changes nothing; a successful one has its effect. Each example on a fresh store of the
+    test's backend."""
+
+    @settings(SETTINGS, max_examples=REFUSAL_EXAMPLES["postgres" if is_postgres_url(store_path) else "sqlite"])
+    @given(ops=store_ops)
+    def check(ops: list[tuple[Any, ...]]) -> None:
+        refusals, successes = trio.run(_refusal_scenario, sibling_store(store_path, f"e{next(_EXAMPLES)}"), ops)
+        assert refusals + successes >= 1
+
+    check()
 
 
-def test_the_refusal_scenario_refuses_and_allows():
+def test_the_refusal_scenario_refuses_and_allows(store_path):
     """The premise of the property, on one fixed sequence: it meets both refusals and successes
     of every kind it predicts (a claim conflict, a stale manager, a narrowing below the floor,
     one hiding a block from another reader, a strategy that does not mark its reads)."""
@@ -384,5 +395,5 @@ def test_the_refusal_scenario_refuses_and_allows():
         ("close", 0, 0, 0),
         ("add", 0, [0], 0),  # closed: refused
     ]
-    refusals, successes = trio.run(_refusal_scenario, ops)
+    refusals, successes = trio.run(_refusal_scenario, store_path, ops)
     assert (refusals, successes) == (6, 8)
