@@ -22,6 +22,7 @@ Sections:
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import anyio
@@ -700,9 +701,9 @@ _opens = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(opens=_opens)
-def test_claim_never_changes_hands(opens):
+def test_claim_never_changes_hands(store_path, opens):
     """A claim never changes hands (property).
 
     SPEC R1, R2, R3, A1, 0 (one namespace under three spellings). Random sequences of opens by
@@ -710,9 +711,9 @@ def test_claim_never_changes_hands(opens):
     never changes; every open for another reader is refused writing nothing; a no-reader open
     compiles for the recorded reader (or none); only the claiming open raises the head (by one)."""
 
-    async def main() -> None:
+    async def main(path: str) -> None:
         recorded: str | None = None
-        async with open_runtime(":memory:") as rt:
+        async with open_runtime(path) as rt:
             for namespace, reader in opens:
                 head = rt.store.head("main")
                 if reader is not None and recorded is not None and reader != recorded:
@@ -728,7 +729,11 @@ def test_claim_never_changes_hands(opens):
                     assert rt.store.head("main") == head + (1 if claims else 0)
                 assert rt.store.get_state("main", "default/reader") == recorded
 
-    trio.run(main)
+    trio.run(main, sibling_store(store_path, f"e{next(_EXAMPLES)}"))
+
+
+#: Names the fresh store of each Hypothesis example (a sibling of the test's ``store_path``).
+_EXAMPLES = itertools.count()
 
 
 # -- 8. R2 when a claim lands while a move waits for its drain ----------------------------------
