@@ -53,6 +53,7 @@ from asides.strategies._base import CompiledMessage
 from asides.strategies._models import Completion, CompletionRequest, Usage, completion_text
 from asides.strategies._passthrough import PassthroughStrategy
 from asides.testing import FailingModel, GatedModel, ScriptedModel
+from tests.helpers import sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -685,14 +686,18 @@ _MESSAGE = st.tuples(
 
 
 @pytest.mark.slow
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(
     conversation=st.lists(_MESSAGE, min_size=20, max_size=60),
     target=st.integers(min_value=30, max_value=120),
     head=st.sampled_from([0, 40]),
     recent=st.sampled_from([0, 60]),
 )
-def test_compression_reads_only_the_readers_view(conversation, target, head, recent):
+def test_compression_reads_only_the_readers_view(store_path, conversation, target, head, recent):
     """A summary for reader X never holds a marker from a block hidden from X (property).
 
     SPEC C4, A2, A3, A4, C3, R3, STRATEGIES 5. Random conversations (20-60 messages) of plain
@@ -701,10 +706,10 @@ def test_compression_reads_only_the_readers_view(conversation, target, head, rec
     its own namespace with small windows, compress fully. Then for each reader X: no summary
     record in X's namespace and no request made on X's behalf holds a marker of a block hidden
     from X, and every marker visible to X is in X's compile (raw or in a summary). Each example
-    is a fresh in-memory runtime."""
+    is a fresh runtime on a fresh store of the test's backend."""
 
-    async def main() -> None:
-        async with open_runtime() as rt:
+    async def main(path: str) -> None:
+        async with open_runtime(path) as rt:
             models = {r: marker_model(f"{r.upper()}-S") for r in READERS}
             managers = {
                 r: await rt.open_manager(
@@ -741,7 +746,11 @@ def test_compression_reads_only_the_readers_view(conversation, target, head, rec
                 assert not seen & hidden
                 assert seen == visible, f"{reader} lost {sorted(visible - seen)}"
 
-    trio.run(main)
+    trio.run(main, sibling_store(store_path, f"e{next(_EXAMPLES)}"))
+
+
+#: Names the fresh store of each Hypothesis example (a sibling of the test's ``store_path``).
+_EXAMPLES = itertools.count()
 
 
 # -- 4. Drains (D3, F) ----------------------------------------------------------------------------
