@@ -17,6 +17,7 @@ from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
+from ..strategies._base import FLOOR_KEY, LEASE_KEY, NAMESPACE_KEYS, READER_KEY, STRATEGY_KEY
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
 __all__ = ["cmd_inspect", "describe_store", "detect_strategy", "split_state_key"]
@@ -28,9 +29,9 @@ _CONTEXT_KEY = re.compile(r"^(?P<ns>.+)/(?P<tail>context/\d+)$")
 
 def split_state_key(key: str) -> tuple[str, str] | None:
     """``(namespace, tail)`` of a state key, or ``None`` for a key no namespace owns."""
-    for suffix in ("/reader", "/narrowing-floor", "/strategy"):
-        if key.endswith(suffix) and len(key) > len(suffix):
-            return key[: -len(suffix)], suffix[1:]
+    for tail in NAMESPACE_KEYS:
+        if key.endswith("/" + tail) and len(key) > len(tail) + 1:
+            return key[: -len(tail) - 1], tail
     found = _CONTEXT_KEY.match(key)
     if found:
         return found["ns"], found["tail"]
@@ -53,7 +54,7 @@ def detect_strategy(records: Mapping[str, Any]) -> str:
     ``strategy`` record holds; else, for records written before there was one,
     ``autobiographical`` or ``knowledge`` by their records, ``windowed-passthrough`` for an
     anchor, else ``passthrough``."""
-    recorded = records.get("strategy")
+    recorded = records.get(STRATEGY_KEY)
     if isinstance(recorded, str) and recorded:
         return recorded
     kinds = {tail.split("/", 1)[0] for tail in records}
@@ -71,20 +72,22 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
 
     reader: str | None = None
     reader_status = "unclaimed"
-    if "reader" in records:
-        value = records["reader"]
+    if READER_KEY in records:
+        value = records[READER_KEY]
         if isinstance(value, str) and value:
             reader, reader_status = value, "claimed"
         else:
             reader_status = "unreadable"
-            bad("reader", "not a reader's name" if value is not UNREADABLE else "not JSON")
+            bad(READER_KEY, "not a reader's name" if value is not UNREADABLE else "not JSON")
     floor: int | None = None
-    if "narrowing-floor" in records:
-        value = records["narrowing-floor"]
+    if FLOOR_KEY in records:
+        value = records[FLOOR_KEY]
         if _non_negative_int(value):
             floor = value
         else:
-            bad("narrowing-floor", "not a non-negative integer" if value is not UNREADABLE else "not JSON")
+            bad(FLOOR_KEY, "not a non-negative integer" if value is not UNREADABLE else "not JSON")
+    lease = records.get(LEASE_KEY)
+    compressing = lease.get("holder") if isinstance(lease, dict) and isinstance(lease.get("holder"), str) else None
 
     summaries = {"L1": 0, "L2": 0, "L3": 0}
     chunks = 0
@@ -93,9 +96,9 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     head_start: int | None = None
     for tail in sorted(records):
         value = records[tail]
-        if tail in ("reader", "narrowing-floor"):
-            continue
-        if tail == "strategy":
+        if tail in (READER_KEY, FLOOR_KEY, LEASE_KEY):
+            continue  # a lease is the running processes' business: shown, never judged
+        if tail == STRATEGY_KEY:
             if not isinstance(value, str) or not value:
                 bad(tail, "not a strategy's name" if value is not UNREADABLE else "not JSON")
             continue
@@ -153,6 +156,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         "reader_status": reader_status,
         "narrowing_floor": floor,
         "strategy": detect_strategy(records),
+        "compression_lease_holder": compressing,
         "strategy_records": sorted({t.split("/", 1)[0] for t in records if t.split("/", 1)[0] in _KINDS}),
         "visible_messages": visible,
         "summaries": summaries,
