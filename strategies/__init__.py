@@ -13,7 +13,7 @@ from ._base import (
     StrategyContext,
     StrategyState,
 )
-from ._capabilities import DescribesPendingWork, HasEstimator, HasHeadWindow, ReadsSummaries, ShardsMessages
+from ._capabilities import DescribesPendingWork, FollowsStoredState, HasEstimator, HasHeadWindow, ReadsSummaries, ShardsMessages
 from ._errors import (
     ArgumentTypeError,
     CompressionError,
@@ -40,6 +40,7 @@ __all__ = [
     "ContextStrategy",
     "DescribesPendingWork",
     "FloorUnavailableError",
+    "FollowsStoredState",
     "HasEstimator",
     "HasHeadWindow",
     "Injection",
