@@ -19,6 +19,7 @@ from asides.actors._namespace import NamespaceActor
 from asides.store import text
 from asides.store._model import LogModel
 from asides.strategies import AutobiographicalStrategy, PassthroughStrategy
+from tests.helpers import sibling_store
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ def _row(i: int):
     return [text(f"row {i} " + "word " * 34)]
 
 
-async def _counts(monkeypatch, n: int, reader: str | None, strategy) -> dict[str, object]:
+async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy) -> dict[str, object]:
     counts: collections.Counter[str] = collections.Counter()
 
     def counting(name, original):
@@ -42,7 +43,7 @@ async def _counts(monkeypatch, n: int, reader: str | None, strategy) -> dict[str
     monkeypatch.setattr(NamespaceActor, "check", counting("check", NamespaceActor.check))
     for name in _READS:
         monkeypatch.setattr(LogModel, name, counting(f"read:{name}", getattr(LogModel, name)))
-    async with open_runtime() as rt:
+    async with open_runtime(path) as rt:
         await rt.store.append_messages("main", [("user", tuple(_row(i)), None) for i in range(n)])
         manager = await rt.open_manager("bench", strategy=strategy, view_reader=reader)
         queries: collections.Counter[str] = collections.Counter()
@@ -70,11 +71,12 @@ async def _counts(monkeypatch, n: int, reader: str | None, strategy) -> dict[str
     return {"writes": writes, "write_queries": write_queries, "compile": compile_counts, "compile_queries": compile_queries}
 
 
+@pytest.mark.sqlite_only("counts the queries through the SQLite driver's execute; PostgreSQL's store has another driver")
 @pytest.mark.parametrize("reader", [None, "ann"])
 @pytest.mark.parametrize(
     "make", [PassthroughStrategy, lambda: AutobiographicalStrategy(head_window_tokens=4000, recent_window_tokens=30000)]
 )
-async def test_read_time_checks_per_write_and_per_compile_do_not_grow(monkeypatch, reader, make):
+async def test_read_time_checks_per_write_and_per_compile_do_not_grow(store_path, monkeypatch, reader, make):
     """Seed row 69: "read-time checks per write and per compile at N=${N}". SPEC A6, R5, S3.
 
     Count the reader checks and in-memory store reads of 50 writes (and, under Passthrough with a
@@ -82,9 +84,9 @@ async def test_read_time_checks_per_write_and_per_compile_do_not_grow(monkeypatc
     ann: the counts are the same at both lengths; the writes make one INSERT each and nothing
     else; the compile and its checks make no database query at all. (Autobiographical's compile
     shows its growing pyramid of summaries, so only its writes are counted here.)"""
-    small = await _counts(monkeypatch, 2_000, reader, make())
+    small = await _counts(store_path, monkeypatch, 2_000, reader, make())
     monkeypatch.undo()
-    large = await _counts(monkeypatch, 20_000, reader, make())
+    large = await _counts(sibling_store(store_path, "large"), monkeypatch, 20_000, reader, make())
     assert small["writes"] == large["writes"]
     assert small["writes"]["check"] > 0
     assert small["write_queries"] == large["write_queries"] == {"INSERT": 50}
