@@ -62,7 +62,7 @@ from asides import (
 )
 from asides.actors import ModelError, ModelPolicy
 from asides.testing import FailingModel, open_test_runtime
-from tests.helpers import dump
+from tests.helpers import dump, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ STRAYS = {
 
 
 @pytest.mark.parametrize("stray", sorted(STRAYS))
-async def test_a_model_exception_fails_only_its_unit_and_the_host_writes_go_on(stray, autojump_clock, caplog):
+async def test_a_model_exception_fails_only_its_unit_and_the_host_writes_go_on(store_path, stray, autojump_clock, caplog):
     """Ann's model raises (an ``Exception``, a stray ``asyncio.CancelledError`` under Trio,
     ``GeneratorExit``, a ``BaseException`` subclass) on every request while the host writes 200
     messages. Every write completes and is stored; bob's manager, whose model is healthy,
@@ -172,7 +172,7 @@ async def test_a_model_exception_fails_only_its_unit_and_the_host_writes_go_on(s
         return not writing["done"]
 
     broken = FailingModel(lambda number: STRAYS[stray](), fails=timed(fails, times))
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         ann = await rt.open_manager("agents/ann", strategy=memory(), view_reader="ann", model=broken)
         bob = await rt.open_manager("agents/bob", strategy=memory(), view_reader="bob", model=ExtractiveModel())
@@ -195,10 +195,10 @@ async def test_a_model_exception_fails_only_its_unit_and_the_host_writes_go_on(s
 
 
 @pytest.mark.parametrize("stray", sorted(STRAYS))
-async def test_a_hosts_own_tick_gets_a_model_error_for_what_the_model_raised(stray):
+async def test_a_hosts_own_tick_gets_a_model_error_for_what_the_model_raised(store_path, stray):
     """A host's ``tick()`` whose model raises gets ``ModelError`` (an ``AsidesError``) naming
     the exception, with it as the cause; no answer is stored; the runtime goes on."""
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         manager = await rt.open_manager("agents/s", strategy=AskOnTick(), view_reader="ann", model=FailingModel(lambda n: STRAYS[stray]()))
         await manager.add_message("user", [text("hello")])
         with pytest.raises(ModelError) as failed:
@@ -249,12 +249,12 @@ def test_under_asyncio_a_stray_exception_from_a_model_does_not_end_the_hosts_blo
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-async def test_an_interrupt_from_a_model_propagates_from_a_hosts_tick(interrupt):
+async def test_an_interrupt_from_a_model_propagates_from_a_hosts_tick(store_path, interrupt):
     """``KeyboardInterrupt`` and ``SystemExit`` raised by a model are not a unit's failure: a
     host's ``tick()`` raises them as they are, and they leave the runtime's block."""
     seen: list[BaseException] = []
     with pytest.raises(interrupt):
-        async with open_test_runtime() as rt:
+        async with open_test_runtime(store_path) as rt:
             manager = await rt.open_manager("agents/s", strategy=AskOnTick(), view_reader="ann", model=FailingModel(interrupt))
             await manager.add_message("user", [text("hello")])
             try:
@@ -266,13 +266,13 @@ async def test_an_interrupt_from_a_model_propagates_from_a_hosts_tick(interrupt)
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-async def test_an_interrupt_from_a_model_in_a_background_drain_ends_the_runtime(interrupt):
+async def test_an_interrupt_from_a_model_in_a_background_drain_ends_the_runtime(store_path, interrupt):
     """``KeyboardInterrupt`` or ``SystemExit`` raised by a model in a background drain is not
     retried: it ends the runtime's block, stopping the host as it writes, as that exception."""
     model = FailingModel(interrupt)
     written = 0
     with pytest.raises(interrupt):
-        async with open_test_runtime() as rt:
+        async with open_test_runtime(store_path) as rt:
             room = await rt.open_manager("room", strategy=PassthroughStrategy())
             await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
             await write_conversation(room)
@@ -300,12 +300,12 @@ class InterruptsWhileTheHostWaits:
         raise KeyboardInterrupt("from the model, while the host awaits drain()")
 
 
-async def interrupted_while_awaiting_drain() -> tuple[BaseException, InterruptsWhileTheHostWaits]:
-    """Run a host that awaits ``drain()`` while its model raises ``KeyboardInterrupt``; what left
-    the runtime's block, and the model."""
+async def interrupted_while_awaiting_drain(path: str) -> tuple[BaseException, InterruptsWhileTheHostWaits]:
+    """Run a host that awaits ``drain()`` while its model raises ``KeyboardInterrupt``, on a
+    fresh store at ``path``; what left the runtime's block, and the model."""
     model = InterruptsWhileTheHostWaits()
     try:
-        async with open_test_runtime() as rt:
+        async with open_test_runtime(path) as rt:
             room = await rt.open_manager("room", strategy=PassthroughStrategy())
             manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
             await write_conversation(room)
@@ -316,14 +316,14 @@ async def interrupted_while_awaiting_drain() -> tuple[BaseException, InterruptsW
     raise AssertionError("the runtime's block ended without the interrupt")
 
 
-async def test_an_interrupt_from_a_model_while_the_host_awaits_drain_leaves_as_itself():
+async def test_an_interrupt_from_a_model_while_the_host_awaits_drain_leaves_as_itself(store_path):
     """A host awaiting ``drain()`` when the model raises ``KeyboardInterrupt`` in the background
     drain: the runtime's block raises that ``KeyboardInterrupt``, not retried, and not a group
     holding a ``BrokenResourceError`` from the host's own call (as it once did when the
     namespace actor's task had ended first). That depended on the order the scheduler ran the
     tasks, so the run is repeated."""
-    for _ in range(8):
-        outcome, model = await interrupted_while_awaiting_drain()
+    for run in range(8):
+        outcome, model = await interrupted_while_awaiting_drain(sibling_store(store_path, f"run{run}"))
         assert type(outcome) is KeyboardInterrupt, repr(outcome)
         assert len(model.requests) == 1
 
@@ -392,7 +392,7 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
         assert all("'agents/s'" in m and "'main'" in m for m in rejections)
 
 
-async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(autojump_clock):
+async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(store_path, autojump_clock):
     """An empty answer, then good ones: the retry comes after a back-off (at least half the first
     step; before the fix it came at once), and the memory is written from the good answer."""
     times: list[float] = []
@@ -406,7 +406,7 @@ async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(autojum
     class Model:
         complete = staticmethod(respond)
 
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=Model())
@@ -494,10 +494,10 @@ async def test_a_model_without_complete_is_refused_at_open_runtime(model, tmp_pa
 
 
 @pytest.mark.parametrize("model", ["claude", 42, object()], ids=["str", "int", "object"])
-async def test_a_model_without_complete_is_refused_at_open_manager(model):
+async def test_a_model_without_complete_is_refused_at_open_manager(store_path, model):
     """``open_manager(model=...)`` with an object that has no ``complete`` is refused naming
     ``open_manager``; nothing is written (no claim) and the namespace may be opened after."""
-    async with open_test_runtime() as rt:
+    async with open_test_runtime(store_path) as rt:
         before = dump(rt.store)
         with pytest.raises(ArgumentTypeError) as refused:
             await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
