@@ -1,4 +1,4 @@
-"""What the parts of ``ContextManager`` (its background work, its branch moves) share: the
+"""What the parts of ``ContextManager`` (its edits, reads and compiles, background work, branch moves) share: the
 attributes the manager holds and the methods each part calls on the others, declared once."""
 
 from __future__ import annotations
@@ -6,10 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..store._blocks import ContentBlock
     from ..store._sqlite import SqliteStore
     from ..store._views import MessageView, ViewFilter
     from ..strategies._base import ContextStrategy, StrategyContext
     from ..strategies._models import Model
+    from ._compiled import AssemblyCache
     from ._drains import Drain
     from ._manager import Derivation
     from ._namespace import NamespaceActor
@@ -39,6 +43,7 @@ class ManagerParts:
     _epoch: int
     _drain: Drain | None
     _answers: int
+    _assembly: AssemblyCache
 
     if TYPE_CHECKING:
 
@@ -46,6 +51,8 @@ class ManagerParts:
         def model(self) -> Model | None: ...
 
         def _check(self, action: str, *, started: bool = True) -> None: ...
+
+        def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]: ...
 
         def _context(
             self, *, preview: bool = False, strategy: ContextStrategy | None = None, view: MessageView | None = None
