@@ -23,8 +23,9 @@ from ..store._groups import collapsing
 from ..store._messages import Message
 from ..store._model import MISSING, BranchInfo
 from ..store._names import check_branch, check_optional_reader
+from ..store._open import open_store
 from ..store._pg_rows import FromElsewhere
-from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent, open_store
+from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
 from ..store._views import ViewFilter, reader_view
 from ..strategies._base import NAMESPACE_KEYS, ContextStrategy
 from ..strategies._models import Model

@@ -44,7 +44,8 @@ from ._errors import (
 )
 from ._messages import Message
 from ._model import BranchInfo
-from ._sqlite import SqliteStore, open_store
+from ._open import open_store
+from ._sqlite import SqliteStore
 from ._views import MessageView, ViewFilter, reader_body, reader_view
 
 __all__ = [

@@ -1,0 +1,88 @@
+"""Opening a store: a SQLite file (read whole, checked, then opened for writing in WAL mode) or,
+for a ``postgresql://`` URL, a store shared by many processes (store/_postgres.py)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from ._drivers import open_driver
+from ._errors import InvalidArgumentError, StoreCorruptError, StoreFailedError
+from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
+from ._groups import collapsing
+from ._model import LogModel, RecordTypeError
+from ._sqlite import SCHEMA, SELECT_ROWS, SqliteStore
+
+__all__ = ["open_store"]
+
+
+@asynccontextmanager
+async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[SqliteStore]:
+    """Open (creating) the store at ``path`` for the duration of the block.
+
+    With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
+    this works while a writer (another process, or a runtime in this one) holds the store, and
+    every write raises :class:`StoreReadOnlyError`. The store is read as it is at the open. A
+    missing file is refused with ``StoreFailedError``.
+
+    Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
+    the block flushes the pending commit and closes the file. ``synchronous`` is SQLite's
+    setting in WAL mode: ``NORMAL`` survives a process crash (``kill -9``); ``FULL`` also
+    survives a power loss, at a cost per commit. On PostgreSQL, ``NORMAL`` commits with
+    ``synchronous_commit = off`` and ``FULL`` with the server's setting (docs/postgres.md).
+    """
+    if synchronous not in ("NORMAL", "FULL"):
+        raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
+    if path.startswith(("postgresql://", "postgres://")):  # a shared store (docs/postgres.md)
+        from ._postgres import open_postgres_store
+
+        async with open_postgres_store(path, read_only=read_only, synchronous=synchronous) as shared:
+            yield shared
+        return
+    if read_only and (path == ":memory:" or path.startswith("file:")):
+        raise InvalidArgumentError("path", "a read-only open needs the path of a store file")
+    if read_only and not os.path.isfile(path):
+        raise StoreFailedError(f"no store file at {path!r}; a read-only open creates nothing")
+    lock = None if read_only else lock_store_file(path)
+    try:
+        async with collapsing(), open_driver(path, read_only=read_only, inline_commits=synchronous == "NORMAL") as driver:
+            # The file is read whole before anything in it changes (store/_file_checks.py).
+            try:
+                await driver.execute("PRAGMA busy_timeout=5000")
+                version, has_log = await check_store_file(driver, path)
+                rows = await driver.execute(SELECT_ROWS) if has_log else []
+            except sqlite3.Error as exc:
+                raise open_error(path, exc) from exc
+            model = LogModel()
+            try:
+                model.replay(rows)
+            except RecordTypeError as exc:
+                raise StoreCorruptError(path, str(exc)) from None
+            del rows
+            if not read_only:
+                try:
+                    await driver.execute("PRAGMA journal_mode=WAL")
+                    await driver.execute(f"PRAGMA synchronous={synchronous}")
+                    await driver.execute(SCHEMA)
+                    if version == 0:
+                        await driver.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+                except sqlite3.Error as exc:
+                    raise open_error(path, exc) from exc
+                has_log = True
+            store = SqliteStore(path, driver, model, read_only=read_only)
+            store._has_log = has_log
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(store._committer)
+                try:
+                    yield store
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await store._shutdown()
+                store._closed = True
+    finally:
+        unlock_store_file(lock)
+
