@@ -12,7 +12,7 @@ SQLite runs as one implicit transaction; a batch too large for one statement is 
 batch committed. If a commit fails, the store stops: every later call raises
 :class:`StoreFailedError`, so memory and disk never disagree.
 
-All of the SQLite store's SQL lives in this module. Connections sit behind the small ``Driver``
+The SQLite store's SQL lives in this module (the open's settings in store._open). Connections sit behind the small ``Driver``
 interface (``store._drivers``): under Trio a dedicated thread owning a ``sqlite3`` connection
 (small ``NORMAL`` commits run on the loop's thread), under asyncio aiosqlite. Its events are in
 ``store._events``, the file's checks and process lock in ``store._file_checks``.
