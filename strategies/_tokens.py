@@ -40,7 +40,7 @@ def estimate_text(s: str) -> int:
     """ceil(ASCII characters / 3) + one token per non-ASCII character."""
     if s.isascii():
         return -(-len(s) // 3)
-    ascii_count = sum(1 for c in s if c < "\x80")
+    ascii_count = len(s.encode("ascii", "ignore"))  # the characters below U+0080, counted in C
     return -(-ascii_count // 3) + (len(s) - ascii_count)
 
 
