@@ -33,7 +33,13 @@ log = logging.getLogger("asides.store")
 
 RowTuple = tuple[int, str, int, str, str | None, str]
 
-_SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id"
+#: Records after an id, a page at a time. The limit makes the planner walk the primary key in
+#: order: without it, on a log the server has not analysed yet, it expected nearly every row and
+#: planned a sort behind a parallel scan, which cost milliseconds for the few rows a catch-up
+#: reads (measured: 4.4 ms for 3 rows at 28,000 records; 4 writer processes then made 190
+#: commits a second instead of 800).
+_SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
+PAGE_ROWS = 5000
 #: Append rows only if the head still names ``applied``: one statement, so in autocommit mode one
 #: round trip commits it; when another process committed meanwhile it inserts nothing. A batch of
 #: up to :data:`VALUES_ROWS` rows is sent as plain parameters (adapting six arrays costs more than
@@ -133,9 +139,18 @@ class Connection:
         """The server process of this connection (it signs the notifications of its commits)."""
         return int(self._conn.info.backend_pid)
 
-    def rows_after(self, applied: int) -> list[RowTuple]:
-        """Every record with an id above ``applied``, in id order."""
-        return self._conn.execute(_SELECT_AFTER, (applied,)).fetchall()  # type: ignore[no-any-return]
+    def rows_after(self, applied: int, first_page: Sequence[RowTuple] = ()) -> list[RowTuple]:
+        """Every record with an id above ``applied``, in id order (read a page at a time; the
+        log only grows at its end, so the pages join up). ``first_page``: one already read."""
+        rows = list(first_page)
+        page: Sequence[RowTuple] = first_page
+        if not first_page:
+            page = self._conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS)).fetchall()
+            rows = list(page)
+        while len(page) == PAGE_ROWS:
+            page = self._conn.execute(_SELECT_AFTER, (page[-1][0], PAGE_ROWS)).fetchall()
+            rows.extend(page)
+        return rows
 
     def rows_with_ids(self, ids: list[int]) -> list[RowTuple]:
         return self._conn.execute(  # type: ignore[no-any-return]
@@ -159,8 +174,9 @@ class Connection:
             with conn.pipeline():
                 conn.execute("BEGIN")
                 head = conn.execute("SELECT last_id FROM asides_head WHERE singleton FOR UPDATE")
-                after = conn.execute(_SELECT_AFTER, (applied,))
-            return int(head.fetchone()[0]), after.fetchall()
+                after = conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS))
+            first_page = after.fetchall()
+            return int(head.fetchone()[0]), self.rows_after(applied, first_page) if first_page else []
         except BaseException:
             self.rollback()
             raise

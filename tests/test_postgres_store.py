@@ -407,3 +407,30 @@ def test_the_store_works_under_asyncio(pg_url):
             assert a.get_state("main", "k") == 1
 
     anyio.run(scenario, backend="asyncio")
+
+
+async def test_catching_up_reads_the_log_a_page_at_a_time(pg_url, monkeypatch):
+    """Opens, catch-ups and locked commits read what they missed in pages (3 rows here): every
+    record arrives once, in order, whichever way it is read."""
+    from asides.store import _pg_driver
+
+    monkeypatch.setattr(_pg_driver, "PAGE_ROWS", 3)
+    monkeypatch.setattr(postgres_commits, "OPTIMISTIC_ATTEMPTS", 0)  # every commit takes the lock
+
+    async def no_listening(self) -> None:
+        await trio.sleep_forever()
+
+    async with open_store(pg_url) as first:
+        await first.append_messages("main", [("a", (text(f"a{n}"),), None) for n in range(10)])
+    async with open_store(pg_url) as second:  # the open reads 10 records in 4 pages
+        assert [m.content[0].text for m in second.messages("main")] == [f"a{n}" for n in range(10)]
+        async with open_store(pg_url) as third:
+            await third.append_messages("main", [("c", (text(f"c{n}"),), None) for n in range(7)])
+        await second.sync()  # a catch-up of 7 records
+        assert len(second.messages("main")) == 17
+    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+    async with open_store(pg_url) as deaf, open_store(pg_url) as other:
+        await other.append_messages("main", [("o", (text(f"o{n}"),), None) for n in range(8)])
+        message = await deaf.append_message("main", "d", (text("d"),))  # under the lock, after reading 8 in pages
+        assert message.sequence == 26
+        assert [m.sequence for m in deaf.messages("main")] == list(range(1, 27))
