@@ -63,7 +63,10 @@ def describe(url: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         settings = [conn.execute(f"SHOW {name}").fetchone() for name in ("server_version", "synchronous_commit", "fsync")]
     version, synchronous_commit, fsync = (row[0] if row else "?" for row in settings)
-    return f"PostgreSQL {version} (synchronous_commit={synchronous_commit}, fsync={fsync})"
+    return (
+        f"PostgreSQL {version} (server: synchronous_commit={synchronous_commit}, fsync={fsync}; asides' stores commit with "
+        "synchronous_commit=off, their default synchronous=NORMAL; LangGraph's saver with the server's setting)"
+    )
 
 
 class Schemas:
