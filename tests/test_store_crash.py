@@ -182,6 +182,10 @@ class Acknowledged:
     bulk_started: set[int] = attrs.field(factory=set)
     bulk_done: set[int] = attrs.field(factory=set)
 
+    def every_kind(self) -> bool:
+        """Whether a summary, a floor, a context-log copy and an edit were acknowledged yet."""
+        return bool(self.summaries and self.floors and self.copies and self.edits)
+
     def take(self, line: str) -> None:
         kind, *rest = line.split(" ")
         if kind == "A":
@@ -263,7 +267,8 @@ async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
     3,000 messages written as one multi-statement transaction (all or none; all once returned).
     Every fourth round kills while a batch commits (the child prints progress lines while it
     does; the kill comes 0-800 of them after the batch was handed to the store); the others at
-    40-400 acknowledgements. The kill points come from a fixed seed."""
+    40-400 acknowledgements (the last one, also not before every kind of write was acknowledged
+    once). The kill points come from a fixed seed."""
     path = str(tmp_path / "crash.db")
     stderr_path = str(tmp_path / "child.err")
     rng = random.Random(20260101)
@@ -286,7 +291,10 @@ async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
                     started_at = seen
                 if mid_batch and started_at is not None and seen - started_at >= ticks:
                     break
-                if not mid_batch and seen >= wanted:
+                # The last round is killed only once every kind of write was acknowledged at least
+                # once over the run (on a loaded machine the compressor may not have written a
+                # summary by then): its kill then tests them too. 20,000 lines at most.
+                if not mid_batch and seen >= wanted and (round_ < ROUNDS - 1 or acked.every_kind() or seen >= 20_000):
                     break
             kill(proc)
         if mid_batch and round_ not in acked.bulk_done:
@@ -294,7 +302,7 @@ async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
         async with open_store(path) as store:
             check_after_kill(store, acked)
     assert killed_in_batch >= 1, "the premise: some kill landed while a batch was being written"
-    assert acked.summaries and acked.floors and acked.copies and acked.edits, "the premise: every kind of write was acknowledged"
+    assert acked.every_kind(), "the premise: every kind of write was acknowledged"
     async with open_runtime(path) as rt:
         ann = await rt.open_manager(f"memory/{ROUNDS - 1}", strategy=PassthroughStrategy(), view_reader="ann")
         compiled = await ann.compile(max_tokens=10_000_000, reserve_for_response=0)
