@@ -33,7 +33,7 @@ from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._open import open_store
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
-from ._jsonl import parse_json_line, read_lines, refuse_lines
+from ._jsonl import parse_lines
 
 __all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record"]
 
@@ -170,32 +170,25 @@ def _line(obj: dict[str, Any]) -> str:
 
 
 def _parse_dump(source: str) -> list[Record]:
-    lines, problems = read_lines(source, what="records")
-    records: list[Record] = []
     last_id = 0
-    for index, (number, raw) in enumerate(lines):
-        where = f"line {number}"
-        try:
-            obj = parse_json_line(raw, where)
-            if index == 0:
-                if not isinstance(obj, dict) or obj.get(DUMP_HEADER_KEY) != "dump":
-                    raise CliError(
-                        f"{source!r} is not an asides dump (its first line is not {_line(HEADER)}); "
-                        "a file of messages is read by asides import"
-                    )
-                if obj != HEADER:
-                    raise MalformedContentError(where, f"a dump of format {obj.get('format')!r}; this asides reads format {FORMAT}")
-                continue
-            record = line_record(obj, where)
-            if record[0] <= last_id:
-                raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
-            last_id = record[0]
-            records.append(record)
-        except MalformedContentError as exc:
-            problems.append((number, str(exc)))
-    if problems:
-        refuse_lines("restore", source, [problem for _number, problem in sorted(problems)])
-    return records
+
+    def parse(index: int, obj: Any, where: str) -> Record | None:
+        nonlocal last_id
+        if index == 0:
+            if not isinstance(obj, dict) or obj.get(DUMP_HEADER_KEY) != "dump":
+                raise CliError(
+                    f"{source!r} is not an asides dump (its first line is not {_line(HEADER)}); a file of messages is read by asides import"
+                )
+            if obj != HEADER:
+                raise MalformedContentError(where, f"a dump of format {obj.get('format')!r}; this asides reads format {FORMAT}")
+            return None
+        record = line_record(obj, where)
+        if record[0] <= last_id:
+            raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
+        last_id = record[0]
+        return record
+
+    return parse_lines(source, what="records", action="restore", parse=parse)
 
 
 def cmd_restore(args: argparse.Namespace) -> int:

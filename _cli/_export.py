@@ -39,7 +39,7 @@ from ._common import (
     write_out,
     writing_runtime,
 )
-from ._jsonl import parse_json_line, read_lines, refuse_lines
+from ._jsonl import parse_lines
 
 __all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse_message_line"]
 
@@ -142,20 +142,12 @@ def _json_type(value: Any) -> str:
 
 
 def _parse_file(source: str) -> list[Item]:
-    lines, problems = read_lines(source, what="messages")
-    items: list[Item] = []
-    for number, raw in lines:
-        where = f"line {number}"
-        try:
-            obj = parse_json_line(raw, where)
-            if number == lines[0][0] and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "dump":
-                raise CliError(f"{source!r} is a dump of a whole store, not a messages file; restore it with asides restore")
-            items.append(parse_message_line(obj, where))
-        except MalformedContentError as exc:
-            problems.append((number, str(exc)))
-    if problems:
-        refuse_lines("import", source, [problem for _number, problem in sorted(problems)])
-    return items
+    def parse(index: int, obj: Any, where: str) -> Item:
+        if index == 0 and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "dump":
+            raise CliError(f"{source!r} is a dump of a whole store, not a messages file; restore it with asides restore")
+        return parse_message_line(obj, where)
+
+    return parse_lines(source, what="messages", action="import", parse=parse)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..store._errors import MalformedContentError
 from ._common import CliError
 
-__all__ = ["read_lines", "parse_json_line", "refuse_lines"]
+__all__ = ["parse_lines", "read_lines", "parse_json_line", "refuse_lines"]
+
+T = TypeVar("T")
 
 
 def read_lines(source: str, *, what: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
@@ -39,6 +42,27 @@ def read_lines(source: str, *, what: str) -> tuple[list[tuple[int, str]], list[t
         shown = "stdin" if source == "-" else repr(source)
         raise CliError(f"{shown} holds no {what} (it is empty); nothing was written and no store was created")
     return lines, problems
+
+
+def parse_lines(source: str, *, what: str, action: str, parse: Callable[[int, Any, str], T | None]) -> list[T]:
+    """Every line of ``source`` (:func:`read_lines`) as JSON (:func:`parse_json_line`), through
+    ``parse(index, value, where)``, which returns what to keep (``None``: nothing) or raises
+    ``MalformedContentError``. Every line is read; when any is malformed, the whole file is
+    refused naming each one (:func:`refuse_lines`, for ``action``)."""
+    lines, problems = read_lines(source, what=what)
+    kept: list[T] = []
+    for index, (number, raw) in enumerate(lines):
+        where = f"line {number}"
+        try:
+            value = parse(index, parse_json_line(raw, where), where)
+        except MalformedContentError as exc:
+            problems.append((number, str(exc)))
+            continue
+        if value is not None:
+            kept.append(value)
+    if problems:
+        refuse_lines(action, source, [problem for _number, problem in sorted(problems)])
+    return kept
 
 
 def _read_bytes(source: str) -> bytes:
