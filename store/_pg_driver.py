@@ -139,16 +139,19 @@ class Connection:
         """The server process of this connection (it signs the notifications of its commits)."""
         return int(self._conn.info.backend_pid)
 
-    def rows_after(self, applied: int, first_page: Sequence[RowTuple] = ()) -> list[RowTuple]:
+    def rows_after(self, applied: int) -> list[RowTuple]:
         """Every record with an id above ``applied``, in id order (read a page at a time; the
-        log only grows at its end, so the pages join up). ``first_page``: one already read."""
-        rows = list(first_page)
-        page: Sequence[RowTuple] = first_page
-        if not first_page:
-            page = self._conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS)).fetchall()
-            rows = list(page)
+        log only grows at its end, so the pages join up)."""
+        return self._pages_from(self._page_after(applied))
+
+    def _page_after(self, applied: int) -> list[RowTuple]:
+        return self._conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
+
+    def _pages_from(self, page: list[RowTuple]) -> list[RowTuple]:
+        """``page`` and every record after it, when it is a full page."""
+        rows = list(page)
         while len(page) == PAGE_ROWS:
-            page = self._conn.execute(_SELECT_AFTER, (page[-1][0], PAGE_ROWS)).fetchall()
+            page = self._page_after(page[-1][0])
             rows.extend(page)
         return rows
 
@@ -175,8 +178,7 @@ class Connection:
                 conn.execute("BEGIN")
                 head = conn.execute("SELECT last_id FROM asides_head WHERE singleton FOR UPDATE")
                 after = conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS))
-            first_page = after.fetchall()
-            return int(head.fetchone()[0]), self.rows_after(applied, first_page) if first_page else []
+            return int(head.fetchone()[0]), self._pages_from(after.fetchall())
         except BaseException:
             self.rollback()
             raise
