@@ -58,6 +58,21 @@ MARKER = re.compile(r"M\d+x\d+")
 READERS = ("ann", "bob", "cleo")
 
 
+def _outputs_until_done(children: list[Child]) -> list[list[str]]:
+    """Each child's lines up to its ``DONE``; every child is closed afterwards."""
+    outputs: list[list[str]] = []
+    try:
+        for child in children:
+            lines = []
+            while (line := child.expect(timeout=300)) != "DONE":
+                lines.append(line)
+            outputs.append(lines)
+    finally:
+        for child in children:
+            child.close()
+    return outputs
+
+
 def _final_contents(outputs: list[list[str]]) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
     """Acknowledged messages' sequences, and their contents after the last acknowledged edit
     (each process edits only its own messages, so its last line for a message is the last word)."""
@@ -127,16 +142,7 @@ def test_four_processes_writing_compiling_and_draining_keep_every_invariant(pg_u
     several compress one namespace, see the test below)."""
     compress = {0: "ann", 1: "bob", 2: "cleo", 3: ""}
     children = [Child("work", pg_url, str(i), str(MESSAGES), compress[i]) for i in range(WRITERS)]
-    outputs: list[list[str]] = []
-    try:
-        for child in children:
-            lines = []
-            while (line := child.expect(timeout=300)) != "DONE":
-                lines.append(line)
-            outputs.append(lines)
-    finally:
-        for child in children:
-            child.close()
+    outputs = _outputs_until_done(children)
     sequences, contents = _final_contents(outputs)
     assert len(sequences) == WRITERS * MESSAGES, "zero lost acknowledged writes"
     assert any(line.startswith("E ") for lines in outputs for line in lines), "the premise: some edits went through"
@@ -242,16 +248,7 @@ def test_several_processes_compressing_one_namespace_keep_one_memory(pg_url):
     memory is whole (each chunk summarised once, no two chunks overlapping), and the stateful
     test's invariants hold."""
     children = [Child("work", pg_url, str(i), str(MESSAGES), "ann,bob") for i in range(SHARED_COMPRESSORS)]
-    outputs: list[list[str]] = []
-    try:
-        for child in children:
-            lines = []
-            while (line := child.expect(timeout=300)) != "DONE":
-                lines.append(line)
-            outputs.append(lines)
-    finally:
-        for child in children:
-            child.close()
+    outputs = _outputs_until_done(children)
     found = rows(pg_url)
     check_sequences(found)
     for reader in ("ann", "bob"):
