@@ -32,6 +32,7 @@ from ._messages import Message
 from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
 from ._names import check_branch
 from ._records import (
+    EncodedMessage,
     StoredEdit,
     blocks_to_store,
     body_may_hold_audience,
@@ -189,18 +190,28 @@ class LogModel:
         encoded = [encode_message(*item) for item in items]
         messages: list[Message] = []
         rows: list[Row] = []
-        for participant, content, frozen, stamp, body in encoded:
+        for item in encoded:
             record_id = self._take_id()
-            branch.head += 1
-            message = Message(str(record_id), branch.head, participant, content, frozen, stamp)
-            self._owner.set(int(message.id), branch, len(branch.own))
-            branch.own.append(message)
-            branch.own_ids.append(record_id)
-            branch.own_seqs.append(branch.head)
-            self._note_content(branch, content, body)
-            messages.append(message)
-            rows.append(Row(record_id, branch.name, branch.head, MESSAGE, None, body))
+            messages.append(self._add_message(branch, record_id, branch.head + 1, item))
+            rows.append(Row(record_id, branch.name, branch.head, MESSAGE, None, item[4]))
         return messages, rows
+
+    def replay_message(self, record_id: int, branch_name: str, seq: int, encoded: EncodedMessage) -> Message:
+        """Replay a committed message record from ``encode_message``'s encoding of it, as
+        :meth:`replay` would from its body, without decoding the body again."""
+        self.next_id = max(self.next_id, record_id + 1)
+        return self._add_message(self._branch(branch_name), record_id, seq, encoded)
+
+    def _add_message(self, branch: Branch, record_id: int, seq: int, encoded: EncodedMessage) -> Message:
+        participant, content, frozen, stamp, body = encoded
+        branch.head = max(branch.head, seq)
+        message = Message(str(record_id), seq, participant, content, frozen, stamp)
+        self._owner.set(record_id, branch, len(branch.own))
+        branch.own.append(message)
+        branch.own_ids.append(record_id)
+        branch.own_seqs.append(seq)
+        self._note_content(branch, content, body)
+        return message
 
     def append_message(
         self,

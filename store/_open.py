@@ -85,4 +85,3 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
                 store._closed = True
     finally:
         unlock_store_file(lock)
-

@@ -7,7 +7,7 @@ how and why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -15,6 +15,7 @@ import anyio
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._pg_driver import Connection, is_connection_error
 from ._pg_rows import PendingWrite, RowTuple, number_rows
+from ._records import EncodedMessage
 
 if TYPE_CHECKING:
     from ._model import LogModel
@@ -29,6 +30,10 @@ T = TypeVar("T")
 #: does it take the lock, which it holds across two round trips and a replay: under contention
 #: (several processes writing at once) lock holders queue behind one another.
 OPTIMISTIC_ATTEMPTS = 3
+#: The first pause before an idle store reconnects to go on hearing other processes' commits,
+#: and the longest (the pause doubles after each failed attempt).
+RELISTEN_FIRST = 0.05
+RELISTEN_MAX = 5.0
 
 
 class Sync:
@@ -55,7 +60,8 @@ class Committer:
         _syncs: list[Sync]
         _catch_up_wanted: bool
         _closing: bool
-        _wake: anyio.Event
+        _idle_scope: anyio.CancelScope | None
+        _relisten_delay: float
         _applied: int
         _announced: int
 
@@ -66,22 +72,54 @@ class Committer:
 
         async def _call(self, fn: Callable[..., T], *args: Any) -> T: ...
 
-        async def _ensure_connection(self) -> Connection: ...
+        async def _ensure_connection(self, delays: Sequence[float] = ...) -> Connection: ...
 
         def _drop_connection(self) -> None: ...
 
-        def _apply(self, rows: Sequence[RowTuple], *, elsewhere: bool = True) -> None: ...
+        def _apply(
+            self, rows: Sequence[RowTuple], *, elsewhere: bool = True, encoded: Mapping[int, EncodedMessage] | None = None
+        ) -> None: ...
 
     def _wake_up(self) -> None:
-        self._wake.set()
+        """Have the committer look for work (it is idle, or will look before it idles)."""
+        if self._idle_scope is not None:
+            self._idle_scope.cancel()
+
+    def _hear(self, newest: int) -> None:
+        """Another process committed records up to ``newest``: catch up with them."""
+        if newest > self._applied:
+            self._announced = max(self._announced, newest)
+            self._catch_up_wanted = True
+
+    async def _idle(self) -> None:
+        """Wait for work: queued writes and syncs (they wake it), closing, or another process's
+        commit announced on the connection. With the connection lost, reconnect (which catches
+        up with what was missed meanwhile) after a pause that grows to :data:`RELISTEN_MAX`."""
+        with anyio.CancelScope() as scope:
+            self._idle_scope = scope
+            try:
+                connection = self._connection
+                if connection is None or connection.broken:
+                    await anyio.sleep(self._relisten_delay)
+                    self._relisten_delay = min(self._relisten_delay * 2, RELISTEN_MAX)
+                    await self._ensure_connection((0.0,))
+                else:
+                    await connection.wait_for_notifications()
+                self._relisten_delay = RELISTEN_FIRST
+            except Exception as exc:
+                self._drop_connection()
+                log.warning("listening to %s failed (%r); trying again in %.2f s", self.path, exc, self._relisten_delay)
+            finally:
+                self._idle_scope = None
 
     async def _committer(self) -> None:
         while True:
+            if self._connection is not None:
+                self._hear(self._connection.announced)
             if not (self._pending or self._syncs or self._catch_up_wanted):
                 if self._closing:
                     return
-                await self._wake.wait()
-                self._wake = anyio.Event()
+                await self._idle()
                 continue
             writes, self._pending = self._pending, []
             syncs, self._syncs = self._syncs, []
@@ -180,7 +218,9 @@ class Committer:
                 return False
             rows = number_rows(self._model, self._applied + 1, accepted)
             try:
-                done = await self._call(connection.append_if_head, self._applied, rows)
+                done = await connection.append_if_head_here(self._applied, rows)
+                if done is None:
+                    done = await self._call(connection.append_if_head, self._applied, rows)
             except Exception as exc:
                 if not is_connection_error(exc):
                     raise
@@ -212,7 +252,13 @@ class Committer:
 
     def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
         self.commits += 1
-        self._apply(rows, elsewhere=False)
+        encoded = {
+            record_id: row.encoded
+            for write in accepted
+            for record_id, row in zip(write.ids, write.rows, strict=True)
+            if row.encoded is not None
+        }
+        self._apply(rows, elsewhere=False, encoded=encoded)
         for write in accepted:
             write.done.set()
 

@@ -1,5 +1,6 @@
-"""The PostgreSQL connections of one store: psycopg 3's synchronous connection, used from one
-worker thread at a time, and a listening connection watched from the event loop.
+"""The PostgreSQL connection of one store: psycopg 3's synchronous connection, used from one
+worker thread at a time, except for its commits and its listening, which the event loop drives
+itself (``_pg_nonblocking``).
 
 Why a thread and not psycopg's ``AsyncConnection``: the async connection runs on asyncio only.
 Under Trio it needs trio-asyncio, which works only if trio-asyncio was imported before psycopg
@@ -12,22 +13,24 @@ Every method of :class:`Connection` is synchronous and runs in the worker thread
 round trip (statements are pipelined), and each either completes or raises a psycopg error,
 leaving no transaction open behind it.
 
-The listening connection is not driven by a thread: :class:`Listener` waits on its socket with
-anyio and reads notifications with libpq's non-blocking calls.
+The same connection listens for other processes' commits (``LISTEN``): its own commits'
+notifications then come back in the commit's own answer, and are dropped, instead of waking a
+second connection (and its server process) for every commit. While the store is idle, the event
+loop waits on the connection's socket (:meth:`Connection.wait_for_notifications`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from ._pg_nonblocking import encode_params, run_prepared
 from ._pg_schema import CHANNEL, prepare_schema
 
-__all__ = ["Connection", "Listener", "connect", "is_connection_error"]
+__all__ = ["Connection", "connect", "is_connection_error"]
 
 log = logging.getLogger("asides.store")
 
@@ -69,6 +72,16 @@ def _positional(n: int) -> str:
 
 #: Index 0: the array form; index n: the form for n rows.
 _APPEND_STATEMENTS = [_APPEND_IF_HEAD.replace("{rows}", _UNNEST)] + [_positional(n) for n in range(1, VALUES_ROWS + 1)]
+
+
+def _numbered(statement: str) -> bytes:
+    """``statement`` with libpq's numbered placeholders instead of psycopg's ``%s``."""
+    parts = statement.split("%s")
+    return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts)).encode()
+
+
+#: The forms for 1 to VALUES_ROWS rows, as prepared on the event loop's side (index n: n rows).
+_PREPARED_APPENDS = [b""] + [_numbered(_positional(n)) for n in range(1, VALUES_ROWS + 1)]
 #: How long a session may sit inside a transaction (holding the write lock) before the server
 #: ends it: a stalled process cannot stop every other writer for longer than this.
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -129,6 +142,41 @@ class Connection:
         self._conn = conn
         self.schema = schema
         self.in_transaction = False
+        self._prepared: set[bytes] = set()
+        self._own_pid = int(conn.info.backend_pid)
+        self._prefix = schema + ":"
+        #: The newest record id another process's commit announced on this connection (0: none).
+        self.announced = 0
+        conn.add_notify_handler(lambda notify: self._note(notify.pid, notify.payload))
+
+    def _note(self, pid: int, payload: str) -> None:
+        """Take a notification: another process committed up to the id it names (this store's
+        own commits, and other stores' in the same database, are not news)."""
+        if pid == self._own_pid or not payload.startswith(self._prefix):
+            return
+        newest = payload[len(self._prefix) :]
+        if newest.isdigit():
+            self.announced = max(self.announced, int(newest))
+
+    def _take_notifications(self) -> None:
+        """Take the notifications libpq has read and not handed out yet."""
+        pgconn = self._conn.pgconn
+        while (notify := pgconn.notifies()) is not None:
+            self._note(notify.be_pid, notify.extra.decode("utf-8", "replace"))
+
+    async def wait_for_notifications(self) -> None:
+        """Return once the server sent something on this idle connection (notifications, now
+        taken into :attr:`announced`). Raises ``psycopg.OperationalError`` when the connection
+        is lost. Only while no other call uses the connection."""
+        import psycopg
+
+        pgconn = self._conn.pgconn
+        self._take_notifications()
+        await anyio.wait_readable(pgconn.socket)
+        pgconn.consume_input()
+        if pgconn.status != psycopg.pq.ConnStatus.OK:
+            raise psycopg.OperationalError("the connection to the store was lost")
+        self._take_notifications()
 
     @property
     def broken(self) -> bool:
@@ -167,6 +215,21 @@ class Connection:
         """Commit ``rows`` if no record was committed after ``applied``; whether it did."""
         cursor = self._conn.execute(*_append_statement(rows, applied))
         return bool(cursor.rowcount == len(rows))
+
+    async def append_if_head_here(self, applied: int, rows: Sequence[RowTuple]) -> bool | None:
+        """:meth:`append_if_head`, run from the event loop's thread (``_pg_nonblocking``); ``None``
+        when these rows cannot go this way (too many, or a NUL character), and nothing was sent."""
+        if not 0 < len(rows) <= VALUES_ROWS:
+            return None
+        params = encode_params((rows[-1][0], applied, *(value for row in rows for value in row)))
+        if params is None:
+            return None
+        name = b"asides_append_%d" % len(rows)
+        sql = None if name in self._prepared else _PREPARED_APPENDS[len(rows)]
+        result = await run_prepared(self._conn.pgconn, name, params, sql=sql)
+        self._prepared.add(name)
+        self._take_notifications()
+        return int(result.command_tuples or 0) == len(rows)
 
     def lock(self, applied: int) -> tuple[int, list[RowTuple]]:
         """Begin a transaction holding the write lock; returns the newest id and the records
@@ -232,56 +295,9 @@ def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", 
         if synchronous == "NORMAL" and not _sets_synchronous_commit(url):
             conn.execute("SET synchronous_commit = off")
         schema = prepare_schema(conn, where, create=create)
-        return Connection(conn, schema)
+        connection = Connection(conn, schema)
+        conn.execute(f"LISTEN {CHANNEL}")  # before any catch-up, so that no commit falls between
+        return connection
     except BaseException:
         conn.close()
         raise
-
-
-class Listener:
-    """A connection that listens for commits to the store (``LISTEN``), read from the event loop
-    without a thread: anyio waits for its socket, libpq reads what arrived without blocking."""
-
-    def __init__(self, conn: Any, schema: str) -> None:
-        self._conn = conn
-        self._prefix = schema + ":"
-
-    @classmethod
-    async def open(cls, url: str, schema: str) -> Listener:
-        def start() -> Any:
-            conn = _open(url, 5.0)
-            try:
-                conn.execute(f"LISTEN {CHANNEL}")
-            except BaseException:
-                conn.close()
-                raise
-            return conn
-
-        return cls(await anyio.to_thread.run_sync(start), schema)
-
-    async def next_head(self, own_pid: Callable[[], int | None]) -> int:
-        """Wait for the next commit notification of this store from another connection than the
-        one whose server process is ``own_pid()``; returns the newest id it names (the highest,
-        if several arrived). Raises a psycopg error when the connection is lost."""
-        import psycopg
-
-        pgconn = self._conn.pgconn
-        while True:
-            newest = -1
-            while (note := pgconn.notifies()) is not None:
-                if note.be_pid == own_pid():
-                    continue  # this process's own commit: its committer replays it
-                payload = note.extra.decode("utf-8", "replace")
-                if payload.startswith(self._prefix) and payload[len(self._prefix) :].isdigit():
-                    newest = max(newest, int(payload[len(self._prefix) :]))
-            if newest >= 0:
-                return newest
-            await anyio.wait_readable(pgconn.socket)
-            pgconn.consume_input()
-            if pgconn.status != psycopg.pq.ConnStatus.OK:
-                raise psycopg.OperationalError("the listening connection was lost")
-
-    async def aclose(self) -> None:
-        conn = self._conn
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(conn.close)

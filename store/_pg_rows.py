@@ -22,9 +22,9 @@ import attrs
 
 from ._blocks import ContentBlock, content_to_json
 from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
-from ._messages import Message, freeze_metadata
+from ._messages import Message
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
-from ._records import blocks_to_store, encodable
+from ._records import EncodedMessage, blocks_to_store, encodable, encode_message
 
 __all__ = [
     "BranchCreatedElsewhere",
@@ -81,6 +81,9 @@ class PendingRow:
     ref: str | None
     body: str
     fork: int | None = None
+    #: A message record's encoding, which the model takes as it is once the record is committed
+    #: by this process (instead of decoding the body again).
+    encoded: EncodedMessage | None = attrs.field(default=None, eq=False)
 
 
 @attrs.define(eq=False)
@@ -109,13 +112,8 @@ class PendingWrite:
 def message_row(
     branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None, timestamp: float | None
 ) -> PendingRow:
-    frozen = freeze_metadata(metadata)
-    stamp = time.time() if timestamp is None else float(timestamp)
-    body = json.dumps(
-        {"participant": participant, "content": content_to_json(blocks_to_store(content)), "metadata": dict(frozen), "timestamp": stamp},
-        ensure_ascii=False,
-    )
-    return PendingRow(branch, MESSAGE, None, encodable(body, "content"))
+    encoded = encode_message(participant, content, metadata, timestamp)
+    return PendingRow(branch, MESSAGE, None, encoded[4], encoded=encoded)
 
 
 def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
@@ -154,10 +152,14 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) 
     return rows
 
 
-def apply_rows(model: LogModel, rows: Sequence[RowTuple], *, elsewhere: bool = False) -> list[StoreEvent]:
+def apply_rows(
+    model: LogModel, rows: Sequence[RowTuple], *, elsewhere: bool = False, encoded: Mapping[int, EncodedMessage] | None = None
+) -> list[StoreEvent]:
     """Replay committed ``rows`` (in id order) into ``model``; returns the store events they make,
     consecutive messages (or states) on one branch in one event, as the writes that made them.
-    With ``elsewhere`` (another process committed them) the events are the ``...Elsewhere`` kinds."""
+    With ``elsewhere`` (another process committed them) the events are the ``...Elsewhere`` kinds.
+    ``encoded`` holds, by record id, the encodings of messages this process wrote (see
+    :meth:`LogModel.replay_message`)."""
     appended, edited, written, created = (
         (MessagesAppendedElsewhere, MessageEditedElsewhere, StatesWrittenElsewhere, BranchCreatedElsewhere)
         if elsewhere
@@ -179,11 +181,16 @@ def apply_rows(model: LogModel, rows: Sequence[RowTuple], *, elsewhere: bool = F
         current = None
 
     for row in rows:
-        record_id, branch, _seq, kind, ref, _body = row
+        record_id, branch, seq, kind, ref, _body = row
         if (branch, kind) != current:
             flush()
         before = model.get(branch, ref) if kind == EDIT and ref is not None and model.has_branch(branch) else None
         known = kind == BRANCH or model.has_branch(branch)
+        given = encoded.get(record_id) if encoded and kind == MESSAGE and known else None
+        if given is not None:
+            current = (branch, kind)
+            messages.append(model.replay_message(record_id, branch, seq, given))
+            continue
         model.replay([row])
         if not known:
             continue  # the model logged and ignored it

@@ -46,9 +46,10 @@ from ._groups import collapsing
 from ._messages import Message, check_message_items
 from ._model import BranchInfo, LogModel, Row
 from ._names import check_branch
-from ._pg_commit import Committer, Sync, failure
-from ._pg_driver import Connection, Listener, connect, is_connection_error
+from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
+from ._pg_driver import Connection, connect, is_connection_error
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
+from ._records import EncodedMessage
 from ._sqlite import SqliteStore, _check_json_values
 from ._worker import WorkerThread
 
@@ -104,7 +105,8 @@ class PostgresStore(Committer, SqliteStore):
         self._pending: list[PendingWrite] = []
         self._syncs: list[Sync] = []
         self._catch_up_wanted = False
-        self._wake = anyio.Event()
+        self._idle_scope: anyio.CancelScope | None = None
+        self._relisten_delay = RELISTEN_FIRST
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0
         self._announced = 0
@@ -117,9 +119,9 @@ class PostgresStore(Committer, SqliteStore):
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(fn, *args)
 
-    async def _ensure_connection(self) -> Connection:
-        """The connection, reconnecting (bounded retries) if it was lost; a new connection first
-        catches up, since notifications may have been missed meanwhile."""
+    async def _ensure_connection(self, delays: Sequence[float] = RECONNECT_DELAYS) -> Connection:
+        """The connection, reconnecting if it was lost (an attempt after each of ``delays``); a
+        new connection first catches up, since notifications may have been missed meanwhile."""
         current = self._connection
         if current is not None and not current.broken:
             return current
@@ -127,7 +129,7 @@ class PostgresStore(Committer, SqliteStore):
         if current is not None:
             await self._call(current.close)
         error: BaseException | None = None
-        for delay in RECONNECT_DELAYS:
+        for delay in delays:
             if delay:
                 await anyio.sleep(delay)
             try:
@@ -141,7 +143,7 @@ class PostgresStore(Committer, SqliteStore):
             log.info("reconnected to %s", self.path)
             self._apply(await self._call(fresh.rows_after, self._applied))
             return fresh
-        raise StoreFailedError(f"cannot reach the store {self.path!r} after {len(RECONNECT_DELAYS)} attempts: {error}") from error
+        raise StoreFailedError(f"cannot reach the store {self.path!r} after {len(delays)} attempt(s): {error}") from error
 
     def _writer_pid(self) -> int | None:
         connection = self._connection
@@ -154,14 +156,14 @@ class PostgresStore(Committer, SqliteStore):
 
     # -- replaying committed records ---------------------------------------------------------
 
-    def _apply(self, rows: Sequence[RowTuple], *, elsewhere: bool = True) -> None:
+    def _apply(self, rows: Sequence[RowTuple], *, elsewhere: bool = True, encoded: Mapping[int, EncodedMessage] | None = None) -> None:
         """Replay committed records (in id order) into the model and tell the listeners; records
         caught up with are another process's (``elsewhere``), or, rarely, this process's own
-        commit whose answer was lost with its connection."""
+        commit whose answer was lost with its connection. ``encoded``: see ``apply_rows``."""
         fresh = [row for row in rows if row[0] > self._applied]
         if not fresh:
             return
-        events = apply_rows(self._model, fresh, elsewhere=elsewhere)
+        events = apply_rows(self._model, fresh, elsewhere=elsewhere, encoded=encoded)
         self._applied = fresh[-1][0]
         self._announced = max(self._announced, self._applied)
         for event in events:
@@ -303,33 +305,6 @@ class PostgresStore(Committer, SqliteStore):
         self._closing = True
         self._wake_up()
 
-    async def _listen(self) -> None:
-        """Hear of other processes' commits; reconnect (and catch up) when the listening
-        connection is lost. Runs until cancelled."""
-        delay = 0.05
-        while True:
-            try:
-                listener = await Listener.open(self.url, self._schema)
-            except Exception as exc:
-                log.warning("cannot listen to %s (%r); retrying in %.2f s", self.path, exc, delay)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            delay = 0.05
-            try:
-                self._catch_up_wanted = True  # commits made while nobody listened
-                self._wake_up()
-                while True:
-                    newest = await listener.next_head(self._writer_pid)
-                    if newest > self._applied:
-                        self._announced = max(self._announced, newest)
-                        self._catch_up_wanted = True
-                        self._wake_up()
-            except Exception as exc:
-                log.warning("the listening connection to %s was lost (%r); reconnecting", self.path, exc)
-            finally:
-                await listener.aclose()
-
 
 @asynccontextmanager
 async def open_postgres_store(url: str, *, read_only: bool = False, synchronous: str = "NORMAL") -> AsyncIterator[PostgresStore]:
@@ -356,19 +331,11 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
             del rows
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(store._committer)
-                listening = anyio.CancelScope()
-
-                async def listen() -> None:
-                    with listening:
-                        await store._listen()
-
-                tasks.start_soon(listen)
                 try:
                     yield store
                 finally:
                     with anyio.CancelScope(shield=True):
                         await store._shutdown()
-                    listening.cancel()
             store._closed = True
     finally:
         store._closed = True

@@ -16,6 +16,7 @@ from ._errors import ArgumentTypeError, MalformedContentError
 from ._messages import Message, freeze_metadata
 
 __all__ = [
+    "EncodedMessage",
     "StoredEdit",
     "blocks_to_store",
     "body_may_hold_audience",
@@ -39,7 +40,7 @@ def encodable(body: str, path: str) -> str:
     try:
         body.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start:exc.end]!r})") from None
+        raise MalformedContentError(path, f"text must be valid Unicode (found {exc.object[exc.start : exc.end]!r})") from None
     return body
 
 
@@ -69,9 +70,13 @@ def blocks_to_store(content: object) -> tuple[ContentBlock, ...]:
     return blocks
 
 
+#: A message record ready to apply: participant, blocks, metadata, timestamp and body.
+EncodedMessage = tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, str]
+
+
 def encode_message(
     participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None, timestamp: float | None
-) -> tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, str]:
+) -> EncodedMessage:
     """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
     before anything changes, if any of them cannot be stored)."""
     blocks = blocks_to_store(content)

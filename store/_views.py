@@ -164,9 +164,7 @@ class MessageView:
         shown_uses = {b.id for b in shown if isinstance(b, ToolUseBlock)}
         shown_results = {b.tool_use_id for b in shown if isinstance(b, ToolResultBlock)}
         uses = tuple(b.id for b in stored.content if isinstance(b, ToolUseBlock) and b.id not in shown_uses)
-        results = tuple(
-            b.tool_use_id for b in stored.content if isinstance(b, ToolResultBlock) and b.tool_use_id not in shown_results
-        )
+        results = tuple(b.tool_use_id for b in stored.content if isinstance(b, ToolResultBlock) and b.tool_use_id not in shown_results)
         if uses or results:
             self._hidden_of[stored.id] = (uses, results)
             self._hidden_uses.update(uses)
@@ -272,9 +270,7 @@ class MessageView:
 
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
-        return self._read(
-            lambda: self._plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop])
-        )
+        return self._read(lambda: self._plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop]))
 
     def _built_position(self, message_id: str) -> int | None:
         stored = self._model.get(self.branch, message_id)

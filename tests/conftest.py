@@ -55,3 +55,11 @@ def store_path(request: pytest.FixtureRequest, asides_store_path: str) -> str:
     if backend == "postgres":
         return str(request.getfixturevalue("pg_cluster").fresh_url())
     return asides_store_path
+
+
+@pytest.fixture
+def deaf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL stores opened in this test hear no notifications (``helpers.make_deaf``)."""
+    from helpers import make_deaf
+
+    make_deaf(monkeypatch)

@@ -135,9 +135,15 @@ def dump(store: Any) -> dict[str, Any]:
     for info in store.branches():
         out[info.name] = {
             "info": (info.parent, info.fork_sequence, info.head),
-            "messages": [
-                (m.id, m.sequence, m.participant, m.content, dict(m.metadata)) for m in store.messages(info.name)
-            ],
+            "messages": [(m.id, m.sequence, m.participant, m.content, dict(m.metadata)) for m in store.messages(info.name)],
             "state": store.state_items(info.name),
         }
     return out
+
+
+def make_deaf(monkeypatch: Any) -> None:
+    """PostgreSQL stores opened after this hear no notifications of other processes' commits: a
+    store then learns of them only when it commits, syncs or reconnects."""
+    from asides.store._postgres import PostgresStore
+
+    monkeypatch.setattr(PostgresStore, "_hear", lambda self, newest: None)

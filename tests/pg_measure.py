@@ -146,6 +146,7 @@ def store(url: str) -> None:
     for name, runs in rounds.items():
         print(f"{name:<28} {statistics.median(r[0] for r in runs):>15.0f} {statistics.median(r[1] for r in runs):>24.0f}")
 
+
 def main() -> None:
     if len(sys.argv) >= 4 and sys.argv[1] == "variant":
         print(json.dumps(_variant(sys.argv[2], sys.argv[3])))

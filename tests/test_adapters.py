@@ -130,7 +130,7 @@ RATE_LIMITED = anthropic_error(
     "rate_limit_error", "This request would exceed the rate limit for your organization of 50 requests per minute."
 )
 OVERLOADED = anthropic_error("overloaded_error", "Overloaded")
-BAD_REQUEST = anthropic_error("invalid_request_error", "messages: roles must alternate between \"user\" and \"assistant\"")
+BAD_REQUEST = anthropic_error("invalid_request_error", 'messages: roles must alternate between "user" and "assistant"')
 
 
 def openai_completion(
@@ -493,9 +493,7 @@ async def test_openai_response_parsing(openai_sdk: Any) -> None:
     )
 
 
-TOOL_CALLS = [
-    {"id": "call_abc123", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\":\"Paris\"}"}}
-]
+TOOL_CALLS = [{"id": "call_abc123", "type": "function", "function": {"name": "get_weather", "arguments": '{"location":"Paris"}'}}]
 
 
 @pytest.mark.parametrize(

@@ -39,9 +39,7 @@ def test_two_readers_and_reopen_under_asyncio(store_path):
         async with open_runtime(path) as rt:
             ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
             async with rt.manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob") as bob:
-                message = await ann.add_message(
-                    "user", [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, both.")]
-                )
+                message = await ann.add_message("user", [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, both.")])
                 assert message.sequence == 3  # two claims, then the message
                 for manager, own in ((ann, "[for ann]"), (bob, "[for bob]")):
                     compiled = await manager.compile()

@@ -393,18 +393,20 @@ async def test_a_tool_call_never_ends_a_chunk_its_result_rides_along(store_path)
     """STRATEGIES 4.4 rule 2, 1.3, SPEC C3: a chunk never closes after a message holding a tool call
     waiting for its result: the 4th message (a call) reaches the target and the count, but the
     chunk closes one message later, holding the result too."""
-    items = convo(3) + [
-        ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
-        ("user", [tool_result("t1", "r".ljust(10, "."))]),
-    ] + convo(5, start=5)
+    items = (
+        convo(3)
+        + [
+            ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
+            ("user", [tool_result("t1", "r".ljust(10, "."))]),
+        ]
+        + convo(5, start=5)
+    )
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         model = fake_model()
         m = await opened(rt, auto(target=25), model)
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:5]), ids(msgs[5:9])]
-        assert target_of(model.requests[0]) == [
-            body(0), body(1), body(2), '[tool call probe {"cost":10}]', "[tool result] r........."
-        ]
+        assert target_of(model.requests[0]) == [body(0), body(1), body(2), '[tool call probe {"cost":10}]', "[tool result] r........."]
 
 
 async def test_the_trailing_open_chunk_renders_raw_and_never_compresses(store_path):
@@ -524,10 +526,14 @@ async def test_a_head_that_shrinks_when_a_result_arrives_chunks_the_call_with_it
     fits and the head is m0 alone. Messages written one by one (the manager syncing after each)
     must chunk exactly as when the whole conversation is seen at once: [call, result, m3, m4]
     closes, the compile is m0, its recall pair, then m5, m6 raw, and no stub is needed."""
-    items = convo(1) + [
-        ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
-        ("user", [tool_result("t1", "r" * 10)]),
-    ] + convo(4, start=3)
+    items = (
+        convo(1)
+        + [
+            ("assistant", [tool_use("t1", "probe", {"cost": 10})]),
+            ("user", [tool_result("t1", "r" * 10)]),
+        ]
+        + convo(4, start=3)
+    )
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, items)
         at_once = await opened(rt, auto(target=25, head=25), fake_model(), ns="agents/at-once")
@@ -564,7 +570,12 @@ async def test_coverage_holds_when_the_head_shrinks_after_a_close(store_path):
         listed = covered | {ref for kind, ref in layout(compiled) if kind == "raw"}
         assert listed == {x.id for x in m.get_all_messages()}
         assert layout(compiled) == [
-            ("raw", marker.id), ("summary", "L1-2"), ("summary", "L1-1"), ("summary", "L1-3"), ("raw", call.id), ("raw", result.id)
+            ("raw", marker.id),
+            ("summary", "L1-2"),
+            ("summary", "L1-1"),
+            ("summary", "L1-3"),
+            ("raw", call.id),
+            ("raw", result.id),
         ]
 
 
@@ -650,7 +661,13 @@ async def test_levels_go_on_merging_beyond_three(store_path):
         model = fake_model()
         m = await opened(rt, auto(target=25, merge_threshold=2), model)
         assert sorted(summary_ids(m), key=lambda s: int(s.split("-")[1])) == [f"L1-{n}" for n in range(1, 9)] + [
-            "L2-9", "L2-10", "L2-11", "L2-12", "L3-13", "L3-14", "L4-15"
+            "L2-9",
+            "L2-10",
+            "L2-11",
+            "L2-12",
+            "L3-13",
+            "L3-14",
+            "L4-15",
         ]
         assert len(model.requests) == 15
         assert m.get_summary("L2-10").message_ids == ids(msgs[8:16])
@@ -1156,7 +1173,9 @@ async def _coverage_scenario(path: str, scenario: Any) -> None:
         compiled = await m.preview_context(**BIG)
         real = await m.compile(**BIG)
         assert (real.messages, real.provenance.entries, real.token_estimate) == (
-            compiled.messages, compiled.provenance.entries, compiled.token_estimate
+            compiled.messages,
+            compiled.provenance.entries,
+            compiled.token_estimate,
         )
         counts: dict[str, int] = {}
         rendered: list[str] = []
@@ -1276,7 +1295,12 @@ async def test_over_budget_compile_raises_with_the_region_totals_and_writes_noth
             await m.compile(max_tokens=100, reserve_for_response=10)
         err = info.value
         assert (err.budget, err.needed, err.head_tokens, err.middle_tokens, err.recent_tokens, err.pending_chunks) == (
-            90, 140, 20, 100, 20, 2
+            90,
+            140,
+            20,
+            100,
+            20,
+            2,
         )
         assert str(err) == (
             f"compile for {NS} on main needs 140 tokens but the budget is 90 (max_tokens 100 less reserve_for_response 10; "
@@ -1641,14 +1665,14 @@ async def test_reopening_a_store_resumes_exactly(store_path):
         assert m.get_summaries_in_range() == before_summaries
         after = await m.compile(**BIG)
         assert (after.messages, after.provenance.entries, after.token_estimate) == (
-            before.messages, before.provenance.entries, before.token_estimate
+            before.messages,
+            before.provenance.entries,
+            before.token_estimate,
         )
         assert dump(rt.store) == stored
         await write(rt, convo(4, start=18))
         await settle(m)
-        assert sorted(summary_ids(m), key=lambda s: int(s.split("-")[1])) == [
-            "L1-1", "L1-2", "L1-3", "L2-4", "L1-5", "L2-6", "L3-7"
-        ]
+        assert sorted(summary_ids(m), key=lambda s: int(s.split("-")[1])) == ["L1-1", "L1-2", "L1-3", "L2-4", "L1-5", "L2-6", "L3-7"]
         assert m.get_summary("L1-5").message_ids == ids(msgs[12:16])
         assert m.get_summary("L3-7").message_ids == ids(msgs[:16])
         assert len(model.requests) == 3
@@ -1908,10 +1932,7 @@ async def test_generated_transition_opening_is_cut_at_8000_characters(store_path
         await m.reset_head_window()
         opening = "\n".join(f"user: {c * 3000}" for c in "abc")
         assert text_of(model.requests[0].messages[0]) == (
-            TRANSITION_REQUEST
-            + "\n\nOpening of the conversation:\n\n"
-            + opening[:8000]
-            + "\n[...truncated...]\n\nWrite only the note."
+            TRANSITION_REQUEST + "\n\nOpening of the conversation:\n\n" + opening[:8000] + "\n[...truncated...]\n\nWrite only the note."
         )
 
 

@@ -97,7 +97,7 @@ PRIVATE = [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, 
 
 
 async def test_row35_derived_child_compiles_for_parents_reader_records_it_and_reopens(store_path):
-    """"derives a child that compiles for the parent's reader, records it on its branch, and reopens with it"
+    """ "derives a child that compiles for the parent's reader, records it on its branch, and reopens with it"
 
     Seed row 35; SPEC R9, A1.5, 3.2. ann's manager derives a child: ``child.view_reader`` is ann,
     the child's branch records ann, its compile is ann's view; ``reopen_derived`` (after the
@@ -123,7 +123,7 @@ async def test_row35_derived_child_compiles_for_parents_reader_records_it_and_re
 
 
 async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_namespaces_reader(store_path):
-    """"derives, from a manager opened with no reader on a claimed namespace, a child that compiles
+    """ "derives, from a manager opened with no reader on a claimed namespace, a child that compiles
     for the namespace's reader, live and reopened"
 
     Seed row 36; SPEC R9, R3, A1, A1.5. ann claims ``agents/x``; a manager opened there with no
@@ -144,7 +144,7 @@ async def test_row36_no_reader_parent_on_claimed_namespace_derives_child_for_nam
 
 
 async def test_row37_child_from_before_the_first_record_records_the_namespaces_reader(store_path):
-    """"records the namespace's reader on an inspection's child from before the first record"
+    """ "records the namespace's reader on an inspection's child from before the first record"
 
     Seed row 37; SPEC R9, R4, R3, S2. Adaptation: the "inspection" is ``derive(at_sequence=...)``
     at a point before ann's claim. A parent opened with no reader after the claim compiles for
@@ -174,7 +174,7 @@ async def test_row37_child_from_before_the_first_record_records_the_namespaces_r
 
 
 async def test_row38_child_records_what_the_head_records_a_cleared_record_included(store_path):
-    """"records on a child what the namespace records at the parent's head, a cleared record included"
+    """ "records on a child what the namespace records at the parent's head, a cleared record included"
 
     Seed row 38; SPEC R9, R7, E. Adaptations: SPEC defines no cleared record (in the seed, null
     means unclaimed). (a) A head that records nothing: the no-reader parent's child records
@@ -215,7 +215,7 @@ async def test_row38_child_records_what_the_head_records_a_cleared_record_includ
 
 
 async def test_row39_derive_refused_where_head_held_by_another_reader(store_path):
-    """"refuses a derive whose head another reader holds, before it writes the child's branch"
+    """ "refuses a derive whose head another reader holds, before it writes the child's branch"
 
     Seed row 39; SPEC R1, R2, R5, D1. Adaptation (D1): a manager stands on a head another reader
     holds only (a) when it compiles for no reader and bob claimed the namespace after it opened
@@ -247,7 +247,7 @@ async def test_row39_derive_refused_where_head_held_by_another_reader(store_path
 
 
 async def test_row40_derive_refused_over_unreadable_head_record_with_and_without_reader(store_path):
-    """"refuses a derive over a head record that isn't a reader's name, with a reader and without one"
+    """ "refuses a derive over a head record that isn't a reader's name, with a reader and without one"
 
     Seed row 40; SPEC R7, R2, E. (a) White-box, as test_reader_claims row 25 (c): every public
     door onto an unreadable record (open, switch) is refused first, so the namespace actor's
@@ -284,7 +284,7 @@ async def test_row40_derive_refused_over_unreadable_head_record_with_and_without
 
 
 async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_strategy(store_path):
-    """"derive and fork with a viewReader, after close() and after a failed setStrategy"
+    """ "derive and fork with a viewReader, after close() and after a failed setStrategy"
 
     Seed row 71 (probe zz-derive-fence-reader); SPEC D4, R2, R9, 3.2. Changed by SPEC D4: where
     the seed's derive went through (making the branch and writing ann's record), here, like
@@ -322,7 +322,7 @@ async def test_row71_derive_and_fork_with_reader_after_close_and_failed_set_stra
 
 
 async def test_row11_edit_rewrites_copies_as_each_reader_sees_them_and_drops_unseen(store_path):
-    """"writes an edit's copies in the context log as the reader sees them, and drops them where it sees nothing"
+    """ "writes an edit's copies in the context log as the reader sees them, and drops them where it sees nothing"
 
     Seed row 11; SPEC P2, A2. Three namespaces on main keep copies of one message: ann's, bob's
     and one with no reader, each holding the message as its reader sees it, beside a note with
@@ -334,9 +334,7 @@ async def test_row11_edit_rewrites_copies_as_each_reader_sees_them_and_drops_uns
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
         plain = await rt.open_manager("agents/plain", strategy=PassthroughStrategy())
-        message = await ann.add_message(
-            "user", [text("ann part", ["ann"]), text("bob part", ["bob"]), text("hello all")]
-        )
+        message = await ann.add_message("user", [text("ann part", ["ann"]), text("bob part", ["bob"]), text("hello all")])
         notes = {}
         for manager, copy in (
             (ann, [text("ann part"), text("hello all")]),

@@ -167,9 +167,7 @@ def test_demo_reports_a_leak_and_exits_3(capsys, monkeypatch):
 def test_demo_as_a_user_runs_it():
     """``python -m asides demo`` in a subprocess (the console script calls the same main)."""
     env = dict(os.environ, COLUMNS="120")
-    result = subprocess.run(
-        [sys.executable, "-m", "asides", "demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
+    result = subprocess.run([sys.executable, "-m", "asides", "demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert NO_LEAK in result.stdout
 
@@ -191,7 +189,15 @@ def test_inspect_json_reports_branches_namespaces_readers_floors_and_summaries(c
     assert isinstance(alt["fork_sequence"], int) and 0 < alt["fork_sequence"] <= main_branch["head"]
     for branch in (main_branch, alt):
         assert {
-            "name", "parent", "fork_sequence", "head", "messages", "messages_with_audience", "derivation", "namespaces", "other_records"
+            "name",
+            "parent",
+            "fork_sequence",
+            "head",
+            "messages",
+            "messages_with_audience",
+            "derivation",
+            "namespaces",
+            "other_records",
         } <= set(branch)
 
     namespaces = {ns["namespace"]: ns for ns in main_branch["namespaces"]}
@@ -498,9 +504,7 @@ async def test_a_write_to_a_store_another_process_holds_is_one_line_and_exits_1(
     dump.write_text('{"asides":"dump","format":1}\n', encoding="utf-8")
     async with open_runtime(built):
         for argv in (["import", built, str(source), "--append"], ["restore", built, str(dump)]):
-            result = await trio.run_process(
-                [sys.executable, "-m", "asides", *argv], capture_stdout=True, capture_stderr=True, check=False
-            )
+            result = await trio.run_process([sys.executable, "-m", "asides", *argv], capture_stdout=True, capture_stderr=True, check=False)
             err = result.stderr.decode()
             assert result.returncode == 1, err
             assert "open in another process" in one_error_line(err)

@@ -51,9 +51,7 @@ def with_path(argv: list[str], path: str) -> list[str]:
 
 
 def test_reads_of_a_store_another_process_holds_work_and_change_nothing(built):  # noqa: F811
-    holder = subprocess.Popen(
-        [sys.executable, HOLDER, built, "--hold"], stdout=subprocess.PIPE, text=True, cwd=ROOT
-    )
+    holder = subprocess.Popen([sys.executable, HOLDER, built, "--hold"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         ready = holder.stdout.readline() if holder.stdout else ""
         assert ready.startswith("READY"), ready

@@ -107,9 +107,7 @@ def test_inspect_into_a_pipe_keeps_each_row_on_one_line(long_names):
 def closed_pipe(*argv: str) -> tuple[int, str, str]:
     """Run asides with its stdout read for one line and then closed; the exit code, the line and
     what it printed on stderr."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "asides", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
-    )
+    process = subprocess.Popen([sys.executable, "-m", "asides", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     assert process.stdout is not None and process.stderr is not None
     first = process.stdout.readline().decode()
     process.stdout.close()
@@ -136,8 +134,6 @@ def test_a_closed_pipe_ends_an_export_quietly(capsys, tmp_path):
 
 
 def test_head_in_a_shell_pipeline_sees_one_line_and_no_error():
-    result = subprocess.run(
-        f"{sys.executable} -m asides demo | head -1", shell=True, capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    result = subprocess.run(f"{sys.executable} -m asides demo | head -1", shell=True, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert len(result.stdout.splitlines()) == 1
     assert result.stderr == ""

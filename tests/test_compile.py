@@ -263,9 +263,7 @@ async def test_provenance_kinds_raw_bodies_and_a_repair_entry(store_path):
                 ],
             )
         for make in (PassthroughStrategy, WindowedPassthroughStrategy):
-            async with rt.manager(
-                f"agents/ann-{make.name}", strategy=make(), view_reader="ann", view_filter=no_results_of_t2
-            ) as ann:
+            async with rt.manager(f"agents/ann-{make.name}", strategy=make(), view_reader="ann", view_filter=no_results_of_t2) as ann:
                 compiled = await ann.compile(**BIG, message_injections=[MessageInjection("user", [text("now")])])
             entries = compiled.provenance.entries
             assert [(e.kind, e.message_ids) for e in entries] == [
@@ -392,9 +390,7 @@ async def test_passthrough_selects_the_longest_fitting_suffix(store_path, costs,
     message alone does not fit."""
     async with open_runtime(store_path) as rt:
         async with rt.manager("agents/ann", strategy=PassthroughStrategy(estimator=chars), view_reader="ann") as m:
-            stored = await write_all(
-                m, [("user" if i % 2 else "assistant", [text(str(i % 10) * cost)]) for i, cost in enumerate(costs)]
-            )
+            stored = await write_all(m, [("user" if i % 2 else "assistant", [text(str(i % 10) * cost)]) for i, cost in enumerate(costs)])
             before = dump(rt.store)
             for call in (m.compile, m.preview_context):
                 compiled = await call(max_tokens=budget + 7, reserve_for_response=7)

@@ -374,9 +374,7 @@ async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(sto
         assert texts and all(t.startswith("ANN-SUMMARY#") for t in texts)
         assert any(markers(t) for t in texts), "ann's manager compresses her view"
 
-        claim_logs = [
-            r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("asides")
-        ]
+        claim_logs = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("asides")]
         assert any("agents/s" in m and "'ann'" in m and "claimed" in m for m in claim_logs), claim_logs
 
         for call in (lambda: stale.compile(**BIG), stale.drain, stale.tick):
@@ -408,9 +406,11 @@ class OneRequest:
     async def tick(self, ctx) -> bool:
         messages = [m for m in ctx.view.get_all()]
         await ctx.mark_compression_read(max((m.sequence for m in messages), default=0))
-        completion = await ctx.model.complete(CompletionRequest(messages=tuple(
-            CompiledMessage("user", tuple(b for b in m.content if isinstance(b, TextBlock))) for m in messages
-        )))
+        completion = await ctx.model.complete(
+            CompletionRequest(
+                messages=tuple(CompiledMessage("user", tuple(b for b in m.content if isinstance(b, TextBlock))) for m in messages)
+            )
+        )
         self.answers.append(completion_text(completion))
         await ctx.state.set("one-request/answer", completion_text(completion))
         return True
@@ -675,9 +675,7 @@ async def test_row72_stale_summary_reads_refused_and_other_branch_summaries_unse
 # -- 3. C4 as a property -------------------------------------------------------------------------
 
 READERS = ("ann", "bob", "cleo")
-_AUDIENCES = st.sampled_from(
-    [("ann",), ("bob",), ("cleo",), ("ann", "bob"), ("bob", "cleo"), ("ann", "cleo"), ("ann", "bob", "cleo")]
-)
+_AUDIENCES = st.sampled_from([("ann",), ("bob",), ("cleo",), ("ann", "bob"), ("bob", "cleo"), ("ann", "cleo"), ("ann", "bob", "cleo")])
 _MESSAGE = st.tuples(
     st.sampled_from(["user", "assistant", "carol"]),
     st.lists(_AUDIENCES, max_size=3),  # the private blocks, in order
@@ -858,6 +856,7 @@ async def test_a_failing_model_is_retried_with_backoff_and_never_takes_the_runti
         await manager.drain()
 
         gaps = [b - a for a, b in itertools.pairwise(flaky_times)]
+
         def jittered(observed: list[float], steps: list[float]) -> bool:
             return len(observed) == len(steps) and all(0.5 * s - 1e-6 <= g <= s + 1e-6 for g, s in zip(observed, steps, strict=True))
 

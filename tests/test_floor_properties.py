@@ -164,9 +164,7 @@ READERS = [None, "ann", "bob"]
 NAMESPACES = ["agents/x", "agents/y"]
 
 open_op = st.tuples(st.just("open"), st.integers(0, 1), st.integers(0, 2), st.integers(0, 10))
-edit_op = st.tuples(
-    st.just("edit"), st.integers(0, 10), st.lists(st.integers(0, 3), min_size=1, max_size=2), st.integers(0, 10)
-)
+edit_op = st.tuples(st.just("edit"), st.integers(0, 10), st.lists(st.integers(0, 3), min_size=1, max_size=2), st.integers(0, 10))
 store_ops = st.builds(
     lambda first, rest: first + rest,
     st.lists(open_op, min_size=1, max_size=3),

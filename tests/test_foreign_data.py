@@ -126,9 +126,7 @@ async def test_foreign_data_after_reopen_compiles_for_every_reader(store_path, s
     async with open_runtime(store_path) as rt:
         managers = []
         for reader in READERS:
-            manager = await rt.open_manager(
-                f"ns-{reader}", strategy=STRATEGIES[strategy](), view_reader=reader, model=ExtractiveModel()
-            )
+            manager = await rt.open_manager(f"ns-{reader}", strategy=STRATEGIES[strategy](), view_reader=reader, model=ExtractiveModel())
             managers.append(manager)
             first = await manager.compile(max_tokens=10**6, reserve_for_response=0)
             check.record(reader, first, where=f"{strategy} first compile")

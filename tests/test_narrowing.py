@@ -219,7 +219,7 @@ async def tick_until_idle(manager) -> None:
 
 
 async def test_row41_refused_once_compression_read_message_stays(store_path):
-    """"is refused away from the reader once compression has read the message, and the message stays as it was"
+    """ "is refused away from the reader once compression has read the message, and the message stays as it was"
 
     Seed row 41; SPEC N1, N3, E. ann's Autobiographical manager compresses eight messages (two
     chunks close, one summary request); narrowing message 0 away from ann is refused with
@@ -240,7 +240,7 @@ async def test_row41_refused_once_compression_read_message_stays(store_path):
 
 
 async def test_row42_refused_once_chunk_closed_before_any_request(store_path):
-    """"is refused once a chunk holding the message has closed, before any request reads it"
+    """ "is refused once a chunk holding the message has closed, before any request reads it"
 
     Seed row 42; SPEC N2, N3, C3 (STRATEGIES 4.4 holdback, 5). Four messages close one chunk,
     which is held back, so no model request is ever made; the close raised the floor to the
@@ -259,7 +259,7 @@ async def test_row42_refused_once_chunk_closed_before_any_request(store_path):
 
 
 async def test_row43_refused_while_request_that_may_carry_it_is_out(store_path):
-    """"is refused while a request that may carry the message is out"
+    """ "is refused while a request that may carry the message is out"
 
     Seed row 43; SPEC N2, N3. With the model holding its first request (the level-1 summary of
     the chunk holding message 0, which carries ann's secret 0), narrowing message 0 away from ann
@@ -279,7 +279,7 @@ async def test_row43_refused_while_request_that_may_carry_it_is_out(store_path):
 
 
 async def test_row44_goes_through_on_message_newer_than_compression_read(store_path):
-    """"goes through away from the reader on a message newer than anything compression has read"
+    """ "goes through away from the reader on a message newer than anything compression has read"
 
     Seed row 44; SPEC N3, 3.3.1. After compression, a message added later (its sequence above the
     floor) is narrowed away from ann: one write, id and sequence kept, floor unchanged. At the
@@ -308,7 +308,7 @@ async def test_row44_goes_through_on_message_newer_than_compression_read(store_p
 
 
 async def test_row45_refused_where_another_manager_on_namespace_read_it(store_path):
-    """"is refused where another manager on the namespace has read the message for compression"
+    """ "is refused where another manager on the namespace has read the message for compression"
 
     Seed row 45; SPEC N2, N3. The floor is the namespace's: manager B (ann, passthrough, opened
     first, never compresses) is refused once manager A (ann, Autobiographical) compressed the
@@ -327,7 +327,7 @@ async def test_row45_refused_where_another_manager_on_namespace_read_it(store_pa
 
 
 async def test_row46_refused_after_switch_to_strategy_without_summaries(store_path):
-    """"is refused after a switch to a strategy that keeps no summaries, where compression read the message before"
+    """ "is refused after a switch to a strategy that keeps no summaries, where compression read the message before"
 
     Seed row 46; SPEC N5. After compression, ``set_strategy(PassthroughStrategy())`` does not lift
     the refusal: the floor is namespace state, not the strategy's."""
@@ -344,7 +344,7 @@ async def test_row46_refused_after_switch_to_strategy_without_summaries(store_pa
 
 @pytest.mark.parametrize("kind", ["max_tokens", "raises"])
 async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reopen(store_path, mock_clock, kind):
-    """"is refused after a request that wrote no summary, after a reopen too"
+    """ "is refused after a request that wrote no summary, after a reopen too"
 
     Seed row 47; SPEC N2, N5, C7. The model answers ``max_tokens`` (a rejection; with
     ``l1_attempt_limit=1`` the chunk fails) or raises (the drain backs off, on a clock that does
@@ -370,7 +370,7 @@ async def test_row47_refused_after_request_that_wrote_no_summary_and_after_reope
 
 
 async def test_row48_refused_on_forked_branch_and_decided_per_branch(store_path):
-    """"is refused on a branch forked after compression read the message, and decided on each branch by its own compression"
+    """ "is refused on a branch forked after compression read the message, and decided on each branch by its own compression"
 
     Seed row 48; SPEC N5, S2, D1, R9. Compression on main reads messages 0-7; X, Y, Z are added
     after. ann's compressing manager forks to b (only it moves, D1) and adds W there, closing the
@@ -409,7 +409,7 @@ async def test_row48_refused_on_forked_branch_and_decided_per_branch(store_path)
 
 @pytest.mark.parametrize("strategy", ["autobiographical", "host strategy marking in initialize"])
 async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_messages(store_path, strategy):
-    """"is refused once a chunk holding the message has closed as its strategy starts, over messages another manager added"
+    """ "is refused once a chunk holding the message has closed as its strategy starts, over messages another manager added"
 
     Seed row 49; SPEC N2, N3, C3, 3.3.1. A host's manager in another namespace, with no reader,
     writes eight messages; then ann's manager opens. Autobiographical closes chunks only in work
@@ -426,15 +426,13 @@ async def test_row49_refused_once_chunk_closed_as_strategy_starts_over_others_me
             await ann.drain()
             assert len(records(rt, "agents/ann/autobiographical/chunk/")) == 2
         else:
-            ann = await rt.open_manager(
-                "agents/ann", strategy=Marker(on_init=[messages[7].sequence]), view_reader="ann"
-            )
+            ann = await rt.open_manager("agents/ann", strategy=Marker(on_init=[messages[7].sequence]), view_reader="ann")
         assert rt.store.get_state("main", FLOOR) == messages[7].sequence
         await assert_refused(rt, ann, messages[2].id, away_from_ann(2))
 
 
 async def test_row50_in_a_compile(store_path):
-    """"in a compile" (the seed's variant of row 49: "is refused once a chunk holding the message has closed ... in a compile")
+    """ "in a compile" (the seed's variant of row 49: "is refused once a chunk holding the message has closed ... in a compile")
 
     Seed row 50; SPEC N2, N3, C3. Adaptation: Autobiographical never closes a chunk in a compile
     (STRATEGIES 4.4: select writes nothing), so the part is ported with a host strategy that
@@ -452,7 +450,7 @@ async def test_row50_in_a_compile(store_path):
 
 
 async def test_row51_as_a_compression_hold_is_released(store_path):
-    """"as a compression hold is released" (the seed's variant of row 49)
+    """ "as a compression hold is released" (the seed's variant of row 49)
 
     Seed row 51; SPEC N2, N3, C3 (STRATEGIES 4.4). Adaptation: SPEC has no compression holds. The
     nearest thing it has is the holdback: the newest closed chunk is held from compression until
@@ -477,7 +475,7 @@ async def test_row51_as_a_compression_hold_is_released(store_path):
 
 
 async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chunk(store_path):
-    """"is refused for a message in a closed chunk held back from compression, and for a head message older than a closed chunk"
+    """ "is refused for a message in a closed chunk held back from compression, and for a head message older than a closed chunk"
 
     Seed row 52; SPEC N3, C3. With a head window of two messages, six messages leave four in the
     middle, which close one chunk, held back (no request). A message of that chunk and a head
@@ -485,9 +483,7 @@ async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chun
     newest sequence (STRATEGIES 5: "at or below the floor", held-back chunks included)."""
     model = summarising_model()
     async with open_runtime(store_path, model=model) as rt:
-        ann = await rt.open_manager(
-            "agents/ann", strategy=auto(head_window_tokens=25, estimator=lambda content: 10), view_reader="ann"
-        )
+        ann = await rt.open_manager("agents/ann", strategy=auto(head_window_tokens=25, estimator=lambda content: 10), view_reader="ann")
         messages = await add_shared(ann, 6)
         await ann.drain()
         assert model.requests == []
@@ -500,7 +496,7 @@ async def test_row52_refused_in_held_back_chunk_and_head_message_older_than_chun
 
 
 async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(store_path, mock_clock):
-    """"is refused for a message in a chunk that closed in a rebuild that then failed"
+    """ "is refused for a message in a chunk that closed in a rebuild that then failed"
 
     Seed row 53; SPEC N2, N3, N6. Adaptation: SPEC has no chunk rebuild; the intent is that a
     floor raised before a closing step that then fails is never lowered. Fault injection: writes
@@ -525,9 +521,7 @@ async def test_row53_refused_in_chunk_closed_in_a_step_that_then_failed(store_pa
 async def _l1_summaries_without_floor(rt, count: int = 8) -> list[Any]:
     """A manager with no reader compresses ``agents/ann`` (level 1 only, no holdback): chunks and
     summaries exist and no floor was written (SPEC N2: a manager with no reader writes none)."""
-    nobody = await rt.open_manager(
-        "agents/ann", strategy=auto(hierarchical=False, holdback_chunks=0), model=summarising_model()
-    )
+    nobody = await rt.open_manager("agents/ann", strategy=auto(hierarchical=False, holdback_chunks=0), model=summarising_model())
     messages = await add_shared(nobody, count)
     await nobody.drain()
     assert [s.id for s in nobody.get_summaries_in_range()] == ["L1-1", "L1-2"]
@@ -537,7 +531,7 @@ async def _l1_summaries_without_floor(rt, count: int = 8) -> list[Any]:
 
 
 async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorded_it(store_path):
-    """"is refused for a message a merge has read, where nothing else recorded it"
+    """ "is refused for a message a merge has read, where nothing else recorded it"
 
     Seed row 54; SPEC N2, N3, C3 (STRATEGIES 4.9, 5). A manager with no reader made two level-1
     summaries and wrote no floor (N2). ann's manager then claims the namespace (R8 keeps the
@@ -566,7 +560,7 @@ async def test_row54_refused_for_message_a_merge_read_where_nothing_else_recorde
 
 
 async def test_row55_keeps_floor_when_later_mark_names_older_message(store_path):
-    """"keeps its record of what compression has read when a later mark names an older message"
+    """ "keeps its record of what compression has read when a later mark names an older message"
 
     Seed row 55; SPEC N2. A host strategy marks message 8, then message 3, then 8 again: the floor
     stays at 8's sequence, the lower and equal marks write nothing (the head does not rise), a
@@ -591,7 +585,7 @@ async def test_row55_keeps_floor_when_later_mark_names_older_message(store_path)
 
 
 async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_they_stand(store_path, mock_clock):
-    """"sends no request whose messages the record couldn't first cover, and later requests read the messages as they stand"
+    """ "sends no request whose messages the record couldn't first cover, and later requests read the messages as they stand"
 
     Seed row 56; SPEC N6, N2. Fault injection: floor writes fail. The drain's close unit cannot
     raise the floor, so nothing closes, no request is sent and the chunks wait (pending); a
@@ -622,7 +616,7 @@ async def test_row56_no_request_until_floor_covers_it_then_reads_messages_as_the
 
 
 async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs_later(store_path, mock_clock):
-    """"counts nothing against a merge whose read can't first be recorded, and runs it once one can"
+    """ "counts nothing against a merge whose read can't first be recorded, and runs it once one can"
 
     Seed row 57; SPEC N6 (STRATEGIES 4.9). Two level-1 summaries exist without a floor (a manager
     with no reader made them); ann's manager, with merges on and ``merge_attempt_limit=1``, has
@@ -657,7 +651,7 @@ async def test_row57_merge_whose_read_cannot_be_recorded_counts_nothing_and_runs
 
 
 async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(store_path, mock_clock):
-    """"makes no transition request when what it reads can't first be recorded"
+    """ "makes no transition request when what it reads can't first be recorded"
 
     Seed row 58; SPEC N6, C3 (STRATEGIES 4.12). Fault injection: floor writes fail. ann's
     ``reset_head_window()`` (no text: a generated transition reading the head) raises
@@ -665,9 +659,7 @@ async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(stor
     same call makes one request and stores the note for ann alone."""
     model = summarising_model()
     async with open_runtime(store_path, model=model) as rt:
-        ann = await rt.open_manager(
-            "agents/ann", strategy=auto(head_window_tokens=4000), view_reader="ann"
-        )
+        ann = await rt.open_manager("agents/ann", strategy=auto(head_window_tokens=4000), view_reader="ann")
         messages = await add_shared(ann, 3)
         await ann.drain()
         fault = inject_fault(rt)
@@ -685,7 +677,7 @@ async def test_row58_no_transition_request_when_its_read_cannot_be_recorded(stor
 
 
 async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager(store_path):
-    """"is refused away from another reader, and by a manager compiling for no reader, whatever their summaries"
+    """ "is refused away from another reader, and by a manager compiling for no reader, whatever their summaries"
 
     Seed row 59; SPEC N4, N1. ann's manager, with no floor at all (passthrough) and with one
     (after compression, on a message newer than the floor), is refused an edit taking bob out of
@@ -721,7 +713,7 @@ async def test_row59_refused_away_from_other_reader_and_by_no_reader_manager(sto
 
 
 async def test_row60_refused_where_another_namespace_records_same_reader(store_path):
-    """"is refused away from the reader where another namespace on the branch records the same reader"
+    """ "is refused away from the reader where another namespace on the branch records the same reader"
 
     Seed row 60; SPEC N4. ann's passthrough manager (floor 0) may narrow away from ann while no
     other namespace records ann (a namespace recording bob does not matter); once a second
@@ -738,7 +730,7 @@ async def test_row60_refused_where_another_namespace_records_same_reader(store_p
 
 @pytest.mark.parametrize("record", [42, "", None, ["ann"], Raw("{not json")], ids=record_id)
 async def test_row61_refused_where_another_namespaces_reader_record_unreadable(store_path, record):
-    """"is refused away from the reader where another namespace's reader record can't be read"
+    """ "is refused away from the reader where another namespace's reader record can't be read"
 
     Seed row 61; SPEC N4, R7, E. A reader record of another namespace on main that is not a
     reader's name (seeded foreign data) refuses ann's narrowing away from ann, with no floor;
@@ -754,7 +746,7 @@ async def test_row61_refused_where_another_namespaces_reader_record_unreadable(s
 
 @pytest.mark.parametrize("record", ["7", -1, True, 1.5, None, Raw("{not json")], ids=record_id)
 async def test_row62_refused_when_floor_record_unreadable(store_path, record):
-    """"is refused when the record of what compression has read can't be read"
+    """ "is refused when the record of what compression has read can't be read"
 
     Seed row 62; SPEC N4, E, N2. ann's namespace's floor record is seeded as something that is
     not a sequence: narrowing away from ann is refused, the message unchanged; a compression read
@@ -774,7 +766,7 @@ async def test_row62_refused_when_floor_record_unreadable(store_path, record):
 
 
 async def test_row68_goes_through_under_strategy_without_summaries_while_nothing_read(store_path):
-    """"goes through under a strategy that keeps no summaries while compression has read nothing"
+    """ "goes through under a strategy that keeps no summaries while compression has read nothing"
 
     Seed row 68; SPEC N3, N5. Under passthrough with no floor, narrowing away from ann goes
     through as one write; no floor record is written."""
@@ -826,7 +818,6 @@ async def test_n2_a_manager_with_no_reader_writes_no_floor(store_path):
         assert await nobody.tick()
         assert rt.store.head("main") == head
         assert rt.store.get_state("main", FLOOR) is None
-
 
 
 class StateWriter(Marker):

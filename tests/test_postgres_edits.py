@@ -6,21 +6,8 @@ checks that an edit that cannot settle its rewrites gives up having written noth
 from __future__ import annotations
 
 import pytest
-import trio
 
 from asides import PassthroughStrategy, open_runtime, text
-from asides.store._postgres import PostgresStore
-
-
-@pytest.fixture
-def deaf(monkeypatch):
-    """Stores opened in this test hear no notifications: a runtime learns another's commits only
-    when it commits or syncs, which makes the race below happen every time."""
-
-    async def no_listening(self) -> None:
-        await trio.sleep_forever()
-
-    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
 
 
 def entry_texts(manager) -> list[list[str]]:

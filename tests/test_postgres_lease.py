@@ -20,24 +20,12 @@ from pg_checks import rows
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides.actors import ModelPolicy, open_runtime
-from asides.store._postgres import PostgresStore
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
 from tests.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 NAMESPACE = "agents/s"
 SUMMARIES = f"{NAMESPACE}/autobiographical/summary/"
-
-
-@pytest.fixture
-def deaf(monkeypatch):
-    """Stores opened in this test hear no notifications: a runtime learns of the others' commits
-    only when it commits or syncs, so what the database decides at commit is what is tested."""
-
-    async def no_listening(self) -> None:
-        await trio.sleep_forever()
-
-    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
 
 
 def state_rows(url: str, prefix: str) -> list[tuple[str, Any]]:
@@ -64,9 +52,7 @@ async def until(condition: Callable[[], bool]) -> None:
         await trio.testing.wait_all_tasks_blocked()
 
 
-async def test_a_stalled_holders_late_summary_is_refused_once_another_process_took_the_lease_over(
-    pg_url, deaf, mock_clock, caplog
-):
+async def test_a_stalled_holders_late_summary_is_refused_once_another_process_took_the_lease_over(pg_url, deaf, mock_clock, caplog):
     caplog.set_level(logging.WARNING, logger="asides.actors")
     # ``here`` holds its lease for 30 s while its request is out for longer: what every other
     # process sees of a holder that stalled (no renewal, no release).

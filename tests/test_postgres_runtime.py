@@ -10,28 +10,18 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from helpers import make_deaf
 from pg_checks import rows
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._protocol import Unit
 from asides.store import text
-from asides.store._postgres import PostgresStore
 from asides.strategies._passthrough import PassthroughStrategy
 from tests.test_compression_readers import all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 
 def reader_rows(url: str, key: str) -> list[str]:
     return [row[5] for row in rows(url) if row[3] == "state" and row[4] == key]
-
-
-@pytest.fixture
-def deaf(monkeypatch):
-    """Stores opened in this test hear no notifications."""
-
-    async def no_listening(self) -> None:
-        await trio.sleep_forever()
-
-    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
 
 
 def compiled_texts(compiled) -> list[str]:
@@ -44,11 +34,7 @@ def compiled_texts(compiled) -> list[str]:
 @pytest.mark.parametrize("hearing", [True, False], ids=["listening", "deaf"])
 async def test_racing_opens_in_several_runtimes_make_exactly_one_claim(pg_url, monkeypatch, hearing):
     if not hearing:
-
-        async def no_listening(self) -> None:
-            await trio.sleep_forever()
-
-        monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+        make_deaf(monkeypatch)
     runtimes = 4
     outcomes: dict[str, object] = {}
 
@@ -181,7 +167,7 @@ async def test_a_compile_sees_every_message_committed_before_it_started(pg_url, 
         await theirs.add_message("bob", [text("from elsewhere")])
         first = await mine.compile()
         assert compiled_texts(first) == ["from elsewhere"]
-        message = (await theirs.add_message("bob", [text("second")]))
+        message = await theirs.add_message("bob", [text("second")])
         await theirs.edit_message(message.id, [text("second, edited")])
         assert compiled_texts(await mine.compile()) == ["from elsewhere", "second, edited"]
         assert len(mine.get_all_messages()) == 2  # the synchronous read answers what this runtime has seen

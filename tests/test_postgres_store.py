@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+from helpers import make_deaf
 from pg_checks import check_sequences, execute, rows
 
 from asides.store import (
@@ -309,13 +310,13 @@ async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(
 async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monkeypatch, happened):
     """The connection drops with a commit out: the store reconnects and looks. Written: the
     write returns normally, once. Not written: it is retried once; lost again, it fails."""
-    original = Connection.append_if_head
+    original = Connection.append_if_head_here
     calls = []
 
-    def lose_the_answer(self, applied, rows):
+    async def lose_the_answer(self, applied, rows):
         calls.append(rows)
         if happened:
-            original(self, applied, rows)
+            assert await original(self, applied, rows)
         self._conn.close()
         import psycopg
 
@@ -323,7 +324,7 @@ async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monk
 
     async with open_store(pg_url) as store:
         await store.append_message("main", "alice", (text("one"),))
-        monkeypatch.setattr(Connection, "append_if_head", lose_the_answer)
+        monkeypatch.setattr(Connection, "append_if_head_here", lose_the_answer)
         if happened:
             message = await store.append_message("main", "alice", (text("two"),))
             assert message.sequence == 2
@@ -359,10 +360,7 @@ async def test_a_backup_restores_into_an_empty_shared_store_with_its_ids(pg_url,
 
 
 async def test_a_restore_racing_another_process_writes_nothing_and_stops_the_store(pg_url, monkeypatch):
-    async def no_listening(self) -> None:
-        await trio.sleep_forever()
-
-    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+    make_deaf(monkeypatch)
     backup = [(1, "main", 1, "state", "k", "1")]
     async with open_store(pg_url) as restoring, open_store(pg_url) as other:
         await other.set_state("main", "other", 2)  # restoring has not heard of it
@@ -417,9 +415,6 @@ async def test_catching_up_reads_the_log_a_page_at_a_time(pg_url, monkeypatch):
     monkeypatch.setattr(_pg_driver, "PAGE_ROWS", 3)
     monkeypatch.setattr(postgres_commits, "OPTIMISTIC_ATTEMPTS", 0)  # every commit takes the lock
 
-    async def no_listening(self) -> None:
-        await trio.sleep_forever()
-
     async with open_store(pg_url) as first:
         await first.append_messages("main", [("a", (text(f"a{n}"),), None) for n in range(10)])
     async with open_store(pg_url) as second:  # the open reads 10 records in 4 pages
@@ -428,7 +423,7 @@ async def test_catching_up_reads_the_log_a_page_at_a_time(pg_url, monkeypatch):
             await third.append_messages("main", [("c", (text(f"c{n}"),), None) for n in range(7)])
         await second.sync()  # a catch-up of 7 records
         assert len(second.messages("main")) == 17
-    monkeypatch.setattr(PostgresStore, "_listen", no_listening)
+    make_deaf(monkeypatch)
     async with open_store(pg_url) as deaf, open_store(pg_url) as other:
         await other.append_messages("main", [("o", (text(f"o{n}"),), None) for n in range(8)])
         message = await deaf.append_message("main", "d", (text("d"),))  # under the lock, after reading 8 in pages

@@ -320,9 +320,7 @@ def test_own_call_with_adjacent_result_stays_blocks():
         {
             "role": "assistant",
             "content": "checking",
-            "tool_calls": [
-                {"id": "t1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}
-            ],
+            "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}],
         },
         {"role": "tool", "tool_call_id": "t1", "content": "rain"},
         {"role": "user", "content": "thanks"},
@@ -531,8 +529,13 @@ def test_no_audience_key_anywhere():
     """SPEC 3.3.1: no ``audience`` key anywhere in either form, even for blocks built with one."""
     msgs = [
         m("user", text("hi", audience=["ann"])),
-        m("ann", thinking("hmm", "sig", audience=["ann"]), redacted_thinking("xx", audience=["ann"]),
-          text("a", audience=["ann"]), tool_use("t1", "f", {"k": 1})),
+        m(
+            "ann",
+            thinking("hmm", "sig", audience=["ann"]),
+            redacted_thinking("xx", audience=["ann"]),
+            text("a", audience=["ann"]),
+            tool_use("t1", "f", {"k": 1}),
+        ),
         m("user", tool_result("t1", [text("r")])),
     ]
     out = to_anthropic(msgs, "ann")
@@ -754,6 +757,7 @@ def test_property_every_text_is_kept(msgs):
 
 
 # -- 8. Memories in the agent's own voice; injections; the SDKs' own request types (issue 12) ----
+
 
 def _force(value: Any) -> Any:
     """Walk a pydantic-validated value, iterating the lazy iterables so every item is validated."""

@@ -120,7 +120,7 @@ PRIVATE = [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, 
 
 
 async def test_row18_second_reader_refused_while_first_strategy_starts(store_path):
-    """"refuses a second reader opening while the first one's strategy is still starting"
+    """ "refuses a second reader opening while the first one's strategy is still starting"
 
     Seed row 18; SPEC R6, R1, R2. ann's open is held inside its strategy's ``initialize`` on an
     ``anyio.Event``; meanwhile an open of the same namespace for bob raises ``ReaderClaimError`` at
@@ -156,7 +156,7 @@ async def test_row18_second_reader_refused_while_first_strategy_starts(store_pat
 
 
 async def test_row19_refused_open_registers_and_writes_nothing(store_path):
-    """"refuses another reader before registering anything, auxiliary slots included"
+    """ "refuses another reader before registering anything, auxiliary slots included"
 
     Seed row 19; SPEC R1, R2, 3.3.1, E. A refused open (bob, after ann's claim) writes no record,
     does not raise the sequence (head and dump unchanged) and subscribes nothing: a message added
@@ -182,7 +182,7 @@ async def test_row19_refused_open_registers_and_writes_nothing(store_path):
 
 
 async def test_row21_set_strategy_refused_where_namespace_compiles_for_another_reader(store_path):
-    """"refuses setStrategy on a branch whose namespace compiles for another reader"
+    """ "refuses setStrategy on a branch whose namespace compiles for another reader"
 
     Seed row 21; SPEC R1, R2, R4, R5, D1. Adaptation: with no store cursor (D1) a manager that
     compiles for a reader can never stand on a branch whose record names another reader (its open,
@@ -216,7 +216,7 @@ async def test_row21_set_strategy_refused_where_namespace_compiles_for_another_r
 
 @pytest.mark.parametrize(("first", "second"), [("", None), (None, "")])
 async def test_row22_empty_and_omitted_namespace_share_record_and_context_log(store_path, first, second):
-    """"keeps one record for an empty namespace and an omitted one, which share a context log"
+    """ "keeps one record for an empty namespace and an omitted one, which share a context log"
 
     Seed row 22; SPEC 0 (glossary), R1, P2. A claim through ``namespace=""`` is seen through
     ``None`` and vice versa: another reader is refused there, a no-reader open compiles for the
@@ -238,7 +238,7 @@ async def test_row22_empty_and_omitted_namespace_share_record_and_context_log(st
 
 @pytest.mark.parametrize(("first", "second"), [(None, "default"), ("default", None)])
 async def test_row26_omitted_namespace_and_default_share_record(store_path, first, second):
-    """"keeps one record for an omitted namespace and 'default'"
+    """ "keeps one record for an omitted namespace and 'default'"
 
     Seed row 26; SPEC 0 (glossary), R1. ``None`` and ``"default"`` are one namespace: a claim
     through one refuses bob through the other, and a no-reader open there compiles for ann."""
@@ -252,7 +252,7 @@ async def test_row26_omitted_namespace_and_default_share_record(store_path, firs
 
 
 async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(store_path):
-    """"refuses a fork, a setStrategy and a switch on a record that isn't a reader's name, naming it as such"
+    """ "refuses a fork, a setStrategy and a switch on a record that isn't a reader's name, naming it as such"
 
     Seed row 25; SPEC R7, R2, E. Records are seeded into the files (foreign data).
     (a) Namespace x records ``42`` on main: an open for ann is refused with ``ReaderRecordError``
@@ -328,7 +328,7 @@ async def _assert_not_started(rt, manager) -> None:
 
 
 async def test_row27_failed_start_keeps_the_claim_an_open_a_switch_or_a_fork_wrote(store_path):
-    """"keeps the claim a switch or a fork wrote when the strategy then fails to start there"
+    """ "keeps the claim a switch or a fork wrote when the strategy then fails to start there"
 
     Seed row 27; SPEC R8.1, R1, R2, D4 (SPEC R8.1 settles the seed's open question: the claim
     is kept). A strategy whose ``initialize`` raises:
@@ -377,7 +377,7 @@ async def test_row27_failed_start_keeps_the_claim_an_open_a_switch_or_a_fork_wro
 
 
 async def test_row28_records_reader_refuses_another_no_reader_compiles_for_it(store_path):
-    """"records a namespace's reader and refuses another, while an open with no reader compiles for the namespace's"
+    """ "records a namespace's reader and refuses another, while an open with no reader compiles for the namespace's"
 
     Seed row 28; SPEC R1, R3, A1, A1.5. ann's open records ann (one state write); bob's open is
     refused naming both; an open with no reader answers ``view_reader == "ann"`` and compiles
@@ -400,7 +400,7 @@ async def test_row28_records_reader_refuses_another_no_reader_compiles_for_it(st
 
 
 async def test_row30_no_reader_manager_refused_switch_fork_set_strategy_where_recorded(store_path):
-    """"refuses a manager that compiles for no reader a switch, fork or setStrategy where its namespace records one"
+    """ "refuses a manager that compiles for no reader a switch, fork or setStrategy where its namespace records one"
 
     Seed row 30; SPEC R4, R2, D1. Adaptation (D1): the record comes from another manager on that
     branch. A manager opened with no reader on an unclaimed namespace is refused a switch to a
@@ -435,7 +435,7 @@ async def test_row30_no_reader_manager_refused_switch_fork_set_strategy_where_re
 
 
 async def test_row31_stale_no_reader_manager_refused_compile_preview_tick_edit(store_path):
-    """"refuses a compile, preview, tick or edit once the namespace records a reader the manager doesn't compile for"
+    """ "refuses a compile, preview, tick or edit once the namespace records a reader the manager doesn't compile for"
 
     Seed row 31; SPEC R5, E, D1. Adaptation (D1): the seed's second case (a store switched under
     the manager) is the same as the first here: a manager opened with no reader before ann's
@@ -463,7 +463,7 @@ async def test_row31_stale_no_reader_manager_refused_compile_preview_tick_edit(s
 
 
 async def test_row32_stale_compile_refused_before_host_select_runs(store_path):
-    """"refuses a compile before a host strategy's select runs, once the namespace records a reader the manager doesn't compile for"
+    """ "refuses a compile before a host strategy's select runs, once the namespace records a reader the manager doesn't compile for"
 
     Seed row 32; SPEC R5, F. A host's own strategy under a no-reader manager: its ``select`` runs
     for the compile before ann's claim, and never again once the claim lands (compile and preview
@@ -485,7 +485,7 @@ async def test_row32_stale_compile_refused_before_host_select_runs(store_path):
 
 
 async def test_row33_every_read_through_kept_view_refused_after_claim(store_path):
-    """"refuses every read through a view its strategy holds, once the namespace records a reader the manager doesn't compile for"
+    """ "refuses every read through a view its strategy holds, once the namespace records a reader the manager doesn't compile for"
 
     Seed row 33; SPEC R5, S3, 3.3 (``StrategyContext.view``'s six reads). A strategy keeps
     ``ctx.view`` from its ``select`` under a no-reader manager: ``get_all``, ``get``,

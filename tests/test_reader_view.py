@@ -155,9 +155,7 @@ def assert_tool_pairing(compiled: CompiledContext) -> None:
     and every call is answered in the message right after it."""
     messages = compiled.messages
     for index, message in enumerate(messages):
-        calls_before = (
-            {b.id for b in messages[index - 1].content if isinstance(b, ToolUseBlock)} if index else set()
-        )
+        calls_before = {b.id for b in messages[index - 1].content if isinstance(b, ToolUseBlock)} if index else set()
         for block in message.content:
             if isinstance(block, ToolResultBlock):
                 assert block.tool_use_id in calls_before, (index, shape(compiled))
@@ -180,9 +178,7 @@ async def test_row1_reaches_only_its_readers_compiles(store_path):
             rt.manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob") as bob,
             rt.manager("agents/none", strategy=PassthroughStrategy()) as none,
         ):
-            stored = await ann.add_message(
-                "user", [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, both.")]
-            )
+            stored = await ann.add_message("user", [text("[for ann]", ["ann"]), text("[for bob]", ["bob"]), text("Hello, both.")])
             results = {name: await m.compile(**BIG) for name, m in (("ann", ann), ("bob", bob), ("none", none))}
             assert texts(results["ann"]) == ["[for ann]", "Hello, both."]
             assert texts(results["bob"]) == ["[for bob]", "Hello, both."]
@@ -367,9 +363,7 @@ async def test_row7_raw_bodies_and_completeness_by_the_readers_view(store_path):
                 # a cap of 100 tokens: m3 as stored (~1000 tokens) would be truncated, m3 as ann
                 # sees it is not; m5 is truncated for everyone
                 strategy = WindowedPassthroughStrategy(max_message_tokens=100)
-                async with rt.manager(
-                    f"agents/ann-{label}", strategy=strategy, view_reader="ann", view_filter=view_filter
-                ) as ann:
+                async with rt.manager(f"agents/ann-{label}", strategy=strategy, view_reader="ann", view_filter=view_filter) as ann:
                     results[label] = await ann.compile(**BIG)
         for compiled in results.values():
             provenance = compiled.provenance
@@ -416,9 +410,7 @@ async def test_row9_thinking_vouches_only_for_a_turn_the_reader_sees_whole(store
                 by_id = {e.message_ids[0]: m for e, m in zip(seen_by_bob.provenance.entries, seen_by_bob.messages, strict=True)}
                 assert by_id[shared.id].content == (signed, text("Answer."), text("[bob's note]"))
                 assert by_id[whole.id].content == (text("Reply."),)
-                assert seen_by_bob.provenance.complete == {
-                    m.id: m.id != whole.id for m in writer.get_all_messages()
-                }
+                assert seen_by_bob.provenance.complete == {m.id: m.id != whole.id for m in writer.get_all_messages()}
 
 
 # -- 4. Seed rows 66, 67 and A6 -----------------------------------------------------------------
@@ -679,7 +671,9 @@ def test_property_random_audiences_reach_exactly_their_readers(store_path, conve
                         shown = [t for t in texts(compiled) if t.startswith(("M", "R"))]
                         expected = _expected(messages, reader)
                         hidden = {
-                            mk for _p, content in messages for _b, mk, aud in content
+                            mk
+                            for _p, content in messages
+                            for _b, mk, aud in content
                             if aud is not None and (reader is None or reader not in aud)
                         }
                         assert not hidden & set(shown), (reader, make.name)

@@ -411,9 +411,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         strategy = self.make_strategy(kind, chunk, head, recent)
 
         async def call() -> Any:
-            return await self.rt.open_manager(
-                namespace, strategy=strategy, view_reader=reader, branch=branch, model=model
-            )
+            return await self.rt.open_manager(namespace, strategy=strategy, view_reader=reader, branch=branch, model=model)
 
         model = ExtractiveModel() if chaos is None else ChaosModel([*chaos, "answer"])  # it answers now and then
         try:

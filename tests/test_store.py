@@ -52,10 +52,7 @@ from tests.helpers import sibling_store
 
 def snapshot(store) -> dict[str, tuple[BranchInfo, tuple[Message, ...], dict[str, Any]]]:
     """Everything a store answers, per branch: its info, its messages and its state records."""
-    return {
-        info.name: (info, tuple(store.messages(info.name)), store.state_items(info.name))
-        for info in store.branches()
-    }
+    return {info.name: (info, tuple(store.messages(info.name)), store.state_items(info.name)) for info in store.branches()}
 
 
 def leaves(exc: BaseException) -> Iterator[BaseException]:
@@ -83,7 +80,7 @@ def body(participant: str, n: int, audience: tuple[str, ...] | None = None) -> t
 # ==============================================================================================
 
 RICH_CONTENT = (
-    text("plain text for everyone, ünïcödé and emoji 🎭, quotes \" and backslash \\"),
+    text('plain text for everyone, ünïcödé and emoji 🎭, quotes " and backslash \\'),
     text("for ann only", ["ann"]),
     text("for ann and bob", ("ann", "bob")),
     thinking("hmm, let me think", signature="sig-123", audience=("ann",)),
@@ -104,21 +101,15 @@ async def test_reopen_returns_identical_messages_states_and_branches(store_path)
     timestamps (batch and per-item); state records of every JSON kind; branch names, parents,
     fork points, heads and the meta recorded with a branch."""
     async with open_store(store_path) as store:
-        first = await store.append_message(
-            "main", "user", RICH_CONTENT, {"turn": 1, "nested": {"list": [1, 2.5, None, True], "s": "é"}}
-        )
+        first = await store.append_message("main", "user", RICH_CONTENT, {"turn": 1, "nested": {"list": [1, 2.5, None, True], "s": "é"}})
         stamped = await store.append_messages(
             "main",
             [("assistant", body("assistant", 1), None), ("bob", body("bob", 2, ("bob",)), {"k": "v"})],
             timestamp=1234567890.123456,
         )
-        per_item = await store.append_messages(
-            "main", [("a", body("a", 1), None, 1.5), ("a", body("a", 2), None, None)], timestamp=2.25
-        )
+        per_item = await store.append_messages("main", [("a", body("a", 1), None, 1.5), ("a", body("a", 2), None, None)], timestamp=2.25)
         assert [m.timestamp for m in per_item] == [1.5, 2.25]
-        await store.set_states(
-            "main", {"int": 1, "str": "x", "list": [1, "a", None], "obj": {"a": {"b": [True, False]}}, "null": None}
-        )
+        await store.set_states("main", {"int": 1, "str": "x", "list": [1, "a", None], "obj": {"a": {"b": [True, False]}}, "null": None})
         await store.set_state("main", "float", 0.1)
         await store.edit_message("main", first.id, (text("edited, now for bob", ("bob",)),), states={"int": 2})
         await store.create_branch("child", "main", meta={"why": "a test", "nested": [1, {"é": None}]})
@@ -878,11 +869,7 @@ async def test_randomised_live_views_match_a_fresh_reading(store_path):
             return m.participant != "p0"
 
         async with open_store(path) as store:
-            views = [
-                (MessageView(store.model, "main", reader=r, view_filter=f), r, f)
-                for r in ("ann", "bob", None)
-                for f in (None, flt)
-            ]
+            views = [(MessageView(store.model, "main", reader=r, view_filter=f), r, f) for r in ("ann", "bob", None) for f in (None, flt)]
             ids: list[str] = []
             for step in range(80):
                 if not ids or rng.random() < 0.55:
@@ -972,9 +959,7 @@ async def test_auxiliary_view_reads_are_checked(store_path, read):
     calls check"), are refused for a stale manager. Regression for thinking_dropped: it used to
     skip the check."""
     async with open_store(store_path) as store:
-        m = await store.append_message(
-            "main", "u", (thinking("t", "sig"), text("x", ("bob",)), text("y"), tool_use("c1", "f", {}))
-        )
+        m = await store.append_message("main", "u", (thinking("t", "sig"), text("x", ("bob",)), text("y"), tool_use("c1", "f", {})))
         calls = 0
 
         def check() -> None:

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-HOST_TEST = '''
+HOST_TEST = """
 import sniffio
 from asides import AutobiographicalStrategy, PassthroughStrategy, Runtime, text
 
@@ -34,7 +34,7 @@ async def {name}(asides_runtime: Runtime, asides_store_path, scripted_model{extr
     assert [s.text for s in ann.get_summaries_in_range()] == ["MEMORY"]
     assert asides_store_path.endswith("asides.db")
     print("BACKEND", sniffio.current_async_library())
-'''
+"""
 
 
 def _project(tmp_path: Path, config: str, tests: str) -> Path:

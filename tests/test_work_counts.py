@@ -103,9 +103,7 @@ async def test_a_compile_after_one_new_message_estimates_only_that_message(store
         async with open_runtime(sibling_store(store_path, f"h{history}")) as rt:
             estimator = CountingEstimator()
             manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader=reader)
-            items = [
-                ("user", (text(f"m{i}", audience=["bob"] if i % 100 == 0 else None),), None) for i in range(history)
-            ]
+            items = [("user", (text(f"m{i}", audience=["bob"] if i % 100 == 0 else None),), None) for i in range(history)]
             await rt.store.append_messages("main", items)
             await manager.compile(max_tokens=10**9)
             per_compile = []

@@ -173,8 +173,8 @@ MUTANTS = [
         "N2-no-reader-writes-nothing",
         "N2: a manager with no reader writes no floor (raise_floor)",
         NAMESPACE,
-        "        if reader is None:\n            return\n        self._require_turn(\"a floor raise\")",
-        "        if False:  # MUTANT N2-no-reader-writes-nothing\n            return\n        self._require_turn(\"a floor raise\")",
+        '        if reader is None:\n            return\n        self._require_turn("a floor raise")',
+        '        if False:  # MUTANT N2-no-reader-writes-nothing\n            return\n        self._require_turn("a floor raise")',
     ),
     Mutant(
         "N5-loaded",
@@ -186,8 +186,19 @@ MUTANTS = [
 ]
 
 IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "venv", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info",
-    "*.db", "*.db-wal", "*.db-shm", ".ci",
+    ".git",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "*.egg-info",
+    "*.db",
+    "*.db-wal",
+    "*.db-shm",
+    ".ci",
 )
 FAILED = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
 SUMMARY = re.compile(r"^=*\s*(.*\d+ (?:passed|failed|error).*?)\s*=*$", re.MULTILINE)
