@@ -34,6 +34,9 @@ OPTIMISTIC_ATTEMPTS = 3
 #: and the longest (the pause doubles after each failed attempt).
 RELISTEN_FIRST = 0.05
 RELISTEN_MAX = 5.0
+#: How long an idle store waits for work before it watches its connection for other processes'
+#: commits (so it hears of one at most this much later than it could).
+QUIET_SECONDS = 0.005
 
 
 class Sync:
@@ -61,6 +64,7 @@ class Committer:
         _catch_up_wanted: bool
         _closing: bool
         _idle_scope: anyio.CancelScope | None
+        _wake: anyio.Event
         _relisten_delay: float
         _applied: int
         _announced: int
@@ -82,6 +86,7 @@ class Committer:
 
     def _wake_up(self) -> None:
         """Have the committer look for work (it is idle, or will look before it idles)."""
+        self._wake.set()
         if self._idle_scope is not None:
             self._idle_scope.cancel()
 
@@ -93,8 +98,20 @@ class Committer:
 
     async def _idle(self) -> None:
         """Wait for work: queued writes and syncs (they wake it), closing, or another process's
-        commit announced on the connection. With the connection lost, reconnect (which catches
-        up with what was missed meanwhile) after a pause that grows to :data:`RELISTEN_MAX`."""
+        commit announced on the connection. The connection's socket is watched only once the
+        store has been idle for :data:`QUIET_SECONDS`: between the writes of a busy store, a
+        wake-up costs no more than an event, and notifications arrive with the commits'
+        answers."""
+        with anyio.move_on_after(QUIET_SECONDS):
+            await self._wake.wait()
+        if not self._wake.is_set():
+            await self._listen()
+        self._wake = anyio.Event()
+
+    async def _listen(self) -> None:
+        """Wait for another process's commit to be announced on the connection, or a wake-up.
+        With the connection lost, reconnect (which catches up with what was missed meanwhile)
+        after a pause that grows to :data:`RELISTEN_MAX`."""
         with anyio.CancelScope() as scope:
             self._idle_scope = scope
             try:
