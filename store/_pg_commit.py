@@ -64,6 +64,7 @@ class Committer:
         _catch_up_wanted: bool
         _closing: bool
         _idle_scope: anyio.CancelScope | None
+        _in_round: bool
         _wake: anyio.Event
         _relisten_delay: float
         _applied: int
@@ -104,7 +105,7 @@ class Committer:
         answers."""
         with anyio.move_on_after(QUIET_SECONDS):
             await self._wake.wait()
-        if not self._wake.is_set():
+        if not (self._wake.is_set() or self._in_round):
             await self._listen()
         self._wake = anyio.Event()
 
@@ -129,47 +130,59 @@ class Committer:
             finally:
                 self._idle_scope = None
 
+    def _has_work(self) -> bool:
+        return bool(self._pending or self._syncs or self._catch_up_wanted)
+
     async def _committer(self) -> None:
         while True:
             if self._connection is not None:
                 self._hear(self._connection.announced)
-            if not (self._pending or self._syncs or self._catch_up_wanted):
-                if self._closing:
+            if self._in_round or not self._has_work():
+                if self._closing and not self._in_round:
                     return
                 await self._idle()
                 continue
-            writes, self._pending = self._pending, []
-            syncs, self._syncs = self._syncs, []
-            self._catch_up_wanted = False
-            with anyio.CancelScope(shield=True):
-                error: BaseException | None = None
-                try:
-                    for write in [w for w in writes if w.exact is not None]:
-                        writes.remove(write)
-                        try:
-                            await self._write_exact(write)
-                        except Exception as exc:
-                            write.error = exc
-                        write.done.set()
-                    committed = await self._commit_retrying(writes) if writes else False
-                    if not committed:
-                        connection = await self._ensure_connection()
-                        rows = await self._call(connection.rows_after, self._applied)
-                        self.caught_up_records += len(rows)
-                        self._apply(rows)
-                except Exception as exc:
-                    error = exc
-                    if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
-                        self._drop_connection()
-                    log.warning("a round of the store %r failed: %r", self.path, exc)
-                for write in writes:
-                    if error is not None and write.error is None and not write.done.is_set():
-                        write.error = failure(self.path, error, "the commit holding this write")
+            await self._round()
+
+    async def _round(self) -> None:
+        """Commit every queued write and answer every queued sync: one round, shielded from
+        cancellation. Run by the committer, or by a writer that found it idle (see
+        :meth:`_submit`); never two at once."""
+        self._in_round = True
+        writes, self._pending = self._pending, []
+        syncs, self._syncs = self._syncs, []
+        self._catch_up_wanted = False
+        with anyio.CancelScope(shield=True):
+            error: BaseException | None = None
+            try:
+                for write in [w for w in writes if w.exact is not None]:
+                    writes.remove(write)
+                    try:
+                        await self._write_exact(write)
+                    except Exception as exc:
+                        write.error = exc
                     write.done.set()
-                for sync in syncs:
-                    if error is not None:
-                        sync.error = failure(self.path, error, "catching up with other processes' commits")
-                    sync.done.set()
+                committed = await self._commit_retrying(writes) if writes else False
+                if not committed:
+                    connection = await self._ensure_connection()
+                    rows = await self._call(connection.rows_after, self._applied)
+                    self.caught_up_records += len(rows)
+                    self._apply(rows)
+            except Exception as exc:
+                error = exc
+                if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
+                    self._drop_connection()
+                log.warning("a round of the store %r failed: %r", self.path, exc)
+            finally:
+                self._in_round = False
+            for write in writes:
+                if error is not None and write.error is None and not write.done.is_set():
+                    write.error = failure(self.path, error, "the commit holding this write")
+                write.done.set()
+            for sync in syncs:
+                if error is not None:
+                    sync.error = failure(self.path, error, "catching up with other processes' commits")
+                sync.done.set()
 
     def _accept(self, writes: Sequence[PendingWrite]) -> list[PendingWrite]:
         """The writes that pass their rechecks and guards against the model as it is now."""
@@ -303,12 +316,21 @@ class Committer:
     # -- queueing writes ---------------------------------------------------------------------
 
     async def _submit(self, write: PendingWrite) -> list[int]:
+        """Queue ``write`` and return its record ids once it is committed. A writer that finds
+        the committer idle and not watching the connection commits the round itself: a lone
+        writer's commit then involves no other task."""
         self._pending.append(write)
-        self._wake_up()
+        if self._idle_scope is None and not self._in_round:
+            await self._round()
+            if self._has_work() or self._closing:
+                self._wake_up()
+        else:
+            self._wake_up()
         # Once queued, the write completes (or is refused): a cancelled caller still waits for
         # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
-        with anyio.CancelScope(shield=True):
-            await write.done.wait()
+        if not write.done.is_set():
+            with anyio.CancelScope(shield=True):
+                await write.done.wait()
         if write.error is not None:
             raise write.error
         return write.ids

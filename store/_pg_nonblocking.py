@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 __all__ = ["POLL_SECONDS", "encode_params", "run_prepared"]
 
@@ -57,6 +58,8 @@ async def run_prepared(pgconn: Any, name: bytes, params: Sequence[bytes | None],
         _check(await _results(pgconn))
     pgconn.send_query_prepared(name, params)
     await _flush(pgconn)
+    # The one scheduling point of a commit: other tasks run while the server works.
+    await anyio.lowlevel.checkpoint()
     return _check(await _results(pgconn))
 
 

@@ -107,6 +107,7 @@ class PostgresStore(Committer, SqliteStore):
         self._catch_up_wanted = False
         self._idle_scope: anyio.CancelScope | None = None
         self._wake = anyio.Event()
+        self._in_round = False
         self._relisten_delay = RELISTEN_FIRST
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0
