@@ -229,7 +229,7 @@ class Committer:
         if head != 0 or missed:
             await self._call(connection.rollback)
             raise StoreNotEmptyError(self.path)
-        await self._call(connection.commit_locked, 0, write.exact)
+        await self._call(connection.commit_locked, write.exact)
         self._applied = self._announced = write.exact[-1][0]
         self.commits += 1
 
@@ -248,9 +248,9 @@ class Committer:
                 return False
             rows = number_rows(self._model, self._applied + 1, accepted)
             try:
-                done = await connection.append_if_head_here(self._applied, rows)
+                done = await connection.append_here(rows)
                 if done is None:
-                    done = await self._call(connection.append_if_head, self._applied, rows)
+                    done = await self._call(connection.append, rows)
             except Exception as exc:
                 if not is_connection_error(exc):
                     raise
@@ -271,7 +271,7 @@ class Committer:
             await self._call(connection.rollback)
             raise
         try:
-            await self._call(connection.commit_locked, head, rows)
+            await self._call(connection.commit_locked, rows)
         except Exception as exc:
             if not is_connection_error(exc) or not rows:
                 raise

@@ -15,6 +15,7 @@ same connection.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,12 +23,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-__all__ = ["POLL_SECONDS", "encode_params", "run_prepared"]
+__all__ = ["POLL_SECONDS", "encode_params", "prepare", "run_prepared"]
 
 #: How long the event loop polls for the server's answer before it waits for the socket
 #: instead. A local server answers a commit within it; a slower answer costs at most this much
 #: of the event loop's time, then the event loop is free again.
 POLL_SECONDS = 0.0002
+WAITS = [0]
+_YIELD = bool(os.environ.get("YIELD"))
 
 
 def encode_params(values: Sequence[Any]) -> list[bytes | None] | None:
@@ -48,14 +51,16 @@ def encode_params(values: Sequence[Any]) -> list[bytes | None] | None:
     return encoded
 
 
-async def run_prepared(pgconn: Any, name: bytes, params: Sequence[bytes | None], *, sql: bytes | None = None) -> Any:
-    """Run the prepared statement ``name`` (preparing it from ``sql`` first when given) and
-    return its result; raises psycopg's error for a statement the server refused, or
-    ``psycopg.OperationalError`` when the connection was lost."""
-    if sql is not None:
-        pgconn.send_prepare(name, sql)
-        await _flush(pgconn)
-        _check(await _results(pgconn))
+async def prepare(pgconn: Any, name: bytes, sql: bytes) -> None:
+    """Prepare ``sql`` as the statement ``name``; raises as :func:`run_prepared` does."""
+    pgconn.send_prepare(name, sql)
+    await _flush(pgconn)
+    _check(await _results(pgconn))
+
+
+async def run_prepared(pgconn: Any, name: bytes, params: Sequence[bytes | None]) -> Any:
+    """Run the prepared statement ``name`` and return its result; raises psycopg's error for a
+    statement the server refused, or ``psycopg.OperationalError`` when the connection was lost."""
     pgconn.send_query_prepared(name, params)
     await _flush(pgconn)
     # The one scheduling point of a commit: other tasks run while the server works.
@@ -77,7 +82,10 @@ async def _results(pgconn: Any) -> list[Any]:
             if not pgconn.is_busy():
                 break
             if time.perf_counter() >= polled_until:
+                WAITS[0] += 1
                 await anyio.wait_readable(pgconn.socket)
+            elif _YIELD:
+                os.sched_yield()
         result = pgconn.get_result()
         if result is None:
             return results

@@ -1,17 +1,21 @@
 """The PostgreSQL schema of an asides store: created, recognised and versioned here.
 
-Three tables, all in the connection's current schema (choose another with the URL's
+Two tables, both in the connection's current schema (choose another with the URL's
 ``options=-csearch_path=...``):
 
 * ``asides_meta(key, value)``: ``store = asides`` and ``format = <n>``. A database whose tables
   carry no such marker, or another format, is refused; nothing there is changed.
-* ``asides_head``: one row holding the id of the newest record. Every commit locks it, which
-  makes commits one total order across every process writing to the store.
 * ``asides_log(id, branch, seq, kind, ref, body)``: the append-only record log, the same rows as
-  the SQLite store's ``log`` table. ``(branch, seq)`` is unique.
+  the SQLite store's ``log`` table. ``id`` is the primary key: a commit numbers its records
+  after the newest one its process has seen, so of two processes numbering from the same record
+  one finds its first id taken and writes nothing. ``(branch, seq)`` is unique too.
 
-A trigger on ``asides_head`` sends ``NOTIFY asides_log, '<schema>:<newest id>'`` with every
-commit; the notification is delivered when the commit is.
+Every commit sends ``NOTIFY asides_log, '<schema>:<newest id>'`` in its own statement (see
+``_pg_driver``); the notification is delivered when the commit is.
+
+Format 1 (asides before this format) also had ``asides_head``, one row every commit updated, and
+a trigger on it that notified. A format-1 store is refused like any other format; ``asides
+dump`` it with the build that wrote it and ``asides restore`` the dump into a new store.
 
 Functions here are synchronous and take a psycopg connection in autocommit mode: the driver
 runs them in its worker thread.
@@ -23,22 +27,24 @@ from typing import Any
 
 from ._errors import StoreFailedError
 
-__all__ = ["FORMAT_VERSION", "CHANNEL", "prepare_schema"]
+__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "prepare_schema"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CHANNEL = "asides_log"
+#: The constraint a commit runs into when another process took its first record id.
+ID_KEY = "asides_log_pkey"
 #: Serialises schema creation across processes racing to open a new store.
 _CREATION_LOCK = 0x61736964  # "asid"
 
-_TABLES = ("asides_meta", "asides_head", "asides_log")
+_TABLES = ("asides_meta", "asides_log")
+#: Tables of asides's stores of any format (``asides_head``: format 1's).
+_KNOWN_TABLES = (*_TABLES, "asides_head")
 
 _CREATE = [
     "CREATE TABLE asides_meta (key text PRIMARY KEY, value text NOT NULL)",
     f"INSERT INTO asides_meta (key, value) VALUES ('store', 'asides'), ('format', '{FORMAT_VERSION}')",
-    "CREATE TABLE asides_head (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), last_id bigint NOT NULL)",
-    "INSERT INTO asides_head (singleton, last_id) VALUES (true, 0)",
     """CREATE TABLE asides_log (
-        id bigint PRIMARY KEY,
+        id bigint CONSTRAINT asides_log_pkey PRIMARY KEY,
         branch text NOT NULL,
         seq bigint NOT NULL,
         kind text NOT NULL,
@@ -46,19 +52,13 @@ _CREATE = [
         body text NOT NULL,
         UNIQUE (branch, seq)
     )""",
-    f"""CREATE FUNCTION asides_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        PERFORM pg_notify('{CHANNEL}', TG_TABLE_SCHEMA || ':' || NEW.last_id);
-        RETURN NULL;
-    END $$""",
-    "CREATE TRIGGER asides_head_notify AFTER UPDATE ON asides_head FOR EACH ROW EXECUTE FUNCTION asides_notify()",
 ]
 
 
 def _existing_tables(conn: Any) -> set[str]:
     rows = conn.execute(
         "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND c.relnamespace = current_schema()::regnamespace",
-        (list(_TABLES),),
+        (list(_KNOWN_TABLES),),
     ).fetchall()
     return {row[0] for row in rows}
 
@@ -70,7 +70,8 @@ def _check_marker(conn: Any, where: str) -> None:
     if rows.get("format") != str(FORMAT_VERSION):
         raise StoreFailedError(
             f"{where} is an asides store of format {rows.get('format')!r}; this build reads format {FORMAT_VERSION}, "
-            "so open it with the asides version that wrote it"
+            "so open it with the asides version that wrote it (to move it here: `asides dump` it with that version, "
+            "then `asides restore` the dump into a new store with this one)"
         )
 
 
@@ -86,8 +87,9 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
     if schema is None:
         raise StoreFailedError(f"{where}: the connection has no current schema to hold a store (check search_path)")
     found = _existing_tables(conn)
+    if "asides_meta" in found:
+        _check_marker(conn, where)  # another format (format 1's tables included) is refused here
     if found == set(_TABLES):
-        _check_marker(conn, where)
         return str(schema)
     if found:
         raise StoreFailedError(

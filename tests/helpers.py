@@ -61,8 +61,8 @@ def seed_records(path: str, records: list[tuple[str, str, str | None, Any]]) -> 
 
 
 def _seed_postgres(url: str, rows: list[tuple[str, str, str | None, str]]) -> list[str]:
-    """:func:`seed_records` on PostgreSQL: rows into ``asides_log``, and ``asides_head.last_id``
-    raised to the newest (store/_pg_schema.py), in one transaction."""
+    """:func:`seed_records` on PostgreSQL: rows into ``asides_log``, numbered after the newest,
+    in one transaction holding the store's write lock (store/_pg_driver.py)."""
     import psycopg
 
     from asides.store._pg_schema import prepare_schema
@@ -71,7 +71,8 @@ def _seed_postgres(url: str, rows: list[tuple[str, str, str | None, str]]) -> li
         prepare_schema(connection, url, create=True)
         ids = []
         with connection.transaction():
-            last = connection.execute("SELECT last_id FROM asides_head WHERE singleton FOR UPDATE").fetchone()[0]
+            connection.execute("LOCK TABLE asides_log IN SHARE ROW EXCLUSIVE MODE")
+            last = connection.execute("SELECT COALESCE(MAX(id), 0) FROM asides_log").fetchone()[0]
             for branch, kind, ref, text in rows:
                 last += 1
                 head = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM asides_log WHERE branch=%s", (branch,)).fetchone()[0]
@@ -80,7 +81,6 @@ def _seed_postgres(url: str, rows: list[tuple[str, str, str | None, str]]) -> li
                     (last, branch, head + 1, kind, ref, text),
                 )
                 ids.append(str(last))
-            connection.execute("UPDATE asides_head SET last_id = %s WHERE singleton", (last,))
         return ids
 
 

@@ -93,7 +93,7 @@ async def test_a_foreign_or_other_format_schema_is_refused_and_left_alone(pg_clu
     async with open_store(newer):
         pass
     _execute(newer, "UPDATE asides_meta SET value = '7' WHERE key = 'format'")
-    with pytest.raises(StoreFailedError, match="format '7'; this build reads format 1"):
+    with pytest.raises(StoreFailedError, match="format '7'; this build reads format 2"):
         async with open_store(newer):
             pass
     stranger = pg_cluster.fresh_url()
@@ -108,6 +108,42 @@ async def test_a_foreign_or_other_format_schema_is_refused_and_left_alone(pg_clu
     with psycopg.connect(foreign, autocommit=True) as conn:
         tables = {row[0] for row in conn.execute("SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace")}
     assert tables == {"asides_log"}  # nothing was created next to the foreign table
+
+
+async def test_a_format_1_store_is_refused_naming_the_way_to_move_it(pg_cluster):
+    """Format 1 (a head row and a notifying trigger) is refused, read-only too, and left as it was."""
+    old = pg_cluster.fresh_url()
+    for statement in (
+        "CREATE TABLE asides_meta (key text PRIMARY KEY, value text NOT NULL)",
+        "INSERT INTO asides_meta VALUES ('store', 'asides'), ('format', '1')",
+        "CREATE TABLE asides_head (singleton boolean PRIMARY KEY, last_id bigint NOT NULL)",
+        "INSERT INTO asides_head VALUES (true, 1)",
+        "CREATE TABLE asides_log (id bigint PRIMARY KEY, branch text, seq bigint, kind text, ref text, body text)",
+        "INSERT INTO asides_log VALUES (1, 'main', 1, 'state', 'k', '1')",
+    ):
+        _execute(old, statement)
+    for read_only in (False, True):
+        with pytest.raises(StoreFailedError, match="format '1'; this build reads format 2.*asides dump.*asides restore"):
+            async with open_store(old, read_only=read_only):
+                pass
+    assert _rows(old) == [(1, "main", 1, "state", "k", "1")]
+    import psycopg
+
+    with psycopg.connect(old, autocommit=True) as conn:
+        assert conn.execute("SELECT last_id FROM asides_head").fetchall() == [(1,)]
+
+
+async def test_a_commit_that_finds_its_first_id_taken_writes_nothing_and_goes_after_it(pg_url, monkeypatch):
+    """Two stores numbering from the same newest record: the second to commit finds its id taken
+    (the primary key decides), catches up and commits after the first, without the write lock."""
+    make_deaf(monkeypatch)
+    async with open_store(pg_url) as late, open_store(pg_url) as early:
+        await early.append_message("main", "early", (text("first"),))
+        message = await late.append_message("main", "late", (text("second"),))  # late had not heard of "first"
+        assert (message.id, message.sequence) == ("2", 2)
+        assert late.contended_commits == 0  # its second try, still without the lock
+        assert [m.participant for m in late.messages("main")] == ["early", "late"]
+    assert [row[:3] for row in _rows(pg_url)] == [(1, "main", 1), (2, "main", 2)]
 
 
 async def test_a_read_only_open_creates_nothing_and_refuses_writes(pg_cluster):
@@ -310,13 +346,13 @@ async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(
 async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monkeypatch, happened):
     """The connection drops with a commit out: the store reconnects and looks. Written: the
     write returns normally, once. Not written: it is retried once; lost again, it fails."""
-    original = Connection.append_if_head_here
+    original = Connection.append_here
     calls = []
 
-    async def lose_the_answer(self, applied, rows):
+    async def lose_the_answer(self, rows):
         calls.append(rows)
         if happened:
-            assert await original(self, applied, rows)
+            assert await original(self, rows)
         self._conn.close()
         import psycopg
 
@@ -324,7 +360,7 @@ async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monk
 
     async with open_store(pg_url) as store:
         await store.append_message("main", "alice", (text("one"),))
-        monkeypatch.setattr(Connection, "append_if_head_here", lose_the_answer)
+        monkeypatch.setattr(Connection, "append_here", lose_the_answer)
         if happened:
             message = await store.append_message("main", "alice", (text("two"),))
             assert message.sequence == 2
