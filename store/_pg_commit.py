@@ -7,6 +7,7 @@ how and why.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +38,16 @@ RELISTEN_MAX = 5.0
 #: How long an idle store waits for work before it watches its connection for other processes'
 #: commits (so it hears of one at most this much later than it could).
 QUIET_SECONDS = 0.005
+#: A commit announces itself to the other processes (NOTIFY) only if the last announcement is
+#: this old; otherwise the announcement is owed, and made this long after the last at the
+#: latest, for every commit made meanwhile. A busy writer announces a few of its commits, not
+#: each one (an announcement costs about a fifth of a commit, docs/postgres.md); a lone commit
+#: is announced at once.
+NOTICE_GAP = 0.002
+#: For this long after this process last heard of another's commit (or found its ids taken),
+#: every commit announces itself: while several processes write, each must hear of the others'
+#: commits at once, or its next commit finds its ids taken and tries again.
+OTHERS_WRITING_SECONDS = 1.0
 
 
 class Sync:
@@ -65,6 +76,9 @@ class Committer:
         _closing: bool
         _idle_scope: anyio.CancelScope | None
         _in_round: bool
+        _notice_owed: bool
+        _noticed_at: float
+        _others_writing_until: float
         _wake: anyio.Event
         _relisten_delay: float
         _applied: int
@@ -91,8 +105,26 @@ class Committer:
         if self._idle_scope is not None:
             self._idle_scope.cancel()
 
+    def _notice_due(self) -> bool:
+        now = anyio.current_time()
+        return now - self._noticed_at >= NOTICE_GAP or now < self._others_writing_until
+
+    def _others_write(self) -> None:
+        self._others_writing_until = anyio.current_time() + OTHERS_WRITING_SECONDS
+
+    def _noticed(self, announced: bool) -> None:
+        """A commit was made, announcing itself or not."""
+        if announced:
+            self._noticed_at = anyio.current_time()
+            self._notice_owed = False
+        elif not self._notice_owed:
+            self._notice_owed = True
+            self._wake_up()  # the idle committer's wait gets a deadline: the announcement's
+
     def _hear(self, newest: int) -> None:
         """Another process committed records up to ``newest``: catch up with them."""
+        if newest > self._announced:
+            self._others_write()
         if newest > self._applied:
             self._announced = max(self._announced, newest)
             self._catch_up_wanted = True
@@ -103,11 +135,18 @@ class Committer:
         store has been idle for :data:`QUIET_SECONDS`: between the writes of a busy store, a
         wake-up costs no more than an event, and notifications arrive with the commits'
         answers."""
-        with anyio.move_on_after(QUIET_SECONDS):
+        with anyio.move_on_after(min(QUIET_SECONDS, self._until_announcement())):
             await self._wake.wait()
-        if not (self._wake.is_set() or self._in_round):
-            await self._listen()
+        if not (self._wake.is_set() or self._in_round or self._announcement_due()):
+            with anyio.move_on_after(self._until_announcement()):
+                await self._listen()
         self._wake = anyio.Event()
+
+    def _until_announcement(self) -> float:
+        """Seconds until the owed announcement is due (infinite when none is owed)."""
+        if not self._notice_owed:
+            return math.inf
+        return max(0.0, self._noticed_at + NOTICE_GAP - anyio.current_time())
 
     async def _listen(self) -> None:
         """Wait for another process's commit to be announced on the connection, or a wake-up.
@@ -131,7 +170,12 @@ class Committer:
                 self._idle_scope = None
 
     def _has_work(self) -> bool:
-        return bool(self._pending or self._syncs or self._catch_up_wanted)
+        return bool(self._pending or self._syncs or self._catch_up_wanted or self._announcement_due())
+
+    def _announcement_due(self) -> bool:
+        """Whether the owed announcement is to be made now (never without a connection: a new
+        one catches up, and the pause of reconnecting is not spent looping here)."""
+        return self._notice_owed and self._connection is not None and (self._closing or self._notice_due())
 
     async def _committer(self) -> None:
         while True:
@@ -151,7 +195,7 @@ class Committer:
         self._in_round = True
         writes, self._pending = self._pending, []
         syncs, self._syncs = self._syncs, []
-        self._catch_up_wanted = False
+        catch_up, self._catch_up_wanted = self._catch_up_wanted, False
         with anyio.CancelScope(shield=True):
             error: BaseException | None = None
             try:
@@ -163,11 +207,14 @@ class Committer:
                         write.error = exc
                     write.done.set()
                 committed = await self._commit_retrying(writes) if writes else False
-                if not committed:
+                if not committed and (writes or syncs or catch_up):
                     connection = await self._ensure_connection()
                     rows = await self._call(connection.rows_after, self._applied)
                     self.caught_up_records += len(rows)
                     self._apply(rows)
+                if self._announcement_due():
+                    await (await self._ensure_connection()).announce_here(self._applied)
+                    self._noticed(True)
             except Exception as exc:
                 error = exc
                 if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
@@ -230,6 +277,7 @@ class Committer:
             await self._call(connection.rollback)
             raise StoreNotEmptyError(self.path)
         await self._call(connection.commit_locked, write.exact)
+        self._noticed(True)
         self._applied = self._announced = write.exact[-1][0]
         self.commits += 1
 
@@ -247,18 +295,21 @@ class Committer:
             if not accepted:
                 return False
             rows = number_rows(self._model, self._applied + 1, accepted)
+            announce = self._notice_due()
             try:
-                done = await connection.append_here(rows)
+                done = await connection.append_here(rows, announce=announce)
                 if done is None:
-                    done = await self._call(connection.append, rows)
+                    done, announce = await self._call(connection.append, rows), True
             except Exception as exc:
                 if not is_connection_error(exc):
                     raise
                 await self._settle_unknown(accepted, rows, exc)
                 return True
             if done:
+                self._noticed(announce)
                 self._finish(accepted, rows)
                 return True
+            self._others_write()
         self.contended_commits += 1
         head, missed = await self._call(connection.lock, self._applied)
         try:
@@ -277,6 +328,7 @@ class Committer:
                 raise
             await self._settle_unknown(accepted, rows, exc)
             return True
+        self._noticed(True)
         self._finish(accepted, rows)
         return True
 
@@ -308,6 +360,7 @@ class Committer:
         stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
         if [tuple(row) for row in stored] == list(rows):
             self.commits += 1
+            self._notice_owed = True  # whether it announced itself is not known
             for write in accepted:
                 write.done.set()
             return

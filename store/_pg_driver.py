@@ -43,17 +43,16 @@ RowTuple = tuple[int, str, int, str, str | None, str]
 #: commits a second instead of 800).
 _SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
 PAGE_ROWS = 5000
-#: Append rows, and announce them: one statement, so in autocommit mode one round trip commits
-#: it. Its records are numbered after the newest record this process has seen; when another
-#: process committed meanwhile, the first of those ids is taken, and the statement fails whole on
-#: the primary key (:data:`ID_KEY`), writing nothing. A batch of up to :data:`VALUES_ROWS` rows is
-#: sent as plain parameters (adapting six arrays costs more than the statement's own work on the
-#: server); a larger one as six arrays. (Measured against format 1's statement, which also
-#: updated a head row whose trigger notified: 75 against 100 µs a commit, docs/postgres.md.)
-_APPEND = f"""
-WITH appended AS (INSERT INTO asides_log (id, branch, seq, kind, ref, body) {{rows}} RETURNING id)
-SELECT pg_notify('{CHANNEL}', current_schema() || ':' || max(id)) FROM appended
-"""
+#: Append rows: one statement, so in autocommit mode one round trip commits it. Its records are
+#: numbered after the newest record this process has seen; when another process committed
+#: meanwhile, the first of those ids is taken, and the statement fails whole on the primary key
+#: (:data:`ID_KEY`), writing nothing. The announcing form also notifies the other processes
+#: (``NOTIFY asides_log, '<schema>:<newest id>'``, sent with the commit). A batch of up to
+#: :data:`VALUES_ROWS` rows is sent as plain parameters (adapting six arrays costs more than the
+#: statement's own work on the server); a larger one as six arrays.
+_APPEND = "INSERT INTO asides_log (id, branch, seq, kind, ref, body) {rows}"
+_ANNOUNCED = f"WITH appended AS ({_APPEND} RETURNING id) SELECT pg_notify('{CHANNEL}', current_schema() || ':' || max(id)) FROM appended"
+_ANNOUNCE = f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || %s::bigint)"
 _UNNEST = (
     "SELECT * FROM unnest(%(ids)s::bigint[], %(branches)s::text[], %(seqs)s::bigint[], %(kinds)s::text[], %(refs)s::text[], "
     "%(bodies)s::text[])"
@@ -63,16 +62,29 @@ _VALUES_ROW = "(%s::bigint, %s::text, %s::bigint, %s::text, %s::text, %s::text)"
 
 
 def _append_statement(rows: Sequence[RowTuple]) -> tuple[str, Any]:
-    """The statement appending ``rows``, and its parameters."""
+    """The statement appending ``rows`` and announcing them, and its parameters."""
     if len(rows) > VALUES_ROWS:
-        return _APPEND_STATEMENTS[0], _columns(rows)
-    return _APPEND_STATEMENTS[len(rows)], tuple(value for row in rows for value in row)
+        return _ANNOUNCED.replace("{rows}", _UNNEST), _columns(rows)
+    return _ANNOUNCED.replace("{rows}", _values(len(rows))), tuple(value for row in rows for value in row)
 
 
-#: Index 0: the array form; index n: the form for n rows.
-_APPEND_STATEMENTS = [_APPEND.replace("{rows}", _UNNEST)] + [
-    _APPEND.replace("{rows}", "VALUES " + ", ".join([_VALUES_ROW] * n)) for n in range(1, VALUES_ROWS + 1)
-]
+def _values(n: int) -> str:
+    return "VALUES " + ", ".join([_VALUES_ROW] * n)
+
+
+def _numbered(statement: str) -> bytes:
+    """``statement`` with libpq's numbered placeholders instead of psycopg's ``%s``."""
+    parts = statement.split("%s")
+    return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts)).encode()
+
+
+#: The statements the event loop's side prepares, by name: the appends of 1 to VALUES_ROWS rows,
+#: announcing or not, and an announcement alone.
+_PREPARED = {
+    **{b"asides_append_%d" % n: _numbered(_ANNOUNCED.replace("{rows}", _values(n))) for n in range(1, VALUES_ROWS + 1)},
+    **{b"asides_append_quietly_%d" % n: _numbered(_APPEND.replace("{rows}", _values(n))) for n in range(1, VALUES_ROWS + 1)},
+    b"asides_announce": _numbered(_ANNOUNCE),
+}
 
 
 def _taken(exc: BaseException) -> bool:
@@ -82,14 +94,6 @@ def _taken(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.errors.UniqueViolation) and exc.diag.constraint_name == ID_KEY
 
 
-def _numbered(statement: str) -> bytes:
-    """``statement`` with libpq's numbered placeholders instead of psycopg's ``%s``."""
-    parts = statement.split("%s")
-    return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts)).encode()
-
-
-#: The forms for 1 to VALUES_ROWS rows, as prepared on the event loop's side (index n: n rows).
-_PREPARED_APPENDS = [b""] + [_numbered(statement) for statement in _APPEND_STATEMENTS[1:]]
 #: How long a session may sit inside a transaction (holding the write lock) before the server
 #: ends it: a stalled process cannot stop every other writer for longer than this.
 IDLE_IN_TRANSACTION_MS = 10_000
@@ -227,29 +231,38 @@ class Connection:
             raise
         return True
 
-    async def append_here(self, rows: Sequence[RowTuple]) -> bool | None:
-        """:meth:`append`, run from the event loop's thread (``_pg_nonblocking``); ``None`` when
-        these rows cannot go this way (too many, or a NUL character), and nothing was sent."""
+    async def append_here(self, rows: Sequence[RowTuple], *, announce: bool) -> bool | None:
+        """:meth:`append`, run from the event loop's thread (``_pg_nonblocking``), announcing the
+        commit only with ``announce``; ``None`` when these rows cannot go this way (too many, or
+        a NUL character), and nothing was sent."""
         if not 0 < len(rows) <= VALUES_ROWS:
             return None
         params = encode_params([value for row in rows for value in row])
         if params is None:
             return None
-        pgconn = self._conn.pgconn
-        name = b"asides_append_%d" % len(rows)
-        if name not in self._prepared:
-            await prepare(pgconn, name, _PREPARED_APPENDS[len(rows)])
-            self._prepared.add(name)
         try:
-            await run_prepared(pgconn, name, params)
+            await self._run_here((b"asides_append_%d" if announce else b"asides_append_quietly_%d") % len(rows), params)
         except Exception as exc:
             if not _taken(exc):
                 raise
-            done = False
-        else:
-            done = True
-        self._take_notifications()
-        return done
+            return False
+        return True
+
+    async def announce_here(self, newest: int) -> None:
+        """Notify the other processes that records up to ``newest`` were committed (as an
+        announcing append does), from the event loop's thread."""
+        await self._run_here(b"asides_announce", [b"%d" % newest])
+
+    async def _run_here(self, name: bytes, params: Sequence[bytes | None]) -> None:
+        pgconn = self._conn.pgconn
+        if name not in self._prepared:
+            await prepare(pgconn, name, _PREPARED[name])
+            self._prepared.add(name)
+        try:
+            await run_prepared(pgconn, name, params)
+        finally:
+            if not self.broken:
+                self._take_notifications()
 
     def lock(self, applied: int) -> tuple[int, list[RowTuple]]:
         """Begin a transaction holding the write lock, which no other commit passes (a commit

@@ -26,11 +26,14 @@ import anyio.lowlevel
 __all__ = ["POLL_SECONDS", "encode_params", "prepare", "run_prepared"]
 
 #: How long the event loop polls for the server's answer before it waits for the socket
-#: instead. A local server answers a commit within it; a slower answer costs at most this much
-#: of the event loop's time, then the event loop is free again.
+#: instead. A local server answers a commit within it; a slower one (a server across a network)
+#: costs this much of the event loop's time a commit, then the event loop waits as usual.
 POLL_SECONDS = 0.0002
-WAITS = [0]
-_YIELD = bool(os.environ.get("YIELD"))
+#: After polling this long, each poll also offers the processor to other threads: the server
+#: process this answer waits for may be waiting for this very processor, and polling alone then
+#: delays the answer it waits for (docs/postgres.md, "Measured").
+YIELD_AFTER_SECONDS = 0.00004
+_yield = getattr(os, "sched_yield", None)
 
 
 def encode_params(values: Sequence[Any]) -> list[bytes | None] | None:
@@ -76,16 +79,17 @@ async def _flush(pgconn: Any) -> None:
 async def _results(pgconn: Any) -> list[Any]:
     results: list[Any] = []
     while True:
-        polled_until = time.perf_counter() + POLL_SECONDS
+        started = time.perf_counter()
+        polled_until = started + POLL_SECONDS
         while True:
             pgconn.consume_input()
             if not pgconn.is_busy():
                 break
-            if time.perf_counter() >= polled_until:
-                WAITS[0] += 1
+            now = time.perf_counter()
+            if now >= polled_until:
                 await anyio.wait_readable(pgconn.socket)
-            elif _YIELD:
-                os.sched_yield()
+            elif now - started > YIELD_AFTER_SECONDS and _yield is not None:
+                _yield()
         result = pgconn.get_result()
         if result is None:
             return results

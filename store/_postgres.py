@@ -108,6 +108,9 @@ class PostgresStore(Committer, SqliteStore):
         self._idle_scope: anyio.CancelScope | None = None
         self._wake = anyio.Event()
         self._in_round = False
+        self._notice_owed = False
+        self._noticed_at = -float("inf")
+        self._others_writing_until = -float("inf")
         self._relisten_delay = RELISTEN_FIRST
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0

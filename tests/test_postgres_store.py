@@ -188,6 +188,65 @@ async def test_records_reads_the_database(pg_url):
 # -- several stores on one database ------------------------------------------------------------
 
 
+def _announcements(url: str) -> tuple[list[str], object]:
+    """A connection listening like a store's: the payloads it has received so far (read them
+    with ``pump()``), and that pump."""
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True)
+    payloads: list[str] = []
+    conn.add_notify_handler(lambda notify: payloads.append(notify.payload))
+    conn.execute("LISTEN asides_log")
+
+    def pump() -> None:
+        conn.execute("SELECT 1")  # reads every notification that arrived before it
+
+    return payloads, pump
+
+
+def _hearing(store, count: int) -> trio.Event:
+    """An event set once ``store`` holds ``count`` messages on main, heard from elsewhere."""
+    heard = trio.Event()
+
+    def listener(event: object) -> None:
+        if isinstance(event, FromElsewhere) and len(store.messages("main")) >= count:
+            heard.set()
+
+    store.add_listener(listener)
+    return heard
+
+
+async def test_a_burst_of_commits_is_announced_by_its_first_commit_and_once_after_it(pg_url, monkeypatch):
+    """Within NOTICE_GAP of an announcement, commits do not announce themselves; the newest is
+    announced once the gap has passed, and another process hears every commit from it."""
+    monkeypatch.setattr(postgres_commits, "NOTICE_GAP", 1.0)
+    payloads, pump = _announcements(pg_url)
+    async with open_store(pg_url) as writer, open_store(pg_url) as other:
+        schema = writer._schema
+        heard = _hearing(other, 20)
+        for n in range(20):
+            await writer.append_message("main", "alice", (text(f"m{n}"),))
+        with trio.fail_after(10):
+            await heard.wait()  # no sync: announcements alone brought them
+            while f"{schema}:20" not in payloads:  # the trailing one comes a second after the first
+                await trio.sleep(0.05)
+                pump()
+        assert payloads == [f"{schema}:1", f"{schema}:20"]
+        assert [m.content[0].text for m in other.messages("main")] == [f"m{n}" for n in range(20)]
+
+
+async def test_an_announcement_owed_when_a_store_closes_is_made_as_it_closes(pg_url, monkeypatch):
+    monkeypatch.setattr(postgres_commits, "NOTICE_GAP", 3600.0)
+    async with open_store(pg_url) as other:
+        heard = _hearing(other, 2)
+        async with open_store(pg_url) as writer:
+            await writer.append_message("main", "alice", (text("announced"),))
+            await writer.append_message("main", "alice", (text("owed"),))
+        with trio.fail_after(10):
+            await heard.wait()
+        assert [m.content[0].text for m in other.messages("main")] == ["announced", "owed"]
+
+
 async def test_a_commit_elsewhere_reaches_this_store_by_notification_and_by_sync(pg_url):
     async with open_store(pg_url) as a, open_store(pg_url) as b:
         heard = trio.Event()
@@ -349,10 +408,10 @@ async def test_a_commit_whose_answer_was_lost_is_settled_by_looking(pg_url, monk
     original = Connection.append_here
     calls = []
 
-    async def lose_the_answer(self, rows):
+    async def lose_the_answer(self, rows, *, announce):
         calls.append(rows)
         if happened:
-            assert await original(self, rows)
+            assert await original(self, rows, announce=announce)
         self._conn.close()
         import psycopg
 
