@@ -107,7 +107,7 @@ class Committer:
 
     def _notice_due(self) -> bool:
         now = anyio.current_time()
-        return now - self._noticed_at >= NOTICE_GAP or now < self._others_writing_until
+        return now >= self._noticed_at + NOTICE_GAP or now < self._others_writing_until
 
     def _others_write(self) -> None:
         self._others_writing_until = anyio.current_time() + OTHERS_WRITING_SECONDS
@@ -135,18 +135,17 @@ class Committer:
         store has been idle for :data:`QUIET_SECONDS`: between the writes of a busy store, a
         wake-up costs no more than an event, and notifications arrive with the commits'
         answers."""
-        with anyio.move_on_after(min(QUIET_SECONDS, self._until_announcement())):
+        announcement = self._announcement_at()
+        with anyio.CancelScope(deadline=min(anyio.current_time() + QUIET_SECONDS, announcement)):
             await self._wake.wait()
         if not (self._wake.is_set() or self._in_round or self._announcement_due()):
-            with anyio.move_on_after(self._until_announcement()):
+            with anyio.CancelScope(deadline=announcement):
                 await self._listen()
         self._wake = anyio.Event()
 
-    def _until_announcement(self) -> float:
-        """Seconds until the owed announcement is due (infinite when none is owed)."""
-        if not self._notice_owed:
-            return math.inf
-        return max(0.0, self._noticed_at + NOTICE_GAP - anyio.current_time())
+    def _announcement_at(self) -> float:
+        """When the owed announcement is due, on the event loop's clock (never, when none is)."""
+        return self._noticed_at + NOTICE_GAP if self._notice_owed else math.inf
 
     async def _listen(self) -> None:
         """Wait for another process's commit to be announced on the connection, or a wake-up.

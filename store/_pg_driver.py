@@ -1,20 +1,22 @@
-"""The PostgreSQL connection of one store: psycopg 3's synchronous connection, used from one
-worker thread at a time, except for its commits and its listening, which the event loop drives
-itself (``_pg_nonblocking``).
+"""The PostgreSQL connection of one store: psycopg 3's synchronous connection. Its commits of up
+to :data:`VALUES_ROWS` records, its announcements and its listening are driven from the event
+loop's own thread, through libpq's non-blocking calls (``_pg_nonblocking``); everything else
+(connecting, catch-ups, the locked commit, larger batches) runs in the store's worker thread.
 
-Why a thread and not psycopg's ``AsyncConnection``: the async connection runs on asyncio only.
-Under Trio it needs trio-asyncio, which works only if trio-asyncio was imported before psycopg
-(psycopg binds asyncio's ``get_running_loop`` at import), which a library cannot promise.
-Measured (``tests/pg_measure.py``, numbers in docs/postgres.md): a commit costs the same either
-way (the server's flush of its log dominates); a bare statement is faster through the async
-connection under asyncio and about the same under Trio. So one driver serves both backends.
+Why not psycopg's ``AsyncConnection``: it runs on asyncio only. Under Trio it needs trio-asyncio,
+which works only if trio-asyncio was imported before psycopg (psycopg binds asyncio's
+``get_running_loop`` at import), which a library cannot promise. libpq's non-blocking calls, with
+anyio waiting for the socket, work under both. Why not the worker thread for commits too: a
+commit through the thread paid for two more wake-ups (the thread's, the event loop's), which on
+a machine whose idle processors sleep cost more than the server's work (docs/postgres.md).
 
-Every method of :class:`Connection` is synchronous and runs in the worker thread; each is one
-round trip (statements are pipelined), and each either completes or raises a psycopg error,
-leaving no transaction open behind it.
+The synchronous methods of :class:`Connection` run in the worker thread, the ``async`` ones on
+the event loop; never both at once (the committer runs one at a time). Each is one round trip
+(statements are pipelined), and each either completes or raises a psycopg error, leaving no
+transaction open behind it.
 
 The same connection listens for other processes' commits (``LISTEN``): its own commits'
-notifications then come back in the commit's own answer, and are dropped, instead of waking a
+notifications come back on it, just after their answers, and are dropped, instead of waking a
 second connection (and its server process) for every commit. While the store is idle, the event
 loop waits on the connection's socket (:meth:`Connection.wait_for_notifications`).
 """

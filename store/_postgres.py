@@ -4,21 +4,26 @@ The same store as :class:`~store._sqlite.SqliteStore` (it is one, and inherits e
 in-memory model answers all reads, writes are group-committed, listeners hear of every write.
 What differs is who decides the order of writes: the database.
 
-* **One total order.** A commit takes the store's write lock (the ``asides_head`` row), so
-  commits of every process form one order, and record ids follow it with no gap. A write is
-  numbered (its record ids, its branch's next sequences) at commit, from a model holding every
-  record committed before it, and the model learns it only once it is committed. So sequences
-  are gap-free and totally ordered per branch across processes, and memory never holds what the
-  database might not.
-* **Group commit, one round trip.** A commit first tries one statement that appends the batch
-  only if no other process committed since the last record this process has seen; otherwise it
-  takes the lock, reads the records it missed, replays them, and commits after them.
-* **Guards.** A write may carry a ``guard``: a check run at commit, under the lock, once every
-  earlier commit is in the model (and its events were heard). Raising refuses that write alone;
-  it writes nothing. Claims, floor raises and narrowing edits are checked this way.
-* **Other processes' writes** reach the model through ``LISTEN/NOTIFY`` and a catch-up query
-  (records after the last one seen): at open, after every notification, after a reconnect, and
-  on :meth:`PostgresStore.sync`. They make the same store events as local writes.
+* **One total order.** A write is numbered (its record ids, its branch's next sequences) at
+  commit, after the newest record this process has seen, from a model holding every record
+  committed before it; the record id is the table's primary key, so of two processes numbering
+  from the same record one finds its ids taken and writes nothing. Commits of every process form
+  one order, record ids follow it with no gap, and the model learns a write only once it is
+  committed: sequences are gap-free and totally ordered per branch across processes, and memory
+  never holds what the database might not.
+* **Group commit, one round trip.** A commit is one statement, sent from the event loop; when
+  its ids were taken, it reads the records it missed, replays them, and tries again; after three
+  tries it takes the write lock (a table lock no commit passes) and commits after what it read.
+  A writer that finds the committer idle commits itself, with no other task involved.
+* **Guards.** A write may carry a ``guard``: a check run at commit, once every earlier commit is
+  in the model (and its events were heard); the commit then succeeds only if no other commit
+  came between, so the check and the write are one step. Raising refuses that write alone; it
+  writes nothing. Claims, floor raises and narrowing edits are checked this way.
+* **Other processes' writes** reach the model through ``LISTEN/NOTIFY`` on the store's one
+  connection and a catch-up query (records after the last one seen): at open, after a
+  notification, after a reconnect, and on :meth:`PostgresStore.sync`. They make the same store
+  events as local writes. A busy writer announces its commits every 2 ms, not each one
+  (``_pg_commit.NOTICE_GAP``), unless other processes write too.
 * **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
   happened whole or not at all. When a commit's outcome was lost with the connection, the store
   reconnects and looks for its records before it answers. New calls reconnect (bounded retries).

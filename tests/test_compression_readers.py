@@ -359,6 +359,8 @@ async def test_row34_drain_that_began_before_a_claim_summarises_nothing_more(sto
             assert not waited, "the premise: the host waits on the stale manager's drain"
             ann_model = marker_model("ANN-SUMMARY")
             ann = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=ann_model)
+            # the stale drain hears of the claim in its own task: let it, then release the model
+            await trio.testing.wait_all_tasks_blocked()
             blocking.open()
             await trio.testing.wait_all_tasks_blocked()
         assert len(waited) == 1 and isinstance(waited[0], ReaderClaimError), "a waiting drain() ends, refused"
