@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._pg_driver import Connection, is_connection_error
@@ -76,6 +77,7 @@ class Committer:
         _closing: bool
         _idle_scope: anyio.CancelScope | None
         _in_round: bool
+        _committer_idle: bool
         _notice_owed: bool
         _noticed_at: float
         _others_writing_until: float
@@ -102,6 +104,7 @@ class Committer:
     def _wake_up(self) -> None:
         """Have the committer look for work (it is idle, or will look before it idles)."""
         self._wake.set()
+        self._committer_idle = False  # woken: writes from now on wait for its round
         if self._idle_scope is not None:
             self._idle_scope.cancel()
 
@@ -136,11 +139,15 @@ class Committer:
         wake-up costs no more than an event, and notifications arrive with the commits'
         answers."""
         announcement = self._announcement_at()
-        with anyio.CancelScope(deadline=min(anyio.current_time() + QUIET_SECONDS, announcement)):
-            await self._wake.wait()
-        if not (self._wake.is_set() or self._in_round or self._announcement_due()):
-            with anyio.CancelScope(deadline=announcement):
-                await self._listen()
+        self._committer_idle = True
+        try:
+            with anyio.CancelScope(deadline=min(anyio.current_time() + QUIET_SECONDS, announcement)):
+                await self._wake.wait()
+            if not (self._wake.is_set() or self._in_round or self._announcement_due()):
+                with anyio.CancelScope(deadline=announcement):
+                    await self._listen()
+        finally:
+            self._committer_idle = False
         self._wake = anyio.Event()
 
     def _announcement_at(self) -> float:
@@ -186,6 +193,9 @@ class Committer:
                 await self._idle()
                 continue
             await self._round()
+            # Let the writers the round answered run (and queue their next writes) before the
+            # next round, so that it takes them together rather than in turns.
+            await anyio.lowlevel.checkpoint()
 
     async def _round(self) -> None:
         """Commit every queued write and answer every queued sync: one round, shielded from
@@ -369,10 +379,11 @@ class Committer:
 
     async def _submit(self, write: PendingWrite) -> list[int]:
         """Queue ``write`` and return its record ids once it is committed. A writer that finds
-        the committer idle and not watching the connection commits the round itself: a lone
-        writer's commit then involves no other task."""
+        the committer idle (waiting for work, not watching the connection) commits the round
+        itself: a lone writer's commit then involves no other task. Between its rounds the
+        committer is not idle, so that writes arriving then make one batch."""
         self._pending.append(write)
-        if self._idle_scope is None and not self._in_round:
+        if self._committer_idle and self._idle_scope is None and not self._in_round:
             await self._round()
             if self._has_work() or self._closing:
                 self._wake_up()

@@ -1,5 +1,5 @@
 """The PostgreSQL connection of one store: psycopg 3's synchronous connection. Its commits of up
-to :data:`VALUES_ROWS` records, its announcements and its listening are driven from the event
+to :data:`HERE_ROWS` records, its announcements and its listening are driven from the event
 loop's own thread, through libpq's non-blocking calls (``_pg_nonblocking``); everything else
 (connecting, catch-ups, the locked commit, larger batches) runs in the store's worker thread.
 
@@ -80,13 +80,19 @@ def _numbered(statement: str) -> bytes:
     return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts)).encode()
 
 
-#: The statements the event loop's side prepares, by name: the appends of 1 to VALUES_ROWS rows,
-#: announcing or not, and an announcement alone.
-_PREPARED = {
-    **{b"asides_append_%d" % n: _numbered(_ANNOUNCED.replace("{rows}", _values(n))) for n in range(1, VALUES_ROWS + 1)},
-    **{b"asides_append_quietly_%d" % n: _numbered(_APPEND.replace("{rows}", _values(n))) for n in range(1, VALUES_ROWS + 1)},
-    b"asides_announce": _numbered(_ANNOUNCE),
-}
+#: The most records a commit sends from the event loop (a prepared statement per count, made
+#: when first used); a larger batch goes through the worker thread as six arrays.
+HERE_ROWS = 64
+
+
+def _prepared_statement(rows: int, announce: bool) -> tuple[bytes, bytes]:
+    """The name and text of the prepared append of ``rows`` records, announcing or not."""
+    if announce:
+        return b"asides_append_%d" % rows, _numbered(_ANNOUNCED.replace("{rows}", _values(rows)))
+    return b"asides_append_quietly_%d" % rows, _numbered(_APPEND.replace("{rows}", _values(rows)))
+
+
+_ANNOUNCE_NAME = b"asides_announce"
 
 
 def _taken(exc: BaseException) -> bool:
@@ -237,13 +243,13 @@ class Connection:
         """:meth:`append`, run from the event loop's thread (``_pg_nonblocking``), announcing the
         commit only with ``announce``; ``None`` when these rows cannot go this way (too many, or
         a NUL character), and nothing was sent."""
-        if not 0 < len(rows) <= VALUES_ROWS:
+        if not 0 < len(rows) <= HERE_ROWS:
             return None
         params = encode_params([value for row in rows for value in row])
         if params is None:
             return None
         try:
-            await self._run_here((b"asides_append_%d" if announce else b"asides_append_quietly_%d") % len(rows), params)
+            await self._run_here(*_prepared_statement(len(rows), announce), params)
         except Exception as exc:
             if not _taken(exc):
                 raise
@@ -253,12 +259,13 @@ class Connection:
     async def announce_here(self, newest: int) -> None:
         """Notify the other processes that records up to ``newest`` were committed (as an
         announcing append does), from the event loop's thread."""
-        await self._run_here(b"asides_announce", [b"%d" % newest])
+        await self._run_here(_ANNOUNCE_NAME, _numbered(_ANNOUNCE), [b"%d" % newest])
 
-    async def _run_here(self, name: bytes, params: Sequence[bytes | None]) -> None:
+    async def _run_here(self, name: bytes, statement: bytes, params: Sequence[bytes | None]) -> None:
+        """Run ``statement`` prepared as ``name`` on this connection (preparing it first, once)."""
         pgconn = self._conn.pgconn
         if name not in self._prepared:
-            await prepare(pgconn, name, _PREPARED[name])
+            await prepare(pgconn, name, statement)
             self._prepared.add(name)
         try:
             await run_prepared(pgconn, name, params)

@@ -113,6 +113,7 @@ class PostgresStore(Committer, SqliteStore):
         self._idle_scope: anyio.CancelScope | None = None
         self._wake = anyio.Event()
         self._in_round = False
+        self._committer_idle = False
         self._notice_owed = False
         self._noticed_at = -float("inf")
         self._others_writing_until = -float("inf")
