@@ -38,7 +38,7 @@ RELISTEN_FIRST = 0.05
 RELISTEN_MAX = 5.0
 #: How long an idle store waits for work before it watches its connection for other processes'
 #: commits (so it hears of one at most this much later than it could).
-QUIET_SECONDS = 0.005
+QUIET_SECONDS = 0.002
 #: A commit announces itself to the other processes (NOTIFY) only if the last announcement is
 #: this old; otherwise the announcement is owed, and made this long after the last at the
 #: latest, for every commit made meanwhile. A busy writer announces a few of its commits, not
