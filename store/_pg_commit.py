@@ -7,7 +7,6 @@ how and why.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +15,7 @@ import anyio.lowlevel
 
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._pg_driver import Connection, is_connection_error
+from ._pg_notices import Notices
 from ._pg_rows import PendingWrite, RowTuple, number_rows
 from ._records import EncodedMessage
 
@@ -39,16 +39,6 @@ RELISTEN_MAX = 5.0
 #: How long an idle store waits for work before it watches its connection for other processes'
 #: commits (so it hears of one at most this much later than it could).
 QUIET_SECONDS = 0.002
-#: A commit announces itself to the other processes (NOTIFY) only if the last announcement is
-#: this old; otherwise the announcement is owed, and made this long after the last at the
-#: latest, for every commit made meanwhile. A busy writer announces a few of its commits, not
-#: each one (an announcement costs about a fifth of a commit, docs/postgres.md); a lone commit
-#: is announced at once.
-NOTICE_GAP = 0.002
-#: For this long after this process last heard of another's commit (or found its ids taken),
-#: every commit announces itself: while several processes write, each must hear of the others'
-#: commits at once, or its next commit finds its ids taken and tries again.
-OTHERS_WRITING_SECONDS = 1.0
 
 
 class Sync:
@@ -78,9 +68,7 @@ class Committer:
         _idle_scope: anyio.CancelScope | None
         _in_round: bool
         _committer_idle: bool
-        _notice_owed: bool
-        _noticed_at: float
-        _others_writing_until: float
+        _notices: Notices
         _wake: anyio.Event
         _relisten_delay: float
         _applied: int
@@ -108,26 +96,15 @@ class Committer:
         if self._idle_scope is not None:
             self._idle_scope.cancel()
 
-    def _notice_due(self) -> bool:
-        now = anyio.current_time()
-        return now >= self._noticed_at + NOTICE_GAP or now < self._others_writing_until
-
-    def _others_write(self) -> None:
-        self._others_writing_until = anyio.current_time() + OTHERS_WRITING_SECONDS
-
     def _noticed(self, announced: bool) -> None:
         """A commit was made, announcing itself or not."""
-        if announced:
-            self._noticed_at = anyio.current_time()
-            self._notice_owed = False
-        elif not self._notice_owed:
-            self._notice_owed = True
+        if self._notices.committed(announced, anyio.current_time()):
             self._wake_up()  # the idle committer's wait gets a deadline: the announcement's
 
     def _hear(self, newest: int) -> None:
         """Another process committed records up to ``newest``: catch up with them."""
         if newest > self._announced:
-            self._others_write()
+            self._notices.others_write(anyio.current_time())
         if newest > self._applied:
             self._announced = max(self._announced, newest)
             self._catch_up_wanted = True
@@ -138,7 +115,7 @@ class Committer:
         store has been idle for :data:`QUIET_SECONDS`: between the writes of a busy store, a
         wake-up costs no more than an event, and notifications arrive with the commits'
         answers."""
-        announcement = self._announcement_at()
+        announcement = self._notices.owed_at()
         self._committer_idle = True
         try:
             with anyio.CancelScope(deadline=min(anyio.current_time() + QUIET_SECONDS, announcement)):
@@ -149,10 +126,6 @@ class Committer:
         finally:
             self._committer_idle = False
         self._wake = anyio.Event()
-
-    def _announcement_at(self) -> float:
-        """When the owed announcement is due, on the event loop's clock (never, when none is)."""
-        return self._noticed_at + NOTICE_GAP if self._notice_owed else math.inf
 
     async def _listen(self) -> None:
         """Wait for another process's commit to be announced on the connection, or a wake-up.
@@ -181,7 +154,8 @@ class Committer:
     def _announcement_due(self) -> bool:
         """Whether the owed announcement is to be made now (never without a connection: a new
         one catches up, and the pause of reconnecting is not spent looping here)."""
-        return self._notice_owed and self._connection is not None and (self._closing or self._notice_due())
+        notices = self._notices
+        return notices.owed and self._connection is not None and (self._closing or notices.due(anyio.current_time()))
 
     async def _committer(self) -> None:
         while True:
@@ -304,7 +278,7 @@ class Committer:
             if not accepted:
                 return False
             rows = number_rows(self._model, self._applied + 1, accepted)
-            announce = self._notice_due()
+            announce = self._notices.due(anyio.current_time())
             try:
                 done = await connection.append_here(rows, announce=announce)
                 if done is None:
@@ -318,7 +292,7 @@ class Committer:
                 self._noticed(announce)
                 self._finish(accepted, rows)
                 return True
-            self._others_write()
+            self._notices.others_write(anyio.current_time())
         self.contended_commits += 1
         head, missed = await self._call(connection.lock, self._applied)
         try:
@@ -369,7 +343,7 @@ class Committer:
         stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
         if [tuple(row) for row in stored] == list(rows):
             self.commits += 1
-            self._notice_owed = True  # whether it announced itself is not known
+            self._notices.committed(False, anyio.current_time())  # whether it announced itself is not known
             for write in accepted:
                 write.done.set()
             return

@@ -23,7 +23,7 @@ What differs is who decides the order of writes: the database.
   connection and a catch-up query (records after the last one seen): at open, after a
   notification, after a reconnect, and on :meth:`PostgresStore.sync`. They make the same store
   events as local writes. A busy writer announces its commits every 2 ms, not each one
-  (``_pg_commit.NOTICE_GAP``), unless other processes write too.
+  (``_pg_notices``), unless other processes write too.
 * **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
   happened whole or not at all. When a commit's outcome was lost with the connection, the store
   reconnects and looks for its records before it answers. New calls reconnect (bounded retries).
@@ -53,6 +53,7 @@ from ._model import BranchInfo, LogModel, Row
 from ._names import check_branch
 from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error
+from ._pg_notices import Notices
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
 from ._sqlite import SqliteStore, _check_json_values
@@ -114,9 +115,7 @@ class PostgresStore(Committer, SqliteStore):
         self._wake = anyio.Event()
         self._in_round = False
         self._committer_idle = False
-        self._notice_owed = False
-        self._noticed_at = -float("inf")
-        self._others_writing_until = -float("inf")
+        self._notices = Notices()
         self._relisten_delay = RELISTEN_FIRST
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0

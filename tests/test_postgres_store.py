@@ -18,6 +18,7 @@ from asides.store import (
     StoreReadOnlyError,
     UnknownBranchError,
     UnknownMessageError,
+    _pg_notices,
     open_store,
     text,
 )
@@ -219,7 +220,7 @@ def _hearing(store, count: int) -> trio.Event:
 async def test_a_burst_of_commits_is_announced_by_its_first_commit_and_once_after_it(pg_url, monkeypatch):
     """Within NOTICE_GAP of an announcement, commits do not announce themselves; the newest is
     announced once the gap has passed, and another process hears every commit from it."""
-    monkeypatch.setattr(postgres_commits, "NOTICE_GAP", 1.0)
+    monkeypatch.setattr(_pg_notices, "NOTICE_GAP", 1.0)
     payloads, pump = _announcements(pg_url)
     async with open_store(pg_url) as writer, open_store(pg_url) as other:
         schema = writer._schema
@@ -236,7 +237,7 @@ async def test_a_burst_of_commits_is_announced_by_its_first_commit_and_once_afte
 
 
 async def test_an_announcement_owed_when_a_store_closes_is_made_as_it_closes(pg_url, monkeypatch):
-    monkeypatch.setattr(postgres_commits, "NOTICE_GAP", 3600.0)
+    monkeypatch.setattr(_pg_notices, "NOTICE_GAP", 3600.0)
     async with open_store(pg_url) as other:
         heard = _hearing(other, 2)
         async with open_store(pg_url) as writer:
