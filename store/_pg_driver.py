@@ -191,7 +191,10 @@ class Connection:
         import psycopg
 
         pgconn = self._conn.pgconn
+        before = self.announced
         self._take_notifications()
+        if self.announced > before:  # read already, not handed out yet
+            return
         await anyio.wait_readable(pgconn.socket)
         pgconn.consume_input()
         if pgconn.status != psycopg.pq.ConnStatus.OK:
