@@ -8,8 +8,6 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio
-
 from ._drivers import open_driver
 from ._errors import InvalidArgumentError, StoreCorruptError, StoreFailedError
 from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
@@ -75,13 +73,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
                 has_log = True
             store = SqliteStore(path, driver, model, read_only=read_only)
             store._has_log = has_log
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(store._committer)
-                try:
-                    yield store
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await store._shutdown()
-                store._closed = True
+            async with store._serving():
+                yield store
     finally:
         unlock_store_file(lock)

@@ -339,14 +339,8 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
             store.model.replay(rows)
             store._applied = store._announced = rows[-1][0] if rows else 0
             del rows
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(store._committer)
-                try:
-                    yield store
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await store._shutdown()
-            store._closed = True
+            async with store._serving():
+                yield store
     finally:
         store._closed = True
         store._drop_connection()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -191,6 +192,19 @@ class SqliteStore:
             await batch.done.wait()
         if batch.error is not None:
             raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
+
+    @asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        """Run the store's committer for the block (its opener's); leaving the block commits
+        what is queued, then closes the store."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._committer)
+            try:
+                yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._shutdown()
+        self._closed = True
 
     async def _shutdown(self) -> None:
         self._closing = True
