@@ -375,6 +375,20 @@ async def test_a_killed_connection_is_replaced_for_the_next_call(pg_url):
     check_sequences(_rows(pg_url))
 
 
+async def test_an_idle_store_whose_connection_was_killed_reconnects_and_hears_commits_made_since(pg_url):
+    """No call of its own: the idle store notices the lost connection, reconnects by itself and
+    catches up, so another process's commit made meanwhile still reaches it."""
+    async with open_store(pg_url) as idle, open_store(pg_url) as other:
+        heard = _hearing(idle, 1)
+        pid = idle._writer_pid()
+        _execute(pg_url, f"SELECT pg_terminate_backend({pid})")
+        await other.append_message("main", "bob", (text("while it was gone"),))
+        with trio.fail_after(10):
+            await heard.wait()
+        assert [m.content[0].text for m in idle.messages("main")] == ["while it was gone"]
+        assert idle._writer_pid() not in (None, pid)
+
+
 async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(pg_url, monkeypatch):
     import asides.store._postgres as module
 
