@@ -4,9 +4,10 @@ Parts: ``peers`` (asides next to the OpenAI Agents SDK and LangGraph, with the i
 ``memory`` (resident memory and open time at 200k and 1M messages), ``drivers`` (one commit
 through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next to SQLite, with 1
 and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
-line saying why, where no PostgreSQL server can be had), ``writes`` (store-level write cost and
-open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
-memory, drivers and postgres. ``all``: every part. ``--quick`` makes each part smaller (the
+line saying why, where no PostgreSQL server can be had), ``limits`` (asides against a bare
+SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22's ratios), ``writes``
+(store-level write cost and open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
+memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
 messages.
@@ -19,8 +20,8 @@ import time
 
 from ._common import machine
 
-DEFAULT = ("peers", "memory", "drivers", "postgres")
-PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression")
+DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -40,6 +41,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import postgres
 
         postgres.run(quick, backend)
+    elif part == "limits":
+        from . import limits
+
+        limits.run(quick)
     elif part == "writes":
         from . import store_writes
 

@@ -16,7 +16,7 @@ if ROOT not in sys.path:  # the benchmarks live beside the package, not in it
 from pg_cluster import pg_cluster_fixture  # noqa: E402, F401  (the fixture pg_cluster)
 
 from benchmarks import _asides_cases as cases  # noqa: E402
-from benchmarks import _pg_server, drivers, memory, peers, postgres  # noqa: E402
+from benchmarks import _pg_server, drivers, limits, memory, peers, postgres  # noqa: E402
 from benchmarks._common import MESSAGE_BYTES, Stats, message_text, rounds  # noqa: E402
 from benchmarks._peer_libraries import AppendAndRead  # noqa: E402
 from benchmarks._under_writes import CompileUnderWrites  # noqa: E402
@@ -154,3 +154,18 @@ def test_postgres_part_says_in_one_line_why_it_was_skipped(monkeypatch: pytest.M
     monkeypatch.setattr(_pg_server, "why_unavailable", lambda: "PostgreSQL is not installed")
     assert postgres.run(quick=True) is None
     assert capsys.readouterr().out.strip() == "PostgreSQL: skipped: PostgreSQL is not installed"
+
+
+def test_limits_measure_every_ratio_on_a_tiny_history(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_pg_server, "why_unavailable", lambda: "PostgreSQL is not installed")
+    settings = limits.LimitsSettings(sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, compile_sizes=(300,), writers=2, per_writer=3)
+    results = limits.measure(settings)
+    assert set(results.appends) == {40, 80} and all(
+        a.bare.count == a.append.count == a.add_message.count == 4 for a in results.appends.values()
+    )
+    assert results.compiles[300].autobiographical.count == 3 and results.compiles[300].output > 0
+    assert results.writers.writes == 6 and results.python > 0
+    limits.report(results)
+    out = capsys.readouterr().out
+    for line in ("bare sqlite3 INSERT at 80", "sum(range(1000))", "Goals (issue 22)", "skipped: PostgreSQL is not installed"):
+        assert line in out

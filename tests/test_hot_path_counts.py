@@ -1,0 +1,173 @@
+"""The cost of one ``add_message`` and one compile, counted (never timed).
+
+For each hot path this counts the work a call does: the task steps the scheduler runs (each wake-up
+of any task, the caller's included, is one), the store's commits, the JSON encodings, and the calls
+into the strategy. Each count has a ceiling recorded from the code as it is; a change that makes a
+path do more of any of them fails here, and the ceiling is lowered, never raised, when a path gets
+cheaper. The counts must not grow with the history length either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
+from tests.helpers import sibling_store
+
+
+class StepCounter(trio.abc.Instrument):
+    """Counts task steps while ``active``."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if self.active:
+            self.steps += 1
+
+
+class Work:
+    """Counts task steps, commits, JSON encodings and strategy calls around one call."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: Any) -> None:
+        self.store = store
+        self.steps = StepCounter()
+        self.encodings = 0
+        real_dumps = json.dumps
+
+        def counting_dumps(*args: Any, **kwargs: Any) -> str:
+            if self.steps.active:
+                self.encodings += 1
+            return real_dumps(*args, **kwargs)
+
+        monkeypatch.setattr(json, "dumps", counting_dumps)
+        trio.lowlevel.add_instrument(self.steps)
+
+    async def around(self, call: Any) -> dict[str, int]:
+        await trio.testing.wait_all_tasks_blocked()
+        commits = self.store.commits
+        self.encodings = 0
+        self.steps.steps = 0
+        self.steps.active = True
+        try:
+            await call()
+            await trio.testing.wait_all_tasks_blocked()
+        finally:
+            self.steps.active = False
+        return {"task_steps": self.steps.steps, "commits": self.store.commits - commits, "json_encodings": self.encodings}
+
+    def close(self) -> None:
+        trio.lowlevel.remove_instrument(self.steps)
+
+
+class CountingPassthrough(PassthroughStrategy):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+
+    async def on_new_message(self, message: Any, ctx: Any) -> None:
+        self.calls["on_new_message"] += 1
+        await super().on_new_message(message, ctx)
+
+    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
+        self.calls["select"] += 1
+        return await super().select(ctx, budget, options)
+
+
+#: Ceilings, per backend: the counts of one call as the code is now (measured 2026-12-01). On
+#: PostgreSQL the task steps have some room: an idle store starts watching its connection after 2 ms
+#: of wall time, which a slow machine may reach inside the counted call.
+ADD_MESSAGE = {
+    "sqlite": {"task_steps": 3, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
+    "postgres": {"task_steps": 6, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
+}
+COMPILE_AFTER_ONE = {
+    "sqlite": {"task_steps": 5, "commits": 0, "json_encodings": 0, "strategy_calls": 2},
+    "postgres": {"task_steps": 14, "commits": 0, "json_encodings": 0, "strategy_calls": 2},
+}
+
+
+def backend(store_path: str) -> str:
+    return "postgres" if store_path.startswith("postgresql://") else "sqlite"
+
+
+async def _one_add_and_compile(path: str, history: int, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, int], dict[str, int]]:
+    async with open_runtime(path) as rt:
+        strategy = CountingPassthrough()
+        manager = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
+        if history:
+            await rt.store.append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
+        for i in range(3):  # warm: the first writes and compiles settle caches and the committer
+            await manager.add_message("user", [text(f"warm {i}")])
+            await manager.compile(max_tokens=10**9)
+        work = Work(monkeypatch, rt.store)
+        try:
+            strategy.calls.clear()
+            added = await work.around(lambda: manager.add_message("user", [text("one new line")]))
+            added["strategy_calls"] = sum(strategy.calls.values())
+            strategy.calls.clear()
+            compiled = await work.around(lambda: manager.compile(max_tokens=10**9))
+            compiled["strategy_calls"] = sum(strategy.calls.values())
+        finally:
+            work.close()
+        await manager.aclose()
+    return added, compiled
+
+
+@pytest.mark.timeout(60)
+async def test_one_add_message_and_one_compile_do_no_more_work_than_recorded(store_path, monkeypatch):
+    results = [await _one_add_and_compile(sibling_store(store_path, f"h{n}"), n, monkeypatch) for n in (0, 3000)]
+    (add_small, compile_small), (add_large, compile_large) = results
+    ceilings_add, ceilings_compile = ADD_MESSAGE[backend(store_path)], COMPILE_AFTER_ONE[backend(store_path)]
+    for what, got in (("add_message", add_small), ("add_message", add_large)):
+        for key, ceiling in ceilings_add.items():
+            assert got[key] <= ceiling, f"{what}: {key} is {got[key]}, the ceiling {ceiling} ({got})"
+    for what, got in (("compile", compile_small), ("compile", compile_large)):
+        for key, ceiling in ceilings_compile.items():
+            assert got[key] <= ceiling, f"{what}: {key} is {got[key]}, the ceiling {ceiling} ({got})"
+    steady = ("commits", "json_encodings", "strategy_calls") if backend(store_path) == "postgres" else tuple(add_small)
+    for key in steady:
+        assert add_small[key] == add_large[key], f"one add_message does the same {key} at 0 and 3,000 messages of history"
+        assert compile_small[key] == compile_large[key], f"one compile after one message does the same {key} at 0 and 3,000"
+
+
+@pytest.mark.timeout(90)
+async def test_an_autobiographical_compile_after_one_message_does_not_grow_with_history(store_path, monkeypatch):
+    """After one new message and a drain, an autobiographical compile's counted work is the same
+    at two history lengths (its strategy calls and encodings are O(new), not O(history))."""
+    got = []
+    for n in (600, 2400):
+        model = ExtractiveModel()
+        async with open_runtime(sibling_store(store_path, f"auto{n}"), model=model) as rt:
+            manager = await rt.open_manager(
+                "agents/ann",
+                strategy=AutobiographicalStrategy(target_chunk_tokens=400, head_window_tokens=400, recent_window_tokens=2000),
+                view_reader="ann",
+            )
+            for start in range(0, n, 300):
+                await rt.store.append_messages(
+                    "main", [("user", (text(f"line {i} of the history, with some words"),), None) for i in range(start, start + 300)]
+                )
+                await manager.drain()
+            await manager.add_message("user", [text("one new line")])
+            await manager.drain()
+            await manager.compile(max_tokens=10**6)
+            await manager.add_message("user", [text("another new line")])
+            await manager.drain()
+            work = Work(monkeypatch, rt.store)
+            try:
+                got.append(await work.around(lambda: manager.compile(max_tokens=10**6)))  # noqa: B023
+            finally:
+                work.close()
+            await manager.aclose()
+    assert got[0]["commits"] == got[1]["commits"] == 0
+    assert got[1]["json_encodings"] <= got[0]["json_encodings"], got
+    if backend(store_path) == "sqlite":
+        assert got[1]["task_steps"] <= got[0]["task_steps"], got
