@@ -187,6 +187,9 @@ class Memory:
         self.attempts: dict[str, Attempts] = {}
         self.head_start: int | None = None
         self.next_n = 1
+        #: Counts the chunks and summaries taken in; whatever adds or removes one must count it
+        #: (a compile's kept render is valid only while this stays the same).
+        self.changes = 0
         self._reported: set[str] = set()
         #: ``(relative key, problem)`` -> None; reports a malformed record (once, with its id).
         self.reporter: Callable[[str, str], None] | None = None
@@ -260,6 +263,7 @@ class Memory:
             self._report(f"{self.kind}/chunk/{chunk.id}", "overlaps another chunk")
             return
         self.chunks[chunk.id] = chunk
+        self.changes += 1
         for message_id in chunk.message_ids:
             self.owner[message_id] = chunk.id
         if not self.by_last or self.by_last[-1] < (chunk.last_sequence, chunk.id):
@@ -284,12 +288,14 @@ class Memory:
                 self._report(f"{self.kind}/summary/{record.id}", "summarises no chunk of this branch")
                 return
             self.summaries[record.id] = record
+            self.changes += 1
             self.l1_of[record.chunk] = record.id
         else:
             if any(c not in self.summaries or c in self.parent for c in record.children):
                 self._report(f"{self.kind}/summary/{record.id}", "merges summaries this branch does not hold")
                 return
             self.summaries[record.id] = record
+            self.changes += 1
             for child in record.children:
                 self.parent[child] = record.id
 

@@ -12,6 +12,13 @@ Tool calls and results are then paired up again (a call whose result is summaris
 stub). Nothing is dropped to fit: over budget, a compile raises ``OverBudgetError`` and a preview
 returns the selection. The work is in the number of summaries shown and raw middle messages, not
 in history length: merges keep the summaries nobody merged to a few per level.
+
+A compile costs what it outputs. :class:`RenderCache` keeps the last render's emitted items; while
+nothing they derive from changed (the strategy's records, the head, the view's edits, the view
+itself), the next render only appends the messages that arrived since, and copies the output. The
+tool-pairing repair runs only when an emitted message holds a tool block (without one it changes
+nothing). Each raw message's rendered form is kept too, keyed by the message object, so a full
+render after a change prices and truncates only what changed.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from ...store._blocks import ToolResultBlock, ToolUseBlock
 from ...store._messages import Message
 from ...store._views import MessageView
 from .._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
@@ -35,7 +43,7 @@ from .tracking import Tracker
 if TYPE_CHECKING:
     from .strategy import AutobiographicalStrategy
 
-__all__ = ["RawItem", "SummaryItem", "middle_items", "render"]
+__all__ = ["RawItem", "RenderCache", "SummaryItem", "middle_items", "render"]
 
 
 @attrs.frozen(slots=True)
@@ -82,10 +90,85 @@ def middle_items(tracker: Tracker, view: MessageView, regions: Regions) -> list[
     return items
 
 
-def _raw(strategy: AutobiographicalStrategy, message: Message) -> tuple[Emitted, int]:
-    shown, cut = truncate_content(message.content, strategy.max_message_tokens, strategy.estimator)
-    item = Emitted(CompiledMessage(message.participant, shown), SourceEntry("raw", (message.id,)), complete=not cut)
-    return item, strategy.price(message)
+def _has_tool_block(item: Emitted) -> bool:
+    return any(isinstance(b, (ToolUseBlock, ToolResultBlock)) for b in item.message.content)
+
+
+@attrs.define
+class RenderCache:
+    """The last render of one strategy (see the module docstring). ``signature`` names what the
+    emitted items derive from; ``length`` and ``ts`` are the view's length and the recent window's
+    start they were rendered at."""
+
+    signature: tuple[object, ...] | None = None
+    view: MessageView | None = None
+    length: int = 0
+    ts: int = 0
+    emitted: list[Emitted] = attrs.Factory(list)
+    costs: list[int] = attrs.Factory(list)  # each emitted item's price, in order
+    total: int = 0
+    tool_items: int = 0
+    #: message id -> (the message object rendered, its emitted form, its price)
+    raws: dict[str, tuple[Message, Emitted, int]] = attrs.Factory(dict)
+
+    def raw(self, strategy: AutobiographicalStrategy, message: Message) -> tuple[Emitted, int]:
+        """A raw message as a compile shows it, and its price; computed once per message object."""
+        found = self.raws.get(message.id)
+        if found is not None and found[0] is message:
+            return found[1], found[2]
+        shown, cut = truncate_content(message.content, strategy.max_message_tokens, strategy.estimator)
+        item = Emitted(CompiledMessage(message.participant, shown), SourceEntry("raw", (message.id,)), complete=not cut)
+        price = strategy.price(message)
+        self.raws[message.id] = (message, item, price)
+        return item, price
+
+
+def _signature(tracker: Tracker, view: MessageView, regions: Regions) -> tuple[object, ...]:
+    memory = tracker.memory
+    return (
+        memory.changes,
+        len(memory.chunks),
+        len(memory.summaries),
+        memory.head_start,
+        tracker.revision,
+        view.revision[1],
+        regions.hs,
+        regions.he,
+    )
+
+
+def _render_all(
+    strategy: AutobiographicalStrategy, cache: RenderCache, tracker: Tracker, view: MessageView, regions: Regions
+) -> tuple[list[Emitted], list[int], tuple[int, int, int]]:
+    """Every item of the compile, in order, with its price, and the head, middle and recent totals."""
+    emitted: list[Emitted] = []
+    costs: list[int] = []
+    head_tokens = middle_tokens = recent_tokens = 0
+    used: dict[str, tuple[Message, Emitted, int]] = {}
+
+    def raw(message: Message) -> int:
+        item, cost = cache.raw(strategy, message)
+        used[message.id] = cache.raws[message.id]
+        emitted.append(item)
+        costs.append(cost)
+        return cost
+
+    for p in range(regions.hs, regions.he):
+        head_tokens += raw(view.at(p))
+    for middle in middle_items(tracker, view, regions):
+        if isinstance(middle, SummaryItem):
+            source = SourceEntry("summary", middle.summary.message_ids, middle.summary.id)
+            for message in recall_messages(middle.summary, strategy.summary_participant):
+                cost = strategy.estimator(message.content)
+                emitted.append(Emitted(message, source))
+                costs.append(cost)
+                middle_tokens += cost
+        else:
+            middle_tokens += raw(middle.message)
+    for message in view.slice(regions.ts, regions.length):
+        recent_tokens += raw(message)
+    cache.raws = used  # what is no longer rendered raw is let go
+    return emitted, costs, (head_tokens, middle_tokens, recent_tokens)
 
 
 def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
@@ -93,29 +176,38 @@ def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int
     tracker = strategy.tracker
     regions = tracker.sync(ctx)
     view = ctx.view
-    emitted: list[Emitted] = []
-    costs: dict[int, int] = {}
-    head_tokens = middle_tokens = recent_tokens = 0
-
-    def emit(item: Emitted, cost: int) -> int:
-        emitted.append(item)
-        costs[id(item)] = cost
-        return cost
-
-    for p in range(regions.hs, regions.he):
-        head_tokens += emit(*_raw(strategy, view.at(p)))
-    for middle in middle_items(tracker, view, regions):
-        if isinstance(middle, SummaryItem):
-            source = SourceEntry("summary", middle.summary.message_ids, middle.summary.id)
-            for message in recall_messages(middle.summary, strategy.summary_participant):
-                middle_tokens += emit(Emitted(message, source), strategy.estimator(message.content))
-        else:
-            middle_tokens += emit(*_raw(strategy, middle.message))
-    for p in range(regions.ts, regions.length):
-        recent_tokens += emit(*_raw(strategy, view.at(p)))
-    repaired = repair_pairing(emitted)
-    total = sum(costs[id(i)] if id(i) in costs else strategy.estimator(i.message.content) for i in repaired)
+    cache = strategy.render_cache
+    signature = _signature(tracker, view, regions)
+    if (
+        cache.signature == signature
+        and cache.view is view
+        and cache.length <= regions.length
+        and cache.ts <= regions.ts
+        and not any(tracker.owned(view.id_at(p)) for p in range(cache.ts, min(regions.ts, cache.length)))
+    ):
+        # Only appends since the last render, and nothing they derive from changed: the messages
+        # that left the recent window stay raw in the middle, in the same order.
+        for message in view.slice(cache.length, regions.length):
+            item, cost = cache.raw(strategy, message)
+            cache.emitted.append(item)
+            cache.costs.append(cost)
+            cache.total += cost
+            cache.tool_items += _has_tool_block(item)
+    else:
+        emitted, costs, _ = _render_all(strategy, cache, tracker, view, regions)
+        cache.emitted, cache.costs = emitted, costs
+        cache.total = sum(costs)
+        cache.tool_items = sum(1 for item in emitted if _has_tool_block(item))
+        cache.signature, cache.view = signature, view
+    cache.length, cache.ts = regions.length, regions.ts
+    if cache.tool_items:
+        repaired = repair_pairing(cache.emitted)
+        costs = {id(item): cost for item, cost in zip(cache.emitted, cache.costs, strict=True)}
+        total = sum(costs[id(i)] if id(i) in costs else strategy.estimator(i.message.content) for i in repaired)
+    else:
+        repaired, total = cache.emitted, cache.total
     if total > budget and not options.preview:
+        _emitted, _costs, (head_tokens, middle_tokens, recent_tokens) = _render_all(strategy, cache, tracker, view, regions)
         pending = strategy.pending_chunks()
         details = f"head {head_tokens}, middle {middle_tokens}, recent {recent_tokens}; {pending} chunks await compression"
         remedies = []

@@ -30,7 +30,7 @@ from .._tokens import Estimator, MessageCosts
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .records import Summary
-from .rendering import render
+from .rendering import RenderCache, render
 from .scheduling import describe_waiting, next_unit, queued
 from .sharding import Shard, shard_message
 from .tracking import Tracker
@@ -110,6 +110,7 @@ class AutobiographicalStrategy:
         self.estimator: Estimator = self._costs.estimator
         self._shown_costs: dict[str, tuple[object, int]] = {}
         self.tracker = self._new_tracker()
+        self.render_cache = RenderCache()
 
     def _new_tracker(self) -> Tracker:
         return Tracker(
@@ -139,6 +140,7 @@ class AutobiographicalStrategy:
     async def initialize(self, ctx: StrategyContext) -> None:
         """Load this namespace's records on this branch; writes nothing."""
         self.tracker = self._new_tracker()
+        self.render_cache = RenderCache()
         self.tracker.load(ctx)
 
     async def on_new_message(self, message: Message, ctx: StrategyContext) -> None:
