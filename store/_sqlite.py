@@ -5,8 +5,9 @@ Rows are never updated or deleted, so a write's cost does not depend on history 
 are answered from the in-memory model (``store.model``) loaded at open; nothing on a read path
 touches the database.
 
-Writers share commits: a write puts its rows in memory and in the pending batch, then waits while
-one committer task writes the whole batch as a single multi-row ``INSERT`` (one statement, which
+Writers share commits: a write puts its rows in memory; a writer that finds no commit running
+commits its own rows in its own task, and one that finds a commit running puts them in the pending
+batch and waits while one committer task writes the whole batch as a single multi-row ``INSERT`` (one statement, which
 SQLite runs as one implicit transaction; a batch too large for one statement is written inside
 ``BEGIN IMMEDIATE`` ... ``COMMIT`` and rolled back on failure). A write returns only after its
 batch committed. If a commit fails, the store stops: every later call raises
@@ -27,6 +28,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from ._blocks import ContentBlock
 from ._drivers import Driver
@@ -92,6 +94,7 @@ class SqliteStore:
         self._wakeup = anyio.Event()
         self._closing = False
         self._closed = False
+        self._committing = False  # a commit (the committer's, or a lone writer's) is running
         self._failure: BaseException | None = None
         self.commits = 0
         self._has_log = True
@@ -140,29 +143,63 @@ class SqliteStore:
 
     async def _committer(self) -> None:
         while True:
+            if self._failure is not None:
+                raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from self._failure
             batch = self._batch
-            if batch is None:
-                if self._closing:
+            if batch is None or self._committing:
+                if self._closing and batch is None and not self._committing:
                     return
                 await self._wakeup.wait()
                 self._wakeup = anyio.Event()
                 continue
             self._batch = None
+            self._committing = True
+            try:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self._insert(batch.rows)
+                    except BaseException as exc:
+                        self._stop(exc, len(batch.rows), batch)
+                        raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
+            finally:
+                self._committing = False
+            self.commits += 1
+            batch.done.set()
+
+    def _stop(self, exc: BaseException, records: int, batch: _Batch | None) -> None:
+        """Fail-stop after a failed commit: fail ``batch`` and the one filling behind it, so
+        nothing waits forever, and wake the committer, which ends the opener's block."""
+        self._failure = exc
+        for failed in (batch, self._batch):
+            if failed is not None:
+                failed.error = exc
+                failed.done.set()
+        self._batch = None
+        self._wakeup.set()
+        log.critical("commit of %d record(s) to %r failed; the store stops: %r", records, self.path, exc)
+
+    async def _lead(self, batch: _Batch) -> None:
+        """A writer that opens a batch while no commit runs commits it itself, in its own task, so
+        a lone write involves no other task. Its one scheduling point, before the commit, lets
+        writers that are ready join the batch (group commit); writes that arrive during the commit
+        queue in the next batch, which the committer takes when this one is done."""
+        self._committing = True
+        try:
             with anyio.CancelScope(shield=True):
+                await anyio.lowlevel.checkpoint()
+                if self._batch is batch:
+                    self._batch = None
                 try:
                     await self._insert(batch.rows)
                 except BaseException as exc:
-                    self._failure = exc
-                    # Fail this batch and the one filling behind it: nothing waits forever.
-                    for failed in (batch, self._batch):
-                        if failed is not None:
-                            failed.error = exc
-                            failed.done.set()
-                    self._batch = None
-                    log.critical("commit of %d record(s) to %r failed; the store stops: %r", len(batch.rows), self.path, exc)
-                    raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
+                    self._stop(exc, len(batch.rows), batch)
+                    raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
             batch.done.set()
+        finally:
+            self._committing = False
+            if self._batch is not None or self._closing:
+                self._wakeup.set()
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) <= _ROWS_PER_STATEMENT:
@@ -182,10 +219,15 @@ class SqliteStore:
         if not rows:
             return
         batch = self._batch
+        opened = batch is None
         if batch is None:
             batch = self._batch = _Batch()
         batch.rows.extend(row.as_tuple() for row in rows)
-        self._wakeup.set()
+        if opened and not self._committing and not self._closing:
+            await self._lead(batch)
+            return
+        if not self._committing:
+            self._wakeup.set()  # a running commit wakes the committer when it is done
         # Once queued, the write completes: a cancelled caller still waits for its commit and
         # returns normally, so "raised Cancelled" always means "not written".
         with anyio.CancelScope(shield=True):
