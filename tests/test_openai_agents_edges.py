@@ -396,5 +396,6 @@ def test_the_readme_sdk_snippet_runs_offline_as_shown(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr
+    assert "OPENAI_API_KEY" not in result.stderr, "the snippet asks for no credentials"
     assert (tmp_path / "room.db").exists()
     assert "4417" not in result.stdout and "bob sees:" in result.stdout
