@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import json
 import os
 import re
@@ -28,6 +29,8 @@ from typing import Any
 import pytest
 import trio
 from agents import Agent, Runner, set_tracing_disabled
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asides import (
     ArgumentTypeError,
@@ -89,6 +92,39 @@ async def test_an_id_spelled_as_a_hashed_branch_name_gets_a_conversation_of_its_
         assert tilde.branch != "openai-agents/~team" and tilde.branch.startswith("openai-agents/~")
         for session in (victim, intruder, tilde):
             session.close()
+
+
+SESSION_IDS = st.lists(
+    st.one_of(
+        st.text(max_size=6),  # control characters included
+        st.text(max_size=4).map(lambda t: "~" + t),
+        st.text(alphabet="ab~", min_size=240, max_size=250),  # around the name limit
+    ),
+    min_size=1,
+    max_size=4,
+    unique=True,
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(SESSION_IDS)
+def test_property_every_session_id_has_a_conversation_of_its_own(ids):
+    """Issue 19.1, as an invariant: distinct ids, together with each one's hashed name spelled as
+    an id (``"~"`` and the digest an attacker can compute), get distinct branches, and each
+    session's ``get_items`` holds its own line only."""
+    spelled = ["~" + hashlib.sha256(i.encode("utf-8")).hexdigest()[:32] for i in ids]
+    every = list(dict.fromkeys(ids + spelled))
+
+    async def main() -> None:
+        async with open_runtime(":memory:") as rt:
+            sessions = [await rt.openai_session(i) for i in every]
+            for n, session in enumerate(sessions):
+                await session.add_items([user(f"MARK-{n}")])
+            assert len({s.branch for s in sessions}) == len(sessions)
+            for n, session in enumerate(sessions):
+                assert texts(await session.get_items()) == [f"MARK-{n}"], every[n]
+
+    trio.run(main)
 
 
 async def test_plain_ids_keep_their_branch_names(store_path):
