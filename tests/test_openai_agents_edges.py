@@ -334,13 +334,15 @@ def test_replies_as_an_iterable_by_keyword():
     [
         ((), {"replies": "I booked the room."}, "replies"),
         ((["San Francisco", "California"],), {}, "replies"),
+        (([],), {}, "replies"),
+        (("a", []), {}, "replies[1]"),
         (([ScriptedAgentModel.message("x"), ["nested"]],), {}, "replies[0][1]"),
         ((42,), {}, "replies[0]"),
         (("a",), {"replies": ["b"]}, "replies"),
         ((), {"replies": [3]}, "replies[0]"),
         ((), {"default": "not callable"}, "default"),
     ],
-    ids=["lone-str-iterable", "old-lone-list", "nested-list", "int", "both", "bad-in-iterable", "default"],
+    ids=["lone-str-iterable", "old-lone-list", "old-empty-list", "empty-turn", "nested-list", "int", "both", "bad-in-iterable", "default"],
 )
 def test_scripted_agent_model_refusals(args, kwargs, path):
     """A lone str where an iterable was meant, a lone list of texts (the old script form: is it

@@ -48,6 +48,8 @@ def _check_reply(reply: object, path: str) -> Reply:
         return reply
     if not isinstance(reply, list):
         raise ArgumentTypeError(path, f"a reply is a text or a list of one turn's output items, not {type(reply).__name__}")
+    if not reply:
+        raise ArgumentTypeError(path, "a list reply is one turn's output items, and a turn needs at least one")
     for n, item in enumerate(reply):
         if isinstance(item, (list, tuple, Mapping, bytes)):
             raise ArgumentTypeError(
@@ -70,10 +72,10 @@ def _script(answers: tuple[object, ...], iterable: Iterable[object] | None) -> l
                 "character; for one reply write ScriptedAgentModel(text)",
             )
         return [_check_reply(r, f"replies[{n}]") for n, r in enumerate(iterable)]
-    if len(answers) == 1 and isinstance(answers[0], list) and answers[0] and all(isinstance(r, (str, list)) for r in answers[0]):
+    if len(answers) == 1 and isinstance(answers[0], list) and all(isinstance(r, (str, list)) for r in answers[0]):
         raise ArgumentTypeError(
             "replies",
-            "a lone list of texts could be the replies (as older versions read it) or one turn of several messages: "
+            "a lone list of texts (or an empty one) could be the replies, as older versions read it, or one turn: "
             "give the replies one by one, ScriptedAgentModel('a', 'b'), or as replies=['a', 'b']; for one turn of "
             "several messages, use ScriptedAgentModel.message(text) for each",
         )
