@@ -12,7 +12,9 @@ An item the SDK hands a session is stored as one asides message:
   naming the item type, which no provider form and no compression request shows;
 * the **item itself**, as JSON text in the message's metadata (``openai_agents.item``), with the
   reader of the session that added it (``openai_agents.reader``). ``get_items`` returns this text
-  parsed, so an item comes back exactly as it was added.
+  parsed, so an item comes back exactly as it was added, for as long as the message is never
+  edited: the text is a copy of the content as added, and an edit (a host's) changes the content
+  only, so an edited message is rendered from its content instead (see ``_render``).
 
 A private item (``add_items(items, audience=[...])``) has every block carry that audience; blocks
 that may not carry one (tool calls and results, images, system changes) are written as their
