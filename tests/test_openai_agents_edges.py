@@ -237,6 +237,56 @@ async def test_an_edit_of_one_shard_retires_the_whole_item(store_path):
         bob.close()
 
 
+ITEM_KINDS = ("user", "said", "call", "output")
+
+
+def marked_item(kind: str, marker: str) -> dict[str, Any]:
+    if kind == "user":
+        return user(f"{marker} says the user")
+    if kind == "said":
+        return said(f"{marker} says the agent")
+    if kind == "call":
+        return {"type": "function_call", "call_id": f"c-{marker}", "name": "vault", "arguments": json.dumps({"code": marker})}
+    return {"type": "function_call_output", "call_id": f"c-{marker}", "output": f"opened with {marker}"}
+
+
+STEPS = st.lists(
+    st.tuples(st.sampled_from(("ann", "bob", None)), st.sampled_from(ITEM_KINDS), st.sampled_from((None, "ann", "bob")), st.booleans()),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(STEPS)
+def test_property_get_items_holds_only_what_the_reader_sees_now(steps):
+    """Issue 19.2, as an invariant: items of every kind by any agent, private or not, some then
+    edited by a host into a public notice: each agent's ``get_items`` holds no marker that its
+    reader's view of the branch (``view_messages``, after the edits) does not hold."""
+
+    async def main() -> None:
+        async with open_runtime(":memory:") as rt:
+            sessions = {r: await rt.openai_session("room", reader=r) for r in ("ann", "bob", None)}
+            host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=sessions["ann"].branch)
+            to_edit = []
+            for n, (speaker, kind, audience, edit) in enumerate(steps):
+                marker = f"MARK{n}X"
+                await sessions[speaker].add_items([marked_item(kind, marker)], audience=[audience] if audience else None)
+                if edit:
+                    to_edit.append(host.get_all_messages()[-1].id)
+            for n, message_id in enumerate(to_edit):
+                await host.edit_message(message_id, [TextBlock(f"[notice {n}]")])
+            markers = [f"MARK{n}X" for n in range(len(steps))]
+            for reader, session in sessions.items():
+                view = await rt.open_manager(f"view-{reader}", strategy=PassthroughStrategy(), view_reader=reader, branch=session.branch)
+                seen = repr([m.content for m in view.view_messages()])
+                got = json.dumps(await session.get_items())
+                leaked = [m for m in markers if m in got and m not in seen]
+                assert not leaked, (reader, leaked, got)
+
+    trio.run(main)
+
+
 async def test_context_log_copies_and_compiles_follow_an_edit(store_path):
     """Issue 19.2, the rest of the library: a context-log copy of a message, a reader's compile
     and its provider forms all give the edited content after a redaction."""
