@@ -86,7 +86,7 @@ def build(db: Path) -> tuple[dict[str, Agent[Any]], dict[str, ScriptedAgentModel
         script: list[Any] = []
         if name == "bob":  # bob's first turn calls a function tool, then answers
             script = [[ScriptedAgentModel.call("budget_left", {"item": "catering"})], "Catering: 1,250 euros left, enough for lunches."]
-        models[name] = ScriptedAgentModel(script, default=replier(name))
+        models[name] = ScriptedAgentModel(replies=script, default=replier(name))
         agents[name] = Agent(name=name, instructions=f"You look after the {ROLES[name]}.", model=models[name], tools=[budget_left])
         strategy = AutobiographicalStrategy(target_chunk_tokens=80, head_window_tokens=0, recent_window_tokens=160, holdback_chunks=0)
         sessions[name] = AsidesSession("workshop", db, reader=name, strategy=strategy, model=ExtractiveModel())

@@ -16,7 +16,7 @@
 """
 
 from ._answers import Answer, Respond
-from ._errors import HarnessError, LeaksFound, NothingHeldError, ScriptExhaustedError
+from ._errors import AnswerTypeError, HarnessError, LeaksFound, NothingHeldError, ScriptExhaustedError
 from ._failing import FailingModel
 from ._gated import GatedModel
 from ._leaks import Leak, LeakCheck
@@ -25,6 +25,7 @@ from ._scripted import RecordingModel, ScriptedModel
 
 __all__ = [
     "Answer",
+    "AnswerTypeError",
     "FailingModel",
     "GatedModel",
     "HarnessError",

@@ -8,7 +8,7 @@ fails at that point; an exception class is instantiated first).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeAlias
 
 import anyio
@@ -17,7 +17,7 @@ import anyio.lowlevel
 from ..store._blocks import TextBlock
 from ..strategies._models import Completion, CompletionRequest, Usage
 from ..strategies._tokens import estimate_text
-from ._errors import HarnessError
+from ._errors import AnswerTypeError, HarnessError
 
 __all__ = ["Answer", "Respond", "RequestLog", "completion_of", "check_answer", "describe_request", "respond_with"]
 
@@ -28,13 +28,17 @@ Respond: TypeAlias = Callable[[CompletionRequest], Answer | Awaitable[Answer]]
 
 
 def check_answer(answer: object, where: str) -> Answer:
-    """``answer`` if it is one of the forms an answer takes; ``HarnessError`` naming ``where``
-    otherwise."""
+    """``answer`` if it is one of the forms an answer takes; :class:`AnswerTypeError` (a
+    ``HarnessError``) naming ``where`` otherwise. A list, tuple or other iterable is refused with
+    a hint: answers go one by one (``*answers``), never as one iterable."""
     if isinstance(answer, str | Completion | BaseException):
         return answer
     if isinstance(answer, type) and issubclass(answer, BaseException):
         return answer
-    raise HarnessError(f"{where}: an answer is a str, a Completion or an exception, not {type(answer).__name__}")
+    problem = f"an answer is a str, a Completion or an exception, not {type(answer).__name__}"
+    if isinstance(answer, Iterable) and not isinstance(answer, bytes | Mapping):
+        problem += "; give the answers one by one: ScriptedModel('a', 'b'), or ScriptedModel(*answers) for a list"
+    raise AnswerTypeError(where, problem)
 
 
 def completion_of(answer: Answer, request: CompletionRequest) -> Completion:

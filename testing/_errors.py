@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from ..store._errors import AsidesError
+from ..store._errors import ArgumentTypeError, AsidesError
 
-__all__ = ["HarnessError", "ScriptExhaustedError", "NothingHeldError", "LeaksFound"]
+__all__ = ["AnswerTypeError", "HarnessError", "ScriptExhaustedError", "NothingHeldError", "LeaksFound"]
 
 
 class HarnessError(AsidesError, ValueError):
     """A test double or the leak check was given something it cannot use (a bad schedule, a
     marker that is not a string, a model whose requests cannot be told apart). Nothing was
     recorded or changed."""
+
+
+class AnswerTypeError(HarnessError, ArgumentTypeError):
+    """A test model was given what is not an answer: a list of answers where they go one by one
+    (``ScriptedModel(["a", "b"])`` for ``ScriptedModel("a", "b")``), a number, ... It is a
+    :class:`HarnessError` and an :class:`~asides.ArgumentTypeError` (so a ``TypeError``);
+    ``path`` names the answer (``ScriptedModel 'scripted', answer 2``). Nothing was queued."""
 
 
 class ScriptExhaustedError(AsidesError, LookupError):

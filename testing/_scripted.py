@@ -20,7 +20,9 @@ class ScriptedModel(RequestLog):
 
     ``ScriptedModel("first summary", "second summary")`` answers the first two requests with
     those texts. An answer may also be a :class:`~asides.Completion` (for a ``max_tokens`` stop,
-    say) or an exception, which that request raises. ``respond=`` answers every request the
+    say) or an exception, which that request raises. Answers go one by one
+    (``ScriptedModel(*answers)`` for a list); a list, or any other value that is no answer, is
+    refused with :class:`AnswerTypeError` naming it. ``respond=`` answers every request the
     queue does not: a function of the :class:`~asides.CompletionRequest` returning an answer (or
     an awaitable of one), for example ``respond=lambda request: "SUMMARY"``, or
     ``respond=ExtractiveModel().complete`` to answer from the request's own lines.

@@ -101,7 +101,7 @@ METHODS = ["run", "run_sync", "run_streamed"]
 def test_basic_conversation(method, db):
     """As the SDK's own test: the second turn's model input holds the first turn, then the new input."""
     session = AsidesSession("conversation-1", db)
-    model = ScriptedAgentModel(["San Francisco", "California"])
+    model = ScriptedAgentModel("San Francisco", "California")
     agent = Agent(name="test", model=model)
     assert run_agent(method, agent, "What city is the Golden Gate Bridge in?", session).final_output == "San Francisco"
     assert run_agent(method, agent, "What state is it in?", session).final_output == "California"
@@ -113,7 +113,7 @@ def test_basic_conversation(method, db):
 @pytest.mark.parametrize("method", METHODS)
 def test_different_sessions_are_isolated(method, db):
     """Sessions with different ids on one store never see each other's conversation."""
-    model = ScriptedAgentModel(["I like cats", "I like dogs", "Yes, you mentioned cats"])
+    model = ScriptedAgentModel("I like cats", "I like dogs", "Yes, you mentioned cats")
     agent = Agent(name="test", model=model)
     one, two = AsidesSession("session_1", db), AsidesSession("session_2", db)
     run_agent(method, agent, "I like cats", one)
@@ -264,7 +264,7 @@ def test_session_settings(db):
     run(session.add_items, items)
     assert run(session.get_items) == items[-2:]
     assert run(session.get_items, 3) == items
-    model = ScriptedAgentModel(["four"])
+    model = ScriptedAgentModel("four")
     Runner.run_sync(Agent(name="t", model=model), "five", session=session)
     assert texts(model.inputs[0]) == ["two", "three", "five"]
     session.close()
@@ -371,7 +371,7 @@ def test_a_tool_call_turn_round_trips(db):
         """Count trains from a city."""
         return f"3 trains from {origin}"
 
-    model = ScriptedAgentModel([[ScriptedAgentModel.call("trains", {"origin": "Lisbon"}, "call_t")], "Three trains.", "Yes."])
+    model = ScriptedAgentModel([ScriptedAgentModel.call("trains", {"origin": "Lisbon"}, "call_t")], "Three trains.", "Yes.")
     agent = Agent(name="planner", model=model, tools=[trains])
     session = AsidesSession("tools", db)
     assert Runner.run_sync(agent, "How many trains?", session=session).final_output == "Three trains."
@@ -406,7 +406,7 @@ def test_private_items_reach_only_their_readers(db):
         assert await bob.get_items() == [user("Hello, both."), user("ann: Noted."), user("Bob only: budget 900.")]
 
     run(scenario)
-    model = ScriptedAgentModel(["Hi."])
+    model = ScriptedAgentModel("Hi.")
     Runner.run_sync(Agent(name="bob", model=model), "Anything for me?", session=bob)
     assert "4417" not in json.dumps(model.inputs)
     assert "900" in json.dumps(model.inputs)
@@ -527,7 +527,7 @@ def test_separate_asyncio_runs_and_threads_on_one_session(db):
     worker = threading.Thread(target=lambda: run(session.add_items, [user("from a thread")]))
     worker.start()
     worker.join()
-    model = ScriptedAgentModel(["ok"])
+    model = ScriptedAgentModel("ok")
     Runner.run_sync(Agent(name="t", model=model), "from run_sync", session=session)
     assert texts(run(session.get_items)) == ["from the main thread", "from a thread", "from run_sync", "ok"]
     session.close()
@@ -585,7 +585,7 @@ def test_a_hosts_own_runtime_under_asyncio_with_the_runner(store_path):
     async def host() -> list[Any]:
         async with open_runtime(store_path) as rt:
             session = await rt.openai_session("room", reader="ann")
-            model = ScriptedAgentModel(["Hello from ann."])
+            model = ScriptedAgentModel("Hello from ann.")
             await Runner.run(Agent(name="ann", model=model), "Hi, ann.", session=session)
             from_thread = await asyncio.to_thread(run, session.get_items)
             session.close()

@@ -13,6 +13,7 @@ import trio
 import trio.testing
 
 from asides import (
+    ArgumentTypeError,
     AutobiographicalStrategy,
     CompiledMessage,
     Completion,
@@ -23,6 +24,7 @@ from asides import (
     text,
 )
 from asides.testing import (
+    AnswerTypeError,
     FailingModel,
     GatedModel,
     HarnessError,
@@ -94,8 +96,25 @@ async def test_scripted_model_that_runs_dry_names_the_request():
 def test_scripted_model_refuses_what_is_not_an_answer():
     with pytest.raises(HarnessError, match="answer 2"):
         ScriptedModel("fine", 42)  # type: ignore[arg-type]
+    with pytest.raises(AnswerTypeError, match="answer 2"):
+        ScriptedModel("fine", 42)  # type: ignore[arg-type]
     with pytest.raises(HarnessError, match="respond"):
         ScriptedModel(respond="not callable")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("answers", [["a", "b"], ("a", "b"), iter(["a"])], ids=["list", "tuple", "iterator"])
+def test_scripted_model_takes_answers_one_by_one(answers):
+    """Issue 21.4: a lone iterable of answers is refused with ``AnswerTypeError`` (an
+    ``ArgumentTypeError`` and a ``HarnessError``) saying to give them one by one; the same
+    answers given one by one, or spread with ``*``, are queued in order."""
+    with pytest.raises(ArgumentTypeError, match=r"one by one") as refused:
+        ScriptedModel(answers)  # type: ignore[arg-type]
+    assert isinstance(refused.value, AnswerTypeError) and isinstance(refused.value, HarnessError)
+    assert refused.value.path == "ScriptedModel 'scripted', answer 1"
+    with pytest.raises(AnswerTypeError, match="add, answer 1"):
+        ScriptedModel().add(["a"])  # type: ignore[arg-type]
+    assert ScriptedModel(*["a", "b"]).remaining == 2
+    assert ScriptedModel("I booked the room.").remaining == 1
 
 
 async def test_scripted_model_writes_the_memories_of_a_runtime():

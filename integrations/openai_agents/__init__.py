@@ -8,8 +8,16 @@ items (``add_items(items, audience=[...])``) and memories written in the agent's
 :class:`ScriptedAgentModel` is an offline SDK model for examples and tests.
 """
 
+from ._errors import AsyncioRequiredError, ConversationMismatchError, ReservedReaderError
 from ._loop import SessionClosedError
 from ._scripted import ScriptedAgentModel
 from ._session import AsidesSession
 
-__all__ = ["AsidesSession", "ScriptedAgentModel", "SessionClosedError"]
+__all__ = [
+    "AsidesSession",
+    "AsyncioRequiredError",
+    "ConversationMismatchError",
+    "ReservedReaderError",
+    "ScriptedAgentModel",
+    "SessionClosedError",
+]

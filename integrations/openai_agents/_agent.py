@@ -2,9 +2,12 @@
 
 **Conversations.** A conversation (a ``session_id``) is a branch of its own,
 ``openai-agents/<session_id>``, forked from ``main`` at sequence 0, so it shares nothing with
-``main`` or with any other conversation, and a write on it reaches only the agents on it. (An id
-that cannot be a branch name, say too long or holding a control character, names the branch
-``openai-agents/~<sha256 of the id>``.) The branch records the id it was made for.
+``main`` or with any other conversation, and a write on it reaches only the agents on it. An id
+that cannot be a branch name (too long, holding a control character), and every id that starts
+with ``~``, names the branch ``openai-agents/~<sha256 of the id>``: no id is used as it is where
+it could be mistaken for a hashed name, so two ids never name one branch. The branch records the
+id it was made for, and an open whose branch records another id (or none) is refused
+(:class:`ConversationMismatchError`).
 
 **Agents.** Each agent on a conversation is a reader (or no reader) and has, on that branch:
 
@@ -26,7 +29,7 @@ the stored revision changed (another session object of the same agent) reopens i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -34,11 +37,14 @@ import attrs
 
 from ...actors._manager import ContextManager
 from ...actors._runtime import Runtime
+from ...store._blocks import content_for_reader
 from ...store._messages import Message, check_message_items
 from ...store._names import MAX_NAME_LENGTH, name_problem
+from ...strategies._base import CompiledMessage
 from ...strategies._models import Model
+from ._errors import ConversationMismatchError
 from ._items import prepare_items, session_record, speaker_of, wholly_visible
-from ._render import compile_items
+from ._render import compile_items, current_item
 
 __all__ = ["Agent", "branch_of", "agent_segment"]
 
@@ -52,9 +58,16 @@ def _digest(value: str) -> str:
 
 
 def branch_of(session_id: str) -> str:
-    """The branch of the conversation ``session_id`` (see the module docstring)."""
+    """The branch of the conversation ``session_id`` (see the module docstring): one branch per
+    id, never the same for two ids (short of a SHA-256 collision)."""
     name = f"{PREFIX}/{session_id}"
-    return name if name_problem(name) is None else f"{PREFIX}/~{_digest(session_id)}"
+    if session_id.startswith("~") or name_problem(name) is not None:
+        return f"{PREFIX}/~{_digest(session_id)}"
+    return name
+
+
+SESSION_META = "openai_agents_session"
+"""The key of a conversation branch's meta that records the session id it was made for."""
 
 
 def agent_segment(reader: str | None) -> str:
@@ -139,8 +152,18 @@ class Agent:
         self._lock = _hub(self.runtime).lock(self.branch)
         async with self.lock:
             store = self.runtime.store
+            recorded = _storable(self.session_id)
             if not store.has_branch(self.branch):
-                await store.create_branch(self.branch, "main", 0, meta={"openai_agents_session": _storable(self.session_id)})
+                await store.create_branch(self.branch, "main", 0, meta={SESSION_META: recorded})
+            else:
+                found = store.model.branch_meta(self.branch).get(SESSION_META)
+                if found != recorded:
+                    said = "records no session id" if found is None else f"records the session id {found!r}"
+                    raise ConversationMismatchError(
+                        "session_id",
+                        f"the conversation {self.session_id!r} would be the branch {self.branch!r}, which {said}: "
+                        "two ids never share a conversation, so this open was refused and nothing was written",
+                    )
             await self._follow()
 
     def _stored_state(self) -> dict[str, int]:
@@ -191,7 +214,11 @@ class Agent:
             manager = self.manager
             ctx = await manager.compile(max_tokens=UNBOUNDED, reserve_for_response=0)
             items = compile_items(
-                ctx, speaker=self.speaker, reader=manager.view_reader, stored=lambda i: store.get_message(self.branch, i)
+                ctx,
+                speaker=self.speaker,
+                reader=manager.view_reader,
+                stored=lambda i: store.get_message(self.branch, i),
+                edited=self._edited(),
             )
         if limit is None or limit < 0:
             return items
@@ -216,8 +243,26 @@ class Agent:
                 return None
             record = session_record(found[0])
             assert record is not None
+            edited = self._edited()
             await self._write_records({f"{self.records}/popped/{m.id}": True for m in found})
-            return record.item()
+            if not any(edited(m) for m in found):
+                return record.item()
+            # edited since it was added: the item as it reads now, not the copy saved with it
+            blocks = tuple(b for m in found for b in content_for_reader(m.content, self.reader))
+            return current_item(CompiledMessage(found[0].participant, blocks), self.speaker)
+
+    def _edited(self) -> Callable[[Message], bool]:
+        """Whether a message of the branch is no longer as its session item was saved: it was
+        edited, or it is a shard of a long item one of whose shards was (an edit that wrote the
+        same content counts: the store keeps no older copy to compare with)."""
+        store = self.runtime.store
+        ids = frozenset(store.model.edits_since(self.branch, 0))
+        bodies = {_body(store.get_message(self.branch, i)) for i in ids} - {None}
+
+        def edited(message: Message) -> bool:
+            return message.id in ids or _body(message) in bodies
+
+        return edited
 
     def _newest_own(self) -> list[Message]:
         """The messages of the newest item in this agent's view that it added (several when the
@@ -240,8 +285,8 @@ class Agent:
         return []
 
     def _shards_of(self, message: Message) -> list[Message]:
-        body = message.metadata.get("body_id")
-        if not isinstance(body, str):
+        body = _body(message)
+        if body is None:
             return [message]
         return [m for m in self.runtime.store.messages(self.branch) if m.metadata.get("body_id") == body]
 
@@ -262,6 +307,12 @@ class Agent:
         if self._manager is not None:
             manager, self._manager = self._manager, None
             await manager.aclose()
+
+
+def _body(message: Message | None) -> str | None:
+    """The body a shard belongs to (``None``: a message stored whole)."""
+    body = message.metadata.get("body_id") if message is not None and message.metadata else None
+    return body if isinstance(body, str) else None
 
 
 def _storable(value: str) -> str:

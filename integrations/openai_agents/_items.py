@@ -12,7 +12,9 @@ An item the SDK hands a session is stored as one asides message:
   naming the item type, which no provider form and no compression request shows;
 * the **item itself**, as JSON text in the message's metadata (``openai_agents.item``), with the
   reader of the session that added it (``openai_agents.reader``). ``get_items`` returns this text
-  parsed, so an item comes back exactly as it was added.
+  parsed, so an item comes back exactly as it was added, for as long as the message is never
+  edited: the text is a copy of the content as added, and an edit (a host's) changes the content
+  only, so an edited message is rendered from its content instead (see ``_render``).
 
 A private item (``add_items(items, audience=[...])``) has every block carry that audience; blocks
 that may not carry one (tool calls and results, images, system changes) are written as their
@@ -46,11 +48,13 @@ from ...strategies._provider_forms import IMAGE_TEXT, foreign_call_text, orphan_
 __all__ = [
     "METADATA_KEY",
     "SHARED_PARTICIPANTS",
+    "RESERVED_READERS",
     "PreparedItem",
     "SessionRecord",
     "prepare_item",
     "prepare_items",
     "session_record",
+    "shared_role",
     "speaker_of",
     "wholly_visible",
 ]
@@ -62,6 +66,11 @@ SHARED_PARTICIPANTS = frozenset({"user", "system", "developer"})
 """The participants whose items every agent of a conversation gets as they are."""
 
 _MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+
+RESERVED_READERS = frozenset(_MESSAGE_ROLES)
+"""Names no session's reader may take, in any case: the shared participants, and ``assistant``,
+the speaker of an agent with no reader (:func:`speaker_of`). A reader so named would have its
+own items taken for shared lines, or for another agent's own."""
 
 
 def speaker_of(reader: str | None) -> str:
@@ -183,12 +192,17 @@ def item_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     return [ThinkingBlock(f"[{kind}]" if isinstance(kind, str) else "[item]")]
 
 
-def participant_of(item: Mapping[str, Any], speaker: str) -> str:
-    """Who says ``item``: the role of a shared message item, else the agent (``speaker``)."""
+def shared_role(item: Mapping[str, Any]) -> str | None:
+    """The role of a shared message item (``user``, ``system``, ``developer``), else ``None``."""
     role = item.get("role")
     if item.get("type") in (None, "message") and role in SHARED_PARTICIPANTS:
         return str(role)
-    return speaker
+    return None
+
+
+def participant_of(item: Mapping[str, Any], speaker: str) -> str:
+    """Who says ``item``: the role of a shared message item, else the agent (``speaker``)."""
+    return shared_role(item) or speaker
 
 
 def _private(block: ContentBlock, participant: str, audience: tuple[str, ...]) -> ContentBlock:
@@ -208,9 +222,7 @@ def _private(block: ContentBlock, participant: str, audience: tuple[str, ...]) -
     return TextBlock(IMAGE_TEXT, audience)
 
 
-def prepare_item(
-    item: object, index: int, *, speaker: str, reader: str | None, audience: tuple[str, ...] | None
-) -> PreparedItem:
+def prepare_item(item: object, index: int, *, speaker: str, reader: str | None, audience: tuple[str, ...] | None) -> PreparedItem:
     """The message that stores ``item`` (the ``index``-th of a batch). Refuses, with
     :class:`MalformedContentError` at ``items[<index>]``, an item that is not a JSON object or
     holds what JSON cannot (NaN, a lone surrogate, a key that is not a string)."""
@@ -235,9 +247,7 @@ def prepare_item(
     return PreparedItem(participant, tuple(blocks), {METADATA_KEY: {"item": item_json, "reader": reader}})
 
 
-def prepare_items(
-    items: Sequence[object], *, speaker: str, reader: str | None, audience: tuple[str, ...] | None
-) -> list[PreparedItem]:
+def prepare_items(items: Sequence[object], *, speaker: str, reader: str | None, audience: tuple[str, ...] | None) -> list[PreparedItem]:
     """Every item of a batch prepared, or the first refusal (nothing prepared is kept)."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise MalformedContentError("items", f"items must be a list of items, not {type(items).__name__}")

@@ -3,9 +3,13 @@
 Walking the compile in order:
 
 * a raw message that holds a session item is returned as **that item, exactly**, when it is the
-  agent's own (its participant is the agent's) or a shared line (``user``, ``system``,
-  ``developer``), the reader sees all of it, and the compile holds all of it (not truncated, not
-  repaired). A long message stored as shards gives its item once;
+  agent's own (its participant is the agent's, and the item was added by a session of the
+  agent's reader) or a shared line (``user``, ``system``, ``developer``, holding a message item
+  of that role), the reader sees all of it, the compile holds all of it (not truncated, not
+  repaired), and **it was never edited**: the item is a copy of the content as added, so once
+  an edit changed the content (a shard's, for a long message stored as shards) the message is
+  rendered from what the reader may see now, like any other. A long message stored as shards
+  gives its item once;
 * a **memory** (the recall marker and the memory text, ``summary`` sources) is one
   ``{"role": "assistant", "content": ...}`` message: the agent remembers in its own voice;
 * anything else (another agent's lines, a host's messages, a part of a message, a repair) is
@@ -37,17 +41,27 @@ from ...strategies._provider_forms import (
     system_change_text,
     takes_prefix,
 )
-from ._items import SHARED_PARTICIPANTS, session_record, wholly_visible
+from ._items import SessionRecord, session_record, shared_role, wholly_visible
 
-__all__ = ["compile_items", "returned_as_is"]
+__all__ = ["compile_items", "current_item", "returned_as_is"]
 
 Item = dict[str, Any]
 CALL_TYPES = ("function_call", "custom_tool_call")
 
 
-def returned_as_is(message: Message, *, speaker: str, reader: str | None) -> bool:
-    """Whether ``message``'s session item may be returned exactly to the agent ``speaker``."""
-    return (message.participant == speaker or message.participant in SHARED_PARTICIPANTS) and wholly_visible(message, reader)
+def returned_as_is(message: Message, record: SessionRecord, item: Any, *, speaker: str, reader: str | None) -> bool:
+    """Whether ``message``'s session item (``record``, parsed as ``item``) may be returned
+    exactly to the agent ``speaker`` compiling for ``reader``: a shared line, or the agent's own
+    (added by a session of its reader), stored as a session stores that item, wholly visible to
+    the reader. Whether it was edited since is the caller's to ask."""
+    if not isinstance(item, dict):
+        return False
+    role = shared_role(item)
+    if role is not None:  # a shared line: stored as said by its role
+        fits = message.participant == role
+    else:  # the agent's own: stored as said by the agent, by a session of its reader
+        fits = message.participant == speaker and record.reader == reader
+    return fits and wholly_visible(message, reader)
 
 
 class _Calls:
@@ -133,11 +147,29 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def current_item(message: CompiledMessage, speaker: str) -> Item:
+    """One item for a message as it reads now (its reader's view of its content): what
+    ``pop_item`` returns for an edited item. Calls and results are rendered as text, so it is
+    always one message item."""
+    calls = _Calls()
+    for block in message.content:
+        if isinstance(block, ToolUseBlock):
+            calls.given.add(block.id)
+    items = _render(message, SourceEntry("raw"), speaker, calls)  # one message at most: no call is open
+    return items[0] if items else {"role": role_of(message.participant, None, speaker), "content": ""}
+
+
 def compile_items(
-    ctx: CompiledContext, *, speaker: str, reader: str | None, stored: Callable[[str], Message | None]
+    ctx: CompiledContext,
+    *,
+    speaker: str,
+    reader: str | None,
+    stored: Callable[[str], Message | None],
+    edited: Callable[[Message], bool],
 ) -> list[Item]:
     """The items of ``ctx`` for the agent ``speaker`` compiling for ``reader``, oldest first.
-    ``stored`` looks up a message of the branch by id."""
+    ``stored`` looks up a message of the branch by id; ``edited`` says whether a stored
+    message's content is no longer the one its item was saved with."""
     out: list[Item] = []
     calls = _Calls()
     given_bodies: set[str] = set()
@@ -161,22 +193,17 @@ def compile_items(
             message_id = source.message_ids[0]
             found = stored(message_id)
             record = session_record(found) if found is not None else None
-            if (
-                found is not None
-                and record is not None
-                and ctx.provenance.complete.get(message_id, False)
-                and returned_as_is(found, speaker=speaker, reader=reader)
-            ):
-                body = found.metadata.get("body_id")
-                if isinstance(body, str):
-                    if body in given_bodies:
-                        continue  # a later shard of an item already given
-                    given_bodies.add(body)
+            if found is not None and record is not None and ctx.provenance.complete.get(message_id, False) and not edited(found):
                 item = record.item()
-                if isinstance(item, dict):
+                if returned_as_is(found, record, item, speaker=speaker, reader=reader):
+                    body = found.metadata.get("body_id")
+                    if isinstance(body, str):
+                        if body in given_bodies:
+                            continue  # a later shard of an item already given
+                        given_bodies.add(body)
                     calls.note(item)
-                out.append(item)
-                continue
+                    out.append(item)
+                    continue
         out.extend(_render(message, source, speaker, calls))
     end_memory()
     return out

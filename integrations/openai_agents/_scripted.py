@@ -3,13 +3,20 @@
 It implements the SDK's ``Model`` interface (``get_response`` and ``stream_response``) with no
 network: each turn answers with the next scripted reply, or, when the script is used up, with
 what ``default`` makes of the turn's input. It records every input it was given.
+
+Replies are given one by one, as ``asides.testing.ScriptedModel`` takes its answers:
+``ScriptedAgentModel("I booked the room.")`` answers that sentence. A reply is a text or a
+list of one turn's output items. What could be read two ways is refused
+(:class:`~asides.ArgumentTypeError` naming the place): a lone list of texts (the script of older
+versions, or one turn of several messages?), and a ``str`` where an iterable of replies was meant
+(``replies="..."`` would be one reply per character).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from agents.items import ModelResponse, TResponseInputItem, TResponseOutputItem, TResponseStreamEvent
@@ -24,12 +31,55 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from ...store._errors import ArgumentTypeError
+
 __all__ = ["Reply", "ScriptedAgentModel"]
 
 Reply = str | list[Any]
 """A scripted reply: a text, or the output items of the turn (see :meth:`ScriptedAgentModel.call`)."""
 
 _ids = itertools.count(1)
+
+
+def _check_reply(reply: object, path: str) -> Reply:
+    """``reply`` when it is one: a text, or a list of output items (each a text or an SDK output
+    item, never a list or a dict); :class:`ArgumentTypeError` at ``path`` otherwise."""
+    if isinstance(reply, str):
+        return reply
+    if not isinstance(reply, list):
+        raise ArgumentTypeError(path, f"a reply is a text or a list of one turn's output items, not {type(reply).__name__}")
+    if not reply:
+        raise ArgumentTypeError(path, "a list reply is one turn's output items, and a turn needs at least one")
+    for n, item in enumerate(reply):
+        if isinstance(item, (list, tuple, Mapping, bytes)):
+            raise ArgumentTypeError(
+                f"{path}[{n}]",
+                f"an output item is a text or an SDK output item (ScriptedAgentModel.call(...), .message(...)), "
+                f"not {type(item).__name__}; give the replies one by one: ScriptedAgentModel(*replies)",
+            )
+    return reply
+
+
+def _script(answers: tuple[object, ...], iterable: Iterable[object] | None) -> list[Reply]:
+    """The replies of a new model, checked (see the module docstring)."""
+    if iterable is not None:
+        if answers:
+            raise ArgumentTypeError("replies", "give the replies one by one or as replies=[...], not both")
+        if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
+            raise ArgumentTypeError(
+                "replies",
+                f"replies= is an iterable of replies, not {type(iterable).__name__}: a text would be one reply a "
+                "character; for one reply write ScriptedAgentModel(text)",
+            )
+        return [_check_reply(r, f"replies[{n}]") for n, r in enumerate(iterable)]
+    if len(answers) == 1 and isinstance(answers[0], list) and all(isinstance(r, (str, list)) for r in answers[0]):
+        raise ArgumentTypeError(
+            "replies",
+            "a lone list of texts (or an empty one) could be the replies, as older versions read it, or one turn: "
+            "give the replies one by one, ScriptedAgentModel('a', 'b'), or as replies=['a', 'b']; for one turn of "
+            "several messages, use ScriptedAgentModel.message(text) for each",
+        )
+    return [_check_reply(r, f"replies[{n}]") for n, r in enumerate(answers)]
 
 
 def _input_list(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:
@@ -39,20 +89,39 @@ def _input_list(value: str | list[TResponseInputItem]) -> list[TResponseInputIte
 class ScriptedAgentModel(Model):
     """A model that says what it is scripted to say.
 
-    ``replies`` are answered in order, one per turn; after them, ``default(input_items)`` answers
-    (without one, the model says ``"(no more scripted replies)"``). A reply is a text, or a list
-    of output items: texts and :meth:`call` results (a function call the SDK will run).
+    ``ScriptedAgentModel("Booked.", "Done.")`` answers its replies (``*answers``) in order, one per turn; after
+    them, ``default(input_items)`` answers (without one, the model says ``"(no more scripted
+    replies)"``). A reply is a text, or a list of one turn's output items: texts, :meth:`call`
+    results (a function call the SDK will run) and :meth:`message` results, for example
+    ``ScriptedAgentModel([ScriptedAgentModel.call("trains", {"origin": "Lisbon"})], "Three trains.")``.
+    ``replies=`` takes the replies as one iterable instead (a list built elsewhere).
     ``inputs`` holds the input items of every turn, oldest first.
+
+    Refused, with :class:`~asides.ArgumentTypeError` naming the place: what is not a reply; a
+    lone list of texts (two replies, or one turn of two messages?); a ``str`` given as
+    ``replies=``; replies given both ways; a ``default`` that is not callable.
     """
 
-    def __init__(self, replies: Iterable[Reply] = (), *, default: Callable[[list[TResponseInputItem]], Reply] | None = None) -> None:
-        self._replies = list(replies)
+    def __init__(
+        self,
+        *answers: Reply,
+        replies: Iterable[Reply] | None = None,
+        default: Callable[[list[TResponseInputItem]], Reply] | None = None,
+    ) -> None:
+        if default is not None and not callable(default):
+            raise ArgumentTypeError("default", f"default is a function of the turn's input items, not {type(default).__name__}")
+        self._replies = _script(answers, replies)
         self._default = default
         self.inputs: list[list[TResponseInputItem]] = []
 
     def add_reply(self, reply: Reply) -> None:
         """Script one more reply, after the others."""
-        self._replies.append(reply)
+        self._replies.append(_check_reply(reply, "reply"))
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies no turn has taken yet."""
+        return len(self._replies)
 
     @staticmethod
     def call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> ResponseFunctionToolCall:
@@ -84,7 +153,7 @@ class ScriptedAgentModel(Model):
         if self._replies:
             reply = self._replies.pop(0)
         elif self._default is not None:
-            reply = self._default(items)
+            reply = _check_reply(self._default(items), "default(input_items)")
         else:
             reply = "(no more scripted replies)"
         if isinstance(reply, str):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import sniffio
 from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
@@ -14,7 +16,9 @@ from ...store._names import check_optional_reader, check_reader
 from ...strategies._models import Model
 from ...strategies._passthrough import PassthroughStrategy
 from ._agent import Agent
+from ._errors import AsyncioRequiredError, ReservedReaderError
 from ._host import ThreadHost, acquire_host, release_host
+from ._items import RESERVED_READERS
 from ._loop import LoopHandle, SessionClosedError
 
 if TYPE_CHECKING:
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
     from ...actors._runtime import Runtime
 
 __all__ = ["AsidesSession"]
+
+log = logging.getLogger("asides.openai_agents")
 
 T = TypeVar("T")
 
@@ -43,6 +49,19 @@ def _audience(value: object) -> tuple[str, ...] | None:
     return tuple(check_reader(name, f"audience[{n}]") for n, name in enumerate(value))
 
 
+def _session_reader(value: object) -> str | None:
+    """A session's reader: a reader's name (or ``None``), not named like a shared role."""
+    reader = check_optional_reader(value, "reader")
+    if reader is not None and reader.casefold() in RESERVED_READERS:
+        raise ReservedReaderError(
+            "reader",
+            f"{reader!r} is named like a role every agent of a conversation shares ({', '.join(sorted(RESERVED_READERS))}, "
+            "in any case): its items would pass for shared lines or for a no-reader agent's own; name the agent instead "
+            "(reader='ann'), or give no reader",
+        )
+    return reader
+
+
 class AsidesSession:
     """A session of the OpenAI Agents SDK (``Runner.run(agent, input, session=...)``) on an asides
     store: ``get_items``, ``add_items``, ``pop_item``, ``clear_session`` and a synchronous
@@ -59,7 +78,11 @@ class AsidesSession:
     one session.
 
     Every method may be called from any asyncio event loop or thread (``Runner.run_sync`` too),
-    and under Trio. Inside a host's own runtime use ``await runtime.openai_session(...)``.
+    and under Trio. The SDK's ``Runner`` itself needs asyncio: a Runner's call from another loop
+    is refused (:class:`AsyncioRequiredError`) before it writes anything. Inside a host's own
+    runtime use ``await runtime.openai_session(...)``. ``reader`` may not be named like a shared
+    role (``user``, ``system``, ``developer``, ``assistant``, in any case:
+    :class:`ReservedReaderError`).
     """
 
     session_id: str
@@ -92,7 +115,7 @@ class AsidesSession:
             raise ArgumentTypeError("session_id", f"must be a string, not {type(session_id).__name__}")
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
-        self._reader = check_optional_reader(reader, "reader")
+        self._reader = _session_reader(reader)
         self._closed = False
 
     @classmethod
@@ -133,38 +156,46 @@ class AsidesSession:
         """The namespace holding this agent's memories and claim on the conversation's branch."""
         return self._agent.namespace
 
-    async def _call(self, action: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, action: str, fn: Callable[[], Awaitable[T]], wrapper: object = None) -> T:
         if self._closed:
             raise SessionClosedError(f"{action} was refused: session {self.session_id!r} is closed")
+        if wrapper is not None:
+            _check_runner_loop(action)
         return await self._loop.run(fn)
 
     # -- the SDK's Session protocol -----------------------------------------------------------
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+    # Each method takes the SDK's optional ``wrapper`` (its run context): the SDK hands it only
+    # to a session whose four methods all accept it, and only from a ``Runner``, which is how a
+    # Runner's call is told from a direct one (see :func:`_check_runner_loop`).
+
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[TResponseInputItem]:
         """This agent's view of the conversation as input items, oldest first: items exactly as
         added (its own and shared ``user``/``system``/``developer`` lines), other agents' lines
-        as user messages naming them, memories as assistant messages. ``limit`` (else
-        ``session_settings.limit``) keeps the newest that many."""
+        as user messages naming them, memories as assistant messages; an item edited since it was
+        added, as it reads now. ``limit`` (else ``session_settings.limit``) keeps the newest that
+        many. Called by the SDK's Runner outside asyncio: :class:`AsyncioRequiredError`."""
         resolved = resolve_session_limit(limit, self.session_settings)
-        return await self._call("get_items", lambda: self._agent.get_items(resolved))
+        return await self._call("get_items", lambda: self._agent.get_items(resolved), wrapper)
 
-    async def add_items(self, items: list[TResponseInputItem], *, audience: Sequence[str] | None = None) -> None:
+    async def add_items(self, items: list[TResponseInputItem], *, audience: Sequence[str] | None = None, wrapper: Any = None) -> None:
         """Add ``items`` to the conversation, in order, said by this agent (or, for a ``user``,
         ``system`` or ``developer`` message, by that role). With ``audience``, only those readers'
         compiles and views hold them. A malformed item refuses the whole batch, writing nothing."""
         checked = _audience(audience)
-        await self._call("add_items", lambda: self._agent.add_items(items, checked))
+        await self._call("add_items", lambda: self._agent.add_items(items, checked), wrapper)
 
-    async def pop_item(self) -> TResponseInputItem | None:
+    async def pop_item(self, *, wrapper: Any = None) -> TResponseInputItem | None:
         """Remove the newest item this agent added from its view and return it (``None`` when
-        there is none). Other agents' items stay, and nothing leaves another agent's view."""
-        item: TResponseInputItem | None = await self._call("pop_item", self._agent.pop_item)
+        there is none; an item edited since it was added comes back as it reads now). Other
+        agents' items stay, and nothing leaves another agent's view."""
+        item: TResponseInputItem | None = await self._call("pop_item", self._agent.pop_item, wrapper)
         return item
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty this agent's view of the conversation (its memories start afresh); nothing
         leaves another agent's view."""
-        await self._call("clear_session", self._agent.clear)
+        await self._call("clear_session", self._agent.clear, wrapper)
 
     # -- beyond the protocol ------------------------------------------------------------------
 
@@ -198,6 +229,29 @@ class AsidesSession:
 
     def __repr__(self) -> str:
         return f"<AsidesSession {self.session_id!r} reader={self._reader!r}{' closed' if self._closed else ''}>"
+
+
+def _check_runner_loop(action: str) -> None:
+    """Refuse a call from the SDK's ``Runner`` in an event loop that is not asyncio's: the SDK
+    runs on asyncio only, and under Trio it would fail at its next ``asyncio.create_task`` with
+    ``RuntimeError: no running event loop``, after this session had stored the turn's input."""
+    try:
+        library: str | None = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library == "asyncio":
+        return
+    refusal = AsyncioRequiredError(
+        f"{action} was refused: the OpenAI Agents SDK's Runner runs on asyncio only, and it was called under "
+        f"{library or 'no known event loop'}; nothing was written. Run the Runner under asyncio (asyncio.run(main()), "
+        "or anyio.run(main, backend='asyncio')), or from Trio in a worker thread: "
+        "await trio.to_thread.run_sync(functools.partial(Runner.run_sync, agent, text, session=session)). "
+        "The session's own methods (get_items, add_items, ...) work under Trio as they are."
+    )
+    # Logged too: the Runner's own cleanup then fails under Trio the same way, and its
+    # RuntimeError is what the caller sees, with this refusal as its context.
+    log.error("%s", refusal)
+    raise refusal
 
 
 def _strategy(strategy: Any) -> Any:
