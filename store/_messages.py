@@ -74,6 +74,26 @@ def check_message_items(items: object, timestamp: object = None) -> None:
             check_timestamp(item[3])
 
 
+#: Where metadata holds a copy of the message's content: the entry, and the field in it (the OpenAI
+#: Agents session's saved item, ``openai_agents.item``). The copy stands for the content as first
+#: written only: an edit drops that field, in memory and on every reopen, so no read serves a copy
+#: of content that was edited away. The entry's other fields (who added the item) stay.
+CONTENT_COPIES: Mapping[str, str] = MappingProxyType({"openai_agents": "item"})
+
+
+def edited_version(message: Message, content: tuple[ContentBlock, ...]) -> Message:
+    """``message`` with its content replaced by an edit: id, sequence and timestamp kept, and the
+    metadata fields that copied the old content (:data:`CONTENT_COPIES`) left out."""
+    metadata = message.metadata
+    stale = [key for key, field in CONTENT_COPIES.items() if isinstance(metadata.get(key), Mapping) and field in metadata[key]]
+    if stale:
+        kept = dict(metadata)
+        for key in stale:
+            kept[key] = MappingProxyType({k: v for k, v in metadata[key].items() if k != CONTENT_COPIES[key]})
+        metadata = MappingProxyType(kept)
+    return attrs.evolve(message, content=content, metadata=metadata)
+
+
 @attrs.frozen(slots=True)
 class Message:
     """One message of a branch's log, as stored.

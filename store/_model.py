@@ -19,8 +19,6 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import attrs
-
 from ._blocks import ContentBlock, content_to_json, has_audience
 from ._errors import (
     BranchExistsError,
@@ -28,7 +26,7 @@ from ._errors import (
     UnknownBranchError,
     UnknownMessageError,
 )
-from ._messages import Message
+from ._messages import Message, edited_version
 from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
 from ._names import check_branch
 from ._records import (
@@ -242,7 +240,7 @@ class LogModel:
         branch.edits.setdefault(message_id, []).append((branch.head, blocks))
         branch.edit_log.append(message_id)
         branch.edited_ids.add(message_id)
-        edited = attrs.evolve(current, content=blocks)
+        edited = edited_version(current, blocks)
         branch.resolved[message_id] = edited
         self._note_content(branch, blocks, body)
         rows = [Row(record_id, branch.name, branch.head, EDIT, message_id, body)]
@@ -350,7 +348,7 @@ class LogModel:
                         versions[versions.index(found)] = (seq, content)
                         if unsafe_content(content):
                             self._note_damaged(content, stored_edit.body)
-                    resolved = attrs.evolve(base, content=content)
+                    resolved = edited_version(base, content)
                     branch.resolved[base.id] = resolved
                     return resolved
         return base

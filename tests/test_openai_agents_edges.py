@@ -487,3 +487,22 @@ def test_the_readme_sdk_snippet_runs_offline_as_shown(tmp_path):
     assert "OPENAI_API_KEY" not in result.stderr, "the snippet asks for no credentials"
     assert (tmp_path / "room.db").exists()
     assert "4417" not in result.stdout and "bob sees:" in result.stdout
+
+
+async def test_an_edit_drops_the_saved_item_from_every_read(store_path):
+    """Issue 19.2, every other place that serves metadata: after the edit, no read of the message
+    (a reader's ``view_message``, ``get_message``, ``get_all_messages``, and the same after a
+    reopen) holds the item as it was added."""
+    async with open_runtime(store_path) as rt:
+        ann = await rt.openai_session("room", reader="ann")
+        await ann.add_items([user("ANN-ONLY: the door code is 4417")], audience=["ann"])
+        host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=ann.branch)
+        (private,) = host.get_all_messages()
+        await host.edit_message(private.id, [TextBlock("[a private line was here]")])
+        bob = await rt.open_manager("agents/bob-view", strategy=PassthroughStrategy(), branch=ann.branch, view_reader="bob")
+        reads = [bob.view_message(private.id), host.get_message(private.id), *host.get_all_messages(), *bob.view_messages()]
+        assert all("4417" not in repr(message) for message in reads), reads
+        ann.close()
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=ann.branch)
+        assert all("4417" not in repr(message) for message in host.get_all_messages())

@@ -245,7 +245,7 @@ class Agent:
             assert record is not None
             edited = self._edited()
             await self._write_records({f"{self.records}/popped/{m.id}": True for m in found})
-            if not any(edited(m) for m in found):
+            if record.item_json is not None and not any(edited(m) for m in found):
                 return record.item()
             # edited since it was added: the item as it reads now, not the copy saved with it
             blocks = tuple(b for m in found for b in content_for_reader(m.content, self.reader))

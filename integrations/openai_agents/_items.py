@@ -91,11 +91,15 @@ class PreparedItem:
 class SessionRecord:
     """What a stored message says about the session item it holds."""
 
-    item_json: str
+    #: ``None`` once the message was edited: the store drops the saved copy with the edit
+    #: (``store._messages.CONTENT_COPIES``), and the item is then rendered from the content.
+    item_json: str | None
     reader: str | None
 
     def item(self) -> Any:
-        """A fresh copy of the item, exactly as it was added."""
+        """A fresh copy of the item, exactly as it was added (only for a message never edited)."""
+        if self.item_json is None:
+            raise ValueError("the saved item went with an edit; render the message from its content")
         return json.loads(self.item_json)
 
 
@@ -105,7 +109,7 @@ def session_record(message: Message) -> SessionRecord | None:
     if not isinstance(record, Mapping):
         return None
     item_json, reader = record.get("item"), record.get("reader")
-    if not isinstance(item_json, str) or not (reader is None or isinstance(reader, str)):
+    if not (item_json is None or isinstance(item_json, str)) or not (reader is None or isinstance(reader, str)):
         return None
     return SessionRecord(item_json, reader)
 

@@ -193,7 +193,13 @@ def compile_items(
             message_id = source.message_ids[0]
             found = stored(message_id)
             record = session_record(found) if found is not None else None
-            if found is not None and record is not None and ctx.provenance.complete.get(message_id, False) and not edited(found):
+            if (
+                found is not None
+                and record is not None
+                and record.item_json is not None
+                and ctx.provenance.complete.get(message_id, False)
+                and not edited(found)
+            ):
                 item = record.item()
                 if returned_as_is(found, record, item, speaker=speaker, reader=reader):
                     body = found.metadata.get("body_id")
