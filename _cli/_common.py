@@ -60,6 +60,7 @@ EXIT_LEAK = 3
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE
 
+
 def exit_codes_text(*, demo: bool = False) -> str:
     """The exit codes as ``--help`` lists them; 3 only for ``demo``, the one command that uses it."""
     leak = "3 the demo found a leak; " if demo else ""
