@@ -125,6 +125,11 @@ def _make_missing_schema(conn: Any, where: str, *, create: bool) -> str:
             "URL: ?options=-csearch_path%3Dmy_store"
         )
     name = wanted[0]
+    if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone() is not None:
+        raise StoreFailedError(
+            f"{where}: schema {name!r}, which the connection's search_path names, exists but this role may not use "
+            "it; have its owner grant this role USAGE and CREATE on it"
+        )
     statement = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(name))
     shown = statement.as_string(conn)
     if not create:
@@ -142,7 +147,7 @@ def _make_missing_schema(conn: Any, where: str, *, create: bool) -> str:
             f"not create it; have its owner run {shown} and grant this role CREATE and USAGE on it"
         ) from None
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
-    if schema is None:  # pragma: no cover - PostgreSQL re-reads search_path once the schema exists
+    if schema is None:  # pragma: no cover - a schema this role just created is its own to use
         raise StoreFailedError(f"{where}: schema {name!r} was created, yet the connection has no current schema")
     return str(schema)
 

@@ -573,3 +573,10 @@ async def test_a_url_naming_a_missing_schema_creates_it_or_names_the_statement(p
     with pytest.raises(StoreFailedError, match="this role may not create it; have its owner run CREATE SCHEMA IF NOT EXISTS"):
         async with open_store(as_role):
             pass
+    # A schema that exists but that the role may not use is named as such.
+    hidden = "hidden_" + uuid.uuid4().hex[:8]
+    execute(pg_cluster.url, f"CREATE SCHEMA {hidden}")
+    not_usable = with_search_path(pg_cluster.url.replace("postgres@", f"{role}@", 1), hidden)
+    with pytest.raises(StoreFailedError, match=f"schema '{hidden}'.*exists but this role may not use it"):
+        async with open_store(not_usable, read_only=True):
+            pass
