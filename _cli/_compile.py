@@ -161,6 +161,8 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
         pending = manager.pending_work()
     finally:
         await manager.aclose()
+    for warning in warnings:  # first: a refusal below may come from a strategy that was only inferred
+        print(f"asides: warning: {warning}", file=sys.stderr)
     budget = args.max_tokens - args.reserve
     if compiled.token_estimate > budget:
         waiting = f"; what waits to be compressed: {pending}" if pending else ""
@@ -169,8 +171,6 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
             f"~{compiled.token_estimate} tokens and the budget is {budget} (--max-tokens {args.max_tokens} less --reserve "
             f"{args.reserve}); raise --max-tokens or lower --reserve{waiting}"
         )
-    for warning in warnings:
-        print(f"asides: warning: {warning}", file=sys.stderr)
     about = {
         "namespace": manager.namespace,
         "branch": branch,
