@@ -6,7 +6,8 @@ Exit codes (also in ``asides --help`` and docs/cli.md):
 - 1: refused (bad input, a missing, damaged, foreign or locked store, an unknown branch or
   namespace, a reader refusal) or an I/O error; the reason is one line on stderr;
 - 2: bad usage (the command line is wrong, e.g. a negative ``--max-tokens``);
-- 3: the demo found a private line where a reader it was not for could read it;
+- 3: the demo found a private line where a reader it was not for could read it (``demo`` alone
+  exits with it, so only its ``--help`` lists it);
 - 130: interrupted (Ctrl-C);
 - 141: the output pipe closed (``asides demo | head -1``): the command stops quietly, with the
   code a shell reports for a Unix tool stopped by a closed pipe (128 + SIGPIPE).
@@ -37,6 +38,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_CLOSED_PIPE",
     "EXIT_CODES_TEXT",
+    "exit_codes_text",
     "CliError",
     "UsageError",
     "check_store_file",
@@ -58,10 +60,17 @@ EXIT_LEAK = 3
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE
 
-EXIT_CODES_TEXT = (
-    "Exit codes: 0 done; 1 refused or an I/O error (the reason is printed on one line, 'asides: ...'); "
-    "2 bad usage; 3 the demo found a leak; 130 interrupted; 141 the output pipe closed (the command stops quietly)."
-)
+
+def exit_codes_text(*, demo: bool = False) -> str:
+    """The exit codes as ``--help`` lists them; 3 only for ``demo``, the one command that uses it."""
+    leak = "3 the demo found a leak; " if demo else ""
+    return (
+        "Exit codes: 0 done; 1 refused or an I/O error (the reason is printed on one line, 'asides: ...'); "
+        f"2 bad usage; {leak}130 interrupted; 141 the output pipe closed (the command stops quietly)."
+    )
+
+
+EXIT_CODES_TEXT = exit_codes_text()
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -113,13 +122,17 @@ def write_out(lines: list[str]) -> None:
 def console(*, fit_content: bool = False) -> Console:
     """A rich console on stdout. With ``fit_content``, output that is not a terminal (a pipe, a
     file) is as wide as its content needs, unless ``COLUMNS`` says otherwise, so that nothing is
-    folded or cut for a script reading it."""
+    folded or cut for a script reading it. With ``NO_COLOR`` set (not empty) it writes no
+    escape codes: no colour, bold or dim."""
     from rich.console import Console
 
     width: int | None = None
     if fit_content and "COLUMNS" not in os.environ and not sys.stdout.isatty():
         width = 100_000
-    made = Console(highlight=False, width=width, soft_wrap=False)
+    # NO_COLOR (https://no-color.org), set and not empty: no escape codes at all, so bold and dim
+    # go too (rich's own reading of it drops colours only).
+    plain = os.environ.get("NO_COLOR", "") != ""
+    made = Console(highlight=False, width=width, soft_wrap=False, color_system=None if plain else "auto")
     made.on_broken_pipe = _closed_pipe  # type: ignore[method-assign]  # (rich's own exits with 1)
     return made
 

@@ -24,9 +24,11 @@ from ..store._blocks import (
     content_to_json,
 )
 from ..store._names import name_problem
+from ..store._words import counted
 from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy, WindowedPassthroughStrategy
+from ..strategies._recorded import CUSTOM_ESTIMATOR, recorded_strategy
 from ._common import EXIT_OK, CliError, UsageError, dumps, one_line, reading_runtime, require_branch
-from ._inspect import detect_strategy, split_state_key
+from ._inspect import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, split_state_key
 
 __all__ = ["FORMATS", "STRATEGIES", "block_line", "cmd_compile", "compile_as_json"]
 
@@ -91,6 +93,49 @@ def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _strategy_for(found: FoundStrategy, chosen: str | None, where: str) -> tuple[Any, str, list[str]]:
+    """The strategy to preview with, its name, and the warnings to print where the preview may
+    differ from the live compile. ``found`` is what the namespace's records say, ``chosen`` the
+    ``--strategy`` given (or ``None``); ``where`` names the namespace and branch."""
+    warnings: list[str] = []
+    name = chosen or found.name
+    if name not in STRATEGIES:
+        raise CliError(
+            f"{where} runs strategy {name!r}, which asides compile cannot build; pass --strategy with one of "
+            f"{', '.join(sorted(STRATEGIES))}"
+        )
+    if chosen is not None and found.how != INFERRED and chosen != found.name:
+        warnings.append(
+            f"{where} records strategy {found.name!r}; this preview compiles as {chosen!r} (--strategy), which is not "
+            "what the live compile sends"
+        )
+    elif chosen is None and found.how == INFERRED:
+        warnings.append(
+            f"{where} records no strategy (an open records none; set_strategy and derive do), so this preview "
+            f"compiles as {name!r}, inferred from its records, with default options; the live compile may differ: "
+            "pass --strategy to choose"
+        )
+    elif found.how == NAME_ONLY:
+        warnings.append(
+            f"{where} records strategy {found.name!r} without its options, so this preview uses its default options; "
+            "the live compile may differ"
+        )
+    options = dict(found.options or {}) if name == found.name else {}
+    if options.pop("estimator", None) == CUSTOM_ESTIMATOR:
+        warnings.append(
+            f"{where} counts tokens with an estimator of its own, which a store cannot hold; this preview counts with "
+            "the default estimator, so what fits may differ from the live compile"
+        )
+    try:
+        return STRATEGIES[name](**options), name, warnings
+    except (TypeError, ValueError) as exc:
+        warnings.append(
+            f"{where} records options for {name!r} this version cannot use ({one_line(exc)}); this preview uses its "
+            "default options, so the live compile may differ"
+        )
+        return STRATEGIES[name](), name, warnings
+
+
 async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     branch, namespace = args.branch, normalise_namespace(args.namespace)
     require_branch(rt, branch)
@@ -99,41 +144,58 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
     records = {split[1]: model.get_state(branch, key) for key in keys if (split := split_state_key(key)) and split[0] == namespace}
     if not records and args.strategy is None:
         known = sorted({s[0] for key in keys if (s := split_state_key(key))})
+        reader = "no reader" if args.reader is None else f"reader {args.reader!r}"
         raise CliError(
             f"namespace {namespace!r} has no records on branch {branch!r} (namespaces there: "
-            f"{', '.join(known) or 'none'}); a namespace that never wrote anything compiles as passthrough for no "
-            "reader: pass --strategy passthrough to compile it anyway"
+            f"{', '.join(known) or 'none'}); a namespace that never wrote anything compiles as passthrough for "
+            f"{reader}: pass --strategy passthrough to compile it anyway"
         )
-    strategy_name = args.strategy or detect_strategy(records)
-    if strategy_name not in STRATEGIES:
-        raise CliError(
-            f"namespace {namespace!r} on branch {branch!r} runs strategy {strategy_name!r}, which asides compile cannot "
-            f"build; pass --strategy with one of {', '.join(sorted(STRATEGIES))}"
-        )
+    found = find_strategy(records, recorded_strategy(model, branch, namespace))
+    where = f"namespace {namespace!r} on branch {branch!r}"
+    strategy, strategy_name, warnings = _strategy_for(found, args.strategy, where)
     # The runtime is read-only: a reader given for an unclaimed namespace is held in memory for
     # this preview, never recorded.
-    manager = await rt.open_manager(namespace, strategy=STRATEGIES[strategy_name](), view_reader=args.reader, branch=branch)
+    manager = await rt.open_manager(namespace, strategy=strategy, view_reader=args.reader, branch=branch)
     try:
         compiled = await manager.preview_context(max_tokens=args.max_tokens, reserve_for_response=args.reserve)
+        pending = manager.pending_work()
     finally:
         await manager.aclose()
-    budget = max(0, args.max_tokens - args.reserve)
+    for warning in warnings:  # first: a refusal below may come from a strategy that was only inferred
+        print(f"asides: warning: {warning}", file=sys.stderr)
+    budget = args.max_tokens - args.reserve
     if compiled.token_estimate > budget:
-        print(
-            f"asides: warning: this context needs ~{compiled.token_estimate} tokens, over the budget of {budget} "
-            "(--max-tokens minus --reserve); a live compile would refuse it (OverBudgetError)",
-            file=sys.stderr,
+        waiting = f"; what waits to be compressed: {pending}" if pending else ""
+        raise CliError(
+            f"a live compile for {where} would refuse this budget (OverBudgetError): its context needs "
+            f"~{compiled.token_estimate} tokens and the budget is {budget} (--max-tokens {args.max_tokens} less --reserve "
+            f"{args.reserve}); raise --max-tokens or lower --reserve{waiting}"
         )
-    about = {"namespace": manager.namespace, "branch": branch, "reader": manager.view_reader, "strategy": strategy_name}
+    about = {
+        "namespace": manager.namespace,
+        "branch": branch,
+        "reader": manager.view_reader,
+        "strategy": strategy_name,
+        "strategy_known": "chosen" if args.strategy is not None else found.how,
+        "warnings": warnings,
+    }
     return compiled, about
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     if args.max_tokens < 0 or args.reserve < 0:
         raise UsageError("--max-tokens and --reserve must not be negative")
+    namespace_problem = name_problem(args.namespace, what="a namespace")
+    if namespace_problem is not None:
+        raise UsageError(f"--namespace must name a namespace: {namespace_problem} (the default namespace is -n default)")
     reader_problem = None if args.reader is None else name_problem(args.reader, what="a reader's name")
     if reader_problem is not None:
         raise UsageError(f"--reader must name a reader: {reader_problem}")
+    if args.max_tokens <= args.reserve:
+        raise UsageError(
+            f"--reserve {args.reserve} takes all of --max-tokens {args.max_tokens}, so nothing is left for the context: "
+            "lower --reserve or raise --max-tokens"
+        )
 
     async def run() -> tuple[Any, dict[str, Any]]:
         async with reading_runtime(args.path) as rt:
@@ -152,7 +214,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         reader = "no reader" if about["reader"] is None else f"reader {about['reader']!r}"
         header = (
             f"# {about['namespace']} on {about['branch']}, for {reader} ({about['strategy']}): "
-            f"{len(compiled.messages)} messages, ~{compiled.token_estimate} tokens"
+            f"{counted(len(compiled.messages), 'message')}, ~{compiled.token_estimate} tokens"
         )
         print(_compile_as_text(compiled, header))
     return EXIT_OK

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -21,6 +22,7 @@ import trio
 from ..actors._runtime import Runtime
 from ..store._blocks import ContentBlock, TextBlock, text
 from ..store._views import reader_view
+from ..store._words import counted
 from ..strategies import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy
 from ..testing import LeakCheck
 from ._common import EXIT_LEAK, EXIT_OK, CliError, console, dumps, one_line, writing_runtime
@@ -326,6 +328,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         async def run() -> dict[str, Any]:
             async with writing_runtime(path) as rt:
+                if any(info.head for info in rt.list_branches()):  # a shared store (a URL) that holds records
+                    raise CliError(
+                        f"the store {rt.store.path!r} already holds records; the demo writes a fresh store, so name "
+                        "another schema in the URL (?options=-csearch_path%3Ddemo2 creates it) (nothing was written)"
+                    )
                 return await _demo_room(rt, out)
 
         result = trio.run(run)
@@ -333,10 +340,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if leaks:
         for leak in leaks:
             out.print(f"[red]LEAK[/red] {leak}")
-        out.print(f"[bold red]{len(leaks)} private line(s) reached a reader they were not for[/bold red]")
+        reached = "reached a reader it was not for" if len(leaks) == 1 else "reached a reader they were not for"
+        out.print(f"[bold red]{counted(len(leaks), 'private line')} {reached}[/bold red]")
         return EXIT_LEAK
     out.print("[bold green]no private line reached a reader it was not for[/bold green]")
     if args.store is not None:
-        shown = escape(args.store)
+        shown = escape(shlex.quote(args.store))
         out.print(f"[dim]Look around: asides inspect {shown}; asides compile {shown} --namespace agents/ann[/dim]")
     return EXIT_OK

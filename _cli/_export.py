@@ -27,6 +27,7 @@ from ..store._blocks import ContentBlock, UnreadableBlock, check_content, conten
 from ..store._errors import MalformedContentError
 from ..store._messages import Message, freeze_metadata
 from ..store._names import check_participant
+from ..store._words import counted
 from ._common import (
     EXIT_OK,
     CliError,
@@ -83,7 +84,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if refused:
         shown = ", ".join(map(str, refused[:20])) + (" …" if len(refused) > 20 else "")
         print(
-            f"asides: note: {len(refused)} exported message(s) hold data a write would refuse (lines {shown}); "
+            f"asides: note: {counted(len(refused), 'exported message')} {'holds' if len(refused) == 1 else 'hold'} data a "
+            f"write would refuse (lines {shown}); "
             "they are exported as stored, and an import will name them",
             file=sys.stderr,
         )
@@ -171,5 +173,5 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     total = trio.run(run)
     made = "a new store" if creating else "the store"
-    print(f"imported {len(items)} message(s) into {made} {args.path} (branch {args.branch}, now {total} messages)")
+    print(f"imported {counted(len(items), 'message')} into {made} {args.path} (branch {args.branch}, now {counted(total, 'message')})")
     return EXIT_OK

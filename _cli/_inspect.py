@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
 import trio
 
 from ..actors._runtime import Runtime
@@ -18,9 +19,10 @@ from ..store._model import UNREADABLE
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
 from ..strategies._base import FLOOR_KEY, LEASE_KEY, NAMESPACE_KEYS, READER_KEY, STRATEGY_KEY
+from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
-__all__ = ["cmd_inspect", "describe_store", "detect_strategy", "split_state_key"]
+__all__ = ["INFERRED", "NAME_ONLY", "RECORDED", "FoundStrategy", "cmd_inspect", "describe_store", "find_strategy", "split_state_key"]
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
 _KIND_KEY = re.compile(r"^(?P<ns>.+)/(?P<kind>autobiographical|knowledge|windowed-passthrough)/(?P<rest>[^/]+(?:/[^/]+)?)$")
@@ -49,19 +51,36 @@ def _non_negative_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def detect_strategy(records: Mapping[str, Any]) -> str:
-    """The strategy a namespace runs, from its records (``{tail: value}``): the name its
-    ``strategy`` record holds; else, for records written before there was one,
-    ``autobiographical`` or ``knowledge`` by their records, ``windowed-passthrough`` for an
-    anchor, else ``passthrough``."""
-    recorded = records.get(STRATEGY_KEY)
-    if isinstance(recorded, str) and recorded:
-        return recorded
+#: How ``asides`` knows a namespace's strategy (see :func:`find_strategy`).
+RECORDED, NAME_ONLY, INFERRED = "recorded", "name only", "inferred"
+
+
+@attrs.frozen
+class FoundStrategy:
+    """A namespace's strategy as its records tell it: ``name``, ``options`` (``None`` when not
+    recorded) and ``how`` it is known: ``recorded`` (name and options, written when a manager
+    opened the namespace or started the strategy), ``name only`` (a record from before options
+    were recorded, or a strategy that records none), or ``inferred`` (no readable record: guessed
+    from the namespace's other records)."""
+
+    name: str
+    options: Mapping[str, Any] | None
+    how: str
+
+
+def find_strategy(records: Mapping[str, Any], recorded_value: Any) -> FoundStrategy:
+    """The strategy a namespace runs: what the record in force holds (``recorded_value``, from
+    ``strategies._recorded.recorded_strategy``); else, inferred from its records (``{tail:
+    value}``), ``autobiographical`` or ``knowledge`` by their records, ``windowed-passthrough``
+    for an anchor, else ``passthrough``."""
+    recorded = read_strategy_record(recorded_value)
+    if recorded is not None:
+        return FoundStrategy(recorded.name, recorded.options, NAME_ONLY if recorded.options is None else RECORDED)
     kinds = {tail.split("/", 1)[0] for tail in records}
     for kind in _KINDS:
         if kind in kinds:
-            return kind
-    return "passthrough"
+            return FoundStrategy(kind, None, INFERRED)
+    return FoundStrategy("passthrough", None, INFERRED)
 
 
 def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any]) -> dict[str, Any]:
@@ -99,8 +118,8 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         if tail in (READER_KEY, FLOOR_KEY, LEASE_KEY):
             continue  # a lease is the running processes' business: shown, never judged
         if tail == STRATEGY_KEY:
-            if not isinstance(value, str) or not value:
-                bad(tail, "not a strategy's name" if value is not UNREADABLE else "not JSON")
+            if read_strategy_record(value) is None:
+                bad(tail, "not a strategy record" if value is not UNREADABLE else "not JSON")
             continue
         if value is UNREADABLE:
             bad(tail, "not JSON")
@@ -146,6 +165,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         else:
             bad(tail, f"a {kind} record asides does not know")
 
+    strategy = find_strategy(records, recorded_strategy(store.model, branch, namespace))
     if reader_status == "unreadable":
         visible: int | None = None  # nothing can tell whose view it holds (read fail-closed)
     else:
@@ -155,7 +175,9 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         "reader": reader,
         "reader_status": reader_status,
         "narrowing_floor": floor,
-        "strategy": detect_strategy(records),
+        "strategy": strategy.name,
+        "strategy_known": strategy.how,
+        "strategy_options": None if strategy.options is None else dict(strategy.options),
         "compression_lease_holder": compressing,
         "strategy_records": sorted({t.split("/", 1)[0] for t in records if t.split("/", 1)[0] in _KINDS}),
         "visible_messages": visible,
@@ -249,7 +271,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
                 Text(ns["namespace"]),
                 reader,
                 "-" if ns["narrowing_floor"] is None else str(ns["narrowing_floor"]),
-                ns["strategy"],
+                Text(ns["strategy"] + ("" if ns["strategy_known"] == RECORDED else f" ({ns['strategy_known']})")),
                 "?" if ns["visible_messages"] is None else str(ns["visible_messages"]),
                 "/".join(str(count) for _level, count in sorted(ns["summaries"].items(), key=lambda kv: int(kv[0][1:]))),
             ]
@@ -265,12 +287,21 @@ def _print_inspection(report: dict[str, Any]) -> None:
                 out.print(f"  [red]unreadable[/red] {escape(problem['key'])}: {escape(problem['problem'] + shown)}")
         for record in branch["other_records"]:
             out.print(f"  [yellow]record no namespace owns[/yellow] {escape(record['key'])}: {escape(repr(record['value']))}")
-    out.print(
-        "[dim]sees: messages the namespace's reader sees anything of; memories: summary records per level, L1/L2/L3 and up "
-        "(merged-away included); floor: the narrowing floor, the newest message a compression of the namespace "
-        "has read (an edit may not narrow who sees a message at or below it); bad: records asides cannot read, "
-        "listed by key (read fail-closed).[/dim]"
-    )
+    any_bad = any(ns["unreadable"] for branch in report["branches"] for ns in branch["namespaces"])
+    legend = [
+        "head: the branch's newest sequence (every record, messages and state alike, takes one)",
+        "fork point: the parent's sequence the branch was made at",
+        "floor: the narrowing floor, the newest sequence a compression of the namespace has read (an edit may not "
+        "narrow who sees a message at or below it)",
+        "strategy: as recorded by set_strategy or derive; (inferred): not recorded (a namespace that was only "
+        "opened records none), so read from its other records, and asides compile may differ from the live "
+        "compile; (name only): recorded without its options",
+        "sees: messages the namespace's reader sees anything of",
+        "memories: summary records per level, L1/L2/L3 and up (merged-away included)",
+    ]
+    if any_bad:
+        legend.append("bad: records asides cannot read, listed by key under the table (read fail-closed)")
+    out.print(Text("\n".join(legend), style="dim"))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..store._errors import MalformedContentError
+from ..store._words import counted
 from ._common import CliError
 
 __all__ = ["parse_lines", "read_lines", "parse_json_line", "refuse_lines"]
@@ -149,5 +150,5 @@ def _refuse_surrogates(value: Any, where: str) -> None:
 def refuse_lines(action: str, source: str, problems: list[str]) -> None:
     """Refuse the whole file: one line saying nothing was written, then each problem."""
     shown = "stdin" if source == "-" else repr(source)
-    message = f"{action} refused, nothing was written: {len(problems)} malformed line(s) in {shown}"
+    message = f"{action} refused, nothing was written: {counted(len(problems), 'malformed line')} in {shown}"
     raise CliError(message, details=tuple(problems))

@@ -34,6 +34,7 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    exit_codes_text,
     is_expected,
     one_line,
 )
@@ -55,6 +56,11 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _store_help(file: str = "the store file") -> str:
+    """What PATH may be, in every command's help: a file, or a shared store's URL."""
+    return f"{file}, or a postgresql:// URL of a shared store (e.g. postgresql://app@db/asides?options=-csearch_path%%3Dmy_store)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each sets ``run`` to its function."""
     parser = argparse.ArgumentParser(
@@ -62,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Look into an asides store, compile for an agent, move messages between stores, back a store up, "
         "or run a demo. Commands that read (inspect, compile, export, dump) open the store read-only: they never "
         "change a file and work while a host holds the store.",
-        epilog=EXIT_CODES_TEXT,
+        epilog=exit_codes_text(demo=True),  # the program as a whole: demo may exit 3
     )
     parser.add_argument("--version", action="version", version=f"asides {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -73,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a room of three agents (ann, bob, cleo) sharing one message log on an embedded SQLite store "
         "with the offline ExtractiveModel; show each agent's compile side by side and check that no private line "
         "reached a reader it was not for (exit 3 if one did).",
-        epilog=EXIT_CODES_TEXT,
+        epilog=exit_codes_text(demo=True),
     )
     demo.add_argument("--store", metavar="PATH", help="write the demo's store here and keep it (default: a temporary file)")
     demo.set_defaults(run=cmd_demo)
@@ -86,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Opens the store read-only.",
         epilog=EXIT_CODES_TEXT,
     )
-    inspect.add_argument("path", metavar="PATH", help="the store file")
+    inspect.add_argument("path", metavar="PATH", help=_store_help())
     inspect.add_argument("--json", action="store_true", help="print JSON for scripts")
     inspect.set_defaults(run=cmd_inspect)
 
@@ -99,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         "claiming the namespace.",
         epilog=EXIT_CODES_TEXT,
     )
-    compile_.add_argument("path", metavar="PATH", help="the store file")
+    compile_.add_argument("path", metavar="PATH", help=_store_help())
     compile_.add_argument("--namespace", "-n", required=True, metavar="NS", help="the agent's namespace, e.g. agents/ann")
     compile_.add_argument("--reader", "-r", metavar="R", help="compile for this reader (default: the one the namespace records)")
     compile_.add_argument("--branch", "-b", default="main", metavar="B", help="the branch (default: main)")
@@ -127,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "metadata, timestamp. Opens the store read-only.",
         epilog=EXIT_CODES_TEXT,
     )
-    export.add_argument("path", metavar="PATH", help="the store file")
+    export.add_argument("path", metavar="PATH", help=_store_help())
     export.add_argument("--branch", "-b", default="main", metavar="B", help="the branch (default: main)")
     export.add_argument("--with-ids", action="store_true", help="add each message's id and sequence (import ignores them)")
     export.set_defaults(run=cmd_export)
@@ -141,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "that already holds messages is refused unless --append is given. An empty file is refused.",
         epilog=EXIT_CODES_TEXT,
     )
-    import_.add_argument("path", metavar="PATH", help="the store file (created if missing)")
+    import_.add_argument("path", metavar="PATH", help=_store_help("the store file (created if missing)"))
     import_.add_argument("messages", metavar="MESSAGES", help="the JSON-lines file, or - for stdin")
     import_.add_argument("--branch", "-b", default="main", metavar="B", help="the branch to append to (must exist; default: main)")
     import_.add_argument("--append", action="store_true", help="add to a store that already holds messages")
@@ -156,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         "up a store a host is using.",
         epilog=EXIT_CODES_TEXT,
     )
-    dump.add_argument("path", metavar="PATH", help="the store file")
+    dump.add_argument("path", metavar="PATH", help=_store_help())
     dump.set_defaults(run=cmd_dump)
 
     restore = commands.add_parser(
@@ -167,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is written. A store that already holds records is refused; an empty file is refused.",
         epilog=EXIT_CODES_TEXT,
     )
-    restore.add_argument("path", metavar="NEWPATH", help="the store file to make (missing or empty)")
+    restore.add_argument("path", metavar="NEWPATH", help=_store_help("the store file to make (missing or empty)"))
     restore.add_argument("dump", metavar="DUMP", help="the dump file, or - for stdin")
     restore.set_defaults(run=cmd_restore)
     return parser

@@ -11,6 +11,8 @@ import anyio
 from ..store._errors import BranchExistsError, InvalidArgumentError
 from ..store._model import MISSING
 from ..store._names import check_branch
+from ..strategies._base import STRATEGY_KEY
+from ..strategies._recorded import strategy_record
 from ._errors import ReaderClaimError, ReaderRecordError
 from ._manager_parts import ManagerParts
 from ._protocol import Move
@@ -121,7 +123,9 @@ class BranchMoves(ManagerParts):
         derivation = Derivation(self._branch, branch, at, self._namespace)
         await anyio.lowlevel.checkpoint_if_cancelled()
         with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
-            await self._store.create_branch(branch, self._branch, at, meta={"derivation": derivation.to_json()})
+            # the child's strategy is recorded in the branch it makes (no write of its own: R1, 3.3)
+            meta = {"derivation": derivation.to_json(), STRATEGY_KEY: strategy_record(strategy)}
+            await self._store.create_branch(branch, self._branch, at, meta=meta)
             child = await self._start_child(strategy, branch, derivation)
         return child
 

@@ -26,6 +26,7 @@ from ..store._messages import Message, freeze_metadata
 from ..store._names import check_participant
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import (
+    STRATEGY_KEY,
     ContextStrategy,
     StrategyContext,
     StrategyState,
@@ -33,6 +34,7 @@ from ..strategies._base import (
 from ..strategies._capabilities import HasEstimator, ShardsMessages
 from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Model
+from ..strategies._recorded import recorded_strategy, strategy_record
 from ..strategies._tokens import default_estimate
 from ._background import BackgroundWork
 from ._branches import BranchMoves
@@ -297,14 +299,16 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._start_drain()
 
     async def _record_strategy(self) -> None:
-        """Record the strategy's name under the namespace, when it changed, so that an operator
-        can see which strategy a namespace runs."""
+        """Record the strategy and its options under the namespace (``strategies._recorded``)
+        when the record in force on this branch differs, so that an operator (``asides
+        inspect``, ``asides compile``) sees which strategy it runs. Only ``set_strategy`` writes
+        it: an open writes nothing but its claim (SPEC 3.3), and ``derive`` records the child's
+        strategy in the branch it makes."""
         if self._store.read_only:
             return
-        key = f"{self._namespace}/strategy"
-        name = getattr(self._strategy, "name", type(self._strategy).__name__)
-        if self._store.get_state(self._branch, key) != name:
-            await self._store.set_state(self._branch, key, name)
+        record = strategy_record(self._strategy)
+        if recorded_strategy(self._store.model, self._branch, self._namespace) != record:
+            await self._store.set_state(self._branch, f"{self._namespace}/{STRATEGY_KEY}", record)
 
     async def _catch_up(self) -> None:
         """Hand the strategy the reader's view of the messages written since it last looked

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidArgumentError",
     "ArgumentTypeError",
     "InvalidNameError",
+    "NameTypeError",
     "StoreLockedError",
     "StoreFailedError",
     "StoreCorruptError",
@@ -77,14 +78,23 @@ class InvalidNameError(MalformedContentError, InvalidArgumentError):
         AsidesError.__init__(self, f"{path}: {problem}")  # both bases take (path, problem)
 
 
-class StoreLockedError(AsidesError):
-    """Another process (or another runtime in this process) has the store file open."""
+class NameTypeError(InvalidNameError, ArgumentTypeError):
+    """A name of the wrong type (a namespace, branch, reader, participant or metadata key that is
+    not a string): an :class:`ArgumentTypeError` (so a ``TypeError``), as every wrong type is,
+    and an :class:`InvalidNameError`, as every bad name is. ``path`` names the field."""
 
-    def __init__(self, path: str) -> None:
+
+class StoreLockedError(AsidesError):
+    """Another process (or another runtime in this process) has the store file open. ``hint``,
+    when given, is a sentence added to the message: what the opener that was refused should do
+    instead (an ``AsidesSession`` names ``Runtime.openai_session``)."""
+
+    def __init__(self, path: str, *, hint: str | None = None) -> None:
         self.path = path
+        self.hint = hint
         super().__init__(
             f"the store {path!r} is open in another process or runtime; "
-            "one process owns a store file at a time, so close the other one first"
+            "one process owns a store file at a time, so close the other one first" + (f". {hint}" if hint else "")
         )
 
 

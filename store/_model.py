@@ -444,6 +444,12 @@ class LogModel:
         self._reports.add(marker)
         log.warning("record %s holds malformed data, read fail-closed: %s", record_id, problem)
 
+    def state_sequence_at(self, branch_name: str, key: str, sequence: float = float("inf")) -> int | None:
+        """The sequence of the value under ``key`` the branch saw at ``sequence`` (its newest by
+        default), or ``None``. On a child branch, above its fork point means written there."""
+        found = self._state_version(branch_name, key, sequence)
+        return None if found is None else found[1]
+
     def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
         """The value under ``key`` as the branch saw it at ``sequence``."""
         found = self._state_version(branch_name, key, sequence)

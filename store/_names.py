@@ -16,7 +16,9 @@ Everything else is allowed, including format characters (zero-width joiners in e
 characters Unicode has not assigned yet. Names match exactly, as given: nothing is normalised.
 
 A refusal raises :class:`~asides.store.InvalidNameError` whose ``path`` names the field, and
-whose message shows the offending character escaped, so the message itself always prints.
+whose message shows the offending character escaped, so the message itself always prints. A name
+that is not a string raises its subclass ``NameTypeError``, which is also an
+:class:`~asides.store.ArgumentTypeError` (a ``TypeError``), as every argument of the wrong type is.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ._errors import InvalidNameError, MalformedContentError
+from ._errors import InvalidNameError, MalformedContentError, NameTypeError
 from ._json_checks import check_json_tree
 
 __all__ = [
@@ -80,8 +82,11 @@ def name_problem(value: object, *, limit: int = MAX_NAME_LENGTH, what: str = "a 
 
 
 def check_name(value: object, path: str, *, what: str = "a name", limit: int = MAX_NAME_LENGTH) -> str:
-    """``value`` when it is a well-formed name; else :class:`InvalidNameError` at ``path``."""
+    """``value`` when it is a well-formed name; else :class:`InvalidNameError` at ``path``
+    (:class:`NameTypeError`, also an ``ArgumentTypeError``, when it is not a string)."""
     problem = name_problem(value, limit=limit, what=what)
+    if problem is not None and not isinstance(value, str):
+        raise NameTypeError(path, problem)
     if problem is not None:
         raise InvalidNameError(path, problem)
     return value  # type: ignore[return-value]
@@ -93,7 +98,7 @@ def check_namespace(value: object, path: str = "namespace") -> str:
         return "default"
     if not isinstance(value, str):
         hint = "; pass its .namespace" if hasattr(value, "namespace") else ""
-        raise InvalidNameError(path, f"a namespace must be a string, not {type(value).__name__}{hint}")
+        raise NameTypeError(path, f"a namespace must be a string, not {type(value).__name__}{hint}")
     return check_name(value, path, what="a namespace")
 
 

@@ -1,7 +1,8 @@
 """The PostgreSQL schema of an asides store: created, recognised and versioned here.
 
 Two tables, both in the connection's current schema (choose another with the URL's
-``options=-csearch_path=...``):
+``options=-csearch_path=...``; a writing open creates that schema when it does not exist and the
+role may):
 
 * ``asides_meta(key, value)``: ``store = asides`` and ``format = <n>``. A database whose tables
   carry no such marker, or another format, is refused; nothing there is changed.
@@ -27,7 +28,7 @@ from typing import Any
 
 from ._errors import StoreFailedError
 
-__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "prepare_schema"]
+__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "prepare_schema", "search_path_schemas"]
 
 FORMAT_VERSION = 2
 CHANNEL = "asides_log"
@@ -57,7 +58,8 @@ _CREATE = [
 
 def _existing_tables(conn: Any) -> set[str]:
     rows = conn.execute(
-        "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND c.relnamespace = current_schema()::regnamespace",
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relname = ANY(%s) AND n.nspname = current_schema()",  # (a cast to regnamespace folds case)
         (list(_KNOWN_TABLES),),
     ).fetchall()
     return {row[0] for row in rows}
@@ -75,6 +77,81 @@ def _check_marker(conn: Any, where: str) -> None:
         )
 
 
+def search_path_schemas(setting: str) -> list[str]:
+    """The schema names a ``search_path`` setting lists, in order, as PostgreSQL reads them:
+    unquoted names in lower case, quoted ones as written (two double quotes in one stand for a
+    double quote), ``$user`` left as it is. ``My_Store, public`` lists ``my_store`` and
+    ``public``."""
+    names: list[str] = []
+    index, length = 0, len(setting)
+    while index < length:
+        while index < length and setting[index] in " \t\n,":
+            index += 1
+        if index >= length:
+            break
+        if setting[index] == '"':
+            index += 1
+            name = []
+            while index < length:
+                if setting[index] == '"':
+                    if setting[index + 1 : index + 2] == '"':
+                        name.append('"')
+                        index += 2
+                        continue
+                    index += 1
+                    break
+                name.append(setting[index])
+                index += 1
+            names.append("".join(name))
+        else:
+            start = index
+            while index < length and setting[index] != ",":
+                index += 1
+            names.append(setting[start:index].strip().lower())
+    return [name for name in names if name]
+
+
+def _make_missing_schema(conn: Any, where: str, *, create: bool) -> str:
+    """The connection's ``search_path`` names no schema that exists: create the first one it
+    names (``$user`` aside) when ``create`` and the role may, and return its name; else refuse
+    with :class:`StoreFailedError` naming the schema and the statement that creates it."""
+    from psycopg import errors, sql
+
+    setting = conn.execute("SELECT current_setting('search_path')").fetchone()[0] or ""
+    wanted = [name for name in search_path_schemas(setting) if name != "$user"]
+    if not wanted:
+        raise StoreFailedError(
+            f"{where}: the connection's search_path ({setting!r}) names no schema to hold a store; name one in the "
+            "URL: ?options=-csearch_path%3Dmy_store"
+        )
+    name = wanted[0]
+    if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone() is not None:
+        raise StoreFailedError(
+            f"{where}: schema {name!r}, which the connection's search_path names, exists but this role may not use "
+            "it; have its owner grant this role USAGE and CREATE on it"
+        )
+    statement = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(name))
+    shown = statement.as_string(conn)
+    if not create:
+        raise StoreFailedError(
+            f"{where}: schema {name!r}, which the connection's search_path names, does not exist, so it holds no "
+            f"asides store; a read-only open creates nothing (a writing open creates it, or run {shown})"
+        )
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+            conn.execute(statement)
+    except errors.InsufficientPrivilege:
+        raise StoreFailedError(
+            f"{where}: schema {name!r}, which the connection's search_path names, does not exist, and this role may "
+            f"not create it; have its owner run {shown} and grant this role CREATE and USAGE on it"
+        ) from None
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    if schema is None:  # pragma: no cover - a schema this role just created is its own to use
+        raise StoreFailedError(f"{where}: schema {name!r} was created, yet the connection has no current schema")
+    return str(schema)
+
+
 def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
     """Check (creating it if ``create`` and the schema holds none of asides's tables) the store
     in ``conn``'s current schema; returns the schema's name.
@@ -82,10 +159,14 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
     Refuses with :class:`StoreFailedError`, changing nothing: a schema holding only some of the
     tables, a marker that is not asides's or names another format, and (without ``create``) a
     schema with no store. ``where`` names the store in messages (a URL without its password).
+
+    When the schema the connection's ``search_path`` names does not exist, ``create`` creates it
+    (``CREATE SCHEMA IF NOT EXISTS``, where the role may); without ``create``, or without the
+    privilege, the refusal names the schema and the statement that creates it.
     """
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
     if schema is None:
-        raise StoreFailedError(f"{where}: the connection has no current schema to hold a store (check search_path)")
+        schema = _make_missing_schema(conn, where, create=create)
     found = _existing_tables(conn)
     if "asides_meta" in found:
         _check_marker(conn, where)  # another format (format 1's tables included) is refused here

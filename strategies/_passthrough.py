@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from ._repair import Emitted, repair_hidden_partners
 from ._suffix import SuffixIndex
-from ._tokens import Estimator, MessageCosts
+from ._tokens import Estimator, MessageCosts, recorded_estimator
 
 __all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "selection_of"]
 
@@ -61,6 +63,10 @@ class PassthroughStrategy(NoBackgroundWork):
         self._costs = MessageCosts(estimator)
         self.estimator = self._costs.estimator
         self._index = SuffixIndex()
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as JSON (see ``AutobiographicalStrategy.recorded_options``)."""
+        return {"estimator": recorded_estimator(self.estimator)}
 
     def price(self, item: Emitted, source: Message) -> int:
         if item.message.content is source.content:

@@ -27,7 +27,7 @@ from ..store._blocks import (
 )
 from ..store._messages import Message
 
-__all__ = ["Estimator", "default_estimate", "estimate_text", "estimate_block", "MessageCosts", "MESSAGE_OVERHEAD"]
+__all__ = ["Estimator", "default_estimate", "estimate_text", "estimate_block", "MessageCosts", "MESSAGE_OVERHEAD", "recorded_estimator"]
 
 Estimator = Callable[[Sequence[ContentBlock]], int]
 
@@ -71,6 +71,12 @@ def estimate_block(block: ContentBlock) -> int:
 def default_estimate(content: Sequence[ContentBlock]) -> int:
     """A message's estimate: 4 for framing plus the sum of its blocks."""
     return MESSAGE_OVERHEAD + sum(estimate_block(b) for b in content)
+
+
+def recorded_estimator(estimator: Estimator) -> str | None:
+    """How a strategy's options record its estimator: ``None`` for :func:`default_estimate`,
+    ``"custom"`` for one of its own (a function cannot be recorded)."""
+    return None if estimator is default_estimate else "custom"
 
 
 class MessageCosts:

@@ -3,6 +3,8 @@ jumps, so successive compiles share a stable prefix."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..store._messages import Message
 from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
@@ -10,7 +12,7 @@ from ._budget import over_budget
 from ._errors import InvalidArgumentError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued
-from ._tokens import Estimator, MessageCosts
+from ._tokens import Estimator, MessageCosts, recorded_estimator
 from ._truncation import truncate_content
 
 __all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after"]
@@ -51,6 +53,14 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         self.max_message_tokens = max_message_tokens
         self._costs = MessageCosts(estimator)
         self.estimator = self._costs.estimator
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as JSON (see ``AutobiographicalStrategy.recorded_options``)."""
+        return {
+            "re_anchor_fraction": self.re_anchor_fraction,
+            "max_message_tokens": self.max_message_tokens,
+            "estimator": recorded_estimator(self.estimator),
+        }
 
     def anchor(self, ctx: StrategyContext) -> int:
         """The persisted anchor sequence (0 when absent or malformed; a malformed one is

@@ -15,6 +15,7 @@ import anyio
 import anyio.lowlevel
 
 from ..store._blocks import TextBlock
+from ..store._words import counted
 from ..strategies._models import Completion, CompletionRequest, Usage
 from ..strategies._tokens import estimate_text
 from ._errors import AnswerTypeError, HarnessError
@@ -70,7 +71,7 @@ def _plain(content: object) -> str:
 def describe_request(request: CompletionRequest) -> str:
     """One line about a request, for error messages: how many messages, the system text's
     start, and the last message's participant and start."""
-    parts = [f"{len(request.messages)} message(s)"]
+    parts = [counted(len(request.messages), "message")]
     if request.system:
         parts.append(f"system {_clip(request.system)!r}")
     if request.messages:

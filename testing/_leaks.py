@@ -213,14 +213,23 @@ def _texts(material: object) -> Iterator[tuple[str, str]]:
     if isinstance(material, str):
         yield "", material
     elif isinstance(material, CompiledContext):
+        # One numbering for a compile: its messages from 1, in order; provenance names the
+        # compiled message a source body stands behind, and the stored message's id beside it.
         for number, message in enumerate(material.messages, start=1):
             yield f", message {number}", _content_text(message.content)
         if material.system_injections:
             yield ", system injections", _content_text(material.system_injections)
-        yield from _texts(material.provenance)
+        positions: dict[str, int] = {}
+        for number, entry in enumerate(material.provenance.entries, start=1):
+            for message_id in entry.message_ids:
+                positions.setdefault(message_id, number)
+        for message_id, body in material.provenance.raw_bodies.items():
+            at = positions.get(message_id)
+            where = f"message {at} (stored id {message_id})" if at is not None else f"stored message id {message_id}"
+            yield f", provenance of {where}", _content_text(body)
     elif isinstance(material, Provenance):
         for message_id, body in material.raw_bodies.items():
-            yield f", provenance of message {message_id}", _content_text(body)
+            yield f", provenance of stored message id {message_id}", _content_text(body)
     elif isinstance(material, CompletionRequest):
         if material.system:
             yield ", system", material.system

@@ -13,7 +13,7 @@ by path, and needs no pytest).
 
 Run as a script for a cluster outside pytest::
 
-    python tests/pg_cluster.py start    # prints the folder and the URL; leaves it running
+    python tests/pg_cluster.py start    # prints the URL (stdout) and how to stop it (stderr); leaves it running
     python tests/pg_cluster.py stop DIR
 """
 
@@ -162,7 +162,12 @@ if __name__ == "__main__":
         if reason is not None:
             sys.exit(f"cannot start a cluster: {reason}")
         started = Cluster.start()
-        print(started.folder)
+        # The URL alone on stdout, so that URL=$(sh .ci/postgres start) takes it; the rest on stderr.
+        print(
+            f"started a throwaway PostgreSQL server in {started.folder} (a Unix socket there, no TCP port); its URL "
+            f"is on stdout. Stop it, removing its data, with: sh .ci/postgres stop {started.folder}",
+            file=sys.stderr,
+        )
         print(started.url)
     elif len(sys.argv) == 3 and sys.argv[1] == "stop":
         Cluster(sys.argv[2], "").stop()

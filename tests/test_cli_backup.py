@@ -227,7 +227,7 @@ def test_restore_names_every_bad_line_and_writes_nothing(capsys, full_store, tmp
     target = tmp_path / "new.db"
     code, _out, err = restore(capsys, str(target), "\n".join(lines) + "\n", tmp_path)
     assert code == 1
-    assert "restore refused, nothing was written: 4 malformed line(s)" in err
+    assert "restore refused, nothing was written: 4 malformed lines" in err
     for expected in ("line 3: an object gives the key 'kind' twice", "line 4: sequence", "line 5: not JSON", "line 7: id"):
         assert expected in err
     assert not target.exists()

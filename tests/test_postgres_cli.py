@@ -80,3 +80,35 @@ def test_a_sqlite_store_moves_to_postgres_by_dump_and_restore_and_back(pg_url, t
     assert "holds" in capsys.readouterr().err
     back = str(tmp_path / "back.db")
     assert main(["restore", back, str(dump)]) == 0
+
+
+def test_the_readme_route_to_a_local_server(pg_cluster, capsys):
+    """The README's local route: ``URL=$(sh .ci/postgres start)`` gives a throwaway server's URL
+    alone on stdout and says on stderr how to stop it; the demo writes its store there, a second
+    demo on the same store is refused, and the stop command given removes the server. (It used to
+    print the folder and the URL and say nothing more.)"""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "ASIDES_TEST_POSTGRES_URL"}
+    started = subprocess.run(["sh", ".ci/postgres", "start"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    url = started.stdout.strip()
+    assert url.startswith("postgresql://") and "\n" not in url, started.stdout
+    stop = started.stderr.split("Stop it, removing its data, with: ", 1)[1].strip()
+    folder = shlex.split(stop)[-1]
+    try:
+        assert os.path.isdir(folder)
+        demo = subprocess.run([sys.executable, "-m", "asides", "demo", "--store", url], capture_output=True, text=True, timeout=300)
+        assert demo.returncode == 0, demo.stderr
+        assert main(["inspect", url, "--json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["branches"][0]["namespaces"]) == 3
+        assert main(["demo", "--store", url]) == 1
+        assert "already holds records; the demo writes a fresh store" in capsys.readouterr().err
+    finally:
+        stopped = subprocess.run(shlex.split(stop), cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not os.path.exists(folder)

@@ -539,3 +539,44 @@ async def test_catching_up_reads_the_log_a_page_at_a_time(pg_url, monkeypatch):
         message = await deaf.append_message("main", "d", (text("d"),))  # under the lock, after reading 8 in pages
         assert message.sequence == 26
         assert [m.sequence for m in deaf.messages("main")] == list(range(1, 27))
+
+
+# -- a schema the URL names that does not exist yet ---------------------------------------------
+
+
+async def test_a_url_naming_a_missing_schema_creates_it_or_names_the_statement(pg_cluster):
+    """A newcomer's URL names a schema that does not exist yet: a writing open creates it; a
+    read-only open, and a role that may not create schemas, are refused naming the schema and
+    the statement that creates it (they used to say only that there was no current schema)."""
+    import uuid
+
+    from pg_cluster import with_search_path
+
+    schema = "Newcomer_" + uuid.uuid4().hex[:8]  # mixed case: quoted, so kept as written
+    url = with_search_path(pg_cluster.url, f'"{schema}"')
+    with pytest.raises(StoreFailedError, match=f"schema '{schema}'.*does not exist.*CREATE SCHEMA IF NOT EXISTS \"{schema}\""):
+        async with open_store(url, read_only=True):
+            pass
+    async with open_store(url) as store:
+        await store.append_message("main", "alice", (text("hello"),))
+    async with open_store(url, read_only=True) as store:  # the same schema, now holding the store
+        assert [m.participant for m in store.messages("main")] == ["alice"]
+    import psycopg
+
+    with psycopg.connect(pg_cluster.url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() == (1,)
+
+    role = "newcomer_" + uuid.uuid4().hex[:8]
+    execute(pg_cluster.url, f"CREATE ROLE {role} LOGIN")
+    execute(pg_cluster.url, f"REVOKE CREATE ON DATABASE postgres FROM {role}")
+    as_role = with_search_path(pg_cluster.url.replace("postgres@", f"{role}@", 1), "not_there_" + uuid.uuid4().hex[:8])
+    with pytest.raises(StoreFailedError, match="this role may not create it; have its owner run CREATE SCHEMA IF NOT EXISTS"):
+        async with open_store(as_role):
+            pass
+    # A schema that exists but that the role may not use is named as such.
+    hidden = "hidden_" + uuid.uuid4().hex[:8]
+    execute(pg_cluster.url, f"CREATE SCHEMA {hidden}")
+    not_usable = with_search_path(pg_cluster.url.replace("postgres@", f"{role}@", 1), hidden)
+    with pytest.raises(StoreFailedError, match=f"schema '{hidden}'.*exists but this role may not use it"):
+        async with open_store(not_usable, read_only=True):
+            pass

@@ -46,7 +46,8 @@ def _project(tmp_path: Path, config: str, tests: str) -> Path:
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "-q", *args],
+        # (langsmith's plugin, which the bench extra brings, is no part of another project's run)
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin", "-s", "-q", *args],
         cwd=folder,
         env=env,
         capture_output=True,

@@ -26,11 +26,17 @@ import anyio
 import trio
 
 from ...actors._runtime import Runtime, open_runtime
+from ...store._errors import StoreLockedError
 from ._loop import LoopHandle
 
 __all__ = ["ThreadHost", "acquire_host", "release_host"]
 
 MEMORY = ":memory:"
+#: What a session refused a store file that a runtime holds should do instead.
+LOCKED_HINT = (
+    "An AsidesSession opens a runtime of its own on its file; if this process's host runtime holds the file, "
+    "take the session from it: await rt.openai_session(session_id, reader=...)"
+)
 
 
 class ThreadHost:
@@ -50,6 +56,8 @@ class ThreadHost:
         self._ready.wait()
         if self._failure is not None:
             self._thread.join()
+            if isinstance(self._failure, StoreLockedError):
+                raise StoreLockedError(self._failure.path, hint=LOCKED_HINT) from None
             raise self._failure
 
     @property

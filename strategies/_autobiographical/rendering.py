@@ -30,6 +30,7 @@ import attrs
 from ...store._blocks import ToolResultBlock, ToolUseBlock
 from ...store._messages import Message
 from ...store._views import MessageView
+from ...store._words import counted
 from .._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from .._budget import over_budget
 from .._passthrough import selection_of
@@ -209,7 +210,8 @@ def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int
     if total > budget and not options.preview:
         _emitted, _costs, (head_tokens, middle_tokens, recent_tokens) = _render_all(strategy, cache, tracker, view, regions)
         pending = strategy.pending_chunks()
-        details = f"head {head_tokens}, middle {middle_tokens}, recent {recent_tokens}; {pending} chunks await compression"
+        awaiting = f"{counted(pending, 'chunk')} {'awaits' if pending == 1 else 'await'} compression"
+        details = f"head {head_tokens}, middle {middle_tokens}, recent {recent_tokens}; {awaiting}"
         remedies = []
         if ctx.model is None:
             details += ", and no compression model is configured"

@@ -26,7 +26,7 @@ from ...store._errors import InvalidArgumentError
 from ...store._messages import Message
 from ...store._names import check_participant
 from .._base import Selection, SelectOptions, StrategyContext
-from .._tokens import Estimator, MessageCosts
+from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .records import Summary
@@ -111,6 +111,29 @@ class AutobiographicalStrategy:
         self._shown_costs: dict[str, tuple[object, int]] = {}
         self.tracker = self._new_tracker()
         self.render_cache = RenderCache()
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as JSON, recorded when a manager starts this strategy (so that ``asides
+        compile`` can rebuild it); ``"estimator": "custom"`` when it counts with its own."""
+        return {
+            "compression_model": self.compression_model,
+            "target_chunk_tokens": self.target_chunk_tokens,
+            "head_window_tokens": self.head_window_tokens,
+            "recent_window_tokens": self.recent_window_tokens,
+            "hierarchical": self.hierarchical,
+            "adaptive_resolution": self.adaptive_resolution,
+            "merge_threshold": self.merge_threshold,
+            "holdback_chunks": self.holdback_chunks,
+            "summary_target_tokens": self.summary_target_tokens,
+            "summary_participant": self.summary_participant,
+            "compression_max_tokens": self.compression_max_tokens,
+            "compression_context_tokens": self.compression_context_tokens,
+            "request_message_tokens": self.request_message_tokens,
+            "l1_attempt_limit": self.l1_attempt_limit,
+            "merge_attempt_limit": self.merge_attempt_limit,
+            "max_message_tokens": self.max_message_tokens,
+            "estimator": recorded_estimator(self.estimator),
+        }
 
     def _new_tracker(self) -> Tracker:
         return Tracker(

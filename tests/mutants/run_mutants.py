@@ -6,12 +6,14 @@ one check of ``actors/manager.py::ContextManager._check_narrowing`` or
 Not a pytest module (its name does not start with ``test_``); ``tests/test_mutants.py`` runs it
 as a subprocess (marked slow). Run it directly with::
 
-    /work/venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [MUTANT_ID ...]
+    /work/venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [--every] [MUTANT_ID ...]
 
 For each mutant it copies the repository (without ``.git`` and caches) to a temporary directory,
 applies a one-line mutation by string replacement (failing loudly when the anchor text is not
-found exactly once), runs ``pytest tests/test_narrowing.py`` there (verbose, so a run that hangs
-names its test), and reports which tests failed. The unmutated copy runs first and must pass. The exit status is non-zero when any mutant
+found exactly once), runs ``pytest -x tests/test_narrowing.py`` there (verbose, so a run that hangs
+names its test; ``-x``: the first failing test kills the mutant, so the run stops there), and
+reports the test that failed (``--every`` runs each to the end and lists every test that
+kills it, as the table below was measured). The unmutated copy runs first and must pass. The exit status is non-zero when any mutant
 survives (no test fails), when an anchor is missing, or when the baseline fails.
 
 Which tests cover which rule (the tests of tests/test_narrowing.py that kill each mutant, as
@@ -225,14 +227,18 @@ def apply(repo: Path, mutant: Mutant) -> None:
         path.write_text(source.replace(anchor, replacement))
 
 
-def run_tests(repo: Path) -> tuple[int, list[str], str]:
+def run_tests(repo: Path, *, first_failure: bool = False) -> tuple[int, list[str], str]:
     """Run the narrowing tests in ``repo``: (exit code, failed test ids, summary line). A run that
-    hangs past ``TIMEOUT`` counts as failing, in the test that was running."""
+    hangs past ``TIMEOUT`` counts as failing, in the test that was running. With
+    ``first_failure`` the run stops at its first failing test (a mutant needs one to be killed)."""
+    stop = ["-x"] if first_failure else []
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(repo.parent))
     env.pop("PYTEST_ADDOPTS", None)
     # SQLite alone: the narrowing checks are the actors' and the same on both backends; the
     # PostgreSQL half would double every run (tests/conftest.py parametrises store_path)
-    command = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "-k", "not postgres", TEST_FILE]
+    # PostgreSQL half would double every run (tests/conftest.py parametrises store_path). A mutant
+    # is killed by its first failing test, so its run stops there (-x); the baseline runs whole.
+    command = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "-k", "not postgres", *stop, TEST_FILE]
     try:
         proc = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired as exc:
@@ -260,14 +266,14 @@ def check_imports_copy(repo: Path) -> None:
         raise SystemExit(f"the copy at {repo} imports {out}, not its own modules; the mutants would test nothing")
 
 
-def run_one(mutant: Mutant | None) -> tuple[Mutant | None, int, list[str], str]:
+def run_one(mutant: Mutant | None, every: bool = False) -> tuple[Mutant | None, int, list[str], str]:
     with tempfile.TemporaryDirectory(prefix="asides-mutant-") as directory:
         repo = copy_repo(Path(directory))
         if mutant is None:
             check_imports_copy(repo)
         else:
             apply(repo, mutant)
-        code, failed, summary = run_tests(repo)
+        code, failed, summary = run_tests(repo, first_failure=mutant is not None and not every)
         return mutant, code, failed, summary
 
 
@@ -275,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("ids", nargs="*", help="mutant ids to run (default: all)")
     parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 1))
+    parser.add_argument("--every", action="store_true", help="run each mutant's tests to the end, listing every test that kills it")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.ids or m.id in args.ids]
     unknown = set(args.ids) - {m.id for m in MUTANTS}
@@ -294,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     survivors = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for mutant, code, failed, summary in pool.map(run_one, chosen):
+        for mutant, code, failed, summary in pool.map(lambda m: run_one(m, args.every), chosen):
             assert mutant is not None
             killed = code != 0 and bool(failed)
             status = "killed" if killed else "SURVIVED"

@@ -1,0 +1,93 @@
+"""The record of the strategy a namespace runs, for readers of a store without its host.
+
+Where it is kept: ``set_strategy`` writes the state record ``<namespace>/strategy`` on its branch
+(only when the record in force differs), and ``derive`` puts the child's strategy in the branch it
+makes (its ``meta``, beside the derivation), writing nothing more. An open records nothing: SPEC
+3.3 says that an open that claims nothing writes nothing and that a claim is exactly one write,
+so a namespace that was only opened has no record, and readers infer its strategy from its other
+records (saying so). :func:`recorded_strategy` is the one rule for which record is in force.
+
+Its value is::
+
+    {"name": "autobiographical", "options": {"recent_window_tokens": 30000, ...}}
+
+``name`` is the strategy's ``name`` (its class name when it has none); ``options`` are what its
+``recorded_options()`` returns, when it has that method (every built-in strategy does: the JSON
+values of its constructor options, with ``"estimator": "custom"`` for an estimator of its own,
+which cannot be recorded), else ``null``. Stores written before this record had options hold the
+name alone, as a string; :func:`read_strategy_record` reads both.
+
+It is informative only: a manager always runs the strategy object it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..store._model import MISSING
+from ._base import STRATEGY_KEY
+
+if TYPE_CHECKING:
+    from ..store._model import LogModel
+
+__all__ = ["CUSTOM_ESTIMATOR", "StrategyRecord", "read_strategy_record", "recorded_strategy", "strategy_record"]
+
+#: The recorded value of the ``estimator`` option when a strategy counts with one of its own.
+CUSTOM_ESTIMATOR = "custom"
+
+
+@attrs.frozen
+class StrategyRecord:
+    """A namespace's strategy as recorded: its name, and its options (``None`` when the record
+    holds the name alone: an older store, or a strategy with no ``recorded_options``)."""
+
+    name: str
+    options: Mapping[str, Any] | None = None
+
+
+def strategy_record(strategy: object) -> dict[str, Any]:
+    """The record's value for ``strategy`` (see the module docstring)."""
+    name = getattr(strategy, "name", None)
+    if not isinstance(name, str) or not name:
+        name = type(strategy).__name__
+    describe = getattr(strategy, "recorded_options", None)
+    options = describe() if callable(describe) else None
+    return {"name": name, "options": dict(options) if isinstance(options, Mapping) else None}
+
+
+def recorded_strategy(model: LogModel, branch: str, namespace: str) -> Any:
+    """The strategy record in force for ``namespace`` on ``branch`` (a raw value, as stored, or
+    ``MISSING``): the newest of the namespace's ``strategy`` state record as the branch sees it
+    and the strategy a ``derive`` of that namespace recorded in the branch it made, walking up
+    from ``branch`` through the branches it was made from."""
+    key = f"{namespace}/{STRATEGY_KEY}"
+    name: str | None = branch
+    limit: float = float("inf")
+    while name is not None:
+        info = model.branch_info(name)
+        sequence = model.state_sequence_at(name, key, limit)
+        fork = info.fork_sequence if info.parent is not None else -1
+        if sequence is not None and sequence > fork:  # written on this branch, after it was made
+            return model.get_state_at(name, key, sequence)
+        meta = model.branch_meta(name)
+        derivation = meta.get("derivation")
+        if isinstance(derivation, dict) and derivation.get("namespace") == namespace and STRATEGY_KEY in meta:
+            return meta[STRATEGY_KEY]
+        name, limit = info.parent, fork
+    return MISSING
+
+
+def read_strategy_record(value: object) -> StrategyRecord | None:
+    """The record ``value`` holds, or ``None`` when it is not a strategy record (a name, or an
+    object with a non-empty ``name`` and ``options`` that are an object or ``null``)."""
+    if isinstance(value, str):
+        return StrategyRecord(value) if value else None
+    if not isinstance(value, dict):
+        return None
+    name, options = value.get("name"), value.get("options")
+    if not isinstance(name, str) or not name or not (options is None or isinstance(options, dict)):
+        return None
+    return StrategyRecord(name, options)
