@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { branch: "main", readers: [], report: null, logAfter: -1, logNext: null, cmpNext: null, participants: new Set() };
+const state = { branch: "main", readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0 };
 
 // The token came in the address; the server set a cookie with it. Keep it out of the address bar
 // (and out of the history), as the page is a secret.
@@ -151,13 +151,14 @@ function renderStore() {
 // -- the log tab ------------------------------------------------------------------------------
 
 async function loadLog(reset) {
+  // A newer reset makes the answers of older loads moot: they are dropped, never appended.
   const list = $("log");
-  if (reset) {
-    list.replaceChildren();
-    state.logAfter = -1;
-  }
+  const run = reset ? ++state.logRun : state.logRun;
   try {
-    const page = await api("messages", { branch: state.branch, after: state.logAfter, limit: 100, participant: $("log-participant").value, reader: $("log-reader").value });
+    const after = reset ? -1 : state.logAfter;
+    const page = await api("messages", { branch: state.branch, after, limit: 100, participant: $("log-participant").value, reader: $("log-reader").value });
+    if (run !== state.logRun || (!reset && after !== state.logAfter)) return;
+    if (reset) list.replaceChildren();
     for (const m of page.messages) {
       list.append(messageNode(m));
       state.participants.add(m.participant);
@@ -193,12 +194,12 @@ async function loadCompare(reset) {
   }
   $("cmp-head-a").replaceChildren("what ", el("b", {}, a), " sees");
   $("cmp-head-b").replaceChildren("what ", el("b", {}, b), " sees");
-  if (reset) {
-    list.replaceChildren();
-    state.cmpNext = -1;
-  }
+  const run = reset ? ++state.cmpRun : state.cmpRun;
   try {
-    const page = await api("compare", { branch: state.branch, readers: `${a},${b}`, after: state.cmpNext, limit: 100 });
+    const after = reset ? -1 : state.cmpNext;
+    const page = await api("compare", { branch: state.branch, readers: `${a},${b}`, after, limit: 100 });
+    if (run !== state.cmpRun || (!reset && after !== state.cmpNext)) return;
+    if (reset) list.replaceChildren();
     const only = $("cmp-only").checked;
     for (const row of page.messages) {
       if (only && !row.differs) continue;
@@ -289,8 +290,10 @@ async function loadViews() {
     return;
   }
   const budget = $("view-budget").value;
+  const run = ++state.viewRun;
   try {
     const views = await Promise.all(readers.map((reader) => api("view", { branch: state.branch, reader, max_tokens: budget })));
+    if (run !== state.viewRun) return;
     const texts = views.map((v) => new Set(v.messages.map((m) => m.blocks.map((b) => b.text).join("\n"))));
     box.replaceChildren(...views.map((v, i) => viewColumn(v, views.length === 2 ? texts[1 - i] : null)));
     box.classList.toggle("two", views.length === 2);
