@@ -32,6 +32,7 @@ async def run_inspector(
     from hypercorn.trio import serve
 
     from ._app import make_app
+    from ._data import warm
     from ._snapshots import Snapshots
 
     config = Config()
@@ -39,7 +40,7 @@ async def run_inspector(
     config.accesslog = None
     config.loglevel = "WARNING"
     config.graceful_timeout = 1.0
-    async with Snapshots.open(path, poll_seconds=poll_seconds) as snapshots:
+    async with Snapshots.open(path, poll_seconds=poll_seconds, warm=warm) as snapshots:
         app = make_app(snapshots, token, store_label=store_label)
         async with trio.open_nursery() as nursery:
 

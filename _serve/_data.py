@@ -9,6 +9,7 @@ most ``MAX_SCAN`` of them (a filter that matches little says where to go on, ``n
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +45,8 @@ __all__ = [
     "namespaces",
     "view",
 ]
+
+log = logging.getLogger("asides.serve")
 
 MAX_PAGE = 500
 MAX_SCAN = 5_000
@@ -359,9 +362,10 @@ def _drain(snapshot: Snapshot, lease: Any) -> dict[str, Any]:
 async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
     """Every branch and its namespaces: reader claim, floor, strategy, lease, pending work and
     whether a drain runs (``asides inspect``'s report, with those added)."""
-    report = snapshot.cache.get("namespaces")
+    report = snapshot.cache.get(("namespaces",))
     if report is not None:
         return dict(report)
+    generation = snapshot.generation
     rt = snapshot.runtime
     report = describe_store(rt, rt.store.path)
     for branch in report["branches"]:
@@ -371,7 +375,7 @@ async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
             ns["lease"] = lease if isinstance(lease, dict) else None
             ns["drain"] = _drain(snapshot, lease)
             ns["pending_work"] = await _pending(snapshot, branch["name"], ns)
-    snapshot.cache["namespaces"] = report
+    snapshot.remember(("namespaces",), report, generation)
     return dict(report)
 
 
@@ -398,27 +402,26 @@ def _estimator(manager: ContextManager) -> Any:
     return (strategy.estimator if isinstance(strategy, HasEstimator) else None) or default_estimate
 
 
-def _runs(left: Sequence[tuple[int, Message]], why: str, limit: int = 50) -> list[dict[str, Any]]:
-    """Left-out messages (with their positions in the reader's view) as runs of neighbours:
-    first and last sequence and id, and how many; the newest ``limit`` runs."""
-    out: list[dict[str, Any]] = []
-    previous = -2
-    for position, message in left:
-        if out and position == previous + 1:
-            out[-1].update(last_sequence=message.sequence, last_id=message.id, count=out[-1]["count"] + 1)
+def _runs(seen: Sequence[Message], positions: Sequence[int], why: str, limit: int = 50) -> list[dict[str, Any]]:
+    """The left-out messages (their ``positions`` in the reader's view ``seen``) as runs of
+    neighbours: first and last sequence and id, and how many; the newest ``limit`` runs."""
+    bounds: list[list[int]] = []
+    for position in positions:
+        if bounds and position == bounds[-1][1] + 1:
+            bounds[-1][1] = position
         else:
-            out.append(
-                {
-                    "first_sequence": message.sequence,
-                    "last_sequence": message.sequence,
-                    "first_id": message.id,
-                    "last_id": message.id,
-                    "count": 1,
-                    "why": why,
-                }
-            )
-        previous = position
-    return out[-limit:]
+            bounds.append([position, position])
+    return [
+        {
+            "first_sequence": seen[first].sequence,
+            "last_sequence": seen[last].sequence,
+            "first_id": seen[first].id,
+            "last_id": seen[last].id,
+            "count": last - first + 1,
+            "why": why,
+        }
+        for first, last in bounds[-limit:]
+    ]
 
 
 async def view(
@@ -442,6 +445,16 @@ async def view(
     kept_back = whole_number(reserve, "reserve", default=0, least=0, most=10_000_000)
     if kept_back >= budget:
         raise BadParameter("reserve", f"{kept_back} leaves nothing of max_tokens={budget}")
+    key = ("view", name, who, namespace or None, budget, kept_back)
+    known = snapshot.cache.get(key)
+    if known is None:
+        generation = snapshot.generation
+        known = await _view(snapshot, name, who, namespace or None, budget, kept_back)
+        snapshot.remember(key, known, generation)
+    return dict(known)
+
+
+async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, budget: int, kept_back: int) -> dict[str, Any]:
     if namespace:
         ns = namespace_of(snapshot, name, namespace)
         strategy = detect_strategy(_records(snapshot, name, ns))
@@ -472,7 +485,7 @@ async def view(
     for entry in compiled.provenance.entries:
         for message_id in entry.message_ids:
             in_compile.setdefault(message_id, entry.kind if entry.kind != "summary" else f"memory {entry.summary_id}")
-    left = [(i, m) for i, m in enumerate(seen) if m.id not in in_compile]
+    left = [i for i, m in enumerate(seen) if m.id not in in_compile]
     cut = sorted((i for i, whole in compiled.provenance.complete.items() if not whole), key=int)
     why = (
         "older than what fits the budget"
@@ -480,7 +493,7 @@ async def view(
         else "neither in the recent window nor covered by a memory in this compile"
     )
     result["left_out"] = {
-        "runs": _runs(left, why),
+        "runs": _runs(seen, left, why),
         "count": len(left),
         "cut": [{"id": i, "why": "in the compile, but not whole (cut to fit, repaired, or its thinking left out)"} for i in cut[:200]],
         "hidden": {
@@ -489,6 +502,24 @@ async def view(
         },
     }
     return result
+
+
+async def warm(snapshot: Snapshot) -> None:
+    """Do, before the first request, the work that reads the whole log: the readers of each
+    branch (every message decoded once), and each claimed namespace's manager opened and
+    caught up. A namespace that cannot be warmed is left for its first request to report."""
+    for info in snapshot.runtime.list_branches():
+        known_readers(snapshot, info.name)
+        for ns in namespace_names(snapshot, info.name):
+            records = _records(snapshot, info.name, ns)
+            reader, strategy = records.get("reader"), detect_strategy(records)
+            if isinstance(reader, str) and reader and strategy in STRATEGIES:
+                try:
+                    async with snapshot.lock:
+                        manager = await _manager(snapshot, info.name, ns, reader, strategy)
+                        await manager.preview_context()
+                except AsidesError as exc:
+                    log.warning("could not prepare namespace %r on %r for the inspector: %s", ns, info.name, exc)
 
 
 # -- memories and audit ----------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 read_only=True)``): it never writes and never creates a file. What keeps it current:
 
 * **PostgreSQL** stores hear other processes' commits by themselves (``LISTEN/NOTIFY``); every
-  store event raises :attr:`Snapshots.changed`.
+  store event clears what the snapshot worked out (:attr:`Snapshot.cache`) and raises
+  :attr:`Snapshots.changed`.
 * **SQLite**: a read-only open reads the file as it is at the open. A watcher looks at the
   store file and its ``-wal`` file (inode, size, modification time; ``os.stat`` only, so nothing
   is created) every ``poll_seconds``; when they changed, it opens a new read-only runtime, makes
@@ -12,6 +13,10 @@ read_only=True)``): it never writes and never creates a file. What keeps it curr
   no request is using it. A reopen reads the whole log (about a second per 200,000 messages), so
   the watcher waits at least as long as the last reopen took before it looks again: a store
   written without a pause costs the inspector at most half of one core.
+
+Each new snapshot is warmed (the ``warm`` callback: the log read, the managers opened) before it
+becomes the current one, so a page never waits for a reopen: until the new snapshot is ready,
+requests read the previous one.
 
 A request borrows the current :class:`Snapshot` for its whole length (``async with
 snapshots.borrow()``), so it reads one consistent store even while a newer one opens.
@@ -22,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -72,11 +77,28 @@ class Snapshot:
         self.managers: dict[tuple[str, str, str | None, str], ContextManager] = {}
         #: Anything else worked out once per snapshot (for example the readers of a branch).
         self.cache: dict[Any, Any] = {}
+        #: One more each time :meth:`forget` cleared :attr:`cache`.
+        self.generation = 0
         #: Held while a request opens or compiles with one of :attr:`managers`.
         self.lock = anyio.Lock()
         self._users = 0
         self._superseded = False
         self._done = anyio.Event()
+
+    def forget(self) -> None:
+        """The store changed under this (live) snapshot: drop what was worked out from it."""
+        self.cache.clear()
+        self.generation += 1
+
+    def remember(self, key: Any, value: Any, generation: int, *, kind_limit: int = 32) -> None:
+        """Keep ``value`` under ``key`` unless the cache was cleared since ``generation`` (when the
+        work that made it began); at most ``kind_limit`` keys of the same kind (``key[0]``)."""
+        if generation != self.generation:
+            return
+        same = [k for k in self.cache if isinstance(k, tuple) and isinstance(key, tuple) and k[:1] == key[:1]]
+        for old in same[: max(0, len(same) - kind_limit + 1)]:
+            del self.cache[old]
+        self.cache[key] = value
 
     def enter(self) -> None:
         self._users += 1
@@ -108,9 +130,10 @@ class Snapshots:
     :meth:`open` (an async context manager): it opens the store (raising what ``open_runtime``
     raises when it cannot) and runs the watcher for the block."""
 
-    def __init__(self, path: str, *, poll_seconds: float = 0.25) -> None:
+    def __init__(self, path: str, *, poll_seconds: float = 0.25, warm: Callable[[Snapshot], Awaitable[None]] | None = None) -> None:
         self.path = path
         self.poll_seconds = poll_seconds
+        self._warm = warm
         #: Raised on every change of the store the inspector can see.
         self.changed = Signal()
         self._current: Snapshot | None = None
@@ -118,12 +141,16 @@ class Snapshots:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: str, *, poll_seconds: float = 0.25) -> AsyncIterator[Snapshots]:
-        made = cls(path, poll_seconds=poll_seconds)
+    async def open(
+        cls, path: str, *, poll_seconds: float = 0.25, warm: Callable[[Snapshot], Awaitable[None]] | None = None
+    ) -> AsyncIterator[Snapshots]:
+        """``warm`` is awaited on each new snapshot before it becomes the current one (so that
+        the first request after a start or a reopen finds the work of reading the log done)."""
+        made = cls(path, poll_seconds=poll_seconds, warm=warm)
         async with anyio.create_task_group() as tasks:
             made._current = await tasks.start(made._hold)
             if is_url(path):
-                unlisten = made._current.runtime.store.add_listener(lambda _event: made.changed.raise_())
+                unlisten = made._current.runtime.store.add_listener(made._heard)
             else:
                 unlisten = None
                 tasks.start_soon(made._watch, tasks)
@@ -133,6 +160,12 @@ class Snapshots:
                 if unlisten is not None:
                     unlisten()
                 tasks.cancel_scope.cancel()
+
+    def _heard(self, _event: object) -> None:
+        """A PostgreSQL store changed under its (live) runtime: what was worked out from it is
+        forgotten (the managers stay: they catch up by themselves)."""
+        self.current.forget()
+        self.changed.raise_()
 
     @property
     def current(self) -> Snapshot:
@@ -155,6 +188,8 @@ class Snapshots:
         async with open_runtime(self.path, read_only=True) as runtime:
             self._version += 1
             snapshot = Snapshot(runtime, self._version)
+            if self._warm is not None:
+                await self._warm(snapshot)
             task_status.started(snapshot)
             await snapshot.wait_done()
 
