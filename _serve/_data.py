@@ -385,8 +385,8 @@ async def _pending(snapshot: Snapshot, branch: str, ns: dict[str, Any]) -> str |
     if ns["strategy"] not in STRATEGIES:
         return f"unknown: asides serve cannot run strategy {ns['strategy']!r}"
     try:
-        async with snapshot.lock:
-            manager = await _manager(snapshot, branch, ns["namespace"], None, ns["strategy"])
+        async with snapshot.lock:  # the namespace's own reader: the manager its views reuse
+            manager = await _manager(snapshot, branch, ns["namespace"], ns["reader"], ns["strategy"])
             await manager.preview_context()  # catches the strategy up with the log
             pending = manager.pending_work()
     except AsidesError as exc:
@@ -506,20 +506,11 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
 
 async def warm(snapshot: Snapshot) -> None:
     """Do, before the first request, the work that reads the whole log: the readers of each
-    branch (every message decoded once), and each claimed namespace's manager opened and
-    caught up. A namespace that cannot be warmed is left for its first request to report."""
+    branch (every message decoded once), and the namespaces' report, which opens each
+    namespace's manager and catches it up (so its reader's view answers at once)."""
     for info in snapshot.runtime.list_branches():
         known_readers(snapshot, info.name)
-        for ns in namespace_names(snapshot, info.name):
-            records = _records(snapshot, info.name, ns)
-            reader, strategy = records.get("reader"), detect_strategy(records)
-            if isinstance(reader, str) and reader and strategy in STRATEGIES:
-                try:
-                    async with snapshot.lock:
-                        manager = await _manager(snapshot, info.name, ns, reader, strategy)
-                        await manager.preview_context()
-                except AsidesError as exc:
-                    log.warning("could not prepare namespace %r on %r for the inspector: %s", ns, info.name, exc)
+    await namespaces(snapshot)
 
 
 # -- memories and audit ----------------------------------------------------------------------------
@@ -573,7 +564,11 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
 
 
 def audit(snapshot: Snapshot, *, message: str | None) -> dict[str, Any]:

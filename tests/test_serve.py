@@ -289,3 +289,72 @@ def test_a_store_that_cannot_be_opened_is_refused_at_start(tmp_path, capsys):
     assert "not an asides store" in capsys.readouterr().err
     assert main(["serve", str(foreign), "--port", "70000"]) == 2
     assert main(["serve", str(foreign), "--token", "short"]) == 2
+
+
+@pytest.mark.sqlite_only("the audit endpoint's shape does not depend on the backend")
+async def test_the_audit_reads_the_runtimes_recording_where_the_build_has_one(store_path, monkeypatch):
+    """Against the API the privacy work gives the runtime (``disclosures``, ``erasures``): a
+    stand-in here, so that the endpoint is checked before that work is merged."""
+    import datetime
+
+    import attrs
+
+    from asides import Runtime
+
+    @attrs.frozen
+    class Shown:
+        message_id: str
+        reader: str
+        namespace: str
+        branch: str
+        via: str
+        at: datetime.datetime
+
+    @attrs.frozen
+    class Erased:
+        message_ids: tuple[str, ...]
+        summaries_invalidated: int
+        reason: str
+        at: float
+
+    await build(store_path)
+    when = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
+    if not hasattr(Runtime, "disclosures"):
+        monkeypatch.setattr(
+            Runtime, "disclosures", lambda self, mid: (Shown(mid, "ann", "agents/ann", "main", "compile", when),), raising=False
+        )
+        monkeypatch.setattr(Runtime, "erasures", lambda self: (Erased(("5",), 2, "asked by ann", 1.5),), raising=False)
+        expected = True
+    else:
+        expected = False  # the real recording is merged: its own tests say what it records
+    async with trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        status, audit = await get(served.base, "/api/disclosures?message=5")
+        assert status == 200 and audit["recording"] == "recorded"
+        if expected:
+            assert audit["disclosures"] == [
+                {"message_id": "5", "reader": "ann", "namespace": "agents/ann", "branch": "main", "via": "compile", "at": when.isoformat()}
+            ]
+            assert audit["erasures"] == [{"message_ids": ["5"], "summaries_invalidated": 2, "reason": "asked by ann", "at": 1.5}]
+            status, other = await get(served.base, "/api/disclosures?message=6")
+            assert other["erasures"] == []
+        nursery.cancel_scope.cancel()
+
+
+def test_a_port_in_use_is_refused_in_one_line(small_store, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", small_store, "--port", str(port)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("asides: ") and "in use" in err[0], err
+
+
+@pytest.fixture
+def small_store(tmp_path) -> str:
+    path = str(tmp_path / "port.db")
+    trio.run(build, path)
+    return path
