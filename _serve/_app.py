@@ -144,7 +144,9 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
     async def messages(request: Request) -> Any:
         async with snapshots.borrow() as snap:
             if query(request, "ids") is not None:
-                return _data.messages_by_id(snap, branch=query(request, "branch"), ids=query(request, "ids"))
+                return _data.messages_by_id(
+                    snap, branch=query(request, "branch"), ids=query(request, "ids"), reader=query(request, "reader")
+                )
             return _data.messages_page(
                 snap,
                 branch=query(request, "branch"),

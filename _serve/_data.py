@@ -250,10 +250,12 @@ def messages_page(
     }
 
 
-def messages_by_id(snapshot: Snapshot, *, branch: str | None, ids: str | None) -> dict[str, Any]:
-    """The messages named by ``ids`` (comma-separated, at most ``MAX_PAGE``), as stored, in log
-    order; an id the branch does not hold is a 404 naming it."""
+def messages_by_id(snapshot: Snapshot, *, branch: str | None, ids: str | None, reader: str | None = None) -> dict[str, Any]:
+    """The messages named by ``ids`` (comma-separated, at most ``MAX_PAGE``), in log order: as
+    stored, or as ``reader`` sees them (leaving out those it sees nothing of); an id the branch
+    does not hold is a 404 naming it."""
     name = branch_of(snapshot, branch)
+    who = None if reader in (None, "") else reader_of(snapshot, name, reader)
     if not ids:
         raise BadParameter("ids", "give one or more message ids, comma-separated")
     wanted = [part.strip() for part in ids.split(",") if part.strip()]
@@ -267,7 +269,8 @@ def messages_by_id(snapshot: Snapshot, *, branch: str | None, ids: str | None) -
             raise NotFound("ids", f"branch {name!r} holds no message {message_id!r}")
         found.append(message)
     found.sort(key=lambda m: m.sequence)
-    return {"branch": name, "messages": [message_json(m) for m in found]}
+    shown = [message_json(m, who, as_stored=who is None) for m in found]
+    return {"branch": name, "reader": who, "messages": [m for m in shown if m is not None]}
 
 
 def compare_page(snapshot: Snapshot, *, branch: str | None, readers: str | None, after: str | None, limit: str | None) -> dict[str, Any]:

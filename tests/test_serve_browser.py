@@ -110,6 +110,17 @@ def show(page: Any, tab: str) -> None:
     page.wait_for_selector(f"body[data-ready={tab}]")
 
 
+def compile_for(page: Any, a: str, b: str | None, budget: int) -> None:
+    """Show the compile tab for reader ``a`` (and ``b``) at ``budget``, once the newest load
+    has rendered (each change of a control starts a load; older answers are dropped)."""
+    show(page, "compile")
+    page.select_option("#view-a", a)
+    page.select_option("#view-b", b or "")
+    page.fill("#view-budget", str(budget))
+    page.click("#view-go")
+    page.wait_for_selector(f"#views:not([data-busy]) .view[data-reader={b or a}] .compiled")
+
+
 def markers(text: str) -> set[str]:
     """The audiences of the private notes in ``text`` (``ann``, ``ann+bob``, ...)."""
     return set(MARKER.findall(text))
@@ -123,20 +134,16 @@ def notes_for(reader: str) -> set[str]:
 def test_a_readers_view_shows_its_private_lines_and_never_anothers(page: Any) -> None:
     show(page, "log")
     page.select_option("#log-reader", "ann")
-    page.wait_for_function("() => document.querySelector('#log-count').textContent.startsWith('100 shown')")
+    page.wait_for_selector("#log:not([data-busy]) li.message")
     while page.is_visible("#log-more"):
         count = page.locator("#log li.message").count()
         page.click("#log-more")
-        page.wait_for_function(f"() => document.querySelectorAll('#log li.message').length > {count}")
+        page.wait_for_function(f"() => document.querySelectorAll('#log:not([data-busy]) li.message').length > {count}")
     shown = markers(page.inner_text("#log"))
     assert shown == notes_for("ann")  # every note for ann, alone or with others
     assert all("ann" in audience.split("+") for audience in shown)
 
-    show(page, "compile")
-    page.select_option("#view-a", "bob")
-    page.fill("#view-budget", "100000")
-    page.click("#view-go")
-    page.wait_for_selector(".view[data-reader=bob] .compiled")
+    compile_for(page, "bob", None, 100_000)
     compiled = page.inner_text("#views")
     assert markers(compiled) and all("bob" in audience.split("+") for audience in markers(compiled))
 
@@ -145,7 +152,7 @@ def test_the_side_by_side_view_marks_the_difference(page: Any) -> None:
     show(page, "readers")
     page.select_option("#cmp-a", "ann")
     page.select_option("#cmp-b", "cleo")
-    page.wait_for_selector("#compare .pair.differs .only-a")
+    page.wait_for_selector("#compare:not([data-busy]) .pair.differs .only-a")
     only_ann = markers(" ".join(page.locator("#compare .block.only-a").all_inner_texts()))
     only_cleo = markers(" ".join(page.locator("#compare .block.only-b").all_inner_texts()))
     assert only_ann and all("ann" in a.split("+") and "cleo" not in a.split("+") for a in only_ann)
@@ -157,11 +164,7 @@ def test_the_side_by_side_view_marks_the_difference(page: Any) -> None:
 
 
 def test_provenance_links_open_the_messages_they_stand_for(page: Any) -> None:
-    show(page, "compile")
-    page.select_option("#view-a", "ann")
-    page.fill("#view-budget", "2500")
-    page.click("#view-go")
-    page.wait_for_selector(".view[data-reader=ann] .compiled.kind-summary .prov-link")
+    compile_for(page, "ann", None, 2500)
     for kind in ("summary", "raw"):
         link = page.locator(f".view[data-reader=ann] .compiled.kind-{kind} .prov-link").first
         wanted = link.get_attribute("data-ids").split(",")
@@ -169,6 +172,8 @@ def test_provenance_links_open_the_messages_they_stand_for(page: Any) -> None:
         page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
         opened = page.locator("#drawer-body li.message").evaluate_all("items => items.map(item => item.dataset.id)")
         assert opened == wanted, kind
+        # shown as ann sees them: none of the lines for others
+        assert all("ann" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
         page.click("#drawer-close")
     # a raw message's text is the text of the message it stands for
     raw = page.locator(".view[data-reader=ann] .compiled.kind-raw").first
@@ -190,6 +195,8 @@ def test_memories_open_the_messages_they_cover(page: Any, server: Server) -> Non
     tree = page.evaluate("async () => (await fetch('/api/memories?namespace=agents/bob')).json()")
     covered = next(m["message_ids"] for level in tree["levels"] for m in level["memories"] if m["id"] == memory_id)
     assert opened == covered
+    assert "as bob sees them" in page.inner_text("#drawer-body")
+    assert all("bob" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
 
 
 def test_the_audit_of_a_message_says_what_is_recorded(page: Any) -> None:
@@ -263,15 +270,10 @@ def test_screenshots_of_each_page(page: Any) -> None:
     show(page, "readers")
     page.select_option("#cmp-a", "ann")
     page.select_option("#cmp-b", "bob")
-    page.wait_for_selector("#compare .pair.differs")
+    page.wait_for_selector("#compare:not([data-busy]) .pair.differs")
     page.screenshot(path=os.path.join(IMAGES, "serve-side-by-side.png"))
 
-    show(page, "compile")
-    page.select_option("#view-a", "ann")
-    page.select_option("#view-b", "bob")
-    page.fill("#view-budget", "3000")
-    page.click("#view-go")
-    page.wait_for_selector(".view[data-reader=bob] .compiled.kind-summary")
+    compile_for(page, "ann", "bob", 3000)
     page.locator(".view[data-reader=ann] .compiled.kind-summary").first.scroll_into_view_if_needed()
     page.evaluate("() => window.scrollBy(0, 250)")
     page.screenshot(path=os.path.join(IMAGES, "serve-compile.png"))

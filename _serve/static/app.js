@@ -80,15 +80,17 @@ function messageNode(m) {
 
 // -- the drawer: messages a link stands for ---------------------------------------------------
 
-async function openMessages(title, ids) {
+async function openMessages(title, ids, reader) {
   const drawer = $("drawer");
   $("drawer-title").textContent = title;
   drawer.hidden = false;
   const body = $("drawer-body");
   body.replaceChildren(el("li", { class: "dim" }, "loading…"));
   try {
-    const page = await api("messages", { branch: state.branch, ids: ids.slice(0, 500).join(",") });
-    body.replaceChildren(...page.messages.map(messageNode));
+    const page = await api("messages", { branch: state.branch, ids: ids.slice(0, 500).join(","), reader });
+    if (reader) body.replaceChildren(el("li", { class: "dim as-reader" }, `as ${reader} sees them`));
+    else body.replaceChildren();
+    body.append(...page.messages.map(messageNode));
     if (ids.length > 500) body.append(el("li", { class: "dim" }, `… and ${ids.length - 500} more`));
   } catch (error) {
     showError(body, error);
@@ -154,10 +156,12 @@ async function loadLog(reset) {
   // A newer reset makes the answers of older loads moot: they are dropped, never appended.
   const list = $("log");
   const run = reset ? ++state.logRun : state.logRun;
+  list.dataset.busy = "1"; // until the newest load has rendered
   try {
     const after = reset ? -1 : state.logAfter;
     const page = await api("messages", { branch: state.branch, after, limit: 100, participant: $("log-participant").value, reader: $("log-reader").value });
     if (run !== state.logRun || (!reset && after !== state.logAfter)) return;
+    delete list.dataset.busy;
     if (reset) list.replaceChildren();
     for (const m of page.messages) {
       list.append(messageNode(m));
@@ -195,10 +199,12 @@ async function loadCompare(reset) {
   $("cmp-head-a").replaceChildren("what ", el("b", {}, a), " sees");
   $("cmp-head-b").replaceChildren("what ", el("b", {}, b), " sees");
   const run = reset ? ++state.cmpRun : state.cmpRun;
+  list.dataset.busy = "1"; // until the newest load has rendered
   try {
     const after = reset ? -1 : state.cmpNext;
     const page = await api("compare", { branch: state.branch, readers: `${a},${b}`, after, limit: 100 });
     if (run !== state.cmpRun || (!reset && after !== state.cmpNext)) return;
+    delete list.dataset.busy;
     if (reset) list.replaceChildren();
     const only = $("cmp-only").checked;
     for (const row of page.messages) {
@@ -227,7 +233,7 @@ $("cmp-more").addEventListener("click", () => loadCompare(false));
 
 // -- compile: what a reader is sent, with provenance --------------------------------------------
 
-function compiledNode(m, index, otherTexts) {
+function compiledNode(m, index, otherTexts, reader) {
   const key = m.blocks.map((b) => b.text).join("\n");
   const differs = otherTexts && !otherTexts.has(key);
   const source = m.source;
@@ -236,7 +242,7 @@ function compiledNode(m, index, otherTexts) {
   const link = ids.length
     ? el(
         "a",
-        { href: "#", class: "prov-link", title: "open the messages it stands for", dataset: { ids: ids.join(",") }, onclick: (event) => { event.preventDefault(); openMessages(`${kindLabel}: the ${ids.length} message${ids.length > 1 ? "s" : ""} it stands for`, ids); } },
+        { href: "#", class: "prov-link", title: "open the messages it stands for", dataset: { ids: ids.join(",") }, onclick: (event) => { event.preventDefault(); openMessages(`${kindLabel}: the ${ids.length} message${ids.length > 1 ? "s" : ""} it stands for`, ids, reader); } },
         ids.length === 1 ? `← message ${ids[0]}` : `← ${ids.length} messages (${ids[0]}…${ids[ids.length - 1]})`,
       )
     : null;
@@ -262,7 +268,7 @@ function viewColumn(view, otherTexts) {
       view.token_estimate > view.max_tokens - view.reserve ? " (over the budget: a live compile would refuse it)" : "",
     ),
     view.system_injections.length ? el("div", { class: "block" }, el("div", { class: "block-text" }, el("span", { class: "btype" }, "system"), view.system_injections.map((b) => b.text || b.type).join("\n"))) : null,
-    el("ol", { class: "compiled-list" }, view.messages.map((m, i) => compiledNode(m, i, otherTexts))),
+    el("ol", { class: "compiled-list" }, view.messages.map((m, i) => compiledNode(m, i, otherTexts, view.reader))),
     el(
       "div",
       { class: "left-out" },
@@ -291,13 +297,17 @@ async function loadViews() {
   }
   const budget = $("view-budget").value;
   const run = ++state.viewRun;
+  box.dataset.busy = "1"; // until the newest load has rendered
   try {
     const views = await Promise.all(readers.map((reader) => api("view", { branch: state.branch, reader, max_tokens: budget })));
     if (run !== state.viewRun) return;
+    delete box.dataset.busy;
     const texts = views.map((v) => new Set(v.messages.map((m) => m.blocks.map((b) => b.text).join("\n"))));
     box.replaceChildren(...views.map((v, i) => viewColumn(v, views.length === 2 ? texts[1 - i] : null)));
     box.classList.toggle("two", views.length === 2);
   } catch (error) {
+    if (run !== state.viewRun) return;
+    delete box.dataset.busy;
     showError(box, error);
   }
 }
@@ -333,7 +343,7 @@ async function loadMemories() {
             level.memories.map((m) =>
               el(
                 "div",
-                { class: `memory ${m.merged_into ? "merged" : ""}`, dataset: { id: m.id }, title: "open the messages it covers", onclick: () => openMessages(`${m.id}: the ${m.message_ids.length} messages it covers`, m.message_ids) },
+                { class: `memory ${m.merged_into ? "merged" : ""}`, dataset: { id: m.id }, title: "open the messages it covers", onclick: () => openMessages(`${m.id}: the ${m.message_ids.length} messages it covers`, m.message_ids, tree.reader) },
                 el("div", { class: "msg-head" }, el("b", {}, m.id), el("span", { class: "span" }, `#${m.first_sequence}–#${m.last_sequence} · ${m.message_ids.length} msgs`)),
                 el("div", { class: "memory-text" }, m.text),
                 m.merged_into ? el("div", { class: "dim" }, `merged into ${m.merged_into}`) : null,
