@@ -49,7 +49,15 @@ class Server:
     """``asides serve PATH --port 0`` as a subprocess; ``url`` is the printed URL (with the token)."""
 
     def __init__(self, path: str) -> None:
-        self.process = asides("serve", path, "--port", "0", "--token", TOKEN, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # run beside the store, so that the page names it as a user would (``room.db``)
+        folder, name = os.path.split(path)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "asides", "serve", name, "--port", "0", "--token", TOKEN],
+            cwd=folder,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert self.process.stdout is not None
         lines = []
         for line in self.process.stdout:
@@ -68,7 +76,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("serve") / "demo.db")
+    path = str(tmp_path_factory.mktemp("serve") / "room.db")
     made = asides("demo", "--store", path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, COLUMNS="120"))
     _, err = made.communicate(timeout=100)
     assert made.returncode == 0, err
@@ -265,7 +273,9 @@ def test_screenshots_of_each_page(page: Any) -> None:
     """docs/images/serve-*.png, shown in docs/serve.md: made here, never drawn by hand."""
     os.makedirs(IMAGES, exist_ok=True)
     show(page, "store")
+    page.set_viewport_size({"width": 1400, "height": 420})
     page.screenshot(path=os.path.join(IMAGES, "serve-store.png"))
+    page.set_viewport_size({"width": 1400, "height": 900})
 
     show(page, "readers")
     page.select_option("#cmp-a", "ann")
@@ -290,5 +300,11 @@ def test_screenshots_of_each_page(page: Any) -> None:
     show(page, "log")
     page.locator("#log li.message[data-seq='25']").evaluate("item => window.scrollTo(0, item.offsetTop - 90)")
     page.screenshot(path=os.path.join(IMAGES, "serve-log.png"))
-    for name in ("store", "side-by-side", "compile", "provenance", "memories", "log"):
+
+    private = page.locator("#log li.message:has(.restricted)").first
+    private.locator(".msg-id").click()
+    page.wait_for_selector("body[data-ready=audit] #audit li.message")
+    page.set_viewport_size({"width": 1400, "height": 420})
+    page.screenshot(path=os.path.join(IMAGES, "serve-audit.png"))
+    for name in ("store", "side-by-side", "compile", "provenance", "memories", "log", "audit"):
         assert os.path.getsize(os.path.join(IMAGES, f"serve-{name}.png")) > 10_000

@@ -336,7 +336,7 @@ async function loadMemories() {
         el(
           "div",
           { class: "level" },
-          el("h3", {}, `level ${level.level}`, el("span", { class: "dim" }, ` · ${level.memories.length} memories`)),
+          el("h3", {}, `level ${level.level}`, el("span", { class: "dim" }, ` · ${level.memories.length} ${level.memories.length === 1 ? "memory" : "memories"}`)),
           el(
             "div",
             { class: "memory-row" },
