@@ -75,5 +75,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(url, flush=True)
         print("The page shows private lines: the URL is a secret. Ctrl-C stops.", file=sys.stderr, flush=True)
 
-    trio.run(lambda: run_inspector(args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready))
+    try:
+        trio.run(lambda: run_inspector(args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready))
+    except BaseExceptionGroup as group:
+        # Ctrl-C reaches us through the server's task groups: it is an interrupt (exit 130)
+        interrupted, _rest = group.split(KeyboardInterrupt)
+        if interrupted is not None:
+            raise KeyboardInterrupt from None
+        raise
     return 0

@@ -358,3 +358,39 @@ def small_store(tmp_path) -> str:
     path = str(tmp_path / "port.db")
     trio.run(build, path)
     return path
+
+
+def test_ctrl_c_stops_the_server_with_an_event_stream_open(small_store):
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    served = subprocess.Popen(
+        [sys.executable, "-m", "asides", "serve", small_store, "--port", "0", "--token", TOKEN],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a shell's background job ignores it
+    )
+    assert served.stdout is not None
+    served.stdout.readline()
+    url = served.stdout.readline().strip()
+    assert url.endswith(f"/?token={TOKEN}")
+    opened = threading.Event()
+
+    def listen() -> None:
+        try:
+            with urllib.request.urlopen(url.replace("/?", "/api/events?"), timeout=60) as stream:
+                opened.set()
+                for _line in stream:
+                    pass
+        except OSError:
+            pass
+
+    threading.Thread(target=listen, daemon=True).start()
+    assert opened.wait(30)
+    served.send_signal(signal.SIGINT)
+    _, err = served.communicate(timeout=30)
+    assert served.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "asides: interrupted"
