@@ -237,6 +237,7 @@ async def test_unknown_names_are_404_naming_them_and_malformed_parameters_400(st
             ("/api/disclosures?message=abc", "message"),
             ("/api/compare?readers=ann", "readers"),
             ("/api/messages?branch=a%0Ab", "branch"),
+            ("/api/view?reader=bob&namespace=agents/ann", "namespace"),  # claimed by ann: refused, as a live open is
             ("/api/view?reader=an%00n", "reader"),
         ]:
             status, body = await get(served.base, path)
