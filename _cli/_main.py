@@ -10,6 +10,7 @@ Commands (``asides COMMAND --help`` for each)::
     asides import PATH messages.jsonl [--branch B] [--append]
     asides dump PATH > backup.jsonl
     asides restore NEWPATH backup.jsonl
+    asides serve STORE [--host 127.0.0.1] [--port 8077] [--token TOKEN]
 
 ``inspect``, ``compile``, ``export`` and ``dump`` open the store read-only: they never create or
 change a file, and they work while a host holds the store. Expected errors print one line,
@@ -42,6 +43,7 @@ from ._compile import FORMATS, STRATEGIES, cmd_compile
 from ._demo import cmd_demo
 from ._export import cmd_export, cmd_import
 from ._inspect import cmd_inspect
+from ._serve import add_serve_command
 
 __all__ = ["build_parser", "main"]
 
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("path", metavar="NEWPATH", help=_store_help("the store file to make (missing or empty)"))
     restore.add_argument("dump", metavar="DUMP", help="the dump file, or - for stdin")
     restore.set_defaults(run=cmd_restore)
+    add_serve_command(commands, EXIT_CODES_TEXT)
     return parser
 
 

@@ -6,7 +6,9 @@ through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next 
 and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
 line saying why, where no PostgreSQL server can be had), ``limits`` (asides against a bare
 SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22's ratios), ``writes``
-(store-level write cost and open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
+(store-level write cost and open time), ``compression`` (the autobiographical strategy in detail) and
+``serve`` (``asides serve``'s log page and reader's view over HTTP at 200,000 messages; needs the
+``serve`` extra). With no part: peers,
 memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -21,7 +23,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -55,6 +57,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 
         print("\nCompression\n===========")
         compression.run(["--sizes", "2000,20000", "--writes", "100", "--compiles", "10"] if quick else [])
+    elif part == "serve":
+        from . import serve
+
+        serve.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:

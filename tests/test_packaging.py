@@ -73,6 +73,8 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert outside == []
     assert "asides/py.typed" in names
     assert "asides/_cli/demo_conversation.txt" in names
+    for static in ("index.html", "app.js", "style.css"):  # asides serve's page, shipped in the wheel
+        assert f"asides/_serve/static/{static}" in names
     assert "asides/__main__.py" in names
     for private in ("asides/tests/", "asides/examples/", "asides/benchmarks/", "asides/docs/"):
         assert not any(n.startswith(private) for n in names), private

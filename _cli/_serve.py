@@ -1,0 +1,86 @@
+"""``asides serve STORE``: a local, read-only web inspector of the store (docs/serve.md).
+
+It opens the store read-only (as the other reading commands do: it never writes and never
+creates a file), binds 127.0.0.1 unless ``--host`` says otherwise, makes a random access token
+per start unless ``--token`` gives one, and prints the URL with the token. A store that cannot be
+opened is refused in one line before anything listens (exit 1). Needs the ``serve`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+import trio
+
+from ._common import CliError, UsageError, check_store_file, is_shared
+
+__all__ = ["add_serve_command", "cmd_serve"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0 picks a free one)")
+    return value
+
+
+def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], epilog: str) -> None:
+    """Add ``serve`` to the command table."""
+    serve = commands.add_parser(
+        "serve",
+        help="a local, read-only web inspector: who sees what, side by side, live",
+        description="Serve a web page that shows the store: branches and namespaces, the log with who may see each "
+        "block, two readers' views side by side, a compile with its provenance, the memories and the audit of a "
+        "message, updated live while a host writes. Opens the store read-only. Every request needs the access token "
+        "printed with the URL. Needs the serve extra (pip install 'asides[serve]').",
+        epilog=epilog,
+    )
+    serve.add_argument("path", metavar="STORE", help="the store file, or a postgresql:// URL")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=_port, default=8077, help="the port (default: 8077; 0 picks a free one)")
+    serve.add_argument("--token", default=None, help="the access token (default: a new random one each start)")
+    serve.set_defaults(run=cmd_serve)
+
+
+def _check_token(token: str) -> None:
+    if len(token) < 8 or not all(c.isascii() and (c.isalnum() or c in "-_.~") for c in token):
+        raise UsageError("--token must be at least 8 characters of letters, digits and -_.~ (it goes in a URL)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import hypercorn  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError:
+        raise CliError("asides serve needs the serve extra: pip install 'asides[serve]'") from None
+    from .._serve import run_inspector
+
+    token = args.token if args.token is not None else secrets.token_urlsafe(24)
+    _check_token(token)
+    if is_shared(args.path):
+        from ..store._postgres import redact_url
+
+        label = redact_url(args.path)
+    else:
+        check_store_file(args.path)
+        label = args.path
+
+    def ready(url: str) -> None:
+        print(f"asides serve: {label} (read-only), at", flush=True)
+        print(url, flush=True)
+        print("The page shows private lines: the URL is a secret. Ctrl-C stops.", file=sys.stderr, flush=True)
+
+    try:
+        trio.run(lambda: run_inspector(args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready))
+    except BaseExceptionGroup as group:
+        # Ctrl-C reaches us through the server's task groups: it is an interrupt (exit 130)
+        interrupted, _rest = group.split(KeyboardInterrupt)
+        if interrupted is not None:
+            raise KeyboardInterrupt from None
+        raise
+    return 0

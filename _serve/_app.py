@@ -1,0 +1,217 @@
+"""The ASGI application of ``asides serve`` (Starlette): the page, its static files, the JSON API
+under ``/api/`` and the live stream of changes (server-sent events, ``/api/events``).
+
+**The token.** Every request must carry the access token: as the ``token`` query parameter, the
+``X-Asides-Token`` header, or the cookie the page's first load sets (``HttpOnly``,
+``SameSite=Strict``). Tokens are compared in constant time. A request without it gets 403 and
+no data: not the page, not a static file, not an error that tells anything about the store.
+
+**Read-only.** Only ``GET`` (and ``HEAD``) are routed; the runtime underneath is read-only, so
+nothing a client sends can make the server write to the store. The static files are read from
+the package once, at start, and served by fixed routes: no request names a file.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..store._errors import AsidesError, InvalidArgumentError
+from . import _data
+from ._snapshots import Snapshots
+
+__all__ = ["COOKIE", "make_app"]
+
+COOKIE = "asides_serve_token"
+HEADER = "x-asides-token"
+#: Seconds between the keep-alive comments of the event stream.
+HEARTBEAT = 15.0
+
+_SECURITY_HEADERS = [
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+]
+
+
+def _static(name: str) -> bytes:
+    return resources.files(__package__).joinpath("static", name).read_bytes()
+
+
+class TokenGate:
+    """ASGI middleware: 403 for every request without the token; sets the cookie when the token
+    came as a query parameter; adds the security headers to every response."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+
+    def _given(self, scope: Scope) -> tuple[bytes | None, bool]:
+        request = Request(scope)
+        query = request.query_params.get("token")
+        if query is not None:
+            return query.encode("utf-8"), True
+        header = request.headers.get(HEADER)
+        if header is not None:
+            return header.encode("utf-8"), False
+        cookie = request.cookies.get(COOKIE)
+        return (cookie.encode("utf-8") if cookie is not None else None), False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self.app(scope, receive, send)
+            return  # no websockets here
+        given, from_query = self._given(scope)
+        allowed = given is not None and hmac.compare_digest(given, self.token)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", [])) + _SECURITY_HEADERS
+                if allowed and from_query:
+                    cookie = f"{COOKIE}={self.token.decode('utf-8')}; Path=/; HttpOnly; SameSite=Strict"
+                    headers.append((b"set-cookie", cookie.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        if not allowed:
+            refused = PlainTextResponse("403 forbidden: this page needs the access token that asides serve printed\n", status_code=403)
+            await refused(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return JSONResponse(value, status_code=status)
+
+
+def _answer(work: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
+    """A route answering ``work``'s data as JSON, and a refusal as ``{"error", "path"}`` with
+    its status (400 for a malformed parameter, 404 for an unknown name)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return _json(await work(request))
+        except _data.RequestError as exc:
+            return _json({"error": str(exc), "path": exc.path}, exc.status)
+        except InvalidArgumentError as exc:
+            return _json({"error": str(exc), "path": exc.path}, 400)
+        except AsidesError as exc:
+            return _json({"error": str(exc)}, 500)
+
+    return endpoint
+
+
+def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
+    """The inspector's ASGI app over ``snapshots``, behind the token gate."""
+    page = {name: _static(name) for name in ("index.html", "app.js", "style.css")}
+    kinds = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+
+    def static(name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(_request: Request) -> Response:
+            return Response(page[name], media_type=kinds[name])
+
+        return endpoint
+
+    def query(request: Request, name: str) -> str | None:
+        return request.query_params.get(name)
+
+    async def status(_request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return {"store": store_label, "version": snap.version, "changes": snapshots.changed.version}
+
+    async def namespaces(_request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return await _data.namespaces(snap)
+
+    async def readers(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            branch = _data.branch_of(snap, query(request, "branch"))
+            return {"branch": branch, "readers": _data.known_readers(snap, branch)}
+
+    async def messages(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            if query(request, "ids") is not None:
+                return _data.messages_by_id(
+                    snap, branch=query(request, "branch"), ids=query(request, "ids"), reader=query(request, "reader")
+                )
+            return _data.messages_page(
+                snap,
+                branch=query(request, "branch"),
+                after=query(request, "after"),
+                limit=query(request, "limit"),
+                participant=query(request, "participant"),
+                reader=query(request, "reader"),
+            )
+
+    async def compare(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return _data.compare_page(
+                snap,
+                branch=query(request, "branch"),
+                readers=query(request, "readers"),
+                after=query(request, "after"),
+                limit=query(request, "limit"),
+            )
+
+    async def view(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return await _data.view(
+                snap,
+                branch=query(request, "branch"),
+                reader=query(request, "reader"),
+                namespace=query(request, "namespace"),
+                max_tokens=query(request, "max_tokens"),
+                reserve=query(request, "reserve"),
+            )
+
+    async def memories(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return _data.memories(snap, branch=query(request, "branch"), namespace=query(request, "namespace"))
+
+    async def disclosures(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return _data.audit(snap, message=query(request, "message"))
+
+    async def events(_request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            seen = snapshots.changed.version
+            yield f"event: hello\ndata: {json.dumps({'changes': seen})}\n\n"
+            while True:
+                with anyio.move_on_after(HEARTBEAT):
+                    await snapshots.changed.wait_beyond(seen)
+                if snapshots.changed.version == seen:
+                    yield ": keep-alive\n\n"
+                    continue
+                seen = snapshots.changed.version
+                yield f"event: change\ndata: {json.dumps({'changes': seen})}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    routes = [
+        Route("/", static("index.html"), methods=["GET"]),
+        Route("/static/app.js", static("app.js"), methods=["GET"]),
+        Route("/static/style.css", static("style.css"), methods=["GET"]),
+        Route("/api/status", _answer(status), methods=["GET"]),
+        Route("/api/namespaces", _answer(namespaces), methods=["GET"]),
+        Route("/api/readers", _answer(readers), methods=["GET"]),
+        Route("/api/messages", _answer(messages), methods=["GET"]),
+        Route("/api/compare", _answer(compare), methods=["GET"]),
+        Route("/api/view", _answer(view), methods=["GET"]),
+        Route("/api/memories", _answer(memories), methods=["GET"]),
+        Route("/api/disclosures", _answer(disclosures), methods=["GET"]),
+        Route("/api/events", events, methods=["GET"]),
+    ]
+    return TokenGate(Starlette(routes=routes), token)

@@ -1,0 +1,310 @@
+"""``asides serve`` in a real browser: Debian's Chromium, headless, driven by Playwright's Python
+package with the system browser as its executable (no browser download). The server runs as
+``python -m asides serve`` on a free loopback port, over the demo's store (``asides demo
+--store``). The screenshots under docs/images/ are made here (test_screenshots_of_each_page).
+
+What is checked: a reader's view shows that reader's private lines and never another's; the
+side-by-side view marks the blocks only one of the two readers sees; provenance links and
+memories open the messages they stand for; a page left open shows a message another process
+writes; a browser without the token gets 403 and no data.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from asides._cli._demo import demo_script
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMAGES = os.path.join(ROOT, "docs", "images")
+TOKEN = "browser-test-token-4567"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+MARKER = re.compile(r"PRIVATE\[([a-z+]+)#\d+\]")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+
+
+def asides(*argv: str, **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "asides", *argv], cwd=ROOT, text=True, **kwargs)
+
+
+class Server:
+    """``asides serve PATH --port 0`` as a subprocess; ``url`` is the printed URL (with the token)."""
+
+    def __init__(self, path: str) -> None:
+        # run beside the store, so that the page names it as a user would (``room.db``)
+        folder, name = os.path.split(path)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "asides", "serve", name, "--port", "0", "--token", TOKEN],
+            cwd=folder,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert self.process.stdout is not None
+        lines = []
+        for line in self.process.stdout:
+            lines.append(line)
+            if "?token=" in line:
+                break
+        else:
+            raise AssertionError(f"asides serve printed no URL: {lines} {self.process.stderr.read() if self.process.stderr else ''}")
+        self.url = lines[-1].strip()
+        self.base = self.url.split("/?", 1)[0]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.communicate(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("serve") / "room.db")
+    made = asides("demo", "--store", path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, COLUMNS="120"))
+    _, err = made.communicate(timeout=100)
+    assert made.returncode == 0, err
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(demo_store: str) -> Iterator[Server]:
+    served = Server(demo_store)
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(server.url)
+    opened.wait_for_selector("body[data-ready]")
+    yield opened
+    context.close()
+    assert not errors, errors
+
+
+def show(page: Any, tab: str) -> None:
+    page.evaluate("tab => { document.body.removeAttribute('data-ready'); location.hash = tab; }", tab)
+    page.wait_for_selector(f"body[data-ready={tab}]")
+
+
+def compile_for(page: Any, a: str, b: str | None, budget: int) -> None:
+    """Show the compile tab for reader ``a`` (and ``b``) at ``budget``, once the newest load
+    has rendered (each change of a control starts a load; older answers are dropped)."""
+    show(page, "compile")
+    page.select_option("#view-a", a)
+    page.select_option("#view-b", b or "")
+    page.fill("#view-budget", str(budget))
+    page.click("#view-go")
+    page.wait_for_selector(f"#views:not([data-busy]) .view[data-reader={b or a}] .compiled")
+
+
+def markers(text: str) -> set[str]:
+    """The audiences of the private notes in ``text`` (``ann``, ``ann+bob``, ...)."""
+    return set(MARKER.findall(text))
+
+
+def notes_for(reader: str) -> set[str]:
+    _script, notes = demo_script()
+    return {"+".join(note.audience) for note in notes if reader in note.audience}
+
+
+def test_a_readers_view_shows_its_private_lines_and_never_anothers(page: Any) -> None:
+    show(page, "log")
+    page.select_option("#log-reader", "ann")
+    page.wait_for_selector("#log:not([data-busy]) li.message")
+    while page.is_visible("#log-more"):
+        count = page.locator("#log li.message").count()
+        page.click("#log-more")
+        page.wait_for_function(f"() => document.querySelectorAll('#log:not([data-busy]) li.message').length > {count}")
+    shown = markers(page.inner_text("#log"))
+    assert shown == notes_for("ann")  # every note for ann, alone or with others
+    assert all("ann" in audience.split("+") for audience in shown)
+
+    compile_for(page, "bob", None, 100_000)
+    compiled = page.inner_text("#views")
+    assert markers(compiled) and all("bob" in audience.split("+") for audience in markers(compiled))
+
+
+def test_the_side_by_side_view_marks_the_difference(page: Any) -> None:
+    show(page, "readers")
+    page.select_option("#cmp-a", "ann")
+    page.select_option("#cmp-b", "cleo")
+    page.wait_for_selector("#compare:not([data-busy]) .pair.differs .only-a")
+    only_ann = markers(" ".join(page.locator("#compare .block.only-a").all_inner_texts()))
+    only_cleo = markers(" ".join(page.locator("#compare .block.only-b").all_inner_texts()))
+    assert only_ann and all("ann" in a.split("+") and "cleo" not in a.split("+") for a in only_ann)
+    assert only_cleo and all("cleo" in a.split("+") and "ann" not in a.split("+") for a in only_cleo)
+    # where one reader sees a block the other's column holds a marked gap, not the text
+    assert page.locator("#compare .block.hidden-here").count() == len(page.locator("#compare .block.only-a, #compare .block.only-b").all())
+    for gap in page.locator("#compare .block.hidden-here").all_inner_texts():
+        assert not MARKER.search(gap)
+
+
+def test_provenance_links_open_the_messages_they_stand_for(page: Any) -> None:
+    compile_for(page, "ann", None, 2500)
+    for kind in ("summary", "raw"):
+        link = page.locator(f".view[data-reader=ann] .compiled.kind-{kind} .prov-link").first
+        wanted = link.get_attribute("data-ids").split(",")
+        link.click()
+        page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
+        opened = page.locator("#drawer-body li.message").evaluate_all("items => items.map(item => item.dataset.id)")
+        assert opened == wanted, kind
+        # shown as ann sees them: none of the lines for others
+        assert all("ann" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
+        page.click("#drawer-close")
+    # a raw message's text is the text of the message it stands for
+    raw = page.locator(".view[data-reader=ann] .compiled.kind-raw").first
+    text = raw.locator(".block-text").first.inner_text()
+    raw.locator(".prov-link").click()
+    page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
+    assert text in page.inner_text("#drawer-body")
+
+
+def test_memories_open_the_messages_they_cover(page: Any, server: Server) -> None:
+    show(page, "memories")
+    page.select_option("#mem-ns", "agents/bob")
+    page.wait_for_selector("#memories .memory")
+    memory = page.locator("#memories .memory").first
+    memory_id = memory.get_attribute("data-id")
+    memory.click()
+    page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
+    opened = page.locator("#drawer-body li.message").evaluate_all("items => items.map(item => item.dataset.id)")
+    tree = page.evaluate("async () => (await fetch('/api/memories?namespace=agents/bob')).json()")
+    covered = next(m["message_ids"] for level in tree["levels"] for m in level["memories"] if m["id"] == memory_id)
+    assert opened == covered
+    assert "as bob sees them" in page.inner_text("#drawer-body")
+    assert all("bob" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
+
+
+def test_the_audit_of_a_message_says_what_is_recorded(page: Any) -> None:
+    show(page, "log")
+    first = page.locator("#log li.message").first
+    message_id = first.get_attribute("data-id")
+    first.locator(".msg-id").click()
+    page.wait_for_selector(f"body[data-ready=audit] #audit li.message[data-id='{message_id}']")
+    audit = page.evaluate(f"async () => (await fetch('/api/disclosures?message={message_id}')).json()")
+    if audit["recording"] == "unavailable in this build":
+        assert "unavailable in this build" in page.inner_text("#audit")
+    else:
+        assert "shown to" in page.inner_text("#audit")
+
+
+def test_a_browser_without_the_token_gets_403_and_no_data(browser: Any, server: Server) -> None:
+    context = browser.new_context()
+    stranger = context.new_page()
+    for path in ("/", "/api/namespaces", "/api/messages?after=0", "/api/view?reader=ann", "/static/app.js"):
+        response = stranger.goto(server.base + path)
+        assert response.status == 403, path
+        body = stranger.content()
+        assert "PRIVATE" not in body and "agents/" not in body and "Lisbon" not in body
+    response = stranger.goto(server.base + "/?token=wrong-token-000")
+    assert response.status == 403
+    context.close()
+
+
+WRITER = """
+import sys, trio
+from asides import PassthroughStrategy, open_runtime, text
+
+async def main():
+    async with open_runtime(sys.argv[1]) as rt:
+        room = await rt.open_manager("room", strategy=PassthroughStrategy())
+        await room.add_message("writer", [text("LIVE-LINE written by another process while the page was open")])
+
+trio.run(main)
+"""
+
+
+def test_a_page_left_open_shows_a_message_another_process_writes(browser: Any, demo_store: str, tmp_path: Any) -> None:
+    path = str(tmp_path / "live.db")
+    shutil.copyfile(demo_store, path)
+    served = Server(path)
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(served.url + "#log")
+        page.wait_for_selector("body[data-ready=log]")
+        while page.is_visible("#log-more"):
+            count = page.locator("#log li.message").count()
+            page.click("#log-more")
+            page.wait_for_function(f"() => document.querySelectorAll('#log li.message').length > {count}")
+        assert "LIVE-LINE" not in page.inner_text("#log")
+        writer = subprocess.run([sys.executable, "-c", WRITER, path], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert writer.returncode == 0, writer.stderr
+        page.wait_for_selector("#log li.message:has-text('LIVE-LINE')", timeout=30_000)
+        assert page.locator("#log li.message").last.inner_text().count("LIVE-LINE") == 1
+        context.close()
+    finally:
+        served.stop()
+
+
+def test_screenshots_of_each_page(page: Any) -> None:
+    """docs/images/serve-*.png, shown in docs/serve.md: made here, never drawn by hand."""
+    os.makedirs(IMAGES, exist_ok=True)
+    show(page, "store")
+    page.set_viewport_size({"width": 1400, "height": 420})
+    page.screenshot(path=os.path.join(IMAGES, "serve-store.png"))
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+    show(page, "readers")
+    page.select_option("#cmp-a", "ann")
+    page.select_option("#cmp-b", "bob")
+    page.wait_for_selector("#compare:not([data-busy]) .pair.differs")
+    page.screenshot(path=os.path.join(IMAGES, "serve-side-by-side.png"))
+
+    compile_for(page, "ann", "bob", 3000)
+    page.locator(".view[data-reader=ann] .compiled.kind-summary").first.scroll_into_view_if_needed()
+    page.evaluate("() => window.scrollBy(0, 250)")
+    page.screenshot(path=os.path.join(IMAGES, "serve-compile.png"))
+    page.locator(".view[data-reader=ann] .compiled.kind-summary .prov-link").first.click()
+    page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
+    page.screenshot(path=os.path.join(IMAGES, "serve-provenance.png"))
+    page.click("#drawer-close")
+
+    show(page, "memories")
+    page.select_option("#mem-ns", "agents/ann")
+    page.wait_for_selector("#memories .memory")
+    page.screenshot(path=os.path.join(IMAGES, "serve-memories.png"))
+
+    show(page, "log")
+    page.locator("#log li.message[data-seq='25']").evaluate("item => window.scrollTo(0, item.offsetTop - 90)")
+    page.screenshot(path=os.path.join(IMAGES, "serve-log.png"))
+
+    private = page.locator("#log li.message:has(.restricted)").first
+    private.locator(".msg-id").click()
+    page.wait_for_selector("body[data-ready=audit] #audit li.message")
+    page.set_viewport_size({"width": 1400, "height": 420})
+    page.screenshot(path=os.path.join(IMAGES, "serve-audit.png"))
+    for name in ("store", "side-by-side", "compile", "provenance", "memories", "log", "audit"):
+        assert os.path.getsize(os.path.join(IMAGES, f"serve-{name}.png")) > 10_000
