@@ -269,42 +269,46 @@ def test_a_page_left_open_shows_a_message_another_process_writes(browser: Any, d
         served.stop()
 
 
-def test_screenshots_of_each_page(page: Any) -> None:
-    """docs/images/serve-*.png, shown in docs/serve.md: made here, never drawn by hand."""
-    os.makedirs(IMAGES, exist_ok=True)
+def test_screenshots_of_each_page(page: Any, tmp_path: Any) -> None:
+    """docs/images/serve-*.png, shown in docs/serve.md: made here, never drawn by hand. They are
+    written to docs/images/ when ASIDES_WRITE_SCREENSHOTS=1 is set (the demo's timestamps change
+    every image at each run, so an ordinary run writes them to a temporary folder and leaves the
+    checkout as it was)."""
+    images = IMAGES if os.environ.get("ASIDES_WRITE_SCREENSHOTS") == "1" else str(tmp_path)
+    os.makedirs(images, exist_ok=True)
     show(page, "store")
     page.set_viewport_size({"width": 1400, "height": 420})
-    page.screenshot(path=os.path.join(IMAGES, "serve-store.png"))
+    page.screenshot(path=os.path.join(images, "serve-store.png"))
     page.set_viewport_size({"width": 1400, "height": 900})
 
     show(page, "readers")
     page.select_option("#cmp-a", "ann")
     page.select_option("#cmp-b", "bob")
     page.wait_for_selector("#compare:not([data-busy]) .pair.differs")
-    page.screenshot(path=os.path.join(IMAGES, "serve-side-by-side.png"))
+    page.screenshot(path=os.path.join(images, "serve-side-by-side.png"))
 
     compile_for(page, "ann", "bob", 3000)
     page.locator(".view[data-reader=ann] .compiled.kind-summary").first.scroll_into_view_if_needed()
     page.evaluate("() => window.scrollBy(0, 250)")
-    page.screenshot(path=os.path.join(IMAGES, "serve-compile.png"))
+    page.screenshot(path=os.path.join(images, "serve-compile.png"))
     page.locator(".view[data-reader=ann] .compiled.kind-summary .prov-link").first.click()
     page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
-    page.screenshot(path=os.path.join(IMAGES, "serve-provenance.png"))
+    page.screenshot(path=os.path.join(images, "serve-provenance.png"))
     page.click("#drawer-close")
 
     show(page, "memories")
     page.select_option("#mem-ns", "agents/ann")
     page.wait_for_selector("#memories .memory")
-    page.screenshot(path=os.path.join(IMAGES, "serve-memories.png"))
+    page.screenshot(path=os.path.join(images, "serve-memories.png"))
 
     show(page, "log")
     page.locator("#log li.message[data-seq='25']").evaluate("item => window.scrollTo(0, item.offsetTop - 90)")
-    page.screenshot(path=os.path.join(IMAGES, "serve-log.png"))
+    page.screenshot(path=os.path.join(images, "serve-log.png"))
 
     private = page.locator("#log li.message:has(.restricted)").first
     private.locator(".msg-id").click()
     page.wait_for_selector("body[data-ready=audit] #audit li.message")
     page.set_viewport_size({"width": 1400, "height": 420})
-    page.screenshot(path=os.path.join(IMAGES, "serve-audit.png"))
+    page.screenshot(path=os.path.join(images, "serve-audit.png"))
     for name in ("store", "side-by-side", "compile", "provenance", "memories", "log", "audit"):
-        assert os.path.getsize(os.path.join(IMAGES, f"serve-{name}.png")) > 10_000
+        assert os.path.getsize(os.path.join(images, f"serve-{name}.png")) > 10_000
