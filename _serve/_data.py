@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
-from .._cli._inspect import describe_store, detect_strategy, split_state_key
+from .._cli._inspect import describe_store, find_strategy, split_state_key
+from ..strategies._recorded import recorded_strategy
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
@@ -318,6 +319,12 @@ def compare_page(snapshot: Snapshot, *, branch: str | None, readers: str | None,
 # -- namespaces ------------------------------------------------------------------------------------
 
 
+def _strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
+    """The name of the strategy ``namespace`` runs on ``branch``, as ``asides inspect`` finds it."""
+    model = snapshot.runtime.store.model
+    return find_strategy(_records(snapshot, branch, namespace), recorded_strategy(model, branch, namespace)).name
+
+
 def _records(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
     model = snapshot.runtime.store.model
     return {
@@ -465,12 +472,12 @@ async def view(
 async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, budget: int, kept_back: int) -> dict[str, Any]:
     if namespace:
         ns = namespace_of(snapshot, name, namespace)
-        strategy = detect_strategy(_records(snapshot, name, ns))
+        strategy = _strategy_of(snapshot, name, ns)
     else:
         claiming = [n for n in namespace_names(snapshot, name) if _records(snapshot, name, n).get("reader") == who]
         if claiming:
             ns = claiming[0]
-            strategy = detect_strategy(_records(snapshot, name, ns))
+            strategy = _strategy_of(snapshot, name, ns)
         else:
             ns, strategy = PREVIEW_NAMESPACE, "passthrough"
     if strategy not in STRATEGIES:
