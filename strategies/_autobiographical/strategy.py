@@ -31,7 +31,7 @@ from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .records import Summary
 from .rendering import render
-from .scheduling import describe_waiting, next_unit, queued
+from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, queued
 from .sharding import Shard, shard_message
 from .tracking import Tracker
 from .units import run_unit, transition_text
@@ -160,6 +160,17 @@ class AutobiographicalStrategy:
         if self.is_ready():
             return None
         return describe_waiting(self.tracker, self)
+
+    def failed_units(self) -> frozenset[str]:
+        """The units that have failed for good (their answers were rejected up to the attempt
+        limit): they render raw and are never asked again. Keys are opaque."""
+        return failed_units(self.tracker)
+
+    def describe_failed(self, units: frozenset[str] | None = None) -> str | None:
+        """The failed ``units`` (default: all) in words with the reason, e.g. ``3 stretches could
+        not be compressed: the model's answers were rejected (stop_reason 'stop' is not
+        'end_turn')``; ``None`` for none."""
+        return describe_failed(self.tracker, units)
 
     def pending_chunks(self) -> int:
         """Chunks queued for a level-1 summary plus chunks the walk has cut but not recorded."""
