@@ -293,4 +293,3 @@ class BackgroundWork(ManagerParts):
             message = await self._store.append_message(self._branch, "Context Manager", (block,))
             await strategy.start_head_at(self._context(), message.sequence)
         return body
-

@@ -167,8 +167,7 @@ class Drain:
             await target.wait_claim_change(generation)
             if not target.may_work():
                 log.warning(
-                    "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for "
-                    "that reader stops",
+                    "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for that reader stops",
                     target.namespace,
                     target.branch,
                     target.recorded_reader,
@@ -221,7 +220,7 @@ class Drain:
                     target.namespace,
                     target.branch,
                     self.failure.error,
-                    "the next unit in" if rejected and exc.unit_failed else "it stays pending, retrying in",
+                    "the next unit in" if isinstance(exc, AnswerRejectedError) and exc.unit_failed else "it stays pending, retrying in",
                     wait,
                 )
                 self.last_outcome = "failed"

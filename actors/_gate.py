@@ -71,7 +71,6 @@ class ModelPolicy:
         if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
             raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
 
-
     @property
     def lease_seconds(self) -> float:
         """How long a compression lease lasts unless renewed."""
@@ -146,9 +145,7 @@ class GateOwner(Protocol):
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
 
-    def __init__(
-        self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]
-    ) -> None:
+    def __init__(self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]) -> None:
         self._owner = owner
         self._actor = actor
         self._model = model

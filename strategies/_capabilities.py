@@ -26,7 +26,15 @@ from ._autobiographical.records import Summary
 from ._base import StrategyContext
 from ._tokens import Estimator
 
-__all__ = ["ShardsMessages", "DescribesPendingWork", "ReadsSummaries", "HasHeadWindow", "HasEstimator", "FollowsStoredState", "ReportsFailedUnits"]
+__all__ = [
+    "ShardsMessages",
+    "DescribesPendingWork",
+    "ReadsSummaries",
+    "HasHeadWindow",
+    "HasEstimator",
+    "FollowsStoredState",
+    "ReportsFailedUnits",
+]
 
 
 @runtime_checkable

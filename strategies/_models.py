@@ -202,7 +202,7 @@ class ExtractiveModel:
                 continue
             if text.startswith("[Recall "):
                 continue
-            for paragraph in [p for p in text.split("\n\n") if p.strip()][:1 if message.participant == "assistant" else 3]:
+            for paragraph in [p for p in text.split("\n\n") if p.strip()][: 1 if message.participant == "assistant" else 3]:
                 line = f"- {_first_sentence(_BULLET.sub('', paragraph))}"
                 if used + len(line) > allowance and lines:
                     break

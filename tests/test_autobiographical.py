@@ -801,7 +801,9 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_p
         assert m.get_summary("L2-6").message_ids == ids(msgs[12:20])
         assert layout(await m.compile(**BIG)) == [("summary", "L2-5")] + raw(msgs[8:12]) + [("summary", "L2-6"), ("raw", msgs[20].id)]
         assert m.is_ready()
-        assert m.pending_work() == "1 stretch could not be compressed: the model's answers were rejected (stop_reason 'max_tokens' is not 'end_turn')"
+        assert m.pending_work() == (
+            "1 stretch could not be compressed: the model's answers were rejected (stop_reason 'max_tokens' is not 'end_turn')"
+        )
         chunk4 = next(r for r in model.requests if not is_merge(r) and target_of(r)[0] == body(12))
         assert shape(chunk4.messages) == [
             ("user", ["[Recall L1-1]"]),

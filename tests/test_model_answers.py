@@ -353,3 +353,17 @@ async def test_a_hosts_own_strategy_gets_the_same_rule_from_the_model_gate(store
         with pytest.raises(AnswerRejectedError, match=re.escape(reason)):
             await manager.tick()
         assert rt.store.get_state("main", "agents/s/ask-on-tick/answer") is None
+
+
+def test_the_readmes_model_section_shows_a_custom_model_answering_end_turn():
+    """The README's "Plugging in a real model" shows a custom model returning
+    ``Completion("end_turn", ...)`` and names the one finished stop reason."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("\n## Plugging in a real model\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    code = "\n".join(re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M))
+    assert "async def complete(self, request: CompletionRequest) -> Completion:" in code
+    assert 'return Completion("end_turn", ' in code
+    assert "stop_reason 'stop' is not 'end_turn'" in section

@@ -10,6 +10,7 @@ subprocess, in a folder of its own with its own configuration.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -212,3 +213,34 @@ def test_a_test_marked_both_trio_and_anyio_by_hand_is_refused_in_one_line(tmp_pa
     assert result.returncode != 0, result.stdout + result.stderr
     lines = [line for line in (result.stdout + result.stderr).splitlines() if "marked both trio and anyio" in line]
     assert len(lines) == 1 and "keep pytest.mark.trio" in lines[0] and "pytest.mark.anyio" in lines[0], result.stdout + result.stderr
+
+
+def _readme_section(title: str) -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index(f"\n## {title}\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start : end if end >= 0 else len(readme)]
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", section, flags=re.S | re.M)
+
+
+def test_the_readmes_testing_your_host_snippets_run_as_they_stand(tmp_path):
+    """Issue 21, item 3: the README's "Testing your host" section, taken as it stands: its
+    ``toml`` block becomes the project's pytest configuration and its Python blocks, in order,
+    one test file (imports included; no helper comes from an example file). Every test in them
+    passes, the Trio ones and the asyncio one."""
+    section = _readme_section("Testing your host")
+    (toml,) = _blocks(section, "toml")
+    settings = [line.split("#")[0].strip() for line in toml.splitlines()[1:] if line.split("#")[0].strip()]
+    assert "trio_mode = true" in settings and "asides_fixtures = true" in settings
+    code = "\n\n".join(_blocks(section, "python"))
+    tests = re.findall(r"^async def (test_\w+)", code, flags=re.M)
+    assert len(tests) >= 4 and "test_the_host_on_asyncio" in tests, tests
+    folder = _project(tmp_path, "[pytest]\n" + "\n".join(settings) + "\n", code)
+    result = _pytest(folder, "-rA")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{len(tests)} passed" in result.stdout, result.stdout
+    for name in tests:
+        assert f"PASSED test_host.py::{name}" in result.stdout, name

@@ -96,9 +96,7 @@ class AutobiographicalStrategy:
         self.recent_window_tokens = _at_least("recent_window_tokens", recent_window_tokens, 0)
         self.compression_context_tokens = _at_least("compression_context_tokens", compression_context_tokens, 0)
         self.merge_threshold = _at_least("merge_threshold", merge_threshold, 2)
-        self.holdback_chunks = _at_least(
-            "holdback_chunks", self.default_holdback if holdback_chunks is None else holdback_chunks, 0
-        )
+        self.holdback_chunks = _at_least("holdback_chunks", self.default_holdback if holdback_chunks is None else holdback_chunks, 0)
         check_participant(summary_participant, "summary_participant")
         if max_message_tokens is not None:
             _at_least("max_message_tokens", max_message_tokens, 1)
@@ -246,12 +244,9 @@ class AutobiographicalStrategy:
 
     # -- ingress sharding ----------------------------------------------------------------------
 
-    def shard_message(
-        self, participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None
-    ) -> list[Shard] | None:
+    def shard_message(self, participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None) -> list[Shard] | None:
         """With ``adaptive_resolution``, a long message without audience blocks as shards sharing
         a body id; ``None`` to store it whole."""
         if not self.adaptive_resolution:
             return None
         return shard_message(participant, content, metadata, target_chunk_tokens=self.target_chunk_tokens)
-
