@@ -28,9 +28,9 @@ from typing import Protocol
 import anyio
 import attrs
 
-from ..strategies._errors import AnswerRejectedError, ModelError
+from ..strategies._errors import AnswerRejectedError, CompressionError, ModelError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StoreFailedError, StrategyNotStartedError
-from ._gate import ModelPolicy, describe_error
+from ._gate import ModelPolicy, describe_error, is_own_cancellation
 from ._protocol import Signal
 
 __all__ = ["Drain", "DrainTarget", "ModelFailure"]
@@ -183,6 +183,13 @@ class Drain:
         except Exception:
             self._in_unit = False
             raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if is_own_cancellation(exc):
+                raise  # the drain is being stopped: the note stays
+            # A cancellation no scope of the runtime delivered (the strategy's own code raised
+            # it): that unit's failure, like any other exception.
+            self._in_unit = False
+            raise CompressionError(f"the unit raised a {type(exc).__name__} that no scope of the runtime delivered") from exc
         self._in_unit = False
         return did
 

@@ -218,6 +218,51 @@ async def test_a_cancellation_inside_a_shielded_host_scope_from_a_model_is_still
         assert not outer.cancelled_caught, "the ModelError was caught, nothing reached the outer scope"
 
 
+class StrayOnFirstTick:
+    """A host's strategy with background work: not ready until a ``tick`` succeeds; its first
+    ``tick`` raises a stray ``trio.Cancelled`` from its own code (no model involved)."""
+
+    name = "stray-on-first-tick"
+    marks_compression_reads = True
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.done = False
+
+    async def initialize(self, ctx: StrategyContext) -> None:
+        return None
+
+    async def on_new_message(self, message: Any, ctx: StrategyContext) -> None:
+        return None
+
+    async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
+        return await PassthroughStrategy().select(ctx, budget, options)
+
+    async def tick(self, ctx: StrategyContext) -> bool:
+        self.ticks += 1
+        await trio.lowlevel.checkpoint()
+        if self.ticks == 1:
+            raise stray_cancelled(1)
+        self.done = True
+        return True
+
+    def is_ready(self) -> bool:
+        return self.done
+
+
+async def test_a_stray_cancelled_from_a_strategys_own_unit_fails_that_unit_and_is_retried(store_path, autojump_clock, caplog):
+    """Not only the model: a unit of background work that raises a stray ``trio.Cancelled``
+    (here the strategy's own ``tick``) fails that unit, logged at WARNING, and the drain retries
+    it after a back-off; ``drain()`` returns once the retry succeeds."""
+    caplog.set_level(logging.WARNING)
+    strategy = StrayOnFirstTick()
+    async with open_test_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/s", strategy=strategy, view_reader="ann", model=ExtractiveModel())
+        await manager.drain()
+        assert strategy.ticks == 2 and manager.is_ready()
+    assert any("Cancelled" in m for m in warnings_about(caplog, "agents/s")), caplog.records
+
+
 # -- 3. Issue 21, item 1: one rule for a rejected answer -------------------------------------------
 
 
