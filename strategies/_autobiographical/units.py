@@ -4,11 +4,13 @@ A unit that asks the model runs in three steps: *prepare* (in the namespace acto
 the narrowing floor to the newest message the request will show, then build the request from the
 reader's view as it stands after the raise), *request* (``await model.complete``, the actor's
 turn released by the model gate), and *commit* (back in the turn: write the summary, or count a
-rejection, unless another manager did the work meanwhile). Every answer follows one rule
-(``accepted_text``); a rejection is counted toward its unit's attempt limit (a unit at its limit
-has failed: it renders raw and is never asked again) and raised as ``AnswerRejectedError``
-naming the unit and the reason, so the drain logs it and retries with back-off. A close raises the floor first and
+rejection, unless another manager did the work meanwhile). A close raises the floor first and
 writes its chunk records only once the floor rose.
+
+Every answer follows one rule (``accepted_text``, the same for Autobiographical and Knowledge).
+A rejection is counted toward its unit's attempt limit, with its reason (a unit at its limit has
+failed: it renders raw and is never asked again), and raised as ``AnswerRejectedError`` naming
+the unit and the reason, so the drain logs it and retries with back-off.
 
 Requests hold only ``user`` and ``assistant`` messages: the head (when it lies before the
 target), the newest prior middle items within ``compression_context_tokens``, the memory-point
