@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, cast
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._autobiographical.records import Summary
-from ..strategies._capabilities import DescribesPendingWork, FollowsStoredState, HasHeadWindow, ReadsSummaries
+from ..strategies._capabilities import (
+    DescribesPendingWork,
+    FollowsStoredState,
+    HasHeadWindow,
+    ReadsSummaries,
+    ReportsFailedUnits,
+)
 from ..strategies._errors import CompressionError, StrategyCapabilityError
 from ..strategies._passthrough import NoBackgroundWork
 from ._drains import Drain
@@ -131,12 +137,16 @@ class BackgroundWork(ManagerParts):
         return bool(self._strategy.is_ready())
 
     def pending_work(self) -> str | None:
-        """What background work is waiting, in words, or ``None`` when ready; says so when no
+        """What background work is waiting, in words, and which units failed for good and why
+        (``3 stretches could not be compressed: the model's answers were rejected (stop_reason
+        'stop' is not 'end_turn')``); ``None`` when ready with nothing failed. Says so when no
         model is configured, and when the model has been failing."""
         self._check("pending_work")
-        if self._strategy.is_ready():
-            return None
-        text = self._strategy.pending_work() if isinstance(self._strategy, DescribesPendingWork) else None
+        strategy = self._strategy
+        failed = strategy.describe_failed() if isinstance(strategy, ReportsFailedUnits) else None
+        if strategy.is_ready():
+            return failed
+        text = strategy.pending_work() if isinstance(strategy, DescribesPendingWork) else None
         text = text or "background work pending"
         if self.model is None:
             text += " (no compression model)"
@@ -144,20 +154,39 @@ class BackgroundWork(ManagerParts):
             text += "; " + self._drain.failure.describe()
         elif self._lease_wait is not None:
             text += f"; another process compresses this namespace (holder {self._actor.lease.holder_seen})"
-        return text
+        return text if failed is None else f"{text}; {failed}"
+
+    def _failed_units(self) -> frozenset[str]:
+        strategy = self._strategy
+        return strategy.failed_units() if isinstance(strategy, ReportsFailedUnits) else frozenset()
+
+    def _raise_if_failed(self, before: frozenset[str]) -> None:
+        """``drain()`` is done: raise ``CompressionError`` if units failed for good since
+        ``before`` (during the call), naming them and why."""
+        failed = self._failed_units() - before
+        strategy = self._strategy
+        if failed and isinstance(strategy, ReportsFailedUnits):
+            raise CompressionError(
+                f"namespace {self._namespace!r} on branch {self._branch!r}: {strategy.describe_failed(failed)}; "
+                "what they cover renders raw, and they are not asked again"
+            )
 
     async def drain(self) -> None:
         """Wait until the strategy is ready; return at once when there is no model. While
         another process holds the namespace's compression lease (a shared store) it waits for
         that process's records (or for the lease to expire, and the drain to take it over).
 
-        Raises ``CompressionError``, naming the last error, once the model has failed the
-        runtime's ``ModelPolicy.drain_failures`` times in a row during this call (the background
-        drain goes on retrying). Raises what refuses the manager (for example
-        ``ReaderClaimError`` when another reader claimed the namespace, ``StoreFailedError`` once
-        the store stopped).
+        Raises ``CompressionError`` naming the reason when a unit it waited on failed for good
+        during the call (its answers were rejected up to the attempt limit: it renders raw and is
+        never asked again, so a second ``drain()`` finds it no longer pending). Raises
+        ``CompressionError``, naming the last error, once the model has failed to answer (it
+        raised or timed out) the runtime's ``ModelPolicy.drain_failures`` times in a row during
+        this call (the background drain goes on retrying). Raises what refuses the manager (for
+        example ``ReaderClaimError`` when another reader claimed the namespace,
+        ``StoreFailedError`` once the store stopped).
         """
         self._check("drain")
+        before = self._failed_units()
         start_failures: int | None = None
         while True:
             self._check("drain")
@@ -167,20 +196,20 @@ class BackgroundWork(ManagerParts):
             if drain is None or drain.stopped:
                 # No drain runs (the strategy has none): work in this task.
                 if not await self.run_unit():
-                    return
+                    return self._raise_if_failed(before)
                 continue
             progress = drain.progress.version
             if await self._catch_up_now() and self._actor.requests_out == 0:
-                return
+                return self._raise_if_failed(before)
             waiting = drain.last_outcome == "waiting"  # another process compresses: its records wake the drain
             failure = drain.failure
-            if failure is not None:
+            if failure is not None and failure.outages:
                 if start_failures is None:
-                    start_failures = failure.count - 1
-                if failure.count - start_failures >= self._runtime.model_policy.drain_failures:
+                    start_failures = failure.outages - 1
+                if failure.outages - start_failures >= self._runtime.model_policy.drain_failures:
                     raise CompressionError(
                         f"the compression model of namespace {self._namespace!r} on branch {self._branch!r} failed "
-                        f"{failure.count - start_failures} times in a row (last: {failure.error}); the background drain "
+                        f"{failure.outages - start_failures} times in a row (last: {failure.error}); the background drain "
                         "keeps retrying"
                     )
             elif start_failures is None:
@@ -191,7 +220,7 @@ class BackgroundWork(ManagerParts):
             self._check("drain")  # the drain may have stopped because the store did
             if drain.last_outcome == "idle" and self._actor.requests_out == 0:
                 await self._catch_up_now(done=True)
-                return  # the drain found nothing it can do now
+                return self._raise_if_failed(before)  # the drain found nothing it can do now
 
     async def _catch_up_now(self, *, done: bool = False) -> bool:
         """Catch the strategy up (in the actor's turn); whether it is ready. Ready, or ``done``
@@ -264,4 +293,3 @@ class BackgroundWork(ManagerParts):
             message = await self._store.append_message(self._branch, "Context Manager", (block,))
             await strategy.start_head_at(self._context(), message.sequence)
         return body
-

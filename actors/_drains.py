@@ -8,10 +8,13 @@ runtime closes, when the store stops after a failed commit, and when the namespa
 a claim change that leaves the manager stale (its cancel scope is cancelled, so a pending request
 is abandoned).
 
-A unit that fails (the model raised, timed out or gave an answer that was rejected) is logged at
-WARNING with the unit and the reason and retried with back-off: 1 s doubling to 5 min, each wait
-scaled by a random factor in [0.5, 1]; only an answer from the model starts it again at the
-first step. Failures never take the runtime down; cancellation always propagates.
+A unit that fails (the model raised, timed out, raised a cancellation no scope of the runtime
+delivered, or gave an answer that was rejected) is logged at WARNING with the unit and the
+reason and retried with back-off: 1 s doubling to 5 min, each wait scaled by a random factor in
+[0.5, 1]; only an accepted answer from the model, or finding nothing left to do, starts it again
+at the first step. A rejection counts toward its unit's attempt limit (the strategy's); the one
+that reaches it fails the unit for good, and the drain backs off before the next unit. Failures
+never take the runtime down; the runtime's own cancellation always propagates.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from typing import Protocol
 import anyio
 import attrs
 
-from ..strategies._errors import AnswerRejectedError, ModelError
+from ..strategies._errors import AnswerRejectedError, CompressionError, ModelError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StoreFailedError, StrategyNotStartedError
-from ._gate import ModelPolicy, describe_error
+from ._gate import ModelPolicy, describe_error, is_own_cancellation
 from ._protocol import Signal
 
 __all__ = ["Drain", "DrainTarget", "ModelFailure"]
@@ -41,12 +44,15 @@ LEASE_RELEASE_SECONDS = 10.0
 @attrs.frozen
 class ModelFailure:
     """The model has been failing: since when (wall clock), the last error, how many times in a
-    row, and when the next try is due (on the runtime's clock)."""
+    row, and when the next try is due (on the runtime's clock). ``outages`` counts those of the
+    failures in a row that were no answer at all (the model raised or timed out), not a
+    rejected answer: rejections are bounded by their unit's attempt limit."""
 
     since: float
     error: str
     count: int
     next_try: float
+    outages: int = 0
 
     def describe(self) -> str:
         wait = max(0.0, self.next_try - anyio.current_time())
@@ -161,8 +167,7 @@ class Drain:
             await target.wait_claim_change(generation)
             if not target.may_work():
                 log.warning(
-                    "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for "
-                    "that reader stops",
+                    "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for that reader stops",
                     target.namespace,
                     target.branch,
                     target.recorded_reader,
@@ -178,6 +183,13 @@ class Drain:
         except Exception:
             self._in_unit = False
             raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if is_own_cancellation(exc):
+                raise  # the drain is being stopped: the note stays
+            # A cancellation no scope of the runtime delivered (the strategy's own code raised
+            # it): that unit's failure, like any other exception.
+            self._in_unit = False
+            raise CompressionError(f"the unit raised a {type(exc).__name__} that no scope of the runtime delivered") from exc
         self._in_unit = False
         return did
 
@@ -202,17 +214,20 @@ class Drain:
                     backoff = policy.first_backoff
                 wait = backoff * (0.5 + 0.5 * self._random.random())
                 previous = self.failure
+                rejected = isinstance(exc, AnswerRejectedError)
                 self.failure = ModelFailure(
                     since=previous.since if previous is not None else time.time(),
                     error=describe_error(exc) if isinstance(exc, ModelError | AnswerRejectedError) else repr(exc),
                     count=(previous.count if previous is not None else 0) + 1,
                     next_try=anyio.current_time() + wait,
+                    outages=(previous.outages if previous is not None else 0) + (0 if rejected else 1),
                 )
                 log.warning(
-                    "drain of namespace %r on %r: a unit failed (%s); it stays pending, retrying in %.1f s",
+                    "drain of namespace %r on %r: a unit failed (%s); %s %.1f s",
                     target.namespace,
                     target.branch,
                     self.failure.error,
+                    "the next unit in" if isinstance(exc, AnswerRejectedError) and exc.unit_failed else "it stays pending, retrying in",
                     wait,
                 )
                 self.last_outcome = "failed"
@@ -220,10 +235,12 @@ class Drain:
                 await anyio.sleep(wait)
                 backoff = min(backoff * 2, policy.max_backoff)
                 continue
-            if target.answers != answered:
-                backoff = policy.first_backoff  # the model answered: it is healthy again
-                self.failure = None
             lease_wait = None if did else target.lease_wait
+            if target.answers != answered or (not did and lease_wait is None):
+                # The model answered (it is healthy again), or nothing is left to do here (the
+                # units that failed for good are reported by the strategy, not as a failing model).
+                backoff = policy.first_backoff
+                self.failure = None
             self.last_outcome = "did" if did else "idle" if lease_wait is None else "waiting"
             self.progress.raise_()
             if not did:

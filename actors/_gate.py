@@ -5,14 +5,21 @@ namespace actor's turn while it is out; it is bounded by a timeout; whatever the
 (an ``Exception``, or a ``BaseException`` that is not the runtime's own cancellation, such as an
 ``asyncio.CancelledError`` from an asyncio library under Trio, or ``GeneratorExit``) fails that
 unit only, as a :class:`ModelError`. ``KeyboardInterrupt`` and ``SystemExit`` still propagate.
-An answer is checked before a strategy may store it (:class:`AnswerRejectedError`), and thrown
-away when the manager moved, closed, or the namespace's claim changed while it was out.
+An answer is checked before a strategy may see it, by the one rule every answer follows
+(``accepted_text``: a stop reason other than ``end_turn``, no text, not a ``Completion``, too
+long, ... raise :class:`AnswerRejectedError` naming the reason), and thrown away when the manager
+moved, closed, or the namespace's claim changed while it was out.
+
+A cancellation exception from the model is the runtime's (and propagates) only when a scope
+enclosing the request was cancelled (:func:`is_own_cancellation`); any other, a stray
+``trio.Cancelled`` included, fails the unit as a :class:`ModelError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -21,9 +28,8 @@ import attrs
 import sniffio
 
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..strategies._errors import AnswerRejectedError, ModelError
-from ..strategies._models import Completion, CompletionRequest, Model
-from ..strategies._tokens import estimate_text
+from ..strategies._errors import ModelError
+from ..strategies._models import Completion, CompletionRequest, Model, accepted_text
 from ._namespace import NamespaceActor
 
 __all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
@@ -65,7 +71,6 @@ class ModelPolicy:
         if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
             raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
 
-
     @property
     def lease_seconds(self) -> float:
         """How long a compression lease lasts unless renewed."""
@@ -89,14 +94,24 @@ def check_model(model: object, where: str) -> None:
 
 
 def is_own_cancellation(exc: BaseException) -> bool:
-    """Whether ``exc`` is the runtime's own cancellation (which must propagate), not a stray
-    cancellation exception some library raised."""
+    """Whether ``exc`` is a cancellation that a scope enclosing the caller delivered (the
+    runtime's, or the host's: it must propagate), not a stray cancellation exception some
+    library raised.
+
+    A cancellation exception counts as delivered only while a scope that encloses the caller,
+    and is not hidden behind a shield, is cancelled (``current_effective_deadline()`` is then
+    ``-inf``), or, under asyncio, while the task has a cancellation request pending
+    (``Task.cancelling()``). Any other one (a ``trio.Cancelled`` kept from an earlier call and
+    raised again, an asyncio library's own ``CancelledError`` under Trio) is the raiser's fault.
+    Call it where the exception arrived, before any checkpoint."""
     if not isinstance(exc, anyio.get_cancelled_exc_class()):
         return False
+    if anyio.current_effective_deadline() == -math.inf:
+        return True
     if sniffio.current_async_library() == "asyncio":
         task = asyncio.current_task()
         return task is not None and task.cancelling() > 0
-    return True
+    return False
 
 
 def describe_error(exc: BaseException) -> str:
@@ -130,9 +145,7 @@ class GateOwner(Protocol):
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
 
-    def __init__(
-        self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]
-    ) -> None:
+    def __init__(self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]) -> None:
         self._owner = owner
         self._actor = actor
         self._model = model
@@ -185,23 +198,6 @@ class ModelGate:
         return completion
 
     def _check_answer(self, completion: object, request: CompletionRequest) -> None:
-        if not isinstance(completion, Completion):
-            raise AnswerRejectedError(f"the model returned {type(completion).__name__}, not a Completion")
-        content = completion.content
-        texts = [content] if isinstance(content, str) else [getattr(b, "text", "") for b in content]
-        if not all(isinstance(t, str) for t in texts):
-            raise AnswerRejectedError("the answer's text is not a str")
-        text = "\n".join(texts)
-        if completion.stop_reason == "end_turn" and not text.strip():
-            raise AnswerRejectedError("the answer is empty")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise AnswerRejectedError("the answer is not valid Unicode (it holds a lone surrogate)") from None
-        limit = int(self._policy.answer_limit_factor * max(1, request.max_tokens))
-        size = estimate_text(text)
-        if size > limit:
-            raise AnswerRejectedError(
-                f"the answer is about {size} tokens, over the limit of {limit} "
-                f"({self._policy.answer_limit_factor:g} times the request's max_tokens)"
-            )
+        """The one rule for an answer (:func:`~asides.strategies._models.accepted_text`), with
+        the policy's size limit: ``AnswerRejectedError`` naming the reason."""
+        accepted_text(completion, max_tokens=request.max_tokens, limit_factor=self._policy.answer_limit_factor)

@@ -13,7 +13,15 @@ from ._base import (
     StrategyContext,
     StrategyState,
 )
-from ._capabilities import DescribesPendingWork, FollowsStoredState, HasEstimator, HasHeadWindow, ReadsSummaries, ShardsMessages
+from ._capabilities import (
+    DescribesPendingWork,
+    FollowsStoredState,
+    HasEstimator,
+    HasHeadWindow,
+    ReadsSummaries,
+    ReportsFailedUnits,
+    ShardsMessages,
+)
 from ._errors import (
     ArgumentTypeError,
     CompressionError,
@@ -41,6 +49,7 @@ __all__ = [
     "DescribesPendingWork",
     "FloorUnavailableError",
     "FollowsStoredState",
+    "ReportsFailedUnits",
     "HasEstimator",
     "HasHeadWindow",
     "Injection",

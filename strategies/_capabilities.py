@@ -9,6 +9,8 @@ by defining its methods, with no base class to inherit):
 * :class:`ReadsSummaries`: ``search_summaries``, ``get_summaries_in_range``, ``get_summary``;
 * :class:`HasHeadWindow`: ``transition_text`` and ``start_head_at``, for ``reset_head_window``;
 * :class:`HasEstimator`: ``estimator``, the token estimate a compile's injections are priced with;
+* :class:`ReportsFailedUnits`: ``failed_units`` and ``describe_failed``, the units of work that
+  failed for good, and why (``pending_work()`` and ``drain()`` report them);
 * :class:`FollowsStoredState`: ``follow_stored_state``, to take in state records another process
   wrote (on a shared store) before the runtime asks it whether work waits.
 """
@@ -24,7 +26,15 @@ from ._autobiographical.records import Summary
 from ._base import StrategyContext
 from ._tokens import Estimator
 
-__all__ = ["ShardsMessages", "DescribesPendingWork", "ReadsSummaries", "HasHeadWindow", "HasEstimator", "FollowsStoredState"]
+__all__ = [
+    "ShardsMessages",
+    "DescribesPendingWork",
+    "ReadsSummaries",
+    "HasHeadWindow",
+    "HasEstimator",
+    "FollowsStoredState",
+    "ReportsFailedUnits",
+]
 
 
 @runtime_checkable
@@ -100,4 +110,18 @@ class FollowsStoredState(Protocol):
 
     def follow_stored_state(self, ctx: StrategyContext) -> None:
         """Take in the namespace's records written since the strategy last looked; write nothing."""
+        ...
+
+
+@runtime_checkable
+class ReportsFailedUnits(Protocol):
+    """A strategy whose units of work may fail for good (a unit whose answers were rejected up
+    to its attempt limit), and that says which and why."""
+
+    def failed_units(self) -> frozenset[str]:
+        """The keys of the units that have failed (opaque; compared between two calls)."""
+        ...
+
+    def describe_failed(self, units: frozenset[str] | None = None) -> str | None:
+        """Those units (default: every failed one) in words, with the reason; ``None`` for none."""
         ...

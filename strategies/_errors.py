@@ -50,5 +50,15 @@ class ModelError(AsidesError):
 
 
 class AnswerRejectedError(AsidesError):
-    """A model's answer that may not be stored (not a ``Completion``, empty, not valid Unicode, or
-    too long). Counted like an unfinished answer, logged, and retried with back-off."""
+    """A model's answer that may not be stored (:func:`~asides.strategies._models.accepted_text`
+    says which: a stop reason other than ``end_turn``, no text left, not a ``Completion``, not
+    valid Unicode, or too long). Logged at WARNING, counted toward its unit's attempt limit and
+    retried with back-off; a unit at its limit has failed for good.
+
+    ``reason`` is the rule that refused it, in words (``stop_reason 'stop' is not 'end_turn'``);
+    ``unit_failed`` is true when this rejection brought its unit to the attempt limit."""
+
+    def __init__(self, message: str, *, reason: str | None = None, unit_failed: bool = False) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
+        self.unit_failed = unit_failed

@@ -1,7 +1,8 @@
 """Models: what a compressing strategy asks for summaries.
 
 A model is anything with ``async complete(request) -> Completion``. Only a completion with
-``stop_reason == "end_turn"`` and non-empty text becomes a summary.
+``stop_reason == "end_turn"`` and non-empty text becomes a summary: :func:`accepted_text` is that
+rule, the one place it lives (the model gate and every compressing strategy apply it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ __all__ = [  # noqa: F822
     "Usage",
     "Model",
     "completion_text",
+    "accepted_text",
+    "FINISHED",
     "ExtractiveModel",
     "AnthropicModel",
     "OpenAIModel",
@@ -56,7 +59,9 @@ def _content(value: object) -> str | tuple[ContentBlock, ...]:
 
 @attrs.frozen(slots=True)
 class Completion:
-    """A model's answer. ``stop_reason`` is ``"end_turn"`` for a finished answer."""
+    """A model's answer. ``stop_reason`` is ``"end_turn"`` for a finished answer: the one stop
+    reason whose answer may be stored (an adapter maps its provider's word to it, for example
+    OpenAI's ``"stop"``); any other is a rejection (:func:`accepted_text`)."""
 
     stop_reason: str
     content: str | tuple[ContentBlock, ...] = attrs.field(converter=_content)
@@ -81,6 +86,56 @@ def completion_text(completion: Completion) -> str:
     if text.startswith("<thinking>"):
         end = text.find("</thinking>")
         text = "" if end < 0 else text[end + len("</thinking>") :].strip()
+    return text
+
+
+#: The one stop reason of a finished answer.
+FINISHED = "end_turn"
+
+
+def accepted_text(completion: object, *, max_tokens: int | None = None, limit_factor: float | None = None) -> str:
+    """The text an answer gives a summary (:func:`completion_text`), or ``AnswerRejectedError``
+    naming why it may not be stored. The one rule for every answer, checked in this order:
+
+    - not a :class:`Completion` (``the model returned str, not a Completion``);
+    - a stop reason other than ``end_turn`` (``stop_reason 'stop' is not 'end_turn'``);
+    - a block whose ``text`` is not a ``str``; text holding a lone surrogate;
+    - with ``max_tokens`` and ``limit_factor``: more than ``limit_factor * max_tokens``
+      estimated tokens (``the answer is about N tokens, over the limit of L ...``);
+    - a ``<thinking>`` opening that is never closed (nothing is left after it);
+    - no text left (``the answer is empty``: no text, blank, or only thinking).
+    """
+    from ..store._blocks import TextBlock
+    from ._errors import AnswerRejectedError
+    from ._tokens import estimate_text
+
+    def reject(reason: str) -> AnswerRejectedError:
+        return AnswerRejectedError(reason, reason=reason)
+
+    if not isinstance(completion, Completion):
+        raise reject(f"the model returned {type(completion).__name__}, not a Completion")
+    if completion.stop_reason != FINISHED:
+        raise reject(f"stop_reason {completion.stop_reason!r} is not {FINISHED!r}")
+    content = completion.content
+    texts = [content] if isinstance(content, str) else [getattr(b, "text", "") for b in content]
+    if not all(isinstance(t, str) for t in texts):
+        raise reject("the answer's text is not a str")
+    whole = "\n".join(texts)
+    try:
+        whole.encode("utf-8")
+    except UnicodeEncodeError:
+        raise reject("the answer is not valid Unicode (it holds a lone surrogate)") from None
+    if max_tokens is not None and limit_factor is not None:
+        limit = int(limit_factor * max(1, max_tokens))
+        size = estimate_text(whole)
+        if size > limit:
+            raise reject(f"the answer is about {size} tokens, over the limit of {limit} ({limit_factor:g} times the request's max_tokens)")
+    text = completion_text(completion)
+    if not text:
+        shown = "\n".join(b.text for b in content if isinstance(b, TextBlock)) if not isinstance(content, str) else content
+        if shown.strip().startswith("<thinking>") and "</thinking>" not in shown:
+            raise reject("the answer's <thinking> is unclosed, so no text is left")
+        raise reject("the answer is empty")
     return text
 
 
@@ -147,7 +202,7 @@ class ExtractiveModel:
                 continue
             if text.startswith("[Recall "):
                 continue
-            for paragraph in [p for p in text.split("\n\n") if p.strip()][:1 if message.participant == "assistant" else 3]:
+            for paragraph in [p for p in text.split("\n\n") if p.strip()][: 1 if message.participant == "assistant" else 3]:
                 line = f"- {_first_sentence(_BULLET.sub('', paragraph))}"
                 if used + len(line) > allowance and lines:
                     break

@@ -19,6 +19,14 @@ Fixtures:
 pytest plugin (tests marked ``anyio``, on the backend of the ``anyio_backend`` fixture, asyncio
 included). For simulated time under pytest-trio, also take pytest-trio's ``autojump_clock``
 fixture in the test.
+
+Both loops in one project (docs/testing.md): with ``trio_mode = true`` pytest-trio marks every
+async test ``trio``, those marked ``anyio`` too, so such a test's body would run under Trio
+while anyio set its ``asides_runtime`` up on asyncio (``RuntimeError: no running event loop``).
+On a test that uses these fixtures, an explicit ``anyio`` mark therefore wins over trio mode's
+automatic one: the plugin takes the automatic ``trio`` mark off, and anyio runs the test and its
+fixtures on the test's ``anyio_backend``. A test marked both ``trio`` and ``anyio`` by hand is
+refused, in one line saying which mark to keep.
 """
 
 from __future__ import annotations
@@ -33,7 +41,39 @@ from ._answers import Answer, Respond
 from ._runtime import open_test_runtime
 from ._scripted import ScriptedModel
 
-__all__ = ["ScriptedModelFactory", "asides_runtime", "asides_store_path", "scripted_model"]
+__all__ = ["ScriptedModelFactory", "asides_runtime", "asides_store_path", "scripted_model", "pytest_collection_modifyitems"]
+
+#: The fixtures this plugin gives; a test that takes one of them is this plugin's concern.
+FIXTURES = ("asides_runtime", "asides_store_path", "scripted_model")
+
+
+def _automatic_trio_mark(mark: pytest.Mark) -> bool:
+    """Whether ``mark`` is the ``trio`` mark pytest-trio's trio mode adds to every async test
+    (``pytest.mark.trio(run=...)``), not one written by hand."""
+    return mark.name == "trio" and not mark.args and set(mark.kwargs) == {"run"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``trio_mode = true``, let an explicit ``anyio`` mark win over trio mode's automatic
+    ``trio`` mark on the tests that use these fixtures (see the module docstring); refuse a test
+    marked both by hand. Runs after pytest-trio's own hook, which adds the automatic marks."""
+    try:
+        trio_mode = bool(config.getini("trio_mode"))
+    except ValueError:  # pytest-trio is not installed: no automatic marks
+        trio_mode = False
+    for item in items:
+        if item.get_closest_marker("anyio") is None or not any(name in getattr(item, "fixturenames", ()) for name in FIXTURES):
+            continue
+        automatic = [m for m in item.own_markers if trio_mode and _automatic_trio_mark(m)]
+        by_hand = [m for m in item.iter_markers("trio") if all(m is not a for a in automatic)]
+        if by_hand:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked both trio and anyio: keep pytest.mark.trio to run it on Trio, or "
+                "pytest.mark.anyio (with an anyio_backend fixture) to run it on that backend"
+            )
+        if automatic:
+            item.own_markers[:] = [m for m in item.own_markers if all(m is not a for a in automatic)]
 
 
 class ScriptedModelFactory:

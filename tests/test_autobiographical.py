@@ -758,24 +758,28 @@ async def test_pending_work_wording_for_closes_compressions_merges_and_a_unit_in
     ],
     ids=["max_tokens", "refusal", "empty", "blank", "no-blocks", "no-text", "thinking-only", "unclosed-thinking"],
 )
-async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw(store_path, answer):
+async def test_a_rejected_l1_answer_counts_until_the_chunk_fails_and_renders_raw(store_path, answer, autojump_clock):
     """STRATEGIES 4.8, 4.5, SPEC 3.3.1: only an ``end_turn`` completion with non-empty text (after
     removing a ``<thinking>`` prefix) becomes a summary; anything else is a rejection. After
     ``l1_attempt_limit`` rejections the chunk is failed: no more requests, no summary, it renders
-    raw where it lies, and it is not pending work."""
+    raw where it lies, and it is not pending work; ``drain()`` raises ``CompressionError``, and
+    ``pending_work()`` says the stretch could not be compressed (issue 21, item 1)."""
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(5))
         model = fake_model(answer)
-        m = await opened(rt, auto(target=25, l1_attempt_limit=2), model)
+        m = await rt.open_manager(NS, strategy=auto(target=25, l1_attempt_limit=2), model=model)
+        with pytest.raises(CompressionError, match="1 stretch could not be compressed"):
+            await settle(m)
+        await m.drain()  # nothing is pending any more
         assert len(model.requests) == 2
         assert m.get_summaries_in_range() == ()
-        assert m.is_ready() and m.pending_work() is None
+        assert m.is_ready() and m.pending_work().startswith("1 stretch could not be compressed: the model's answers were rejected (")
         assert await m.tick() is False and len(model.requests) == 2
         assert state(rt, f"{NS}/autobiographical/attempts/")[f"{NS}/autobiographical/attempts/{msgs[0].id}"]["failed"] is True
         assert layout(await m.compile(**BIG)) == raw(msgs)
 
 
-async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_path):
+async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_path, autojump_clock):
     """STRATEGIES 4.5 ("splits merge runs"), 4.9, 4.6: chunk 3 of 5 is always rejected (limit 2)
     and fails. Chunks 1-2 and 4-5 merge (``merge_threshold=2``) but the two level-2 summaries are
     no run (the failed chunk lies between), so no level 3. The failed chunk renders raw between
@@ -788,12 +792,18 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_p
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(21))
         model = fake_model(answer)
-        m = await opened(rt, auto(target=25, merge_threshold=2, l1_attempt_limit=2), model)
+        m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2, l1_attempt_limit=2), model=model)
+        with pytest.raises(CompressionError, match="1 stretch could not be compressed"):
+            await settle(m)
+        await m.drain()
         assert sorted(summary_ids(m)) == ["L1-1", "L1-2", "L1-3", "L1-4", "L2-5", "L2-6"]
         assert m.get_summary("L1-3").message_ids == ids(msgs[12:16])
         assert m.get_summary("L2-6").message_ids == ids(msgs[12:20])
         assert layout(await m.compile(**BIG)) == [("summary", "L2-5")] + raw(msgs[8:12]) + [("summary", "L2-6"), ("raw", msgs[20].id)]
-        assert m.is_ready() and m.pending_work() is None
+        assert m.is_ready()
+        assert m.pending_work() == (
+            "1 stretch could not be compressed: the model's answers were rejected (stop_reason 'max_tokens' is not 'end_turn')"
+        )
         chunk4 = next(r for r in model.requests if not is_merge(r) and target_of(r)[0] == body(12))
         assert shape(chunk4.messages) == [
             ("user", ["[Recall L1-1]"]),
@@ -813,7 +823,7 @@ async def test_a_failed_chunk_splits_merge_runs_and_is_raw_prior_context(store_p
         ]
 
 
-async def test_a_rejected_merge_fails_after_the_merge_attempt_limit(store_path):
+async def test_a_rejected_merge_fails_after_the_merge_attempt_limit(store_path, autojump_clock):
     """STRATEGIES 4.5, 4.9: a merge answer that is not ``end_turn`` is a rejection; after
     ``merge_attempt_limit`` the group is failed: no more merge requests, the members render as
     they are, and they are never merge candidates at that level again. Later summaries still
@@ -827,10 +837,15 @@ async def test_a_rejected_merge_fails_after_the_merge_attempt_limit(store_path):
     async with open_runtime(store_path) as rt:
         msgs = await write(rt, convo(9))
         model = fake_model(answer)
-        m = await opened(rt, auto(target=25, merge_threshold=2, merge_attempt_limit=3), model)
+        m = await rt.open_manager(NS, strategy=auto(target=25, merge_threshold=2, merge_attempt_limit=3), model=model)
+        with pytest.raises(CompressionError, match="1 group of memories could not be merged"):
+            await settle(m)
         assert sum(is_merge(r) for r in model.requests) == 3
         assert summary_ids(m) == ["L1-1", "L1-2"]
-        assert m.is_ready() and m.pending_work() is None
+        assert m.is_ready()
+        assert m.pending_work() == (
+            "1 group of memories could not be merged: the model's answers were rejected (stop_reason 'max_tokens' is not 'end_turn')"
+        )
         attempts = state(rt, f"{NS}/autobiographical/attempts/")
         assert attempts[f"{NS}/autobiographical/attempts/merge:2:L1-1:L1-2"]["failed"] is True
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1"), ("summary", "L1-2"), ("raw", msgs[8].id)]

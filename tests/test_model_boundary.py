@@ -359,7 +359,8 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
     * retried after a back-off, not at once: every retry comes at least half the first back-off
       step after the rejection (on the mock clock).
 
-    The drain then returns (nothing is left to do) and compiles work."""
+    ``drain()`` then raises ``CompressionError`` naming the reason (issue 21, item 1), a second
+    ``drain()`` returns (nothing is left to do), and compiles work."""
     caplog.set_level(logging.WARNING)
     answer, reason = BAD_ANSWERS[case]
     model = Replies(answer)
@@ -368,7 +369,9 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(l1_attempt_limit=2), view_reader="ann", model=model)
-        await manager.drain()
+        with pytest.raises(CompressionError, match=re.escape(reason)):
+            await manager.drain()  # the stretches it waited on failed (issue 21, item 1)
+        await manager.drain()  # nothing is pending any more
 
         asked: dict[str, int] = {}
         for request in model.requests:
@@ -428,7 +431,11 @@ async def test_the_answer_limit_is_answer_limit_factor_times_max_tokens(store_pa
         await write_conversation(room)
         strategy = memory(compression_max_tokens=50, summary_target_tokens=20, l1_attempt_limit=1)
         manager = await rt.open_manager("agents/s", strategy=strategy, view_reader="ann", model=model)
-        await manager.drain()
+        if rejected:
+            with pytest.raises(CompressionError, match="over the limit of 100"):
+                await manager.drain()
+        else:
+            await manager.drain()
         assert {r.max_tokens for r in model.requests} == {50}
         assert bool(manager.get_summaries_in_range()) is not rejected
 
@@ -444,7 +451,8 @@ async def test_a_megabyte_answer_is_never_stored_and_compiles_keep_working(autoj
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=Replies(megabyte))
-        await manager.drain()
+        with pytest.raises(CompressionError, match="not a Completion"):
+            await manager.drain()
         compiled = await manager.compile(max_tokens=4_000, reserve_for_response=500)
         assert len(compiled.messages) == LINES
         held = dump(rt.store)
@@ -472,7 +480,8 @@ async def test_a_rejection_log_names_the_unit(store_path, autojump_clock, caplog
             return await original(request)
 
         model.complete = looking  # type: ignore[method-assign]
-        await manager.drain()
+        with pytest.raises(CompressionError, match="the answer is empty"):
+            await manager.drain()
     units = [re.search(r"compressing messages [\d–-]+", s) for s in seen]
     assert units and all(units), seen
     logged = [r.getMessage() for r in caplog.records if "AnswerRejectedError" in r.getMessage()]

@@ -6,7 +6,8 @@ written once (attempt counts aside):
 * ``<kind>/chunk/<first message id>``: ``{"id", "message_ids", "first_sequence", "last_sequence"}``
 * ``<kind>/summary/<id>``: ``{"id", "level", "text", "message_ids", "first_sequence",
   "last_sequence"}`` plus ``"chunk"`` (level 1) or ``"children"`` (level 2 and above)
-* ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}``
+* ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}`` and ``"reason"`` (why
+  the newest answer was rejected)
 * ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
 
 Everything else (owners, parents, roots, queue) is derived here, in memory. A malformed record
@@ -108,12 +109,19 @@ class Chunk:
 
 @attrs.frozen(slots=True)
 class Attempts:
+    """A unit's rejected answers: how many, whether it has failed, a merge's members, and the
+    newest rejection's reason (``""`` in a record written before reasons were kept)."""
+
     rejections: int = 0
     failed: bool = False
     members: tuple[str, ...] = ()
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"rejections": self.rejections, "failed": self.failed, "members": list(self.members)}
+        value: dict[str, Any] = {"rejections": self.rejections, "failed": self.failed, "members": list(self.members)}
+        if self.reason:
+            value["reason"] = self.reason
+        return value
 
 
 def _ids(value: object) -> tuple[str, ...] | None:
@@ -166,7 +174,8 @@ def decode_attempts(value: object) -> Attempts | None:
     members = value.get("members", [])
     if rejections is None or not isinstance(failed, bool) or not isinstance(members, list):
         return None
-    return Attempts(rejections, failed, tuple(m for m in members if isinstance(m, str)))
+    reason = value.get("reason", "")
+    return Attempts(rejections, failed, tuple(m for m in members if isinstance(m, str)), reason if isinstance(reason, str) else "")
 
 
 class Memory:

@@ -9,6 +9,9 @@ Work comes in units, one at a time per namespace and branch, in this order of pr
    adjacent summaries of one level into one summary of the next level, lowest level first;
 4. :class:`CloseTrailing` (Knowledge only): close the trailing open chunk when nothing else waits.
 
+A unit whose answers were rejected ``l1_attempt_limit`` (``merge_attempt_limit``) times has
+failed: it is never scheduled again; :func:`describe_failed` says which failed, and why.
+
 Texts name messages by their place in the reader's view, counted from 1 (``messages 470–476``),
 so a person can find them in ``asides inspect`` or a compile.
 """
@@ -35,6 +38,8 @@ __all__ = [
     "pending_merges",
     "next_unit",
     "describe_waiting",
+    "failed_units",
+    "describe_failed",
     "where",
 ]
 
@@ -187,3 +192,36 @@ def describe_waiting(tracker: Tracker, options: ScheduleOptions) -> str:
     if not parts and options.closes_trailing_chunk and tracker.walk.trailing_closable():
         parts.append(f"{where(view, [m.id for m in tracker.walk.running])} to compress")
     return "; ".join(parts) or "background work pending"
+
+
+def failed_units(tracker: Tracker) -> frozenset[str]:
+    """The units that have failed for good (at their attempt limit): the keys of chunks that
+    still stand without a summary, and of merge groups."""
+    memory = tracker.memory
+    return frozenset(
+        key
+        for key, attempts in memory.attempts.items()
+        if attempts.failed and (key.startswith("merge:") or (key in memory.chunks and key not in memory.l1_of))
+    )
+
+
+def _rejected(reasons: list[str]) -> str:
+    distinct = list(dict.fromkeys(r for r in reasons if r))
+    return "the model's answers were rejected" + (f" ({'; '.join(distinct)})" if distinct else "")
+
+
+def describe_failed(tracker: Tracker, units: frozenset[str] | None = None) -> str | None:
+    """The failed ``units`` (default: all of them) in words, with why, e.g. ``3 stretches could
+    not be compressed: the model's answers were rejected (stop_reason 'stop' is not
+    'end_turn')``; ``None`` when there are none."""
+    attempts = tracker.memory.attempts
+    keys = sorted(failed_units(tracker) if units is None else units)
+    chunks = [attempts[k].reason for k in keys if not k.startswith("merge:")]
+    merges = [attempts[k].reason for k in keys if k.startswith("merge:")]
+    parts = []
+    if chunks:
+        parts.append(f"{len(chunks)} stretch{'es' if len(chunks) != 1 else ''} could not be compressed: {_rejected(chunks)}")
+    if merges:
+        groups = f"{len(merges)} group{'s' if len(merges) != 1 else ''}"
+        parts.append(f"{groups} of memories could not be merged: {_rejected(merges)}")
+    return "; ".join(parts) or None

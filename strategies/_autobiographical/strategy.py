@@ -31,7 +31,7 @@ from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .records import Summary
 from .rendering import RenderCache, render
-from .scheduling import describe_waiting, next_unit, queued
+from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, queued
 from .sharding import Shard, shard_message
 from .tracking import Tracker
 from .units import run_unit, transition_text
@@ -96,9 +96,7 @@ class AutobiographicalStrategy:
         self.recent_window_tokens = _at_least("recent_window_tokens", recent_window_tokens, 0)
         self.compression_context_tokens = _at_least("compression_context_tokens", compression_context_tokens, 0)
         self.merge_threshold = _at_least("merge_threshold", merge_threshold, 2)
-        self.holdback_chunks = _at_least(
-            "holdback_chunks", self.default_holdback if holdback_chunks is None else holdback_chunks, 0
-        )
+        self.holdback_chunks = _at_least("holdback_chunks", self.default_holdback if holdback_chunks is None else holdback_chunks, 0)
         check_participant(summary_participant, "summary_participant")
         if max_message_tokens is not None:
             _at_least("max_message_tokens", max_message_tokens, 1)
@@ -186,6 +184,17 @@ class AutobiographicalStrategy:
             return None
         return describe_waiting(self.tracker, self)
 
+    def failed_units(self) -> frozenset[str]:
+        """The units that have failed for good (their answers were rejected up to the attempt
+        limit): they render raw and are never asked again. Keys are opaque."""
+        return failed_units(self.tracker)
+
+    def describe_failed(self, units: frozenset[str] | None = None) -> str | None:
+        """The failed ``units`` (default: all) in words with the reason, e.g. ``3 stretches could
+        not be compressed: the model's answers were rejected (stop_reason 'stop' is not
+        'end_turn')``; ``None`` for none."""
+        return describe_failed(self.tracker, units)
+
     def pending_chunks(self) -> int:
         """Chunks queued for a level-1 summary plus chunks the walk has cut but not recorded."""
         return len(queued(self.tracker, self.holdback_chunks)) + len(self.tracker.walk.closable)
@@ -260,12 +269,9 @@ class AutobiographicalStrategy:
 
     # -- ingress sharding ----------------------------------------------------------------------
 
-    def shard_message(
-        self, participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None
-    ) -> list[Shard] | None:
+    def shard_message(self, participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None) -> list[Shard] | None:
         """With ``adaptive_resolution``, a long message without audience blocks as shards sharing
         a body id; ``None`` to store it whole."""
         if not self.adaptive_resolution:
             return None
         return shard_message(participant, content, metadata, target_chunk_tokens=self.target_chunk_tokens)
-

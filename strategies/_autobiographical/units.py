@@ -7,6 +7,11 @@ turn released by the model gate), and *commit* (back in the turn: write the summ
 rejection, unless another manager did the work meanwhile). A close raises the floor first and
 writes its chunk records only once the floor rose.
 
+Every answer follows one rule (``accepted_text``, the same for Autobiographical and Knowledge).
+A rejection is counted toward its unit's attempt limit, with its reason (a unit at its limit has
+failed: it renders raw and is never asked again), and raised as ``AnswerRejectedError`` naming
+the unit and the reason, so the drain logs it and retries with back-off.
+
 Requests hold only ``user`` and ``assistant`` messages: the head (when it lies before the
 target), the newest prior middle items within ``compression_context_tokens``, the memory-point
 marker, the target, and the instruction.
@@ -21,7 +26,7 @@ from ...store._messages import Message
 from ...store._views import MessageView
 from .._base import CompiledMessage, StrategyContext
 from .._errors import AnswerRejectedError, CompressionError, ModelError
-from .._models import Completion, CompletionRequest, completion_text
+from .._models import CompletionRequest, accepted_text
 from .._windowed import first_position_at_or_after
 from .compression import MARKER, TRANSITION_REQUEST, TRANSITION_SYSTEM, recall_pair, reduce_message, system_text
 from .records import Attempts, Chunk, Summary, SummaryRecord
@@ -130,31 +135,48 @@ def _instruction(text: str) -> CompiledMessage:
     return CompiledMessage("user", (TextBlock(text),))
 
 
-async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, request: CompletionRequest, describe: str) -> Completion:
-    """Send ``request``; ``describe`` is what ``pending_work()`` says while it is out."""
+async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, request: CompletionRequest, describe: str) -> str:
+    """Send ``request`` and return the answer's text, accepted by the one rule every answer
+    follows (``accepted_text``; a rejection raises ``AnswerRejectedError`` naming ``describe``,
+    the unit, and the reason). ``describe`` is what ``pending_work()`` says while it is out."""
     model = ctx.model
     if model is None:
         raise CompressionError(f"no compression model is configured for {ctx.namespace} on {ctx.branch}")
     tracker = strategy.tracker
     tracker.in_flight = describe
     try:
-        return await model.complete(request)
-    except (AnswerRejectedError, ModelError) as exc:
-        raise type(exc)(f"{describe}: {exc}") from exc  # the log names the unit that failed
+        return accepted_text(await model.complete(request))
+    except AnswerRejectedError as exc:
+        raise AnswerRejectedError(f"{describe}: {exc}", reason=exc.reason) from exc  # the log names the unit
+    except ModelError as exc:
+        raise ModelError(f"{describe}: {exc}") from exc
     finally:
         tracker.in_flight = None
 
 
-async def _reject(strategy: AutobiographicalStrategy, ctx: StrategyContext, key: str, limit: int, members: tuple[str, ...] = ()) -> None:
-    """Count a rejected answer for the unit ``key``; at ``limit`` the unit is failed."""
+async def _reject(
+    strategy: AutobiographicalStrategy,
+    ctx: StrategyContext,
+    key: str,
+    limit: int,
+    rejected: AnswerRejectedError,
+    members: tuple[str, ...] = (),
+) -> AnswerRejectedError:
+    """Count a rejected answer for the unit ``key`` (keeping its reason); at ``limit`` the unit
+    has failed. The error to raise: the rejection, saying how many answers of the limit were
+    rejected and, at the limit, that the unit has failed."""
     tracker = strategy.tracker
     before = tracker.memory.attempts.get(key, Attempts())
     rejections = before.rejections + 1
-    after = Attempts(rejections, rejections >= limit, members)
+    after = Attempts(rejections, rejections >= limit, members, rejected.reason)
     await ctx.state.set(f"{strategy.kind}/attempts/{key}", after.to_json())
     tracker.memory.attempts[key] = after
     if after.failed:
         tracker.derive()
+        note = f"answer {rejections} of {limit} rejected; the unit has failed: it renders raw and is never asked again"
+    else:
+        note = f"answer {rejections} of {limit} rejected"
+    return AnswerRejectedError(f"{rejected} ({note})", reason=rejected.reason, unit_failed=after.failed)
 
 
 async def _store(strategy: AutobiographicalStrategy, ctx: StrategyContext, record: SummaryRecord) -> None:
@@ -184,21 +206,18 @@ async def _compress_chunk(strategy: AutobiographicalStrategy, ctx: StrategyConte
     instruction = _instruction(strategy.l1_instruction.format(target=strategy.summary_target_tokens))
     request = _request(strategy, head + prior + [_instruction(MARKER)] + reduced + [instruction])
     try:
-        completion = await _ask(strategy, ctx, request, f"compressing {where(view, chunk.message_ids)}")
-    except AnswerRejectedError:
-        # Counted like an unfinished answer, then raised so the drain retries with back-off.
+        text = await _ask(strategy, ctx, request, f"compressing {where(view, chunk.message_ids)}")
+    except AnswerRejectedError as exc:
+        # Counted toward the chunk's attempt limit, then raised: the drain logs it and retries
+        # with back-off (a failed chunk is never queued again).
         tracker.catch_up(ctx.state)
         if chunk_id not in tracker.memory.l1_of and chunk_id in tracker.memory.chunks:
-            await _reject(strategy, ctx, chunk_id, strategy.l1_attempt_limit)
+            raise await _reject(strategy, ctx, chunk_id, strategy.l1_attempt_limit, exc) from exc
         raise
     tracker.catch_up(ctx.state)
     memory = tracker.memory
     if chunk_id in memory.l1_of or chunk_id not in memory.chunks:
         return  # another manager summarised it meanwhile
-    text = completion_text(completion)
-    if completion.stop_reason != "end_turn" or not text:
-        await _reject(strategy, ctx, chunk_id, strategy.l1_attempt_limit)
-        return
     summary_id = f"L1-{memory.next_n}"
     summary = Summary(summary_id, 1, text, chunk.message_ids, chunk.first_sequence, chunk.last_sequence)
     await _store(strategy, ctx, SummaryRecord(summary, chunk=chunk_id))
@@ -247,19 +266,15 @@ async def _merge(strategy: AutobiographicalStrategy, ctx: StrategyContext, level
     span = where(view, members[0].summary.message_ids + members[-1].summary.message_ids)
     key = f"merge:{new_level}:{group[0]}:{group[-1]}"
     try:
-        completion = await _ask(strategy, ctx, request, f"merging {len(group)} memories of {span}")
-    except AnswerRejectedError:
+        text = await _ask(strategy, ctx, request, f"merging {len(group)} memories of {span}")
+    except AnswerRejectedError as exc:
         tracker.catch_up(ctx.state)
         if not any(s in memory.parent or s not in memory.summaries for s in group):
-            await _reject(strategy, ctx, key, strategy.merge_attempt_limit, tuple(group))
+            raise await _reject(strategy, ctx, key, strategy.merge_attempt_limit, exc, tuple(group)) from exc
         raise
     tracker.catch_up(ctx.state)
     if any(s in memory.parent or s not in memory.summaries for s in group):
         return  # a source was merged away meanwhile
-    text = completion_text(completion)
-    if completion.stop_reason != "end_turn" or not text:
-        await _reject(strategy, ctx, key, strategy.merge_attempt_limit, tuple(group))
-        return
     message_ids = tuple(i for s in members for i in s.summary.message_ids)
     summary = Summary(
         f"L{new_level}-{memory.next_n}",
@@ -329,10 +344,7 @@ async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyConte
         max_tokens=1500,
         model=strategy.compression_model,
     )
-    completion = await _ask(strategy, ctx, request, "writing a topic transition note")
-    text = completion_text(completion)
-    if completion.stop_reason != "end_turn" or not text:
-        raise CompressionError(
-            f"the model did not write a transition note (stop reason {completion.stop_reason!r}); nothing was written"
-        )
-    return text
+    try:
+        return await _ask(strategy, ctx, request, "writing a topic transition note")
+    except AnswerRejectedError as exc:
+        raise CompressionError(f"the model did not write a transition note ({exc.reason}); nothing was written") from exc
