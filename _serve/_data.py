@@ -16,7 +16,6 @@ from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
 from .._cli._inspect import describe_store, find_strategy, split_state_key
-from ..strategies._recorded import recorded_strategy
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
@@ -28,6 +27,7 @@ from ..store._names import name_problem
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_summary
 from ..strategies._capabilities import HasEstimator
+from ..strategies._recorded import recorded_strategy
 from ..strategies._tokens import default_estimate
 from ._snapshots import MANAGER_CACHE, Snapshot
 
