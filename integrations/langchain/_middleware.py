@@ -115,6 +115,14 @@ class AsidesMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self._loop.run_blocking(lambda: self._record(messages))
         return None
 
+    async def drain(self) -> None:
+        """Wait until the strategy's background compression has caught up."""
+
+        async def drained() -> None:
+            await (await self._agent.manager()).drain()
+
+        await self._loop.run(drained)
+
     async def aclose(self) -> None:
         """Close the agent's manager (leaving the runtime's block closes it too)."""
         await self._loop.run(self._agent.aclose)

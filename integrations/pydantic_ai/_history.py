@@ -122,6 +122,14 @@ class AsidesHistory(AbstractCapability[Any]):
         await self._loop.run(lambda: self._record(messages, run_id))
         return result
 
+    async def drain(self) -> None:
+        """Wait until the strategy's background compression has caught up."""
+
+        async def drained() -> None:
+            await (await self._agent.manager()).drain()
+
+        await self._loop.run(drained)
+
     async def aclose(self) -> None:
         """Close the agent's manager (leaving the runtime's block closes it too)."""
         await self._loop.run(self._agent.aclose)
