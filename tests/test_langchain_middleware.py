@@ -248,3 +248,30 @@ def test_the_import_error_names_the_extra() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "pip install 'asides[langchain]'" in done.stderr
+
+
+def test_the_supervisor_example_keeps_each_workers_briefing_to_itself() -> None:
+    """``examples/langchain_supervisor.py``: a supervisor and two workers built with
+    ``create_agent``; no worker's model input ever holds the other's briefing (nor the
+    supervisor's either), each worker's holds its own, and the example itself says so."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "langchain_supervisor.py"
+    spec = importlib.util.spec_from_file_location("langchain_supervisor", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    outcome = asyncio.run(example.run())
+    requests = outcome["requests"]
+    assert example.leaks(requests) == []
+    assert len(requests["supervisor"]) == 3 and len(requests["researcher"]) == 1 and len(requests["writer"]) == 1
+    for worker, briefing in example.BRIEFINGS.items():
+        assert all(briefing in example.words(r) for r in requests[worker])
+        other = next(b for w, b in example.BRIEFINGS.items() if w != worker)
+        assert all(other not in example.words(r) for r in requests[worker])
+    writer_input = example.words(requests["writer"][0])
+    assert "researcher: Facts" in writer_input and "supervisor: Write the note" in writer_input
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Checked: no worker's model input ever held the other's briefing" in done.stdout
