@@ -73,7 +73,9 @@ def _flat(rendered: Sequence[dict[str, Any]]) -> list[tuple[int, int, str]]:
     return out
 
 
-def _point(full: list[tuple[int, int, str]], prefix: list[tuple[int, int, str]], rendered: Sequence[dict[str, Any]]) -> tuple[int, int] | None:
+def _point(
+    full: list[tuple[int, int, str]], prefix: list[tuple[int, int, str]], rendered: Sequence[dict[str, Any]]
+) -> tuple[int, int] | None:
     """The last markable block of the common prefix of ``full`` and ``prefix``."""
     common = 0
     for a, b in zip(full, prefix, strict=False):

@@ -61,9 +61,7 @@ class CompiledContext:
             return to_anthropic(self.messages, assistant, sources=self.provenance.entries)
         from ._cache_points import place_breakpoints
 
-        return place_breakpoints(
-            self.messages, self.provenance.entries, assistant, lambda m, s: to_anthropic(m, assistant, sources=s)
-        )
+        return place_breakpoints(self.messages, self.provenance.entries, assistant, lambda m, s: to_anthropic(m, assistant, sources=s))
 
     def to_anthropic_request(
         self, assistant: str, *, system: str | Sequence[ContentBlock] | None = None, cache: bool = False
@@ -92,7 +90,6 @@ class CompiledContext:
             request["system"] = blocks
         if cache:
             from ..strategies._provider_forms import to_anthropic
-
             from ._cache_points import place_breakpoints
 
             request["messages"] = place_breakpoints(

@@ -229,13 +229,13 @@ async def run_langchain(turns: int, config: dict[str, Any] | None = None) -> Tal
 
 def _row(label: str, tally: Tally) -> str:
     per = tally.total // max(1, tally.requests)
-    return f"  {label:<44} {tally.requests:>5} {per:>9} {tally.share:>9.1%} {tally.cost:>9.2f}"
+    return f"  {label:<52} {tally.requests:>5} {per:>9} {tally.share:>9.1%} {tally.cost:>9.2f}"
 
 
 def report(turns: int, asides: Tally, langchain: Tally, seconds: Sequence[float]) -> list[str]:
     lines = [
         f"  {turns} turns, three agents; tokens ~ characters / 4; cost relative to no caching (write {WRITE}x, read {READ}x)",
-        f"  {'':<44} {'reqs':>5} {'tokens/req':>9} {'cached':>9} {'cost':>9}",
+        f"  {'':<52} {'reqs':>5} {'tokens/req':>9} {'cached':>9} {'cost':>9}",
         _row("asides autobiographical, to_anthropic(cache=True)", asides),
         _row("LangChain create_agent + SummarizationMiddleware *", langchain),
         "  * upper bound: the prefix each request shares with the agent's previous one, as if cached",

@@ -78,7 +78,9 @@ async def run() -> dict[str, Any]:
             "writer": ScriptedChatModel(answer=worker_answer("writer")),
         }
         workers = {
-            name: create_agent(models[name], system_prompt=f"You are the {name}.", middleware=[AsidesMiddleware(rt, f"agents/{name}", reader=name)])
+            name: create_agent(
+                models[name], system_prompt=f"You are the {name}.", middleware=[AsidesMiddleware(rt, f"agents/{name}", reader=name)]
+            )
             for name in ("researcher", "writer")
         }
 
@@ -103,7 +105,10 @@ async def run() -> dict[str, Any]:
             middleware=[AsidesMiddleware(rt, "agents/supervisor", reader="supervisor")],
         )
         result = await supervisor.ainvoke({"messages": [HumanMessage(QUESTION)]})
-        log = [(m.participant, " ".join(getattr(b, "text", "") for b in m.content), [b.audience for b in m.content]) for m in rt.store.messages("main")]
+        log = [
+            (m.participant, " ".join(getattr(b, "text", "") for b in m.content), [b.audience for b in m.content])
+            for m in rt.store.messages("main")
+        ]
         return {
             "answer": result["messages"][-1].content,
             "requests": {name: model.requests for name, model in models.items()},
@@ -130,7 +135,8 @@ def main() -> int:
     for name, made in outcome["requests"].items():
         print(f"\n{name}'s model was called {len(made)} times; its last input:")
         for m in made[-1]:
-            print(f"  {type(m).__name__}: {str(m.content)[:100]}{' calls ' + str([c['name'] for c in m.tool_calls]) if getattr(m, 'tool_calls', None) else ''}")
+            calls = [c["name"] for c in getattr(m, "tool_calls", None) or []]
+            print(f"  {type(m).__name__}: {str(m.content)[:100]}{' calls ' + str(calls) if calls else ''}")
     print(f"\nAnswer: {outcome['answer']}")
     found = leaks(outcome["requests"])
     if found:

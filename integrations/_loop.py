@@ -119,7 +119,6 @@ class LoopHandle:
             if self.kind == "trio":
                 self.native.run_sync_soon(self.spawn, job)
             else:
-
                 loop: asyncio.AbstractEventLoop = self.native
 
                 async def hop() -> None:

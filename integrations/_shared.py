@@ -30,7 +30,7 @@ it says after them is a turn of its own); thinking is left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -109,7 +109,7 @@ def prepare(said: Sequence[Said], *, key: str, reader: str, audience: tuple[str,
 
 def _record(message: Message, key: str) -> dict[str, Any] | None:
     record = message.metadata.get(key) if message.metadata else None
-    return dict(record) if isinstance(record, dict) or hasattr(record, "items") else None
+    return dict(record) if isinstance(record, Mapping) else None
 
 
 def logged_ids(message: Message, key: str) -> list[str]:

@@ -210,16 +210,18 @@ def test_invoke_from_another_thread_hops_into_the_runtimes_loop() -> None:
 
     async def main() -> tuple[str, list[str], str]:
         async with open_runtime() as rt:
-            model = ScriptedChatModel(messages=iter(["from a thread"]))
+            model = ScriptedChatModel(messages=iter(["from a thread", "from another loop"]))
             agent = create_agent(model, middleware=[AsidesMiddleware(rt, "agents/ann", reader="ann")])
             result = await asyncio.to_thread(agent.invoke, {"messages": [HumanMessage("hello")]})
             with pytest.raises(LoopError) as refused:
                 agent.invoke({"messages": [HumanMessage("not here")]})
+            other = {"messages": [HumanMessage("and from another loop")]}
+            await asyncio.to_thread(lambda: asyncio.run(agent.ainvoke(other)))
             return result["messages"][-1].content, [m.content[0].text for m in rt.store.messages("main")], str(refused.value)
 
     answer, log, refusal = asyncio.run(main())
     assert answer == "from a thread"
-    assert log == ["hello", "from a thread"]
+    assert log == ["hello", "from a thread", "and from another loop", "from another loop"]
     assert "ainvoke" in refusal
 
 

@@ -12,9 +12,7 @@ try:
     import langchain.agents  # noqa: F401
     import langchain_core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        f"asides.integrations.langchain needs LangChain v1: pip install 'asides[langchain]' ({exc})"
-    ) from exc
+    raise ImportError(f"asides.integrations.langchain needs LangChain v1: pip install 'asides[langchain]' ({exc})") from exc
 
 from ._middleware import AsidesMiddleware, LoopError
 from ._scripted import ScriptedChatModel

@@ -29,8 +29,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ...store._blocks import ContentBlock, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from ...store._blocks.codec import image_from_url
 from ...store._names import name_problem
-from ...strategies._provider_plan import NO_OUTPUT, PlanCall, PlanImage, PlanResult, PlanText, Segment, result_text
 from ...strategies._provider_forms import openai_image_url
+from ...strategies._provider_plan import NO_OUTPUT, PlanCall, PlanImage, PlanResult, PlanText, Segment, result_text
 from .._shared import Said
 
 __all__ = ["said_of", "messages_of", "is_system"]

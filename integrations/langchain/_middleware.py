@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -29,7 +29,7 @@ class LoopError(AsidesError, RuntimeError):
         super().__init__(f"{path}: {problem}")
 
 
-class AsidesMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class AsidesMiddleware(AgentMiddleware):
     """An ``AgentMiddleware`` that makes a ``create_agent`` agent the reader ``reader`` of the
     runtime's shared log, with its memories and its claim in ``namespace``.
 
@@ -75,10 +75,10 @@ class AsidesMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # -- the work, in the runtime's loop ----------------------------------------------------------
 
-    async def _record(self, messages: list[BaseMessage]) -> None:
+    async def _record(self, messages: Sequence[BaseMessage]) -> None:
         await self._agent.record([said_of(m, self._agent.reader) for m in messages])
 
-    async def _compiled(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+    async def _compiled(self, messages: Sequence[BaseMessage]) -> list[Any]:
         await self._record(messages)
         own_system = [m for m in messages if is_system(m)]
         return own_system + messages_of(await self._agent.plan())
@@ -91,9 +91,7 @@ class AsidesMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # -- the middleware hooks ---------------------------------------------------------------------
 
-    async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         messages = list(request.messages)
         compiled = await self._loop.run(lambda: self._compiled(messages))
         return await handler(request.override(messages=compiled))

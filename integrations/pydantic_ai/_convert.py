@@ -96,18 +96,18 @@ def said_of(message: ModelMessage, message_id: str, reader: str) -> list[Said]:
             elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
                 lines.append(Said(part_id, reader, (ToolResultBlock(part.tool_call_id, part.model_response(), True),)))
         return _merged(lines)
-    blocks: list[ContentBlock] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            if part.content:
-                blocks.append(TextBlock(part.content))
-        elif isinstance(part, ToolCallPart):
-            blocks.append(ToolUseBlock(part.tool_call_id, part.tool_name, part.args_as_dict()))
-        elif isinstance(part, ThinkingPart):
+    said: list[ContentBlock] = []
+    for answer in message.parts:
+        if isinstance(answer, TextPart):
+            if answer.content:
+                said.append(TextBlock(answer.content))
+        elif isinstance(answer, ToolCallPart):
+            said.append(ToolUseBlock(answer.tool_call_id, answer.tool_name, answer.args_as_dict()))
+        elif isinstance(answer, ThinkingPart):
             continue
         else:
-            blocks.append(TextBlock(f"[{getattr(part, 'part_kind', type(part).__name__)}]"))
-    return [Said(f"{message_id}/0", reader, tuple(blocks or [TextBlock("")]))]
+            said.append(TextBlock(f"[{getattr(answer, 'part_kind', type(answer).__name__)}]"))
+    return [Said(f"{message_id}/0", reader, tuple(said or [TextBlock("")]))]
 
 
 def _merged(lines: list[Said]) -> list[Said]:
@@ -153,7 +153,9 @@ def messages_of(segments: list[Segment]) -> list[ModelMessage]:
             if isinstance(item, PlanResult):
                 body = result_text(item.content) or NO_OUTPUT
                 content = f"[tool error] {body}" if item.is_error else body
-                request.append(ToolReturnPart(tool_name=names.get(item.tool_use_id, "tool"), content=content, tool_call_id=item.tool_use_id))
+                request.append(
+                    ToolReturnPart(tool_name=names.get(item.tool_use_id, "tool"), content=content, tool_call_id=item.tool_use_id)
+                )
             elif isinstance(item, PlanText):
                 user.append(item.text)
             elif isinstance(item, PlanImage):
