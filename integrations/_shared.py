@@ -204,26 +204,39 @@ def _results(said: Said) -> set[str] | None:
     return {b.tool_use_id for b in said.content if isinstance(b, ToolResultBlock)}
 
 
+def _answers(said: Sequence[Said], start: int, calls: set[str]) -> int:
+    """Where the run of results from ``start`` on that answer ``calls`` ends."""
+    n = start
+    while n < len(said):
+        answered = _results(said[n])
+        if answered is None or not answered <= calls:
+            break
+        n += 1
+    return n
+
+
 def batches(said: Sequence[Said], *, reader: str, private_tool_calls: bool) -> list[tuple[list[Said], tuple[str, ...] | None]]:
-    """``said`` (in order) as the asides messages to write, each with its audience: with
-    ``private_tool_calls``, each of the agent's messages that makes calls, together with the
-    results right after it that answer them, is one message for ``reader`` only, and so is a
-    result whose call was written before; everything else is one public message each."""
+    """``said`` (in order) as the asides messages to write, each with its audience. Each of the
+    agent's messages that makes calls is followed by the results right after it that answer
+    them: with ``private_tool_calls`` the call and its results are one message for ``reader``
+    only (and so is a result whose call was written before); without, the call is one public
+    message and its results one more, right after it (a strategy keeps a call and the message
+    just after it that answers it together). Everything else is one public message each."""
     out: list[tuple[list[Said], tuple[str, ...] | None]] = []
     n = 0
     while n < len(said):
         one = said[n]
         n += 1
         calls = _calls(one) if one.participant == reader else set()
-        if private_tool_calls and calls:
-            group = [one]
-            while n < len(said):
-                answered = _results(said[n])
-                if answered is None or not answered <= calls:
-                    break
-                group.append(said[n])
-                n += 1
-            out.append((group, (reader,)))
+        if calls:
+            end = _answers(said, n, calls)
+            results, n = list(said[n:end]), end
+            if private_tool_calls:
+                out.append(([one, *results], (reader,)))
+            else:
+                out.append(([one], None))
+                if results:
+                    out.append((results, None))
         elif private_tool_calls and one.participant == reader and _results(one) is not None:
             out.append(([one], (reader,)))
         else:

@@ -277,3 +277,34 @@ def test_the_supervisor_example_keeps_each_workers_briefing_to_itself() -> None:
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Checked: no worker's model input ever held the other's briefing" in done.stdout
+
+
+def test_parallel_public_calls_keep_their_results_together() -> None:
+    """Two calls in one AIMessage: with ``private_tool_calls=False`` the call is one message and
+    both results one more right after it; the agent gets both back, paired."""
+
+    async def main() -> tuple[list[list[BaseMessage]], list[tuple[str, list[str]]]]:
+        async with open_runtime() as rt:
+            both = AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "lookup", "args": {"city": "Oslo"}, "id": "p1", "type": "tool_call"},
+                    {"name": "lookup", "args": {"city": "Rome"}, "id": "p2", "type": "tool_call"},
+                ],
+            )
+            model = ScriptedChatModel(messages=iter([both, "Both sunny."]))
+            mw = AsidesMiddleware(rt, "agents/ann", reader="ann", private_tool_calls=False)
+            agent = create_agent(model, tools=[lookup], middleware=[mw])
+            await agent.ainvoke({"messages": [HumanMessage("Oslo and Rome?")]})
+            log = [(m.participant, [type(b).__name__ for b in m.content]) for m in rt.store.messages("main")]
+            return model.requests, log
+
+    requests, log = asyncio.run(main())
+    assert log == [
+        ("user", ["TextBlock"]),
+        ("ann", ["ToolUseBlock", "ToolUseBlock"]),
+        ("ann", ["ToolResultBlock", "ToolResultBlock"]),
+        ("ann", ["TextBlock"]),
+    ]
+    well_formed(requests[1])
+    assert [type(m).__name__ for m in requests[1]] == ["HumanMessage", "AIMessage", "ToolMessage", "ToolMessage"]
