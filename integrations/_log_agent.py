@@ -7,7 +7,8 @@ alone). It does two things, each in the runtime's loop:
 
 * :meth:`LogAgent.record` writes the framework messages the log does not hold yet (by their
   framework ids, see ``integrations/_shared.py``), in order, batched by :func:`_shared.batches`
-  (private tool calls with their results). The runtime's lock of the branch is held while it
+  (private tool calls with their results); a batch that could not be stored is refused before
+  anything is written. The runtime's lock of the branch is held while it
   looks and writes, so a message two agents of this runtime both hold is written once;
 * :meth:`LogAgent.plan` compiles for the reader (the whole selection: the strategy decides what
   it holds) and returns the neutral plan the integration renders in its framework's messages.
@@ -23,6 +24,7 @@ import anyio
 
 from ..actors._manager import ContextManager
 from ..store._errors import ArgumentTypeError
+from ..store._messages import check_message_items
 from ..store._names import check_reader
 from ..strategies._passthrough import PassthroughStrategy
 from ..strategies._provider_plan import Segment
@@ -80,13 +82,15 @@ class LogAgent:
                     continue
                 if one.id not in self._logged:
                     new.append(one)
-            written = 0
-            for group, audience in batches(new, reader=self.reader, private_tool_calls=self.private_tool_calls):
-                prepared = prepare(group, key=self.key, reader=self.reader, audience=audience)
-                await manager.add_message(prepared.participant, prepared.content, metadata=prepared.metadata)
-                written += 1
+            prepared = [
+                prepare(group, key=self.key, reader=self.reader, audience=audience)
+                for group, audience in batches(new, reader=self.reader, private_tool_calls=self.private_tool_calls)
+            ]
+            check_message_items([(p.participant, p.content, p.metadata) for p in prepared])  # a refusal writes nothing
+            for message in prepared:
+                await manager.add_message(message.participant, message.content, metadata=message.metadata)
             self._logged.refresh(store)
-            return written
+            return len(prepared)
 
     async def plan(self) -> list[Segment]:
         """The agent's compile as the neutral plan (see ``integrations/_shared.py``)."""
