@@ -46,14 +46,58 @@ class CompiledContext:
     provenance: Provenance
     token_estimate: int
 
-    def to_anthropic(self, assistant: str) -> list[dict[str, Any]]:
+    def to_anthropic(self, assistant: str, *, cache: bool = False) -> list[dict[str, Any]]:
         """The Anthropic Messages API ``messages`` for this compile, with ``assistant`` as the
         participant that takes the assistant role; the memories in the compile (recall markers and
         memory texts) speak as the assistant too. System injections are not included: pass them
-        as the request's ``system``."""
+        as the request's ``system`` (or use :meth:`to_anthropic_request`).
+
+        With ``cache``, ``cache_control`` breakpoints mark the compile's stable boundaries (the
+        end of the head window, the end of the memories, the end of the previous turn and the end
+        of the request), at most four (see ``actors/_cache_points.py``)."""
         from ..strategies._provider_forms import to_anthropic
 
-        return to_anthropic(self.messages, assistant, sources=self.provenance.entries)
+        if not cache:
+            return to_anthropic(self.messages, assistant, sources=self.provenance.entries)
+        from ._cache_points import place_breakpoints
+
+        return place_breakpoints(self.messages, self.provenance.entries, assistant, lambda m, s: to_anthropic(m, assistant, sources=s))
+
+    def to_anthropic_request(
+        self, assistant: str, *, system: str | Sequence[ContentBlock] | None = None, cache: bool = False
+    ) -> dict[str, Any]:
+        """The ``system`` and ``messages`` of an Anthropic Messages API request for this compile:
+        ``{"messages": [...]}`` plus ``"system"`` (a list of text blocks: the host's ``system``
+        text, then the compile's system injections) when there is any system text. With
+        ``cache``, the system's last block takes a breakpoint and the messages get at most three
+        more (four in all, Anthropic's limit)."""
+        from ..store._blocks import TextBlock
+
+        texts: list[str] = []
+        if isinstance(system, str):
+            texts.append(system)
+        elif system is not None:
+            texts.extend(b.text for b in system if isinstance(b, TextBlock))
+        texts.extend(b.text for b in self.system_injections if isinstance(b, TextBlock))
+        blocks = [{"type": "text", "text": t} for t in texts if t]
+        request: dict[str, Any] = {}
+        taken = 0
+        if blocks:
+            if cache:
+                from ._cache_points import mark_system
+
+                taken = mark_system(blocks)
+            request["system"] = blocks
+        if cache:
+            from ..strategies._provider_forms import to_anthropic
+            from ._cache_points import place_breakpoints
+
+            request["messages"] = place_breakpoints(
+                self.messages, self.provenance.entries, assistant, lambda m, s: to_anthropic(m, assistant, sources=s), taken=taken
+            )
+        else:
+            request["messages"] = self.to_anthropic(assistant)
+        return request
 
     def to_openai(self, assistant: str) -> list[dict[str, Any]]:
         """The OpenAI Chat Completions ``messages`` for this compile (system injections first, as a

@@ -6,9 +6,10 @@ through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next 
 and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
 line saying why, where no PostgreSQL server can be had), ``limits`` (asides against a bare
 SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22's ratios), ``writes``
-(store-level write cost and open time), ``compression`` (the autobiographical strategy in detail) and
+(store-level write cost and open time), ``compression`` (the autobiographical strategy in detail),
 ``serve`` (``asides serve``'s log page and reader's view over HTTP at 200,000 messages; needs the
-``serve`` extra). With no part: peers,
+``serve`` extra) and ``cache`` (how much of each request a prompt cache could serve, asides next
+to LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``). With no part: peers,
 memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -23,7 +24,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -61,6 +62,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import serve
 
         serve.run(quick)
+    elif part == "cache":
+        from . import prompt_cache
+
+        prompt_cache.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:

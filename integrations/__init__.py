@@ -2,6 +2,14 @@
 
 * :mod:`asides.integrations.openai_agents`: :class:`~asides.integrations.openai_agents.AsidesSession`,
   a session for the OpenAI Agents SDK (``pip install 'asides[openai-agents]'``).
+* :mod:`asides.integrations.langchain`: :class:`~asides.integrations.langchain.AsidesMiddleware`,
+  an ``AgentMiddleware`` for LangChain v1's ``create_agent`` (``pip install 'asides[langchain]'``).
+* :mod:`asides.integrations.pydantic_ai`: :class:`~asides.integrations.pydantic_ai.AsidesHistory`,
+  a capability for Pydantic AI agents (``pip install 'asides[pydantic-ai]'``).
+
+The LangChain and Pydantic AI integrations share one way to turn framework messages into asides
+messages and a compile back (``integrations/_shared.py``, ``integrations/_log_agent.py``) and
+the way into the runtime's event loop from another thread (``integrations/_loop.py``).
 
 Each integration imports its framework only when it is imported itself, so ``import asides``
 never needs one.
