@@ -43,6 +43,7 @@ from ._records import (
     json_text,
     unsafe_content,
 )
+from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING"]
 
@@ -91,10 +92,12 @@ class LogModel:
                         log.warning("record %s forks %r from unknown branch %r; ignored", record_id, branch_name, ref)
                         continue
                     try:
-                        meta = json.loads(body)
+                        meta = read_stored_json(body)
                     except ValueError:
                         meta = {}
-                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
+                    if not isinstance(meta, dict) or holds_duplicate(meta):
+                        meta = {}  # what it was made with cannot be told: as if nothing
+                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta)
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -117,10 +120,14 @@ class LogModel:
                     branch.may_hold_audience = True
             elif kind == STATE and ref is not None:
                 try:
-                    value = json.loads(body)
+                    value = read_stored_json(body)
                 except ValueError:
                     log.warning("record %s: state %r is not JSON; read as unreadable", record_id, ref)
                     value = UNREADABLE
+                else:
+                    if holds_duplicate(value):
+                        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, ref)
+                        value = UNREADABLE
                 branch.states.setdefault(ref, []).append((seq, value))
                 branch.state_ids[(ref, seq)] = record_id
                 self._state_keys.add(ref)

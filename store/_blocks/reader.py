@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import attrs
 
 from .._errors import MalformedContentError
+from .._stored_json import holds_duplicate
 from .block_types import (
     AUDIENCE_FIELD_TYPES,
     THINKING_TYPES,
@@ -122,8 +123,9 @@ def decode_stored_content(items: object) -> tuple[tuple[ContentBlock, ...], list
 
     Returns the blocks and a list of problems found (for the caller to report once). A
     misplaced or malformed audience is kept on its block (read fail-closed by
-    :func:`content_for_reader`); a block that cannot be decoded becomes an
-    :class:`UnreadableBlock`; content that is not a list becomes one unreadable block.
+    :func:`content_for_reader`); a block that cannot be decoded, or that gives a key twice
+    anywhere in it (``store._stored_json``: which of the two values counts cannot be told),
+    becomes an :class:`UnreadableBlock`; content that is not a list becomes one unreadable block.
     """
     problems: list[str] = []
     if not isinstance(items, list):
@@ -133,6 +135,11 @@ def decode_stored_content(items: object) -> tuple[tuple[ContentBlock, ...], list
     out: list[ContentBlock] = []
     for index, item in enumerate(items):
         path = f"content[{index}]"
+        if holds_duplicate(item):
+            problem = f"{path}: an object in the block gives a key twice"
+            problems.append(problem)
+            out.append(UnreadableBlock(_json_text(item), problem))  # type: ignore[arg-type]
+            continue
         try:
             out.append(decode_block(item, path, nested=False, lenient=True, problems=problems))
         except MalformedContentError as exc:
