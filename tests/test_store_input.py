@@ -1,0 +1,212 @@
+"""Issue 19 (items 3, 5, 10, 11, 12) and issue 20's two store bugs: stored data read one way,
+fail-closed, on both backends; namespace record keys that no strategy key can spell; restores
+both backends take alike; one listener rule; one fork-point check."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import trio
+from helpers import Raw, message_body, seed_records
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli import run
+from test_narrowing import StateWriter
+
+from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
+from asides.store import open_store
+from asides.store._state_keys import NAMESPACE_KEYS, own_record, strategy_state_key
+
+BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
+
+
+def _texts(compiled) -> str:
+    return json.dumps([repr(m) for m in compiled.messages]) + json.dumps(compiled.to_anthropic("assistant"), default=str)
+
+
+# -- item 3: a block that gives a key twice is read fail-closed ---------------------------------
+
+DUPLICATED_BLOCK = '{"type":"text","text":"BOB-ONLY: the vault is open","audience":["bob"],"audience":null}'
+
+
+def _duplicated_body() -> str:
+    return '{"participant":"user","content":[' + DUPLICATED_BLOCK + ',{"type":"text","text":"for everyone"}],"metadata":{},"timestamp":0.0}'
+
+
+async def _assert_bob_only_hidden(path: str) -> None:
+    async with open_runtime(path) as rt:
+        async with (
+            rt.manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann") as ann,
+            rt.manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob") as bob,
+            rt.manager("host", strategy=PassthroughStrategy()) as host,
+        ):
+            for manager in (ann, bob, host):
+                compiled = await manager.compile(**BIG)
+                shown = _texts(compiled)
+                assert "BOB-ONLY" not in shown, (manager.namespace, shown)
+                assert "for everyone" in shown
+                assert "BOB-ONLY" not in json.dumps(list(compiled.provenance.raw_bodies.values()), default=str)
+
+
+async def test_item3_a_stored_block_giving_audience_twice_reaches_no_reader(store_path, caplog):
+    """Issue 19 item 3: ``{"audience": ["bob"], "audience": null}`` is not a block for everyone
+    (``json.loads`` keeps the last key): it is hidden from ann, bob and a no-reader manager, and
+    reported."""
+    caplog.set_level(logging.WARNING)
+    (record_id,) = seed_records(store_path, [("main", "message", None, Raw(_duplicated_body()))])
+    await _assert_bob_only_hidden(store_path)
+    assert any(f"record {record_id} " in r.getMessage() and "twice" in r.getMessage() for r in caplog.records)
+
+
+async def test_item3_duplicates_in_an_edit_a_tool_result_or_the_message_itself_fail_closed(store_path):
+    nested = (
+        '{"participant":"user","content":[{"type":"tool_result","tool_use_id":"t","content":'
+        '[{"type":"text","text":"BOB-ONLY nested","audience":["bob"],"audience":null}]},'
+        '{"type":"text","text":"for everyone"}],"metadata":{},"timestamp":0.0}'
+    )
+    outer = '{"participant":"user","content":[{"type":"text","text":"BOB-ONLY outer","audience":["bob"]}],"content":[],"metadata":{}}'
+    ids = seed_records(
+        store_path,
+        [
+            ("main", "message", None, Raw(nested)),
+            ("main", "message", None, Raw(outer)),
+            ("main", "message", None, message_body("user", [{"type": "text", "text": "to be edited"}])),
+        ],
+    )
+    edit = '{"content":[' + DUPLICATED_BLOCK + ',{"type":"text","text":"for everyone"}]}'
+    seed_records(store_path, [("main", "edit", ids[2], Raw(edit))])
+    await _assert_bob_only_hidden(store_path)
+
+
+async def test_item3_a_state_record_giving_a_key_twice_reads_unreadable(store_path):
+    seed_records(store_path, [("main", "state", "agents/ann/context/0", Raw('{"content":[],"content":[{"type":"text","text":"x"}]}'))])
+    async with open_store(store_path) as store:
+        from asides.store._model import UNREADABLE
+
+        assert store.get_state("main", "agents/ann/context/0") is UNREADABLE
+
+
+def test_item3_through_restore_and_compile_cli(store_path, capsys, tmp_path):
+    """The same body through ``asides restore`` (a raw-body dump line), then ``asides compile
+    --reader ann`` and a no-reader compile: neither shows it."""
+    header = '{"asides":"dump","format":1}'
+    line = json.dumps({"kind": "message", "id": "1", "branch": "main", "sequence": 1, "ref": None, "body": _duplicated_body()})
+    source = tmp_path / "dup.jsonl"
+    source.write_text(header + "\n" + line + "\n", encoding="utf-8")
+    code, _out, err = run(capsys, "restore", store_path, str(source))
+    assert code == 0, err
+    for extra in (["--reader", "ann"], ["--reader", "bob"], []):
+        code, out, err = run(capsys, "compile", store_path, "--namespace", "x", "--strategy", "passthrough", *extra)
+        assert code == 0, err
+        assert "BOB-ONLY" not in out and "for everyone" in out
+    trio.run(_assert_bob_only_hidden, store_path)
+
+
+# -- item 5: a strategy key never spells another namespace's own record -------------------------
+
+
+
+async def test_item5_namespace_agents_context_cannot_write_context_entry_5_of_agents(store_path):
+    """Issue 19 item 5: a strategy of namespace ``agents/context`` writing its key ``5`` would
+    write ``agents/context/5``, entry 5 of namespace ``agents``'s context log. It is refused
+    (``InvalidArgumentError``, a ``ValueError``), and ann reads no entry."""
+    entry = {"content": [{"type": "text", "text": "INJECTED into agents' context log"}], "source_message_id": None}
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents", strategy=PassthroughStrategy(), view_reader="ann")
+        writer = await rt.open_manager("agents/context", strategy=StateWriter("5", entry))
+        head = rt.store.head("main")
+        with pytest.raises(InvalidArgumentError, match="spells 'context/5' of namespace 'agents'"):
+            await writer.tick()
+        assert rt.store.head("main") == head
+        assert ann.get_context_entries() == ()
+        assert (await ann.append_context_entry([text("ann's own note")])).index == 0
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents", strategy=PassthroughStrategy(), view_reader="ann")
+        assert [e.content for e in ann.get_context_entries()] == [(text("ann's own note"),)]
+
+
+_SEGMENTS = st.sampled_from(["a", "agents", "context", "5", "0", "07", "²", "", *NAMESPACE_KEYS])
+_PATHS = st.lists(_SEGMENTS, min_size=1, max_size=5).map("/".join).filter(bool)
+
+
+def _spells_own_record(full: str) -> bool:
+    """Whether some cut of ``full`` is (a namespace, one of its own records), told without
+    ``store._state_keys``: the tails are the four names and ``context/<str(n)>``."""
+    for cut in range(len(full)):
+        if full[cut] != "/" or cut == 0:
+            continue
+        tail = full[cut + 1 :]
+        if tail in NAMESPACE_KEYS:
+            return True
+        head, _, number = tail.partition("/")
+        if head == "context" and number and number.isascii() and number.isdigit() and str(int(number)) == number:
+            return True
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(namespace=_PATHS, key=_PATHS)
+def test_item5_no_cut_of_an_accepted_key_is_a_namespaces_own_record(namespace, key):
+    """Whichever way a full key is cut into a namespace and a tail, an accepted strategy key is
+    never (namespace, own record); a refused one always is, for some cut."""
+    full = f"{namespace}/{key}"
+    try:
+        assert strategy_state_key(namespace, key) == full
+    except InvalidArgumentError:
+        assert _spells_own_record(full)
+        assert own_record(full) is not None
+    else:
+        assert not _spells_own_record(full)
+
+
+@settings(max_examples=200, deadline=None)
+@given(record=st.tuples(_PATHS, st.sampled_from([*NAMESPACE_KEYS, "context/0", "context/5", "context/12"])))
+def test_item5_every_own_record_is_refused_under_every_cut(record):
+    namespace, tail = record
+    full = f"{namespace}/{tail}"
+    assert own_record(full) is not None
+    for cut in range(1, len(full)):
+        if full[cut] == "/":
+            with pytest.raises(InvalidArgumentError):
+                strategy_state_key(full[:cut], full[cut + 1 :])
+
+
+# -- item 10: a context key ending in a Unicode digit is no entry, read fail-closed -------------
+
+
+async def test_item10_context_keys_with_unicode_digits_are_no_entries(store_path, capsys, caplog):
+    """Issue 19 item 10: ``agents/context/²`` (restored, or written by a strategy) made
+    ``get_context_entries()`` and ``append_context_entry()`` raise ``ValueError`` (``int('²')``).
+    Only ASCII decimal indexes are entries; the rest is skipped and reported."""
+    caplog.set_level(logging.WARNING)
+    entry = {"content": [{"type": "text", "text": "ODD"}], "source_message_id": None}
+    good = {"content": [{"type": "text", "text": "entry three"}], "source_message_id": None}
+    seed_records(
+        store_path,
+        [
+            ("main", "state", "agents/context/²", entry),
+            ("main", "state", "agents/context/٣", entry),
+            ("main", "state", "agents/context/07", entry),
+            ("main", "state", "agents/context/3", good),
+        ],
+    )
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents", strategy=PassthroughStrategy(), view_reader="ann")
+        assert [(e.index, e.content) for e in ann.get_context_entries()] == [(3, (text("entry three"),))]
+        assert (await ann.append_context_entry([text("four")])).index == 4
+        # a strategy may write such a key: it is its own state, no one's context entry
+        other = await rt.open_manager("agents/x", strategy=StateWriter("context/²", entry))
+        await other.tick()
+        writer = await rt.open_manager("agents", strategy=StateWriter("context/¹", entry), view_reader="ann")
+        await writer.tick()
+        assert [e.index for e in ann.get_context_entries()] == [3, 4]
+        assert (await ann.append_context_entry([text("five")])).index == 5
+    assert any("agents/context/²" in r.getMessage() for r in caplog.records)
+    await trio.to_thread.run_sync(lambda: _inspect_ok(capsys, store_path))
+
+
+def _inspect_ok(capsys, path: str) -> None:
+    code, _out, err = run(capsys, "inspect", path, "--json")
+    assert code == 0, err
