@@ -210,3 +210,38 @@ async def test_item10_context_keys_with_unicode_digits_are_no_entries(store_path
 def _inspect_ok(capsys, path: str) -> None:
     code, _out, err = run(capsys, "inspect", path, "--json")
     assert code == 0, err
+
+
+# -- item 12: a bad reader name in an audience is an InvalidNameError at its exact path ---------
+
+
+@pytest.mark.parametrize("name", ["bad\nname", "", "\udc80", "x" * 300, 7])
+async def test_item12_a_bad_reader_name_in_an_audience_raises_invalid_name_error_at_its_path(store_path, name):
+    """Issue 19 item 12: docs/input.md documents ``InvalidNameError`` for every bad name, each
+    reader an audience lists included; the path of a block in a message is
+    ``content[1].audience``. The constructors, which know no position, say ``audience``."""
+    from asides.store import InvalidNameError, MalformedContentError, block_from_json, image
+
+    with pytest.raises(InvalidNameError) as raised:
+        text("x", [name])
+    assert raised.value.path == "audience"
+    with pytest.raises(InvalidNameError) as raised:
+        block_from_json({"type": "text", "text": "x", "audience": ["ann", name]})
+    assert raised.value.path == "block.audience"
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        kept = await ann.add_message("user", [text("kept")])
+        head = rt.store.head("main")
+        bad = {"type": "text", "text": "BOB", "audience": [name]}
+        with pytest.raises(InvalidNameError) as raised:
+            await ann.add_message("user", [image("image/png", data="AA"), bad])
+        assert raised.value.path == "content[1].audience"
+        with pytest.raises(InvalidNameError) as raised:
+            await ann.edit_message(kept.id, [text("a"), bad])
+        assert raised.value.path == "content[1].audience"
+        # an audience that is not a list of names at all stays a MalformedContentError
+        for odd in ([], "ann", {"ann": 1}):
+            with pytest.raises(MalformedContentError) as refused:
+                await ann.add_message("user", [text("a"), {"type": "text", "text": "b", "audience": odd}])
+            assert not isinstance(refused.value, InvalidNameError) and refused.value.path == "content[1].audience"
+        assert rt.store.head("main") == head

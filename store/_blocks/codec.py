@@ -34,6 +34,7 @@ from .block_types import (
     ToolResultBlock,
     ToolUseBlock,
     UnreadableBlock,
+    audience_error,
     audience_problem,
 )
 from .placement import audience_refusal
@@ -111,8 +112,9 @@ def decode_block(obj: object, path: str, *, nested: bool, lenient: bool, problem
         if not lenient:
             if refusal is not None:
                 raise MalformedContentError(apath, refusal)
-            if problem is not None:
-                raise MalformedContentError(apath, problem)
+            error = audience_error(audience, apath)
+            if error is not None:
+                raise error
         else:
             if problem is not None:
                 problems.append(f"{apath}: {problem}")  # type: ignore[union-attr]
