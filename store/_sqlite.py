@@ -31,6 +31,7 @@ import anyio
 from ._blocks import ContentBlock
 from ._drivers import Driver
 from ._errors import (
+    MalformedContentError,
     StoreFailedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
@@ -327,7 +328,10 @@ class SqliteStore:
         """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
         commit, and read them as an open would. Refuses, writing nothing, a store that already holds
         a record (``StoreNotEmptyError``) and rows that are not well formed or whose ids do not
-        increase (``ValueError``). Call it before opening managers: they hear of no restored record."""
+        increase (``ValueError``; ``MalformedContentError``, naming the record and column, for
+        text that is not valid Unicode or holds a NUL: both backends take the same records, and
+        PostgreSQL cannot store a NUL). Call it before opening managers: they hear of no restored
+        record."""
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
@@ -344,6 +348,13 @@ class SqliteStore:
                 if not isinstance(value, str):
                     raise ValueError(f"record {row.id}: {name} must be a string")
                 encodable(value, f"record {row.id}: {name}")
+                nul = value.find("\x00")
+                if nul != -1:
+                    raise MalformedContentError(
+                        f"record {row.id}: {name}",
+                        f"holds U+0000 (NUL) at index {nul}, which a PostgreSQL store cannot hold; no asides "
+                        "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
+                    )
             last = row.id
         self._model.replay([row.as_tuple() for row in checked])
         await self._persist(checked)

@@ -245,3 +245,35 @@ async def test_item12_a_bad_reader_name_in_an_audience_raises_invalid_name_error
                 await ann.add_message("user", [text("a"), {"type": "text", "text": "b", "audience": odd}])
             assert not isinstance(refused.value, InvalidNameError) and refused.value.path == "content[1].audience"
         assert rt.store.head("main") == head
+
+
+# -- item 11: a NUL in a restored record is refused in one line, on both backends ---------------
+
+
+@pytest.mark.parametrize(
+    "record, field",
+    [
+        ({"kind": "message", "id": "2", "branch": "main", "sequence": 2, "ref": None, "body": '{"participant":"u\x00"}'}, "body"),
+        ({"kind": "state", "id": "2", "branch": "main", "sequence": 2, "key": "agents/a\x00b", "value": 1}, "ref"),
+        ({"kind": "branch", "id": "2", "branch": "b\x00", "sequence": 1, "parent": "main", "meta": {}}, "branch"),
+    ],
+)
+def test_item11_restore_refuses_a_nul_naming_the_record_and_writes_nothing(store_path, capsys, tmp_path, record, field):
+    """Issue 19 item 11: a NUL in a raw body, a key or a branch name restored into SQLite but
+    printed ``psycopg.DataError`` on PostgreSQL. Both refuse it now, in one line naming the
+    record and the column, before anything is written: both backends take the same dumps."""
+    from test_cli import one_error_line
+
+    first = {"kind": "message", "id": "1", "branch": "main", "sequence": 1, "participant": "user", "content": [], "metadata": {}}
+    lines = ['{"asides":"dump","format":1}', json.dumps(first), json.dumps(record)]
+    source = tmp_path / "nul.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _out, err = run(capsys, "restore", store_path, str(source))
+    line = one_error_line(err)
+    assert code != 0 and f"record 2: {field}" in line and "NUL" in line, err
+    trio.run(_assert_empty, store_path)
+
+
+async def _assert_empty(path: str) -> None:
+    async with open_store(path) as store:
+        assert await store.records() == []
