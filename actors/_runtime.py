@@ -28,7 +28,7 @@ from ..store._pg_rows import FromElsewhere
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
 from ..store._state_keys import context_index, context_key, context_prefix, namespace_key, own_record
 from ..store._views import ViewFilter, reader_view
-from ..strategies._base import NAMESPACE_KEYS, ContextStrategy
+from ..strategies._base import NAMESPACE_KEYS, ContextStrategy, check_strategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy, check_model
@@ -107,8 +107,7 @@ class Runtime:
         check_optional_reader(view_reader, "view_reader")
         if view_filter is not None and not callable(view_filter):
             raise ArgumentTypeError("view_filter", "must be a callable taking a Message and returning a bool")
-        if strategy is None:
-            raise ArgumentTypeError("strategy", "a manager needs a strategy, e.g. PassthroughStrategy()")
+        check_strategy(strategy)
         check_model(model, "open_manager")
         ns = normalise_namespace(namespace)
         self._store.branch_info(check_branch(branch))
@@ -191,7 +190,9 @@ class Runtime:
 
     def check_strategy_free(self, strategy: object, manager: ContextManager | None = None) -> None:
         """Refuse a strategy object that another open manager holds: its in-memory state would
-        carry one reader's view into another's compiles."""
+        carry one reader's view into another's compiles, and what is no strategy at all
+        (``check_strategy``: every path that takes a strategy comes through here)."""
+        check_strategy(strategy)
         holder = self._strategy_holders.get(id(strategy))
         if holder is not None and holder is not manager and not holder.closed:
             raise StrategyInUseError(strategy=strategy, holder=repr(holder))

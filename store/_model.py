@@ -21,15 +21,15 @@ from typing import Any, Final
 
 import attrs
 
+from ._arguments import check_int, check_message_id, check_str
 from ._blocks import ContentBlock, content_to_json, has_audience
 from ._errors import (
     BranchExistsError,
-    InvalidArgumentError,
     UnknownBranchError,
     UnknownMessageError,
 )
 from ._messages import Message
-from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
+from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, fork_point, latest
 from ._names import check_branch
 from ._records import (
     EncodedMessage,
@@ -139,10 +139,14 @@ class LogModel:
     def _branch(self, name: str) -> Branch:
         try:
             return self._branches[name]
-        except KeyError:
+        except (KeyError, TypeError):
+            if not isinstance(name, str):
+                check_branch(name)  # a name of the wrong type: InvalidNameError, naming it
             raise UnknownBranchError(name) from None
 
     def has_branch(self, name: str) -> bool:
+        if not isinstance(name, str):
+            check_branch(name)
         return name in self._branches
 
     def branch_info(self, name: str) -> BranchInfo:
@@ -166,9 +170,7 @@ class LogModel:
         if name in self._branches:
             raise BranchExistsError(name)
         source = self._branch(parent)
-        at = source.head if at_sequence is None else at_sequence
-        if not isinstance(at, int) or at < 0 or at > source.head:
-            raise InvalidArgumentError("at_sequence", f"must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
+        at = fork_point(at_sequence, source.head, parent)
         record = dict(meta or {})
         record["created"] = time.time()
         body = json_text(record, "meta")
@@ -397,13 +399,15 @@ class LogModel:
         """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
         branch = self._branch(branch_name)
         total = branch.base_count + len(branch.own)
+        check_int(start, "start")
+        check_int(stop, "stop", optional=True)
         start, stop, _ = slice(start, stop).indices(total)
         return [self._at(branch, i) for i in range(start, stop)]
 
     def position_of(self, branch_name: str, message_id: str) -> int | None:
         """Where ``message_id`` stands on this branch, or ``None`` if it is not visible there."""
         branch = self._branch(branch_name)
-        found = self._owner.get(message_id)
+        found = self._owner.get(check_message_id(message_id))
         if found is None:
             return None
         owner, index = found
@@ -465,6 +469,7 @@ class LogModel:
     def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
         branch = self._branch(branch_name)
+        check_str(prefix, "prefix")
         found = []
         for key in self._state_keys:
             if key.startswith(prefix) and self.get_state(branch.name, key) is not MISSING:

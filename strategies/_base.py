@@ -30,7 +30,12 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedCo
 from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
-from ..store._state_keys import FLOOR_KEY, LEASE_KEY, NAMESPACE_KEYS, READER_KEY, STRATEGY_KEY, strategy_state_key  # noqa: F401
+from ..store._state_keys import FLOOR_KEY as FLOOR_KEY
+from ..store._state_keys import LEASE_KEY as LEASE_KEY
+from ..store._state_keys import NAMESPACE_KEYS as NAMESPACE_KEYS
+from ..store._state_keys import READER_KEY as READER_KEY
+from ..store._state_keys import STRATEGY_KEY as STRATEGY_KEY
+from ..store._state_keys import strategy_state_key
 from ..store._views import MessageView
 
 if TYPE_CHECKING:
@@ -330,3 +335,18 @@ class ContextStrategy(Protocol):
     async def tick(self, ctx: StrategyContext) -> bool: ...
 
     def is_ready(self) -> bool: ...
+
+
+#: What every manager calls on its strategy, so what an object must have to be one.
+_STRATEGY_METHODS = ("initialize", "on_new_message", "select")
+
+
+def check_strategy(strategy: object, path: str = "strategy") -> None:
+    """Refuse, with ``ArgumentTypeError`` at ``path``, what cannot be a strategy: ``None`` and
+    any object without the ``ContextStrategy`` methods every manager calls (``initialize``,
+    ``on_new_message``, ``select``), before anything is opened or written."""
+    if strategy is None:
+        raise ArgumentTypeError(path, "a manager needs a strategy, e.g. PassthroughStrategy()")
+    missing = [name for name in _STRATEGY_METHODS if not callable(getattr(strategy, name, None))]
+    if missing:
+        raise ArgumentTypeError(path, f"a {type(strategy).__name__} is no strategy: it has no {', '.join(missing)} (see ContextStrategy)")

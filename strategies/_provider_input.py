@@ -41,6 +41,7 @@ from typing import Any
 
 import attrs
 
+from ..store._arguments import check_sequence
 from ..store._blocks import (
     ContentBlock,
     ImageBlock,
@@ -52,6 +53,7 @@ from ..store._blocks import (
 )
 from ..store._blocks.codec import anthropic_image_fields, image_from_url
 from ..store._errors import MalformedContentError
+from ..store._names import check_participant
 
 __all__ = ["ProviderMessage", "from_anthropic", "from_openai"]
 
@@ -171,11 +173,20 @@ def _anthropic_block(raw: Any, path: str) -> ContentBlock:
     raise _refuse(path, kind, _ANTHROPIC_KNOWN)
 
 
+def _check_arguments(messages: object, assistant: object, user: object) -> None:
+    """``messages`` a list (``ArgumentTypeError``), ``assistant`` and ``user`` participants'
+    names (``InvalidNameError``), before anything is read."""
+    check_sequence(messages, "messages", "a list of messages")
+    check_participant(assistant, "assistant")
+    check_participant(user, "user")
+
+
 def from_anthropic(messages: Sequence[Any], *, assistant: str = "assistant", user: str = "user") -> tuple[ProviderMessage, ...]:
     """Anthropic Messages API messages as asides messages, one for each (see the module docstring).
 
     Refuses, naming the place, a role other than ``user`` and ``assistant``, a block type with no
     asides form, and a message with no block."""
+    _check_arguments(messages, assistant, user)
     out: list[ProviderMessage] = []
     for index, raw in enumerate(_plain(list(messages))):
         path = f"messages[{index}]"
@@ -261,6 +272,7 @@ def from_openai(messages: Sequence[Any], *, assistant: str = "assistant", user: 
     front of the user message right after it (or a user message of its own). Refuses, naming the
     place, the ``function`` role or any other unknown one, a part or tool call with no asides
     form, and a message with no block."""
+    _check_arguments(messages, assistant, user)
     out: list[ProviderMessage] = []
     results: list[ContentBlock] = []
     for index, raw in enumerate(_plain(list(messages))):

@@ -107,7 +107,6 @@ def test_item3_through_restore_and_compile_cli(store_path, capsys, tmp_path):
 # -- item 5: a strategy key never spells another namespace's own record -------------------------
 
 
-
 async def test_item5_namespace_agents_context_cannot_write_context_entry_5_of_agents(store_path):
     """Issue 19 item 5: a strategy of namespace ``agents/context`` writing its key ``5`` would
     write ``agents/context/5``, entry 5 of namespace ``agents``'s context log. It is refused
@@ -277,3 +276,55 @@ def test_item11_restore_refuses_a_nul_naming_the_record_and_writes_nothing(store
 async def _assert_empty(path: str) -> None:
     async with open_store(path) as store:
         assert await store.records() == []
+
+
+# -- issue 20: one listener rule, one fork-point check ------------------------------------------
+
+
+async def test_issue20_a_raising_listener_never_splits_a_write_from_the_disk(store_path, caplog):
+    """Issue 20: on SQLite a listener that raised left the write in memory and not on disk (a
+    reopen showed it gone); PostgreSQL logged it. One rule now, for both: the write stands,
+    durable when the call returns, the exception is logged, and the listeners after it hear the
+    event too."""
+    caplog.set_level(logging.ERROR)
+    heard = []
+
+    def failing(event) -> None:
+        raise RuntimeError("listener bug")
+
+    async with open_store(store_path) as store:
+        store.add_listener(failing)
+        store.add_listener(heard.append)
+        message = await store.append_message("main", "user", (text("kept"),))
+        await store.edit_message("main", message.id, (text("edited"),), states={"k/one": 1})
+        await store.set_state("main", "k/two", 2)
+        await store.create_branch("alt", "main")
+        before = (store.head("main"), [m.content for m in store.messages("main")], store.state_items("main"), store.has_branch("alt"))
+    assert len(heard) == 5
+    assert sum("listener bug" in (r.exc_text or "") or "a store listener failed" in r.getMessage() for r in caplog.records) == 5
+    async with open_store(store_path) as store:
+        after = (store.head("main"), [m.content for m in store.messages("main")], store.state_items("main"), store.has_branch("alt"))
+    assert after == before == (4, [(text("edited"),)], {"k/one": 1, "k/two": 2}, True)
+
+
+@pytest.mark.parametrize("at", [True, False, 1.0, "1", [1]])
+async def test_issue20_a_fork_point_is_an_int_not_a_bool_on_every_path(store_path, at):
+    """Issue 20: ``store.create_branch("b", "main", True)`` made ``fork_sequence=True`` on
+    SQLite; PostgreSQL and ``derive`` refused it. One check now (``store._model_parts.fork_point``):
+    ``ArgumentTypeError`` on both stores and in ``derive``, nothing written."""
+    from asides import ArgumentTypeError
+
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await ann.add_message("user", [text("one")])
+        head = rt.store.head("main")
+        with pytest.raises(ArgumentTypeError) as raised:
+            await rt.store.create_branch("b", "main", at)
+        assert raised.value.path == "at_sequence"
+        with pytest.raises(ArgumentTypeError):
+            await ann.derive(branch="d", strategy=PassthroughStrategy(), at_sequence=at)
+        with pytest.raises(InvalidArgumentError, match="between 0 and"):
+            await rt.store.create_branch("b", "main", head + 1)
+        assert [b.name for b in rt.store.branches()] == ["main"] and rt.store.head("main") == head
+        info = await rt.store.create_branch("b", "main", 1)
+        assert info.fork_sequence == 1 and type(info.fork_sequence) is int

@@ -115,6 +115,14 @@ def _require_str(field: str, *, allow_empty: bool = True, optional: bool = False
     return check
 
 
+def _require_bool(field: str) -> Callable[[Any, Any, Any], None]:
+    def check(_instance: object, _attribute: object, value: object) -> None:
+        if not isinstance(value, bool):
+            raise MalformedContentError(field, f"must be true or false, not {type(value).__name__}")
+
+    return check
+
+
 def _copy_json_object(value: object) -> dict[str, Any]:
     """A private deep copy of a JSON object, so the caller's later mutation cannot reach us."""
     if not isinstance(value, Mapping):
@@ -195,7 +203,7 @@ class ToolResultBlock:
 
     tool_use_id: str = attrs.field(validator=_require_str("tool_use_id", allow_empty=False))
     content: str | tuple[ContentBlock, ...] = attrs.field(default="", converter=_convert_result_content, validator=_check_result_content)
-    is_error: bool = attrs.field(default=False, converter=bool)
+    is_error: bool = attrs.field(default=False, validator=_require_bool("is_error"))
     audience: Audience = attrs.field(default=None, init=False, repr=False)
     type = "tool_result"
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from .._arguments import check_sequence, check_str
 from .._errors import MalformedContentError
 from .._stored_json import holds_duplicate
 from .block_types import (
@@ -81,7 +82,13 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
     names no one. Names match exactly. An audience nested in a tool result, or
     on a block type that may not carry one, hides the whole top-level block from readers it does
     not name. When nothing is dropped or stripped, the result holds the very same objects.
+    Refuses ``blocks`` that are not a sequence and a ``reader`` that is not ``None`` or a
+    string with ``ArgumentTypeError``.
     """
+    if not isinstance(blocks, tuple):
+        check_sequence(blocks, "blocks", "a sequence of content blocks")
+    if reader is not None and not isinstance(reader, str):
+        check_str(reader, "reader", optional=True)
     kept: list[ContentBlock] | None = None
     for index, block in enumerate(blocks):
         names = effective_audience(block)
