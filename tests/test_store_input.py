@@ -328,3 +328,22 @@ async def test_issue20_a_fork_point_is_an_int_not_a_bool_on_every_path(store_pat
         assert [b.name for b in rt.store.branches()] == ["main"] and rt.store.head("main") == head
         info = await rt.store.create_branch("b", "main", 1)
         assert info.fork_sequence == 1 and type(info.fork_sequence) is int
+
+
+def test_item3_a_stored_session_item_giving_a_key_twice_is_no_item():
+    """The OpenAI Agents session keeps each item's JSON in the message's metadata: stored JSON,
+    read the one way (``store._stored_json``). An item that gives a key twice is no item (the
+    session rebuilds it from the reader's view of the content, as for a host's own message)."""
+    from types import MappingProxyType
+
+    from asides.integrations.openai_agents._items import METADATA_KEY, session_record
+    from asides.store import Message
+
+    def stored(item_json: str):
+        metadata = MappingProxyType({METADATA_KEY: {"item": item_json, "reader": None}})
+        return Message("1", 1, "user", (text("x"),), metadata, 0.0)
+
+    assert session_record(stored('{"role":"user","content":"x"}')) is not None
+    assert session_record(stored('{"role":"user","content":"BOB-ONLY","content":"x"}')) is None
+    assert session_record(stored('{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}')) is None
+    assert session_record(stored("not json")) is None
