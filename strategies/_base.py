@@ -35,7 +35,7 @@ from ..store._state_keys import LEASE_KEY as LEASE_KEY
 from ..store._state_keys import NAMESPACE_KEYS as NAMESPACE_KEYS
 from ..store._state_keys import READER_KEY as READER_KEY
 from ..store._state_keys import STRATEGY_KEY as STRATEGY_KEY
-from ..store._state_keys import strategy_state_key
+from ..store._state_keys import own_record, strategy_state_key
 from ..store._views import MessageView
 
 if TYPE_CHECKING:
@@ -246,10 +246,12 @@ class StrategyState:
         return default if value is MISSING else value
 
     def items(self, prefix: str = "") -> dict[str, Any]:
-        """``{key: value}`` for every record whose key starts with ``prefix``."""
+        """``{key: value}`` for every record whose key starts with ``prefix``; never a
+        namespace's own record (this one's or a nested namespace's reader, floor, context log:
+        no key :meth:`get` may read)."""
         full = self._prefix + prefix
         cut = len(self._prefix)
-        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items()}
+        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items() if own_record(k) is None}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""

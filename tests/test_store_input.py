@@ -347,3 +347,22 @@ def test_item3_a_stored_session_item_giving_a_key_twice_is_no_item():
     assert session_record(stored('{"role":"user","content":"BOB-ONLY","content":"x"}')) is None
     assert session_record(stored('{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}')) is None
     assert session_record(stored("not json")) is None
+
+
+async def test_item5_a_strategy_lists_no_namespaces_own_record(store_path):
+    """``ctx.state.items()`` of namespace ``agents`` never lists a nested namespace's own records
+    (``agents/ann``'s reader record and context log), just as ``get`` refuses to read them."""
+    listed = {}
+
+    class Lister(StateWriter):
+        async def tick(self, ctx) -> bool:
+            await super().tick(ctx)
+            listed.update(ctx.state.items())
+            return True
+
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await ann.append_context_entry([text("ANN-CONTEXT")])
+        host = await rt.open_manager("agents", strategy=Lister("own/x", 1))
+        await host.tick()
+    assert listed == {"own/x": 1}, listed
