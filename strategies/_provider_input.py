@@ -24,8 +24,9 @@ Roles: an ``assistant`` message is by the ``assistant`` participant given, a ``u
 * thinking with its signature, and redacted thinking -> the same blocks.
 
 Anything else (documents, audio, files, server tools, the legacy ``function`` role) is refused
-with :class:`MalformedContentError` naming the place, as is a message left with no block; nothing
-is returned then. The functions are pure: no I/O, inputs never mutated, nothing shared with them.
+with :class:`MalformedContentError` naming the place, as is a message left with no block, and an
+``audience`` key on a message, block or part (no provider form has one: dropped, the text would
+reach every reader); nothing is returned then. The functions are pure: no I/O, inputs never mutated, nothing shared with them.
 
 For a compile whose messages the request forms carry as they are, ``from_X(to_X(messages))``
 gives the same participants and content back; for any compile, ``to_X(from_X(to_X(messages)))``
@@ -93,9 +94,20 @@ def _str(obj: Mapping[str, Any], key: str, path: str, *, allow_empty: bool = Tru
     return value
 
 
+#: What a provider's messages never carry: an audience. One given on a message, block or part
+#: is refused, not dropped (dropped, the text would reach every reader).
+_NO_AUDIENCE_IN = ("a message", "a content block", "a content part", "a block")
+
+
 def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedContentError(path, f"{what} must be a JSON object, not {type(value).__name__}")
+    if "audience" in value and what in _NO_AUDIENCE_IN:
+        raise MalformedContentError(
+            f"{path}.audience",
+            "provider messages carry no audience, and it would be dropped here; add a private block with "
+            "text(..., audience=[...]) or block_from_json instead",
+        )
     return value
 
 

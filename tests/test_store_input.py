@@ -16,7 +16,7 @@ from test_cli import run
 from test_narrowing import StateWriter
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
-from asides.store import open_store
+from asides.store import MalformedContentError, open_store
 from asides.store._state_keys import NAMESPACE_KEYS, own_record, strategy_state_key
 
 BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
@@ -366,3 +366,20 @@ async def test_item5_a_strategy_lists_no_namespaces_own_record(store_path):
         host = await rt.open_manager("agents", strategy=Lister("own/x", 1))
         await host.tick()
     assert listed == {"own/x": 1}, listed
+
+
+@pytest.mark.parametrize("reader", ["from_openai", "from_anthropic"])
+def test_an_audience_in_provider_input_is_refused_not_dropped(reader):
+    """A provider's messages carry no audience; one given in a part or block was silently
+    dropped, so ``BOB-ONLY`` would have been added for every reader. It is refused at its path."""
+    import asides
+
+    convert = getattr(asides, reader)
+    part = {"type": "text", "text": "BOB-ONLY", "audience": ["bob"]}
+    with pytest.raises(MalformedContentError) as raised:
+        convert([{"role": "user", "content": [{"type": "text", "text": "a"}, part]}])
+    assert raised.value.path == "messages[0].content[1].audience"
+    with pytest.raises(MalformedContentError) as raised:
+        convert([{"role": "user", "content": "hi", "audience": ["bob"]}])
+    assert raised.value.path == "messages[0].audience"
+    assert convert([{"role": "user", "content": [{"type": "text", "text": "a"}]}])
