@@ -31,6 +31,7 @@ import trio
 
 from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._open import open_store
+from ..store._state_keys import key_number
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import parse_lines
@@ -113,7 +114,7 @@ def line_record(obj: Any, where: str) -> Record:
     kind, record_id, branch, sequence = (obj[key] for key in PLACE)
     if not isinstance(kind, str) or not kind:
         raise MalformedContentError(f"{where}: kind", "must be a non-empty string")
-    if not isinstance(record_id, str) or not record_id.isdigit() or str(int(record_id)) != record_id or int(record_id) < 1:
+    if not isinstance(record_id, str) or not key_number(record_id):
         raise MalformedContentError(f"{where}: id", "must be a record id (a positive integer, as a string)")
     if not isinstance(branch, str) or not branch:
         raise MalformedContentError(f"{where}: branch", "must be a non-empty string")

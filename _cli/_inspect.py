@@ -16,9 +16,10 @@ import trio
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
+from ..store._state_keys import own_record
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
-from ..strategies._base import FLOOR_KEY, LEASE_KEY, NAMESPACE_KEYS, READER_KEY, STRATEGY_KEY
+from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY, STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
@@ -26,17 +27,13 @@ __all__ = ["INFERRED", "NAME_ONLY", "RECORDED", "FoundStrategy", "cmd_inspect", 
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
 _KIND_KEY = re.compile(r"^(?P<ns>.+)/(?P<kind>autobiographical|knowledge|windowed-passthrough)/(?P<rest>[^/]+(?:/[^/]+)?)$")
-_CONTEXT_KEY = re.compile(r"^(?P<ns>.+)/(?P<tail>context/\d+)$")
 
 
 def split_state_key(key: str) -> tuple[str, str] | None:
     """``(namespace, tail)`` of a state key, or ``None`` for a key no namespace owns."""
-    for tail in NAMESPACE_KEYS:
-        if key.endswith("/" + tail) and len(key) > len(tail) + 1:
-            return key[: -len(tail) - 1], tail
-    found = _CONTEXT_KEY.match(key)
-    if found:
-        return found["ns"], found["tail"]
+    owned = own_record(key)
+    if owned is not None:
+        return owned
     found = _KIND_KEY.match(key)
     if found:
         return found["ns"], f"{found['kind']}/{found['rest']}"

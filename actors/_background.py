@@ -13,6 +13,7 @@ import re
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, cast
 
+from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._autobiographical.records import Summary
@@ -257,7 +258,9 @@ class BackgroundWork(ManagerParts):
     def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Summary, ...]:
         """Summaries matching ``pattern`` (checked like a view read)."""
         self._check("search_summaries", started=False)
-        if not isinstance(limit, int) or limit < 0:
+        if not isinstance(pattern, (str, re.Pattern)):
+            raise ArgumentTypeError("pattern", f"must be a string or a compiled pattern, not {type(pattern).__name__}")
+        if check_int(limit, "limit") < 0:  # type: ignore[operator]
             raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
         strategy = self._strategy
         return tuple(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
@@ -265,12 +268,15 @@ class BackgroundWork(ManagerParts):
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""
         self._check("get_summaries_in_range", started=False)
+        check_int(start, "start", optional=True)
+        check_int(end, "end", optional=True)
         strategy = self._strategy
         return tuple(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
 
     def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, or ``None`` (checked)."""
         self._check("get_summary", started=False)
+        check_str(summary_id, "summary_id")
         strategy = self._strategy
         return strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
 

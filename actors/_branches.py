@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from ..store._errors import BranchExistsError, InvalidArgumentError
+from ..store._errors import BranchExistsError
 from ..store._model import MISSING
+from ..store._model_parts import fork_point
 from ..store._names import check_branch
 from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import strategy_record
@@ -104,12 +105,7 @@ class BranchMoves(ManagerParts):
         self._runtime.check_strategy_free(strategy)
         if self._store.has_branch(check_branch(branch)):
             raise BranchExistsError(branch)
-        head = self._store.head(self._branch)
-        at = head if at_sequence is None else at_sequence
-        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= head:
-            raise InvalidArgumentError(
-                "at_sequence", f"must be between 0 and {head} (the head of {self._branch!r}), got {at_sequence!r}"
-            )
+        at = fork_point(at_sequence, self._store.head(self._branch), self._branch)
         inherited = self._store.model.get_state_at(self._branch, self._actor.reader_key, at)
         if inherited is not MISSING and inherited != self._reader:
             # an earlier record that is not this manager's reader (only foreign data can do this)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ..store._arguments import check_message_id
 from ..store._blocks import ContentBlock, check_content, coerce_content
 from ..store._errors import MalformedContentError, StoreFailedError, UnknownMessageError
 from ..store._messages import Message
@@ -119,8 +120,10 @@ class Editing(ManagerParts):
         self._check("append_context_entry", started=False)
         blocks = coerce_content(content)
         check_content(blocks, path="content", allow_audience=False)
-        if source_message_id is not None and self._store.get_message(self._branch, source_message_id) is None:
-            raise UnknownMessageError(source_message_id, self._branch)
+        if source_message_id is not None:
+            check_message_id(source_message_id, "source_message_id")
+            if self._store.get_message(self._branch, source_message_id) is None:
+                raise UnknownMessageError(source_message_id, self._branch)
         async with self._actor.turn(ContextEntryWrite()):
             self._check("append_context_entry", started=False)
             index = self._actor.context_next()

@@ -31,6 +31,7 @@ import attrs
 from ..store._errors import ArgumentTypeError
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
+from ..store._state_keys import context_index, context_prefix, strategy_state_key
 from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
@@ -286,7 +287,8 @@ class NamespaceActor:
         a unit under the compression lease the write is refused (:class:`LeaseLost`, nothing
         written) when another process took the lease over."""
         self._require_turn("a strategy-state write")
-        await self.store.set_states(self.branch, {f"{self.namespace}/{k}": v for k, v in records.items()}, guard=self.lease.fence())
+        keyed = {strategy_state_key(self.namespace, k): v for k, v in records.items()}
+        await self.store.set_states(self.branch, keyed, guard=self.lease.fence())
         self._written.extend(records)
 
     # -- the compression lease (see ._lease) ----------------------------------------------------
@@ -316,9 +318,10 @@ class NamespaceActor:
         """The index the next context-log entry of this namespace on this branch takes."""
         self._require_turn("a context-log entry")
         if self._context_next is None:
-            prefix = f"{self.namespace}/context/"
+            prefix = context_prefix(self.namespace)
             keys = self.store.model.state_keys(self.branch, prefix)
-            indexes = [int(k[len(prefix) :]) for k in keys if k[len(prefix) :].isdigit()]
+            found = (context_index(k[len(prefix) :]) for k in keys)
+            indexes = [index for index in found if index is not None]
             self._context_next = max(indexes, default=-1) + 1
         index = self._context_next
         self._context_next += 1

@@ -26,8 +26,9 @@ from ..store._names import check_branch, check_optional_reader
 from ..store._open import open_store
 from ..store._pg_rows import FromElsewhere
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
+from ..store._state_keys import context_index, context_key, context_prefix, namespace_key, own_record
 from ..store._views import ViewFilter, reader_view
-from ..strategies._base import NAMESPACE_KEYS, ContextStrategy
+from ..strategies._base import NAMESPACE_KEYS, ContextStrategy, check_strategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy, check_model
@@ -106,8 +107,7 @@ class Runtime:
         check_optional_reader(view_reader, "view_reader")
         if view_filter is not None and not callable(view_filter):
             raise ArgumentTypeError("view_filter", "must be a callable taking a Message and returning a bool")
-        if strategy is None:
-            raise ArgumentTypeError("strategy", "a manager needs a strategy, e.g. PassthroughStrategy()")
+        check_strategy(strategy)
         check_model(model, "open_manager")
         ns = normalise_namespace(namespace)
         self._store.branch_info(check_branch(branch))
@@ -190,7 +190,9 @@ class Runtime:
 
     def check_strategy_free(self, strategy: object, manager: ContextManager | None = None) -> None:
         """Refuse a strategy object that another open manager holds: its in-memory state would
-        carry one reader's view into another's compiles."""
+        carry one reader's view into another's compiles, and what is no strategy at all
+        (``check_strategy``: every path that takes a strategy comes through here)."""
+        check_strategy(strategy)
         holder = self._strategy_holders.get(id(strategy))
         if holder is not None and holder is not manager and not holder.closed:
             raise StrategyInUseError(strategy=strategy, holder=repr(holder))
@@ -235,7 +237,7 @@ class Runtime:
             elsewhere = isinstance(event, FromElsewhere)
             for key in event.keys:
                 namespace, _, tail = key.rpartition("/")
-                if tail in NAMESPACE_KEYS:
+                if tail in NAMESPACE_KEYS and namespace:
                     actor = self._actors.get((event.branch, namespace))
                     if actor is None:
                         continue
@@ -253,7 +255,8 @@ class Runtime:
         """Hand a strategy-state record another process wrote to its namespace's actor, if it
         runs here. A namespace may hold ``/`` (``agents/ann``), so each ``/`` of the key is tried
         as the end of the namespace (the strategies read only keys under their own kind)."""
-        if "/context/" in key:
+        owned = own_record(key)
+        if owned is not None and owned[1] not in NAMESPACE_KEYS:
             self._note_context_copy(branch, key)  # a context-log entry, not strategy state
             return
         cut = key.find("/")
@@ -270,8 +273,9 @@ class Runtime:
         if index is None:
             index = {}
             for key in self._store.model.state_keys(branch, ""):
-                if "/context/" not in key:
-                    continue
+                owned = own_record(key)
+                if owned is None or owned[1] in NAMESPACE_KEYS:
+                    continue  # not a context-log entry
                 value = self._store.model.get_state(branch, key)
                 if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
                     index.setdefault(value["source_message_id"], []).append(key)
@@ -291,24 +295,29 @@ class Runtime:
                 keys.append(key)
 
     async def write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
-        key = f"{namespace}/context/{entry.index}"
+        key = context_key(namespace, entry.index)
         value = {"content": content_to_json(entry.content), "source_message_id": entry.source_message_id}
         if entry.source_message_id is not None:
             self._copy_index(branch).setdefault(entry.source_message_id, []).append(key)
         await self._store.set_state(branch, key, value)
 
     def context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
-        prefix = f"{namespace}/context/"
+        prefix = context_prefix(namespace)
         entries = []
         for key, value in self._store.model.state_items(branch, prefix).items():
-            suffix = key[len(prefix) :]
-            if not suffix.isdigit() or not isinstance(value, dict):
+            rest = key[len(prefix) :]
+            index = context_index(rest)
+            if index is None:
+                if rest.isdigit():  # ``²``, ``07``: digits, but no context index (store._state_keys)
+                    log.warning("state %r on %r is no context entry (its index is not ASCII decimal); read fail-closed", key, branch)
+                continue
+            if not isinstance(value, dict):
                 continue
             content, problems = decode_stored_content(value.get("content"))
             if problems:
                 log.warning("context entry %s on %r is malformed, read fail-closed: %s", key, branch, problems)
             source = value.get("source_message_id")
-            entries.append(ContextEntry(int(suffix), content, source if isinstance(source, str) else None))
+            entries.append(ContextEntry(index, content, source if isinstance(source, str) else None))
         entries.sort(key=lambda e: e.index)
         return tuple(entries)
 
@@ -320,8 +329,10 @@ class Runtime:
         for key in self._copy_index(branch).get(message_id, ()):
             if self._store.model.get_state(branch, key) in (None, MISSING):
                 continue
-            namespace = key.rsplit("/context/", 1)[0]
-            record = self._store.model.get_state(branch, f"{namespace}/reader")
+            owned = own_record(key)
+            if owned is None:
+                continue
+            record = self._store.model.get_state(branch, namespace_key(owned[0], READER_KEY))
             if record is MISSING:
                 reader: str | None = None
             elif isinstance(record, str) and record:

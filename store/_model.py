@@ -19,15 +19,15 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from ._arguments import check_int, check_message_id, check_str
 from ._blocks import ContentBlock, content_to_json, has_audience
 from ._errors import (
     BranchExistsError,
-    InvalidArgumentError,
     UnknownBranchError,
     UnknownMessageError,
 )
 from ._messages import Message, edited_version
-from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
+from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, fork_point, latest
 from ._names import check_branch
 from ._records import (
     EncodedMessage,
@@ -41,6 +41,7 @@ from ._records import (
     json_text,
     unsafe_content,
 )
+from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING"]
 
@@ -89,10 +90,12 @@ class LogModel:
                         log.warning("record %s forks %r from unknown branch %r; ignored", record_id, branch_name, ref)
                         continue
                     try:
-                        meta = json.loads(body)
+                        meta = read_stored_json(body)
                     except ValueError:
                         meta = {}
-                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta if isinstance(meta, dict) else {})
+                    if not isinstance(meta, dict) or holds_duplicate(meta):
+                        meta = {}  # what it was made with cannot be told: as if nothing
+                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta)
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -115,10 +118,14 @@ class LogModel:
                     branch.may_hold_audience = True
             elif kind == STATE and ref is not None:
                 try:
-                    value = json.loads(body)
+                    value = read_stored_json(body)
                 except ValueError:
                     log.warning("record %s: state %r is not JSON; read as unreadable", record_id, ref)
                     value = UNREADABLE
+                else:
+                    if holds_duplicate(value):
+                        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, ref)
+                        value = UNREADABLE
                 branch.states.setdefault(ref, []).append((seq, value))
                 branch.state_ids[(ref, seq)] = record_id
                 self._state_keys.add(ref)
@@ -130,10 +137,14 @@ class LogModel:
     def _branch(self, name: str) -> Branch:
         try:
             return self._branches[name]
-        except KeyError:
+        except (KeyError, TypeError):
+            if not isinstance(name, str):
+                check_branch(name)  # a name of the wrong type: InvalidNameError, naming it
             raise UnknownBranchError(name) from None
 
     def has_branch(self, name: str) -> bool:
+        if not isinstance(name, str):
+            check_branch(name)
         return name in self._branches
 
     def branch_info(self, name: str) -> BranchInfo:
@@ -157,9 +168,7 @@ class LogModel:
         if name in self._branches:
             raise BranchExistsError(name)
         source = self._branch(parent)
-        at = source.head if at_sequence is None else at_sequence
-        if not isinstance(at, int) or at < 0 or at > source.head:
-            raise InvalidArgumentError("at_sequence", f"must be between 0 and {source.head} (the head of {parent!r}), got {at!r}")
+        at = fork_point(at_sequence, source.head, parent)
         record = dict(meta or {})
         record["created"] = time.time()
         body = json_text(record, "meta")
@@ -388,13 +397,15 @@ class LogModel:
         """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
         branch = self._branch(branch_name)
         total = branch.base_count + len(branch.own)
+        check_int(start, "start")
+        check_int(stop, "stop", optional=True)
         start, stop, _ = slice(start, stop).indices(total)
         return [self._at(branch, i) for i in range(start, stop)]
 
     def position_of(self, branch_name: str, message_id: str) -> int | None:
         """Where ``message_id`` stands on this branch, or ``None`` if it is not visible there."""
         branch = self._branch(branch_name)
-        found = self._owner.get(message_id)
+        found = self._owner.get(check_message_id(message_id))
         if found is None:
             return None
         owner, index = found
@@ -462,6 +473,7 @@ class LogModel:
     def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
         branch = self._branch(branch_name)
+        check_str(prefix, "prefix")
         found = []
         for key in self._state_keys:
             if key.startswith(prefix) and self.get_state(branch.name, key) is not MISSING:

@@ -10,9 +10,10 @@ from typing import Any, Final
 
 import attrs
 
+from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._messages import Message
 
-__all__ = ["BranchInfo", "MISSING", "RecordTypeError", "Row", "UNREADABLE", "Branch", "Owners", "latest"]
+__all__ = ["BranchInfo", "MISSING", "RecordTypeError", "Row", "UNREADABLE", "Branch", "Owners", "fork_point", "latest"]
 
 
 class RecordTypeError(ValueError):
@@ -152,3 +153,18 @@ def latest(versions: list[tuple[int, Any]], limit: float) -> tuple[int, Any] | N
         return versions[-1]
     index = bisect_right([seq for seq, _ in versions], limit)
     return versions[index - 1] if index else None
+
+
+def fork_point(at_sequence: object, head: int, parent: str) -> int:
+    """Where a branch forked from ``parent`` (whose head is ``head``) starts: ``at_sequence``,
+    or the head for ``None``. The one check of a fork point, for every path that makes a branch
+    (``create_branch`` on either store, ``derive``): an ``int``, not a ``bool`` (``True`` is no
+    sequence), from 0 to the head. Refuses a wrong type with :class:`ArgumentTypeError` and a
+    value out of range with :class:`InvalidArgumentError`, both at ``at_sequence``."""
+    if at_sequence is None:
+        return head
+    if not isinstance(at_sequence, int) or isinstance(at_sequence, bool):
+        raise ArgumentTypeError("at_sequence", f"a fork point is a sequence (an int), not {type(at_sequence).__name__}")
+    if not 0 <= at_sequence <= head:
+        raise InvalidArgumentError("at_sequence", f"must be between 0 and {head} (the head of {parent!r}), got {at_sequence!r}")
+    return at_sequence

@@ -8,8 +8,9 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ._arguments import check_str
 from ._drivers import open_driver
-from ._errors import InvalidArgumentError, StoreCorruptError, StoreFailedError
+from ._errors import ArgumentTypeError, InvalidArgumentError, StoreCorruptError, StoreFailedError
 from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
 from ._groups import collapsing
 from ._model import LogModel, RecordTypeError
@@ -33,6 +34,11 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     survives a power loss, at a cost per commit. On PostgreSQL, ``NORMAL`` commits with
     ``synchronous_commit = off`` and ``FULL`` with the server's setting (docs/postgres.md).
     """
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    check_str(path, "path")
+    if not isinstance(read_only, bool):
+        raise ArgumentTypeError("read_only", f"must be True or False, not {type(read_only).__name__}")
     if synchronous not in ("NORMAL", "FULL"):
         raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
     if path.startswith(("postgresql://", "postgres://")):  # a shared store (docs/postgres.md)

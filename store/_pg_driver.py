@@ -31,6 +31,7 @@ import anyio
 
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
+from ._state_keys import key_number
 
 __all__ = ["Connection", "connect", "is_connection_error"]
 
@@ -174,9 +175,9 @@ class Connection:
         own commits, and other stores' in the same database, are not news)."""
         if pid == self._own_pid or not payload.startswith(self._prefix):
             return
-        newest = payload[len(self._prefix) :]
-        if newest.isdigit():
-            self.announced = max(self.announced, int(newest))
+        newest = key_number(payload[len(self._prefix) :])
+        if newest is not None:
+            self.announced = max(self.announced, newest)
 
     def _take_notifications(self) -> None:
         """Take the notifications libpq has read and not handed out yet."""

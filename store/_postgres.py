@@ -45,18 +45,19 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
-from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
+from ._errors import BranchExistsError, StoreFailedError, UnknownMessageError
 from ._events import StoreEvent
 from ._groups import collapsing
 from ._messages import Message, check_message_items
 from ._model import BranchInfo, LogModel, Row
-from ._names import check_branch
+from ._model_parts import fork_point
+from ._names import check_branch, check_state_key
 from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error
 from ._pg_notices import Notices
 from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
-from ._sqlite import SqliteStore, _check_json_values
+from ._sqlite import SqliteStore, check_meta, check_write
 from ._worker import WorkerThread
 
 __all__ = ["PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
@@ -179,13 +180,6 @@ class PostgresStore(Committer, SqliteStore):
         for event in events:
             self._tell(event)
 
-    def _tell(self, event: StoreEvent) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:  # a listener's failure must not stop the committer
-                log.exception("a store listener failed on %r", event)
-
     # -- writes ------------------------------------------------------------------------------
 
     async def append_messages(
@@ -231,7 +225,7 @@ class PostgresStore(Committer, SqliteStore):
         self._check_usable()
         if self._model.get(branch, message_id) is None:
             raise UnknownMessageError(message_id, branch)
-        _check_json_values(states or {})
+        check_write(states, guard, optional=True)
         rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
         await self._submit(PendingWrite(rows, guard=guard))
         return self._message(branch, message_id)
@@ -241,7 +235,7 @@ class PostgresStore(Committer, SqliteStore):
         this process sees it). ``guard`` runs at commit, under the write lock."""
         self._check_usable()
         self._model.branch_info(branch)
-        _check_json_values(states)
+        check_write(states, guard)
         rows = [state_row(branch, key, value) for key, value in states.items()]
         if not rows:
             return self._model.head(branch)
@@ -250,7 +244,7 @@ class PostgresStore(Committer, SqliteStore):
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns the branch head after it."""
-        return await self.set_states(branch, {key: value}, guard=guard)
+        return await self.set_states(branch, {check_state_key(key): value}, guard=guard)
 
     async def create_branch(
         self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
@@ -259,14 +253,10 @@ class PostgresStore(Committer, SqliteStore):
         process sees it). Refused with ``BranchExistsError`` when any process took the name."""
         self._check_usable()
         check_branch(name)
-        if meta is not None:
-            _check_json_values({"meta": meta})
+        check_meta(meta)
         if self._model.has_branch(name):
             raise BranchExistsError(name)
-        head = self._model.head(parent)
-        at = head if at_sequence is None else at_sequence
-        if not isinstance(at, int) or isinstance(at, bool) or at < 0 or at > head:
-            raise InvalidArgumentError("at_sequence", f"must be between 0 and {head} (the head of {parent!r}), got {at!r}")
+        at = fork_point(at_sequence, self._model.head(parent), parent)
 
         def recheck(model: LogModel) -> None:
             if model.has_branch(name):
@@ -277,12 +267,13 @@ class PostgresStore(Committer, SqliteStore):
 
     # -- backups -----------------------------------------------------------------------------
 
-    async def _persist(self, rows: Sequence[Row]) -> None:
+    async def _persist(self, rows: Sequence[Row], *events: StoreEvent) -> None:
         """The base class writes records exactly as they are (ids included) through here, in
         :meth:`restore_records`, after putting them in memory. Here they go in one transaction
         into a store no process has written to. If another process wrote first, memory holds
         records the database does not: the store stops (every later call raises
-        ``StoreFailedError``), as the SQLite store does after a failed commit."""
+        ``StoreFailedError``), as the SQLite store does after a failed commit. A restore tells
+        no listener (``events`` is empty)."""
         if not rows:
             return
         exact = [row.as_tuple() for row in rows]

@@ -14,6 +14,7 @@ from typing import Any, Final
 from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content
 from ._errors import ArgumentTypeError, MalformedContentError
 from ._messages import Message, freeze_metadata
+from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
 
 __all__ = [
     "EncodedMessage",
@@ -102,13 +103,18 @@ def body_may_hold_audience(body: str) -> bool:
     is not a list of JSON objects, or a body that is not JSON, counts as naming one. Only a tool
     call's ``input`` and the message's metadata are data, never audiences.
 
+    So does an object that gives a key twice (``store._stored_json``), which is read
+    fail-closed.
+
     Only bodies that could hold the key are parsed: ones that hold the text ``"audience"``, or a
     ``\\u`` escape (which could spell it)."""
     if '"audience"' not in body and ("\\" not in body or "\\u" not in body):
         return False
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
+        value = read_stored_json(body)
+    except ValueError:
+        return True
+    if type(value) is DuplicatedKeys:
         return True
     items = value.get("content") if isinstance(value, dict) else value
     if not isinstance(items, list):
@@ -123,7 +129,7 @@ def body_may_hold_audience(body: str) -> bool:
         if isinstance(node, list):
             pending.extend(node)
         elif isinstance(node, dict):
-            if node.get("audience") is not None:
+            if node.get("audience") is not None or type(node) is DuplicatedKeys:
                 return True
             for key, child in node.items():
                 if key == "input" and node.get("type") == "tool_use":
@@ -144,11 +150,15 @@ def report_problems(record_id: int, problems: Sequence[str]) -> None:
 
 
 def decode_message(record_id: int, seq: int, text: str) -> Message:
-    """A stored message body (JSON text), decoded fail-closed."""
+    """A stored message body (JSON text), decoded fail-closed: a body that is not a JSON object,
+    or that gives one of its own keys twice, has one unreadable block for content; metadata that
+    gives a key twice is dropped (reported)."""
     try:
-        body = json.loads(text)
+        body = read_stored_json(text)
         if not isinstance(body, dict):
             raise ValueError("a message record must be a JSON object")
+        if type(body) is DuplicatedKeys:
+            raise ValueError("a message record gives a key twice")
     except ValueError as exc:
         report_problems(record_id, [f"message body: {exc}"])
         body = {"participant": "", "content": text}
@@ -162,6 +172,9 @@ def decode_message(record_id: int, seq: int, text: str) -> Message:
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         problems.append("metadata: not a JSON object")
+        metadata = None
+    elif metadata is not None and holds_duplicate(metadata):
+        problems.append("metadata: an object gives a key twice")
         metadata = None
     timestamp = body.get("timestamp", 0.0)
     if not isinstance(timestamp, (int, float)):
@@ -183,8 +196,12 @@ class StoredEdit:
 
 
 def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
+    """A stored edit body (JSON text), decoded fail-closed as :func:`decode_message` decodes
+    a message's content."""
     try:
-        value = json.loads(body)
+        value = read_stored_json(body)
+        if type(value) is DuplicatedKeys:
+            raise ValueError("an edit record gives a key twice")
         items = value.get("content") if isinstance(value, dict) else value
     except ValueError as exc:
         report_problems(record_id, [f"edit body: {exc}"])

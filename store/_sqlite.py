@@ -30,9 +30,11 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
 from ._drivers import Driver
 from ._errors import (
+    MalformedContentError,
     StoreFailedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
@@ -42,7 +44,7 @@ from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritt
 from ._file_checks import open_error
 from ._messages import Message, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
-from ._names import check_state_records
+from ._names import check_state_key, check_state_records
 from ._records import encodable
 
 __all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
@@ -80,7 +82,8 @@ class SqliteStore:
 
     Reads are synchronous and served from memory. Writes are async and durable when they return.
     Listeners registered with :meth:`add_listener` hear of every write synchronously, after the
-    in-memory model changed and before the commit is awaited, in write order.
+    in-memory model changed and the write was queued for its commit, before the commit is
+    awaited, in write order; a listener's exception is logged, never raised (:meth:`_tell`).
     """
 
     def __init__(self, path: str, driver: Driver, model: LogModel, *, read_only: bool = False) -> None:
@@ -133,13 +136,23 @@ class SqliteStore:
             raise StoreFailedError(f"the store {self.path!r} is closed")
 
     def add_listener(self, listener: Callable[[StoreEvent], None]) -> Callable[[], None]:
-        """Hear of every write; returns a function that removes the listener."""
-        self._listeners.append(listener)
+        """Hear of every write; returns a function that removes the listener. A listener's
+        exception is logged, never raised (:meth:`_tell`)."""
+        self._listeners.append(check_callable(listener, "listener"))
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def _emit(self, event: StoreEvent) -> None:
+    def _tell(self, event: StoreEvent) -> None:
+        """Tell every listener of ``event``: the listener rule, one for both stores (the
+        PostgreSQL store tells through here too). A write is told once memory holds it and its
+        rows are queued for their commit (SQLite) or committed (PostgreSQL), so memory and disk
+        never disagree whatever a listener does: an exception a listener raises is logged with
+        the event, the listeners after it still hear it, and the write stands, durable when the
+        call returns, as it would without listeners."""
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:
+                log.exception("a store listener failed on %r; the write stands (memory and disk hold it)", event)
 
     async def _committer(self) -> None:
         while True:
@@ -215,7 +228,12 @@ class SqliteStore:
             await self._driver.execute("ROLLBACK")
             raise
 
-    async def _persist(self, rows: Sequence[Row]) -> None:
+    async def _persist(self, rows: Sequence[Row], *events: StoreEvent) -> None:
+        """Queue a write's rows (already in memory) for their commit, tell the listeners of
+        ``events`` (:meth:`_tell`), then wait for the commit. Once queued, the write is certain:
+        the committer commits it whatever a listener or the caller does next, and a cancelled
+        caller still waits for its commit and returns normally, so "raised Cancelled" always
+        means "not written"."""
         if not rows:
             return
         batch = self._batch
@@ -223,13 +241,13 @@ class SqliteStore:
         if batch is None:
             batch = self._batch = _Batch()
         batch.rows.extend(row.as_tuple() for row in rows)
+        for event in events:
+            self._tell(event)
         if opened and not self._committing and not self._closing:
             await self._lead(batch)
             return
         if not self._committing:
             self._wakeup.set()  # a running commit wakes the committer when it is done
-        # Once queued, the write completes: a cancelled caller still waits for its commit and
-        # returns normally, so "raised Cancelled" always means "not written".
         with anyio.CancelScope(shield=True):
             await batch.done.wait()
         if batch.error is not None:
@@ -273,8 +291,7 @@ class SqliteStore:
         entries = [(item[0], item[1], item[2], item[3] if len(item) == 4 and item[3] is not None else timestamp) for item in items]
         messages, rows = self._model.append_messages(branch, entries)  # all or nothing
         appended = tuple(messages)
-        self._emit(MessagesAppended(branch, appended))
-        await self._persist(rows)
+        await self._persist(rows, MessagesAppended(branch, appended))
         return appended
 
     async def append_message(
@@ -299,14 +316,14 @@ class SqliteStore:
         before = self._model.get(branch, message_id)
         if before is None:
             raise UnknownMessageError(message_id, branch)
-        _check_json_values(states or {})
+        check_write(states, guard, optional=True)
         if guard is not None:
             guard()
         after, rows = self._model.edit_message(branch, message_id, content, states)  # all or nothing
-        self._emit(MessageEdited(branch, before, after))
+        events: list[StoreEvent] = [MessageEdited(branch, before, after)]
         if states:
-            self._emit(StatesWritten(branch, tuple(states)))
-        await self._persist(rows)
+            events.append(StatesWritten(branch, tuple(states)))
+        await self._persist(rows, *events)
         return after
 
     async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
@@ -318,19 +335,18 @@ class SqliteStore:
         writes nothing. Here (one process) that is now; a shared store runs it at commit."""
         self._check_usable()
         self._model.branch_info(branch)
-        _check_json_values(states)
+        check_write(states, guard)
         if guard is not None:
             guard()
         rows = self._model.set_states(branch, states)  # all or nothing
         head = self._model.head(branch)
         if rows:
-            self._emit(StatesWritten(branch, tuple(states)))
-            await self._persist(rows)
+            await self._persist(rows, StatesWritten(branch, tuple(states)))
         return head
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns its sequence."""
-        return await self.set_states(branch, {key: value}, guard=guard)
+        return await self.set_states(branch, {check_state_key(key): value}, guard=guard)
 
     async def sync(self) -> None:
         """Bring the model up to every write committed before this call: nothing to do here,
@@ -345,11 +361,9 @@ class SqliteStore:
         Nothing is copied: the child sees the parent's records up to that point, never later.
         ``meta`` (a JSON object) is kept with the branch record."""
         self._check_usable()
-        if meta is not None:
-            _check_json_values({"meta": meta})
+        check_meta(meta)
         info, row = self._model.create_branch(name, parent, at_sequence, meta)
-        self._emit(BranchCreated(info))
-        await self._persist([row])
+        await self._persist([row], BranchCreated(info))
         return info
 
     # -- backups -----------------------------------------------------------------------------
@@ -369,7 +383,10 @@ class SqliteStore:
         """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
         commit, and read them as an open would. Refuses, writing nothing, a store that already holds
         a record (``StoreNotEmptyError``) and rows that are not well formed or whose ids do not
-        increase (``ValueError``). Call it before opening managers: they hear of no restored record."""
+        increase (``ValueError``; ``MalformedContentError``, naming the record and column, for
+        text that is not valid Unicode or holds a NUL: both backends take the same records, and
+        PostgreSQL cannot store a NUL). Call it before opening managers: they hear of no restored
+        record."""
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
@@ -386,6 +403,13 @@ class SqliteStore:
                 if not isinstance(value, str):
                     raise ValueError(f"record {row.id}: {name} must be a string")
                 encodable(value, f"record {row.id}: {name}")
+                nul = value.find("\x00")
+                if nul != -1:
+                    raise MalformedContentError(
+                        f"record {row.id}: {name}",
+                        f"holds U+0000 (NUL) at index {nul}, which a PostgreSQL store cannot hold; no asides "
+                        "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
+                    )
             last = row.id
         self._model.replay([row.as_tuple() for row in checked])
         await self._persist(checked)
@@ -424,6 +448,8 @@ class SqliteStore:
         """The state record under ``key`` on ``branch``; ``default`` when there is none.
         A record whose JSON could not be read comes back as ``store.model.UNREADABLE``."""
         self._check_not_failed()
+        if not isinstance(key, str):
+            check_state_key(key)  # a key of the wrong type: InvalidNameError, naming it
         value = self._model.get_state(branch, key)
         return default if value is MISSING else value
 
@@ -436,8 +462,22 @@ class SqliteStore:
         return self._model.may_hold_audience(branch)
 
 
-def _check_json_values(states: Mapping[str, Any]) -> None:
+def check_write(states: object, guard: object, *, optional: bool = False) -> None:
+    """The checks of a state write's own arguments, for both stores: ``states`` (``None`` too
+    when ``optional``) a mapping of state keys to JSON values that can be stored, and ``guard``
+    ``None`` or callable (on PostgreSQL it runs at commit, where a wrong type would fail the
+    committer)."""
+    check_callable(guard, "guard", optional=True)
+    if states is None and optional:
+        return
     check_state_records(states)  # keys are names, values JSON that can be stored
+
+
+def check_meta(meta: object) -> None:
+    """A branch's ``meta``: ``None`` or a JSON object that can be stored."""
+    if meta is not None:
+        check_mapping(meta, "meta")
+        check_state_records({"meta": meta})
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"

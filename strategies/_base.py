@@ -20,7 +20,6 @@ the small protocols of ``_capabilities``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -31,6 +30,12 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedCo
 from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
+from ..store._state_keys import FLOOR_KEY as FLOOR_KEY
+from ..store._state_keys import LEASE_KEY as LEASE_KEY
+from ..store._state_keys import NAMESPACE_KEYS as NAMESPACE_KEYS
+from ..store._state_keys import READER_KEY as READER_KEY
+from ..store._state_keys import STRATEGY_KEY as STRATEGY_KEY
+from ..store._state_keys import own_record, strategy_state_key
 from ..store._views import MessageView
 
 if TYPE_CHECKING:
@@ -192,15 +197,9 @@ class Selection:
             raise ValueError("a Selection needs exactly one source entry per compiled message")
 
 
-#: The records a namespace keeps beside its strategy's, named by their key's last segment
-#: (``<namespace>/reader`` and so on). This is the one home of these names: the namespace actor
-#: and the runtime take them from here, and no strategy key may end like one of them.
-READER_KEY = "reader"  # the reader the namespace is claimed for
-FLOOR_KEY = "narrowing-floor"  # the newest sequence compression may have read
-STRATEGY_KEY = "strategy"  # the name of the strategy the namespace runs
-LEASE_KEY = "compression-lease"  # which process compresses the namespace (a shared store)
-NAMESPACE_KEYS = (READER_KEY, FLOOR_KEY, STRATEGY_KEY, LEASE_KEY)
-_RESERVED_KEYS = NAMESPACE_KEYS
+#: The records a namespace keeps beside its strategy's (``<namespace>/reader`` and so on) are
+#: named in ``store._state_keys``, their one home with the rule that no strategy key spells one;
+#: re-exported here for the layers above.
 
 
 class StrategyState:
@@ -236,19 +235,9 @@ class StrategyState:
         return self._read_only
 
     def _key(self, key: str) -> str:
-        if not isinstance(key, str) or not key:
-            raise ValueError("a state key must be a non-empty string")
-        segments = key.split("/")
-        if segments[-1] in _RESERVED_KEYS or any(
-            first == "context" and second.isdigit() for first, second in itertools.pairwise(segments)
-        ):
-            # ``agents`` + ``ann/narrowing-floor`` would be the floor of namespace ``agents/ann``:
-            # no strategy key may end like a namespace's own records, in any namespace.
-            raise ValueError(
-                f"the state key {key!r} ends like a namespace's own record ({', '.join(NAMESPACE_KEYS)}, context/<n>); "
-                "choose another"
-            )
-        return self._prefix + key
+        # ``agents/context`` + ``5`` would be context entry 5 of namespace ``agents``: no strategy
+        # key may spell a namespace's own record, in any namespace (store._state_keys).
+        return strategy_state_key(self._namespace, key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The record under ``key``; ``default`` when absent; ``UNREADABLE`` when its JSON is
@@ -257,10 +246,12 @@ class StrategyState:
         return default if value is MISSING else value
 
     def items(self, prefix: str = "") -> dict[str, Any]:
-        """``{key: value}`` for every record whose key starts with ``prefix``."""
+        """``{key: value}`` for every record whose key starts with ``prefix``; never a
+        namespace's own record (this one's or a nested namespace's reader, floor, context log:
+        no key :meth:`get` may read)."""
         full = self._prefix + prefix
         cut = len(self._prefix)
-        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items()}
+        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items() if own_record(k) is None}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""
@@ -346,3 +337,18 @@ class ContextStrategy(Protocol):
     async def tick(self, ctx: StrategyContext) -> bool: ...
 
     def is_ready(self) -> bool: ...
+
+
+#: What every manager calls on its strategy, so what an object must have to be one.
+_STRATEGY_METHODS = ("initialize", "on_new_message", "select")
+
+
+def check_strategy(strategy: object, path: str = "strategy") -> None:
+    """Refuse, with ``ArgumentTypeError`` at ``path``, what cannot be a strategy: ``None`` and
+    any object without the ``ContextStrategy`` methods every manager calls (``initialize``,
+    ``on_new_message``, ``select``), before anything is opened or written."""
+    if strategy is None:
+        raise ArgumentTypeError(path, "a manager needs a strategy, e.g. PassthroughStrategy()")
+    missing = [name for name in _STRATEGY_METHODS if not callable(getattr(strategy, name, None))]
+    if missing:
+        raise ArgumentTypeError(path, f"a {type(strategy).__name__} is no strategy: it has no {', '.join(missing)} (see ContextStrategy)")

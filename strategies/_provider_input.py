@@ -24,8 +24,9 @@ Roles: an ``assistant`` message is by the ``assistant`` participant given, a ``u
 * thinking with its signature, and redacted thinking -> the same blocks.
 
 Anything else (documents, audio, files, server tools, the legacy ``function`` role) is refused
-with :class:`MalformedContentError` naming the place, as is a message left with no block; nothing
-is returned then. The functions are pure: no I/O, inputs never mutated, nothing shared with them.
+with :class:`MalformedContentError` naming the place, as is a message left with no block, and an
+``audience`` key on a message, block or part (no provider form has one: dropped, the text would
+reach every reader); nothing is returned then. The functions are pure: no I/O, inputs never mutated, nothing shared with them.
 
 For a compile whose messages the request forms carry as they are, ``from_X(to_X(messages))``
 gives the same participants and content back; for any compile, ``to_X(from_X(to_X(messages)))``
@@ -41,6 +42,7 @@ from typing import Any
 
 import attrs
 
+from ..store._arguments import check_sequence
 from ..store._blocks import (
     ContentBlock,
     ImageBlock,
@@ -52,6 +54,7 @@ from ..store._blocks import (
 )
 from ..store._blocks.codec import anthropic_image_fields, image_from_url
 from ..store._errors import MalformedContentError
+from ..store._names import check_participant
 
 __all__ = ["ProviderMessage", "from_anthropic", "from_openai"]
 
@@ -91,9 +94,20 @@ def _str(obj: Mapping[str, Any], key: str, path: str, *, allow_empty: bool = Tru
     return value
 
 
+#: What a provider's messages never carry: an audience. One given on a message, block or part
+#: is refused, not dropped (dropped, the text would reach every reader).
+_NO_AUDIENCE_IN = ("a message", "a content block", "a content part", "a block")
+
+
 def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedContentError(path, f"{what} must be a JSON object, not {type(value).__name__}")
+    if "audience" in value and what in _NO_AUDIENCE_IN:
+        raise MalformedContentError(
+            f"{path}.audience",
+            "provider messages carry no audience, and it would be dropped here; add a private block with "
+            "text(..., audience=[...]) or block_from_json instead",
+        )
     return value
 
 
@@ -171,11 +185,20 @@ def _anthropic_block(raw: Any, path: str) -> ContentBlock:
     raise _refuse(path, kind, _ANTHROPIC_KNOWN)
 
 
+def _check_arguments(messages: object, assistant: object, user: object) -> None:
+    """``messages`` a list (``ArgumentTypeError``), ``assistant`` and ``user`` participants'
+    names (``InvalidNameError``), before anything is read."""
+    check_sequence(messages, "messages", "a list of messages")
+    check_participant(assistant, "assistant")
+    check_participant(user, "user")
+
+
 def from_anthropic(messages: Sequence[Any], *, assistant: str = "assistant", user: str = "user") -> tuple[ProviderMessage, ...]:
     """Anthropic Messages API messages as asides messages, one for each (see the module docstring).
 
     Refuses, naming the place, a role other than ``user`` and ``assistant``, a block type with no
     asides form, and a message with no block."""
+    _check_arguments(messages, assistant, user)
     out: list[ProviderMessage] = []
     for index, raw in enumerate(_plain(list(messages))):
         path = f"messages[{index}]"
@@ -261,6 +284,7 @@ def from_openai(messages: Sequence[Any], *, assistant: str = "assistant", user: 
     front of the user message right after it (or a user message of its own). Refuses, naming the
     place, the ``function`` role or any other unknown one, a part or tool call with no asides
     form, and a message with no block."""
+    _check_arguments(messages, assistant, user)
     out: list[ProviderMessage] = []
     results: list[ContentBlock] = []
     for index, raw in enumerate(_plain(list(messages))):

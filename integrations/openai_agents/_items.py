@@ -43,6 +43,7 @@ from ...store._blocks import (
 from ...store._blocks.codec import image_from_url
 from ...store._errors import MalformedContentError
 from ...store._messages import Message
+from ...store._stored_json import holds_duplicate, read_stored_json
 from ...strategies._provider_forms import IMAGE_TEXT, foreign_call_text, orphan_result_text, system_change_text
 
 __all__ = [
@@ -110,6 +111,12 @@ def session_record(message: Message) -> SessionRecord | None:
         return None
     item_json, reader = record.get("item"), record.get("reader")
     if not (item_json is None or isinstance(item_json, str)) or not (reader is None or isinstance(reader, str)):
+        return None
+    try:  # stored JSON, read the one way stored JSON is read: a key given twice is no item
+        parsed = read_stored_json(item_json)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or holds_duplicate(parsed):
         return None
     return SessionRecord(item_json, reader)
 

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from .._errors import MalformedContentError
+from .._errors import InvalidNameError, MalformedContentError
 from .._json_checks import check_json_tree, lone_surrogate_problem
 from .._names import name_problem
 
@@ -39,6 +39,7 @@ __all__ = [
     "AUDIENCE_FIELD_TYPES",
     "NESTABLE_TYPES",
     "THINKING_TYPES",
+    "audience_error",
     "audience_problem",
     "text",
     "thinking",
@@ -54,30 +55,48 @@ Audience = tuple[str, ...] | None
 EMPTY_AUDIENCE = "an audience names at least one reader; leave it out for everyone"
 
 
-def audience_problem(value: object) -> str | None:
-    """Why ``value`` is not a well-formed audience, or ``None`` when it is one (``None``, or a
-    non-empty list or tuple of reader names)."""
+def _audience_check(value: object) -> tuple[str, bool] | None:
+    """Why ``value`` is not a well-formed audience, and whether the fault is a name in it."""
     if value is None:
         return None
     if not isinstance(value, (list, tuple)):
-        return f"an audience must be a list of reader names, not {type(value).__name__}"
+        return f"an audience must be a list of reader names, not {type(value).__name__}", False
     if not value:
-        return EMPTY_AUDIENCE
+        return EMPTY_AUDIENCE, False
     for name in value:
         if not isinstance(name, str):
-            return f"an audience must list reader names as strings, not {type(name).__name__}"
+            return f"an audience must list reader names as strings, not {type(name).__name__}", True
         if not name:
-            return "an audience may not name the empty reader ''"
+            return "an audience may not name the empty reader ''", True
         problem = name_problem(name, what="a reader's name")
         if problem is not None:
-            return f"{name!a}: {problem}"
+            return f"{name!a}: {problem}", True
     return None
 
 
+def audience_problem(value: object) -> str | None:
+    """Why ``value`` is not a well-formed audience, or ``None`` when it is one (``None``, or a
+    non-empty list or tuple of reader names)."""
+    found = _audience_check(value)
+    return None if found is None else found[0]
+
+
+def audience_error(value: object, path: str) -> MalformedContentError | None:
+    """The error that refuses ``value`` as an audience at ``path``, or ``None`` when it is well
+    formed: :class:`InvalidNameError` (documented for every bad name, docs/input.md) when a name
+    it lists is not a reader's name, :class:`MalformedContentError` when it is not a non-empty
+    list of names at all."""
+    found = _audience_check(value)
+    if found is None:
+        return None
+    problem, is_name = found
+    return (InvalidNameError if is_name else MalformedContentError)(path, problem)
+
+
 def _convert_audience(value: object) -> Audience:
-    problem = audience_problem(value)
-    if problem is not None:
-        raise MalformedContentError("audience", problem)
+    error = audience_error(value, "audience")
+    if error is not None:
+        raise error
     return None if value is None else tuple(value)  # type: ignore[arg-type]
 
 
@@ -92,6 +111,14 @@ def _require_str(field: str, *, allow_empty: bool = True, optional: bool = False
         problem = lone_surrogate_problem(value)
         if problem is not None:
             raise MalformedContentError(field, problem)
+
+    return check
+
+
+def _require_bool(field: str) -> Callable[[Any, Any, Any], None]:
+    def check(_instance: object, _attribute: object, value: object) -> None:
+        if not isinstance(value, bool):
+            raise MalformedContentError(field, f"must be true or false, not {type(value).__name__}")
 
     return check
 
@@ -176,7 +203,7 @@ class ToolResultBlock:
 
     tool_use_id: str = attrs.field(validator=_require_str("tool_use_id", allow_empty=False))
     content: str | tuple[ContentBlock, ...] = attrs.field(default="", converter=_convert_result_content, validator=_check_result_content)
-    is_error: bool = attrs.field(default=False, converter=bool)
+    is_error: bool = attrs.field(default=False, validator=_require_bool("is_error"))
     audience: Audience = attrs.field(default=None, init=False, repr=False)
     type = "tool_result"
 

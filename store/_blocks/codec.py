@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from .._errors import MalformedContentError
+from .._arguments import check_sequence
+from .._errors import ArgumentTypeError, MalformedContentError
 from .block_types import (
     ALL_BLOCK_TYPES,
     AUDIENCE_FIELD_TYPES,
@@ -34,6 +35,7 @@ from .block_types import (
     ToolResultBlock,
     ToolUseBlock,
     UnreadableBlock,
+    audience_error,
     audience_problem,
 )
 from .placement import audience_refusal
@@ -60,6 +62,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "system_change": (frozenset({"text"}), frozenset()),
 }
 _NESTABLE_KINDS = frozenset(cls.type for cls in NESTABLE_TYPES)
+_ENCODABLE = (*ALL_BLOCK_TYPES, UnreadableBlock)
 
 
 def _join(path: str, key: str) -> str:
@@ -111,8 +114,9 @@ def decode_block(obj: object, path: str, *, nested: bool, lenient: bool, problem
         if not lenient:
             if refusal is not None:
                 raise MalformedContentError(apath, refusal)
-            if problem is not None:
-                raise MalformedContentError(apath, problem)
+            error = audience_error(audience, apath)
+            if error is not None:
+                raise error
         else:
             if problem is not None:
                 problems.append(f"{apath}: {problem}")  # type: ignore[union-attr]
@@ -244,7 +248,10 @@ def content_from_json(items: object, *, path: str = "content") -> tuple[ContentB
 
 
 def block_to_json(block: ContentBlock) -> dict[str, Any]:
-    """The wire form of a block. ``audience`` is omitted when it is ``None``."""
+    """The wire form of a block. ``audience`` is omitted when it is ``None``. Refuses anything
+    else than a block with ``ArgumentTypeError`` at ``block``."""
+    if not isinstance(block, _ENCODABLE):
+        raise ArgumentTypeError("block", f"must be a content block, not {type(block).__name__}")
     if isinstance(block, UnreadableBlock):
         try:
             return json.loads(block.raw)
@@ -284,8 +291,8 @@ def block_to_json(block: ContentBlock) -> dict[str, Any]:
 
 
 def content_to_json(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
-    """The wire form of a message's content."""
-    return [block_to_json(b) for b in blocks]
+    """The wire form of a message's content (a sequence of blocks)."""
+    return [block_to_json(b) for b in check_sequence(blocks, "content", "a sequence of content blocks")]
 
 
 def coerce_content(content: object, *, path: str = "content") -> tuple[ContentBlock, ...]:

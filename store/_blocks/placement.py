@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Final
 
 from .._errors import MalformedContentError
-from .block_types import ALL_BLOCK_TYPES, ContentBlock, ToolResultBlock, audience_problem
+from .block_types import ALL_BLOCK_TYPES, ContentBlock, ToolResultBlock, audience_error
 
 __all__ = ["Depth", "WRITE_AUDIENCE_PLACES", "audience_refusal", "check_content"]
 
@@ -69,7 +69,8 @@ def check_content(blocks: Sequence[ContentBlock], *, path: str, allow_audience: 
     With ``allow_audience`` (a message write), a message's own top-level text, thinking and
     redacted-thinking blocks may carry a well-formed audience; nothing else may. Without it (a
     context entry, a compile injection), no block may carry one anywhere. Returns ``None`` or
-    raises :class:`MalformedContentError`; it never changes anything.
+    raises :class:`MalformedContentError` (:class:`InvalidNameError` for a name in an audience
+    that is not a reader's name); it never changes anything.
     """
     for index, block in enumerate(blocks):
         bpath = f"{path}[{index}]"
@@ -79,15 +80,18 @@ def check_content(blocks: Sequence[ContentBlock], *, path: str, allow_audience: 
         if own is not None:
             apath = f"{bpath}.audience"
             refusal = audience_refusal(block.type, nested=False, allow_audience=allow_audience)
-            if refusal is None:
-                refusal = audience_problem(own)
             if refusal is not None:
                 raise MalformedContentError(apath, refusal)
+            error = audience_error(own, apath)
+            if error is not None:
+                raise error
         if isinstance(block, ToolResultBlock) and isinstance(block.content, tuple):
             for inner_index, inner in enumerate(block.content):
                 if inner.audience is not None:
+                    ipath = f"{bpath}.content[{inner_index}].audience"
                     refusal = audience_refusal(inner.type, nested=True, allow_audience=allow_audience)
-                    if refusal is None:  # pragma: no cover - the table allows no nested audience today
-                        refusal = audience_problem(inner.audience)
                     if refusal is not None:
-                        raise MalformedContentError(f"{bpath}.content[{inner_index}].audience", refusal)
+                        raise MalformedContentError(ipath, refusal)
+                    error = audience_error(inner.audience, ipath)  # pragma: no cover - no nested audience is allowed today
+                    if error is not None:
+                        raise error

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 import attrs
 
+from .._arguments import check_sequence, check_str
 from .._errors import MalformedContentError
+from .._stored_json import holds_duplicate
 from .block_types import (
     AUDIENCE_FIELD_TYPES,
     THINKING_TYPES,
@@ -80,7 +82,13 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
     names no one. Names match exactly. An audience nested in a tool result, or
     on a block type that may not carry one, hides the whole top-level block from readers it does
     not name. When nothing is dropped or stripped, the result holds the very same objects.
+    Refuses ``blocks`` that are not a sequence and a ``reader`` that is not ``None`` or a
+    string with ``ArgumentTypeError``.
     """
+    if not isinstance(blocks, tuple):
+        check_sequence(blocks, "blocks", "a sequence of content blocks")
+    if reader is not None and not isinstance(reader, str):
+        check_str(reader, "reader", optional=True)
     kept: list[ContentBlock] | None = None
     for index, block in enumerate(blocks):
         names = effective_audience(block)
@@ -122,8 +130,9 @@ def decode_stored_content(items: object) -> tuple[tuple[ContentBlock, ...], list
 
     Returns the blocks and a list of problems found (for the caller to report once). A
     misplaced or malformed audience is kept on its block (read fail-closed by
-    :func:`content_for_reader`); a block that cannot be decoded becomes an
-    :class:`UnreadableBlock`; content that is not a list becomes one unreadable block.
+    :func:`content_for_reader`); a block that cannot be decoded, or that gives a key twice
+    anywhere in it (``store._stored_json``: which of the two values counts cannot be told),
+    becomes an :class:`UnreadableBlock`; content that is not a list becomes one unreadable block.
     """
     problems: list[str] = []
     if not isinstance(items, list):
@@ -133,6 +142,11 @@ def decode_stored_content(items: object) -> tuple[tuple[ContentBlock, ...], list
     out: list[ContentBlock] = []
     for index, item in enumerate(items):
         path = f"content[{index}]"
+        if holds_duplicate(item):
+            problem = f"{path}: an object in the block gives a key twice"
+            problems.append(problem)
+            out.append(UnreadableBlock(_json_text(item), problem))  # type: ignore[arg-type]
+            continue
         try:
             out.append(decode_block(item, path, nested=False, lenient=True, problems=problems))
         except MalformedContentError as exc:

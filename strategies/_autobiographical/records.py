@@ -29,6 +29,8 @@ from typing import Any
 
 import attrs
 
+from ...store._state_keys import key_number
+
 __all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "summary_n"]
 
 log = logging.getLogger("asides.strategies")
@@ -351,7 +353,7 @@ def _load_order(key: str) -> tuple[int, int, str]:
     # load before parents
     if "/chunk/" in key:
         chunk_id = key.rsplit("/", 1)[1]
-        return (0, int(chunk_id) if chunk_id.isdigit() else 0, key)
+        return (0, key_number(chunk_id) or 0, key)
     if "/summary/" in key:
         summary_id = key.rsplit("/", 1)[1]
         found = _SUMMARY_ID.match(summary_id)

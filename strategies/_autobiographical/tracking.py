@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...store._messages import Message
+from ...store._state_keys import key_number
 from ...store._views import MessageView
 from .._base import StrategyContext, StrategyState
 from .._windowed import first_position_at_or_after
@@ -77,8 +78,10 @@ class Tracker:
         self.failed_members = {}
         for key, attempts in memory.attempts.items():
             if attempts.failed and key.startswith("merge:"):
-                level = int(key.split(":")[1]) - 1
-                self.failed_members.setdefault(level, set()).update(attempts.members)
+                number = key_number(key.split(":")[1])
+                if number is None:
+                    continue  # not a merge this strategy wrote (foreign data): nothing to retry
+                self.failed_members.setdefault(number - 1, set()).update(attempts.members)
 
     def levels(self) -> list[int]:
         """The levels that hold at least one root, lowest first."""
@@ -203,4 +206,3 @@ class Tracker:
         while p < regions.rs and (regions.in_head(p) or self.owned(view.id_at(p))):
             p += 1
         self.scan_start = p
-
