@@ -112,6 +112,8 @@ def session_record(message: Message) -> SessionRecord | None:
     item_json, reader = record.get("item"), record.get("reader")
     if not (item_json is None or isinstance(item_json, str)) or not (reader is None or isinstance(reader, str)):
         return None
+    if item_json is None:  # an edit dropped the saved copy: who added it stays known
+        return SessionRecord(None, reader)
     try:  # stored JSON, read the one way stored JSON is read: a key given twice is no item
         parsed = read_stored_json(item_json)
     except ValueError:
