@@ -168,14 +168,28 @@ class Runtime:
     # -- what managers ask of the runtime ------------------------------------------------------
 
     def actor(self, branch: str, namespace: str) -> NamespaceActor:
-        """The namespace actor of ``namespace`` on ``branch`` (started on first use)."""
+        """The namespace actor of ``namespace`` on ``branch``, started (from what the store
+        holds) when none runs. It ends by itself once nothing uses it: a caller that keeps it
+        across an ``await`` holds it with ``attach()`` first (see ``NamespaceActor``)."""
         key = (branch, namespace)
         actor = self._actors.get(key)
         if actor is None:
-            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder)
+            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder, on_end=self._actor_ended)
             self._actors[key] = actor
             self._tasks.start_soon(actor.run)
         return actor
+
+    def _actor_ended(self, actor: NamespaceActor) -> None:
+        """An actor ended (nothing used it): forget it, so that the next use starts a new one."""
+        key = (actor.branch, actor.namespace)
+        if self._actors.get(key) is actor:
+            del self._actors[key]
+
+    @property
+    def running_actors(self) -> int:
+        """How many namespace actors run now (each ends once no manager, drain or request of its
+        namespace is left)."""
+        return len(self._actors)
 
     def branch_signal(self, branch: str) -> Signal:
         """The signal every write on ``branch`` raises."""
@@ -341,7 +355,7 @@ class Runtime:
         self._closing = True
         for manager in list(self._managers):
             await manager.aclose()
-        for actor in self._actors.values():
+        for actor in list(self._actors.values()):
             actor.close()
         self._unlisten()
 
