@@ -221,7 +221,14 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._actor.check(self._reader, "a read through the view")
 
     def _make_view(self, branch: str) -> MessageView:
-        return MessageView(self._store.model, branch, reader=self._reader, view_filter=self._filter, check=self._check_read)
+        return MessageView(
+            self._store.model,
+            branch,
+            reader=self._reader,
+            view_filter=self._filter,
+            check=self._check_read,
+            shared=self._runtime.view_projections,
+        )
 
     def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
         return (self._strategy.estimator if isinstance(self._strategy, HasEstimator) else None) or default_estimate

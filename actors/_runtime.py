@@ -26,7 +26,7 @@ from ..store._names import check_branch, check_optional_reader
 from ..store._open import open_store
 from ..store._pg_rows import FromElsewhere
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
-from ..store._views import ViewFilter, reader_view
+from ..store._views import Projections, ViewFilter, reader_view
 from ..strategies._base import NAMESPACE_KEYS, ContextStrategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
@@ -65,6 +65,7 @@ class Runtime:
         self.lease_holder = new_holder_id()
         #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
         self.integrations: dict[str, Any] = {}
+        self._projections = Projections(store.model)
         self._unlisten = store.add_listener(self._on_store_event)
 
     # -- public --------------------------------------------------------------------------------
@@ -184,6 +185,13 @@ class Runtime:
         key = (actor.branch, actor.namespace)
         if self._actors.get(key) is actor:
             del self._actors[key]
+
+    @property
+    def view_projections(self) -> Projections:
+        """The reader projections the managers' views share: one per branch and reader (views
+        with no filter), and the projected copies of each branch's messages, shared by readers
+        who see a message alike (see ``asides.store._views``)."""
+        return self._projections
 
     @property
     def running_actors(self) -> int:
