@@ -5,7 +5,8 @@ Parts: ``peers`` (asides next to the OpenAI Agents SDK and LangGraph, with the i
 through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next to SQLite, with 1
 and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
 line saying why, where no PostgreSQL server can be had), ``writes`` (store-level write cost and
-open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
+open time), ``compression`` (the autobiographical strategy in detail) and ``readers`` (the memory
+of 50 reader managers against one reader's, issue 19). With no part: peers,
 memory, drivers and postgres. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -20,7 +21,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres")
-PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression")
+PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression", "readers")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -50,6 +51,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 
         print("\nCompression\n===========")
         compression.run(["--sizes", "2000,20000", "--writes", "100", "--compiles", "10"] if quick else [])
+    elif part == "readers":
+        from . import readers
+
+        readers.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -368,9 +368,7 @@ class MessageView:
         self.branch = branch
         self.reader = reader
         self._check = check or _no_check
-        self._p = (
-            shared.projection(branch, reader, view_filter) if shared is not None else Projection(model, branch, reader, view_filter)
-        )
+        self._p = shared.projection(branch, reader, view_filter) if shared is not None else Projection(model, branch, reader, view_filter)
 
     # -- internals ---------------------------------------------------------------------------
 
