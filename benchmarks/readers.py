@@ -136,18 +136,22 @@ def measure(size: int) -> dict[str, dict[str, Any]]:
 
 def report(results: dict[str, dict[str, Any]]) -> list[Goal]:
     one = results["one reader"]
-    headers = ["case", "messages", "traced MB", "÷ one reader", "above the log, per manager", "RSS growth MB", "time"]
+    headers = ["case", "messages", "traced MB", "÷ one reader", "each manager after the first", "RSS growth MB", "time"]
     rows = []
     for name, managers, _readers in CASES:
         r = results[name]
-        above = (r["traced_bytes"] - r["store_bytes"]) / managers
+        if managers > 1:
+            extra = (r["traced_bytes"] - one["traced_bytes"]) / (managers - 1)
+            each = f"{extra / 1e3:.0f} KB ({extra / r['messages']:.0f} B a message)"
+        else:
+            each = "-"
         rows.append(
             [
                 name,
                 f"{r['messages']:,}",
                 f"{r['traced_bytes'] / 1e6:.1f}",
                 f"{r['traced_bytes'] / one['traced_bytes']:.2f}×",
-                f"{above / 1e3:.0f} KB ({above / r['messages']:.0f} B a message)",
+                each,
                 f"{r['rss_kib'] / 1024:.1f}",
                 f"{r['seconds']:.1f} s",
             ]
@@ -155,20 +159,21 @@ def report(results: dict[str, dict[str, Any]]) -> list[Goal]:
     print_table(headers, rows)
     print(
         "traced = Python heap held (tracemalloc, after a collection) with every manager open: the store's log\n"
-        "plus what the managers and their views hold; each manager has read its whole view and compiled once.\n"
+        "(its messages decoded by the first read) plus what the managers, their views and their strategies'\n"
+        "compile caches hold; each manager has read its whole view and compiled once (the default budget).\n"
         "RSS growth = resident set growth from the child's baseline (tracemalloc's own bookkeeping included)."
     )
     print()
-    many = results["50 readers"]
-    ratio = many["traced_bytes"] / one["traced_bytes"]
+    many = results["50 readers"]["traced_bytes"] / one["traced_bytes"]
+    same = results["50 managers, one reader"]["traced_bytes"] / one["traced_bytes"]
     size = count(one["messages"])
+    # The goal is set at 20,000 messages: at fewer, each manager's compile caches (bounded by its
+    # budget, the newest 1,200 or so messages here) outweigh the log, so the quick run only shows
+    # the ratio.
+    full = one["messages"] >= 20_000
     return [
-        Goal(f"50 readers @{size} ≤ {GOAL_RATIO:g}× the memory of one reader", f"{ratio:.2f}×", ratio <= GOAL_RATIO),
-        Goal(
-            f"50 managers of one reader @{size} ≤ {GOAL_RATIO:g}× the memory of one",
-            f"{results['50 managers, one reader']['traced_bytes'] / one['traced_bytes']:.2f}×",
-            results["50 managers, one reader"]["traced_bytes"] <= GOAL_RATIO * one["traced_bytes"],
-        ),
+        Goal(f"50 readers @{size} ≤ {GOAL_RATIO:g}× the memory of one reader", f"{many:.2f}×", many <= GOAL_RATIO if full else None),
+        Goal(f"50 managers of one reader @{size} ≤ {GOAL_RATIO:g}× one reader's", f"{same:.2f}×", same <= GOAL_RATIO if full else None),
     ]
 
 
