@@ -30,6 +30,7 @@ from ._drains import Drain
 from ._gate import AnswerStale
 from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
+from ._namespace import NamespaceActor
 from ._protocol import HeadReset, Unit
 
 if TYPE_CHECKING:
@@ -106,24 +107,29 @@ class BackgroundWork(ManagerParts):
             if isinstance(self._strategy, FollowsStoredState):
                 self._strategy.follow_stored_state(self._context())
 
-    def drain_started(self) -> None:
-        """This manager's drain began."""
-        self._actor.drains += 1
+    def drain_started(self) -> NamespaceActor:
+        """This manager's drain began: its namespace actor stays until the drain ends (the
+        actor returned is the one :meth:`drain_ended` is given)."""
+        actor = self._actor
+        actor.drain_began()
+        return actor
 
-    async def drain_ended(self, *, give_up_lease: bool) -> None:
+    async def drain_ended(self, actor: NamespaceActor, *, give_up_lease: bool) -> None:
         """This manager's drain ended: when it was the last of its namespace here and
         ``give_up_lease``, give the compression lease up (if held), so another process may
         compress at once. A drain stopped in the middle of a unit (a close or a cancellation)
-        writes nothing more, and a failing one no longer renews: their lease runs out."""
-        actor = self._actor
-        actor.drains -= 1
-        if not give_up_lease or actor.drains or not actor.lease.shared or not actor.lease.held_here():
-            return
+        writes nothing more, and a failing one no longer renews: their lease runs out. The
+        actor is let go last, so it cannot end before the lease is given up."""
         try:
-            async with actor.turn(Unit()):
-                await actor.release_lease()
-        except Exception as exc:  # the store or the runtime stopped: the lease expires instead
-            log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+            if not give_up_lease or actor.drains > 1 or not actor.lease.shared or not actor.lease.held_here():
+                return
+            try:
+                async with actor.turn(Unit()):
+                    await actor.release_lease()
+            except Exception as exc:  # the store or the runtime stopped: the lease expires instead
+                log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+        finally:
+            actor.drain_finished()
 
     # -- background work -----------------------------------------------------------------------
 

@@ -73,6 +73,7 @@ class BranchMoves(ManagerParts):
         self._runtime.check_strategy_free(strategy, me)
         await self._stop_drain()
         target = self._runtime.actor(branch, self._namespace)
+        target.attach()  # held across the awaits below; the manager holds it itself once bound
         moved = False
         try:
             async with target.turn(Move()):
@@ -83,6 +84,8 @@ class BranchMoves(ManagerParts):
                     self._detach()
                     self._branch = branch
                     self._actor = target
+                    if not self._closed:  # closed meanwhile: it holds no actor any more
+                        self._hold(target)
                     self._view = self._make_view(branch)
                     self._strategy = strategy
                     self._started = False
@@ -91,6 +94,7 @@ class BranchMoves(ManagerParts):
                         await target.claim(self._reader, action)
                     await self._start(action)
         finally:
+            target.detach()
             if not moved:
                 self._start_drain()  # refused or cancelled before anything moved: the old drain resumes
 

@@ -23,7 +23,7 @@ import logging
 import math
 import random
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -92,9 +92,12 @@ class DrainTarget(Protocol):
         the namespace may expire (``None``: no other process holds it)."""
         ...
 
-    def drain_started(self) -> None: ...
+    def drain_started(self) -> Any:
+        """The drain began; returns what :meth:`drain_ended` is to be given (the drain keeps its
+        namespace's actor alive meanwhile)."""
+        ...
 
-    async def drain_ended(self, *, give_up_lease: bool) -> None:
+    async def drain_ended(self, started: Any, *, give_up_lease: bool) -> None:
         """The drain's loop ended; with ``give_up_lease`` (it was neither stopped in the middle
         of a unit nor failing) the compression lease is given up, if this was the last drain of
         the namespace here."""
@@ -142,12 +145,14 @@ class Drain:
     async def run(self) -> None:
         """The drain task's body (started by the manager in the runtime's task group)."""
         target = self._target
-        target.drain_started()
+        if self.stopped:  # stopped before its task began: it touches nothing
+            self._done.set()
+            self.progress.raise_()
+            return
+        started = target.drain_started()
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                if self.stopped:
-                    return
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(self._watch_claim, scope)
                     await self._loop()
@@ -155,7 +160,7 @@ class Drain:
         finally:
             self.stopped = True
             with anyio.CancelScope(shield=True), anyio.move_on_after(LEASE_RELEASE_SECONDS):
-                await target.drain_ended(give_up_lease=not self._in_unit and self.failure is None)
+                await target.drain_ended(started, give_up_lease=not self._in_unit and self.failure is None)
             self._done.set()
             self.progress.raise_()
             log.debug("drain of namespace %r on %r ended", target.namespace, target.branch)

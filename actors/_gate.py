@@ -174,11 +174,11 @@ class ModelGate:
     async def complete(self, request: CompletionRequest) -> Completion:
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
-        actor.requests_out += 1
+        actor.request_began()
         try:
             completion = await actor.outside_turn(lambda: self._ask(request))
         finally:
-            actor.requests_out -= 1
+            actor.request_finished()
         self._on_answer()
         if owner.epoch != self._epoch:
             raise AnswerStale("the manager moved while the request was out; its answer is discarded")

@@ -116,6 +116,8 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._model = model
         self._derivation = derivation
         self._actor: NamespaceActor = runtime.actor(branch, namespace)
+        self._attached: NamespaceActor | None = None  # the actor this manager keeps alive
+        self._hold(self._actor)
         self._view = self._make_view(branch)
         self._closed = False
         self._started = False
@@ -221,7 +223,14 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._actor.check(self._reader, "a read through the view")
 
     def _make_view(self, branch: str) -> MessageView:
-        return MessageView(self._store.model, branch, reader=self._reader, view_filter=self._filter, check=self._check_read)
+        return MessageView(
+            self._store.model,
+            branch,
+            reader=self._reader,
+            view_filter=self._filter,
+            check=self._check_read,
+            shared=self._runtime.view_projections,
+        )
 
     def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
         return (self._strategy.estimator if isinstance(self._strategy, HasEstimator) else None) or default_estimate
@@ -278,6 +287,21 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         """An open that failed: the manager is closed and runs nothing."""
         self._closed = True
         self._detach()
+        self._let_go()
+
+    def _hold(self, actor: NamespaceActor) -> None:
+        """Bind to ``actor``: it stays while this manager is open (see ``NamespaceActor.attach``);
+        the actor held before is let go."""
+        actor.attach()
+        previous, self._attached = self._attached, actor
+        if previous is not None:
+            previous.detach()
+
+    def _let_go(self) -> None:
+        """The manager closed: its actor may end once nothing else uses it."""
+        previous, self._attached = self._attached, None
+        if previous is not None:
+            previous.detach()
 
     async def _start(self, action: str) -> None:
         """Attach to the actor and run the strategy's ``initialize`` in the actor's turn."""
@@ -370,5 +394,8 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         if self._closed:
             return
         self._closed = True
-        await self._stop_drain()
-        self._runtime.forget(self)
+        try:
+            await self._stop_drain()
+            self._runtime.forget(self)
+        finally:
+            self._let_go()

@@ -15,6 +15,14 @@ comparison, never a database query.
 
 An actor is not on the write path: a write raises its branch's signal and nothing else, so an
 actor with no manager attached costs nothing.
+
+**Its life.** The runtime starts an actor when a manager first needs its namespace, and the actor
+ends by itself once nothing uses it: no manager bound to it (:meth:`NamespaceActor.attach`), no
+drain running, no model request out and no turn granted or asked for. Its task then ends and its
+memory goes; the runtime forgets it in the same step, with no checkpoint between, so an open
+that comes later starts a new actor. What the actor holds is read back from the store when it
+starts again: the reader claim, the floor and (by the strategies) the strategy state. Anything
+that keeps an actor across an ``await`` holds it with :meth:`NamespaceActor.attach` first.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ from ..store._state_keys import context_index, context_prefix, strategy_state_ke
 from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
-from ._lease import CompressionLease, LeaseLost, new_holder_id
-from ._protocol import Signal, TurnRequest
+from ._lease import CompressionLease, LeaseLost, current_task_id, new_holder_id
+from ._protocol import Signal, TurnRequest, Wake
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
@@ -68,7 +76,15 @@ class UnreadableRecord:
 class NamespaceActor:
     """Owner of one namespace's reader claim, narrowing floor and strategy state on one branch."""
 
-    def __init__(self, store: SqliteStore, branch: str, namespace: str, *, lease_holder: str | None = None) -> None:
+    def __init__(
+        self,
+        store: SqliteStore,
+        branch: str,
+        namespace: str,
+        *,
+        lease_holder: str | None = None,
+        on_end: Callable[[NamespaceActor], None] | None = None,
+    ) -> None:
         self.store = store
         self.branch = branch
         self.namespace = namespace
@@ -79,7 +95,9 @@ class NamespaceActor:
             store, branch, f"{namespace}/{LEASE_KEY}", lease_holder or new_holder_id(), claim_key=self.reader_key
         )
         #: Drains of this namespace and branch running in this process (any manager).
-        self.drains = 0
+        self._drains = 0
+        self._users = 0  # managers bound to the actor, and callers holding it across an await
+        self._on_end = on_end  # the runtime forgets the actor (called once, when it ends)
         #: Strategy-state records of this namespace that other processes wrote, heard of so far.
         self.written_elsewhere = 0
         self._send, self._receive = anyio.create_memory_object_stream[TurnRequest](math.inf)
@@ -94,6 +112,79 @@ class NamespaceActor:
         self._current: TurnRequest | None = None
         self._stopped = False  # the loop ended: no turn is granted any more
         self._context_next: int | None = None
+
+    # -- its life (see the module docstring) -----------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """Whether the actor's loop has ended (it grants no turn any more)."""
+        return self._stopped
+
+    @property
+    def drains(self) -> int:
+        """Drains of this namespace and branch running in this process (any manager)."""
+        return self._drains
+
+    def attach(self) -> None:
+        """Keep the actor: a manager binds to it, or a caller holds it across an ``await``.
+        Each call is undone by one :meth:`detach`."""
+        if self._stopped:
+            raise AssertionError(f"{self!r} was attached after it ended; ask the runtime for the namespace's actor again")
+        self._users += 1
+
+    def detach(self) -> None:
+        """Undo one :meth:`attach`; the actor ends once nothing uses it."""
+        self._users -= 1
+        self._wake_if_idle()
+
+    def drain_began(self) -> None:
+        """A drain of this namespace started: the actor stays until it ends (:meth:`drain_finished`)."""
+        self._drains += 1
+
+    def drain_finished(self) -> None:
+        self._drains -= 1
+        self._wake_if_idle()
+
+    def request_began(self) -> None:
+        """A compression request of this namespace left for the model (see :attr:`requests_out`)."""
+        self.requests_out += 1
+
+    def request_finished(self) -> None:
+        self.requests_out -= 1
+        self._wake_if_idle()
+
+    def _idle(self) -> bool:
+        return (
+            self._users == 0
+            and self._drains == 0
+            and self.requests_out == 0
+            and self._current is None
+            and self._receive.statistics().current_buffer_used == 0
+        )
+
+    def _wake_if_idle(self) -> None:
+        """Make the loop look whether it may end (it looks between turns, and when woken)."""
+        if self._users == 0 and self._drains == 0 and self.requests_out == 0 and not self._stopped:
+            try:
+                self._send.send_nowait(Wake())
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # closing: the loop ends anyway
+
+    def _end_if_idle(self) -> bool:
+        """End the actor if nothing uses it: from here on it grants nothing, and the runtime
+        forgets it. No checkpoint between the check and the end."""
+        if not self._idle():
+            return False
+        self._stop()
+        return True
+
+    def _stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._send.close()
+        if self._on_end is not None:
+            self._on_end(self)
 
     def __repr__(self) -> str:
         return f"<NamespaceActor {self.namespace!r} on {self.branch!r} record={self._record!r}>"
@@ -331,11 +422,11 @@ class NamespaceActor:
 
     def holds_turn(self) -> bool:
         """Whether the current task holds this actor's turn."""
-        return self._holder is not None and self._holder == anyio.get_current_task().id
+        return self._holder is not None and self._holder == current_task_id()
 
     async def _acquire(self, request: TurnRequest) -> None:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks for nothing
-        me = anyio.get_current_task().id
+        me = current_task_id()
         try:
             self._send.send_nowait(request)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -354,7 +445,7 @@ class NamespaceActor:
 
     def _release(self) -> None:
         request = self._current
-        if request is not None and self._holder == anyio.get_current_task().id:
+        if request is not None and self._holder == current_task_id():
             self._holder = None
             self._current = None
             request.released.set()
@@ -384,23 +475,29 @@ class NamespaceActor:
             await self._acquire(type(current)())
 
     async def run(self) -> None:
-        """The actor's loop: grant one request at a time, until the runtime closes (or its task
-        group is cancelled, as when the store stops). Requests still waiting then are refused."""
+        """The actor's loop: grant one request at a time, until nothing uses the actor any more
+        (it ends, see the module docstring), the runtime closes, or its task group is cancelled
+        (as when the store stops). Requests still waiting then are refused."""
         async with self._receive:
             try:
-                async for request in self._receive:
-                    if request.abandoned:
+                while not self._end_if_idle():
+                    try:
+                        request = await self._receive.receive()
+                    except anyio.EndOfStream:  # the runtime closed the actor
+                        break
+                    if request.abandoned:  # given up by its requester, or a wake-up
                         continue
                     request.granted.set()
                     await request.released.wait()
             finally:
-                self._stopped = True
+                self._stop()
                 while True:
                     try:
                         waiting = self._receive.receive_nowait()
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                    waiting.granted.set()  # wakes its requester, which finds the loop ended
+                    if not waiting.abandoned:
+                        waiting.granted.set()  # wakes its requester, which finds the loop ended
 
     def _refuse(self, request: TurnRequest) -> NoReturn:
         """A turn asked for after the actor's loop ended: the store's failure, if it failed."""
@@ -408,4 +505,5 @@ class NamespaceActor:
         raise ManagerClosedError(request.purpose, self.namespace)
 
     def close(self) -> None:
+        """The runtime closes: the loop ends once the requests already sent are served."""
         self._send.close()

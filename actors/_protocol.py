@@ -33,6 +33,7 @@ __all__ = [
     "StartStrategy",
     "TurnRequest",
     "Unit",
+    "Wake",
 ]
 
 
@@ -89,6 +90,17 @@ class HeadReset(TurnRequest):
 class Move(TurnRequest):
     purpose = "a move (fork, switch or strategy change)"
     __slots__ = ()
+
+
+class Wake(TurnRequest):
+    """Not a request: it wakes the actor's loop to look whether nothing uses the actor any more
+    (it is skipped as an abandoned request is, and granted nothing)."""
+
+    purpose = "a wake-up"
+    __slots__ = ()
+
+    def __init__(self) -> None:  # no events: it is never granted
+        self.abandoned = True
 
 
 class Signal:

@@ -27,7 +27,7 @@ from ..store._open import open_store
 from ..store._pg_rows import FromElsewhere
 from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
 from ..store._state_keys import context_index, context_key, context_prefix, namespace_key, own_record
-from ..store._views import ViewFilter, reader_view
+from ..store._views import Projections, ViewFilter, reader_view
 from ..strategies._base import NAMESPACE_KEYS, ContextStrategy, check_strategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
@@ -66,6 +66,7 @@ class Runtime:
         self.lease_holder = new_holder_id()
         #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
         self.integrations: dict[str, Any] = {}
+        self._projections = Projections(store.model)
         self._unlisten = store.add_listener(self._on_store_event)
 
     # -- public --------------------------------------------------------------------------------
@@ -168,14 +169,35 @@ class Runtime:
     # -- what managers ask of the runtime ------------------------------------------------------
 
     def actor(self, branch: str, namespace: str) -> NamespaceActor:
-        """The namespace actor of ``namespace`` on ``branch`` (started on first use)."""
+        """The namespace actor of ``namespace`` on ``branch``, started (from what the store
+        holds) when none runs. It ends by itself once nothing uses it: a caller that keeps it
+        across an ``await`` holds it with ``attach()`` first (see ``NamespaceActor``)."""
         key = (branch, namespace)
         actor = self._actors.get(key)
         if actor is None:
-            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder)
+            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder, on_end=self._actor_ended)
             self._actors[key] = actor
             self._tasks.start_soon(actor.run)
         return actor
+
+    def _actor_ended(self, actor: NamespaceActor) -> None:
+        """An actor ended (nothing used it): forget it, so that the next use starts a new one."""
+        key = (actor.branch, actor.namespace)
+        if self._actors.get(key) is actor:
+            del self._actors[key]
+
+    @property
+    def view_projections(self) -> Projections:
+        """The reader projections the managers' views share: one per branch and reader (views
+        with no filter), and the projected copies of each branch's messages, shared by readers
+        who see a message alike (see ``asides.store._views``)."""
+        return self._projections
+
+    @property
+    def running_actors(self) -> int:
+        """How many namespace actors run now (each ends once no manager, drain or request of its
+        namespace is left)."""
+        return len(self._actors)
 
     def branch_signal(self, branch: str) -> Signal:
         """The signal every write on ``branch`` raises."""
@@ -352,7 +374,7 @@ class Runtime:
         self._closing = True
         for manager in list(self._managers):
             await manager.aclose()
-        for actor in self._actors.values():
+        for actor in list(self._actors.values()):
             actor.close()
         self._unlisten()
 

@@ -8,8 +8,9 @@ line saying why, where no PostgreSQL server can be had), ``limits`` (asides agai
 SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22's ratios), ``writes``
 (store-level write cost and open time), ``compression`` (the autobiographical strategy in detail),
 ``serve`` (``asides serve``'s log page and reader's view over HTTP at 200,000 messages; needs the
-``serve`` extra) and ``cache`` (how much of each request a prompt cache could serve, asides next
-to LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``). With no part: peers,
+``serve`` extra), ``cache`` (how much of each request a prompt cache could serve, asides next to
+LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``) and ``readers`` (the memory of
+50 reader managers against one reader's, issue 19). With no part: peers,
 memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -24,7 +25,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -66,6 +67,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import prompt_cache
 
         prompt_cache.run(quick)
+    elif part == "readers":
+        from . import readers
+
+        readers.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,10 +19,19 @@ Fast path: while no block with an audience was ever stored on the branch and the
 no ``view_filter``, the view reads the branch directly and returns the stored objects themselves;
 the first audience block switches it to a maintained list, built once and then kept up to date
 incrementally (a write costs the view one message, not a pass over history).
+
+Shared projections: the maintained list is a :class:`Projection`. Views made with the same
+:class:`Projections` (a runtime keeps one for its store) share one projection per branch and
+reader when they have no ``view_filter``; a view with a filter keeps its own. Across readers, a
+branch's projected copies are shared too: readers who see a message alike get the same copy
+(:class:`BranchCopies`), so what each reader holds of its own is a reference per message and
+what differs for it, never a copy of every message. Both are held weakly: they go with the last
+view that uses them. Every read is still checked by the view that makes it.
 """
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
@@ -36,7 +45,17 @@ from ._messages import Message
 if TYPE_CHECKING:
     from ._model import LogModel
 
-__all__ = ["MessageView", "ViewFilter", "reader_view", "content_for_reader", "reader_body", "UNREADABLE_MESSAGE"]
+__all__ = [
+    "BranchCopies",
+    "MessageView",
+    "Projection",
+    "Projections",
+    "ViewFilter",
+    "reader_view",
+    "content_for_reader",
+    "reader_body",
+    "UNREADABLE_MESSAGE",
+]
 
 #: What a view shows in place of a damaged stored message that names no reader and of which
 #: nothing readable is left (see the module docstring).
@@ -60,7 +79,12 @@ def reader_view(message: Message, reader: str | None) -> tuple[Message | None, b
     content = message.content
     if not content:
         return None, False  # no empty message is ever compiled (A3)
-    visible = content_for_reader(content, reader)
+    return _view_of_visible(message, content_for_reader(content, reader))
+
+
+def _view_of_visible(message: Message, visible: tuple[ContentBlock, ...]) -> tuple[Message | None, bool]:
+    """:func:`reader_view` given what the reader may see of the message's blocks."""
+    content = message.content
     if visible is content:
         return message, False
     dropped_thinking = False
@@ -72,74 +96,143 @@ def reader_view(message: Message, reader: str | None) -> tuple[Message | None, b
     return attrs.evolve(message, content=visible), dropped_thinking
 
 
+class BranchCopies:
+    """The projected copies of one branch's messages, shared by every reader: readers who see a
+    message alike (the same blocks) get the same copy. Kept for a message while its stored
+    object is the one they were made from (an edit makes them afresh)."""
+
+    __slots__ = ("_by_id", "__weakref__")
+
+    def __init__(self) -> None:
+        #: message id -> (the stored message, [(what a reader sees of its blocks, its view, thinking dropped)])
+        self._by_id: dict[str, tuple[Message, list[tuple[tuple[ContentBlock, ...], Message | None, bool]]]] = {}
+
+    def view_of(self, message: Message, reader: str | None) -> tuple[Message | None, bool]:
+        """:func:`reader_view`, the copy shared with every reader who sees the message alike."""
+        content = message.content
+        if not content:
+            return None, False
+        visible = content_for_reader(content, reader)
+        if visible is content:
+            return message, False
+        known = self._by_id.get(message.id)
+        if known is None or known[0] is not message:
+            known = (message, [])
+            self._by_id[message.id] = known
+        for seen, projected, dropped in known[1]:
+            if seen == visible:
+                return projected, dropped
+        projected, dropped = _view_of_visible(message, visible)
+        known[1].append((visible, projected, dropped))
+        return projected, dropped
+
+    def __len__(self) -> int:
+        """How many projected copies (or placeholders for nothing) are held."""
+        return sum(len(variants) for _stored, variants in self._by_id.values())
+
+
 def _no_check() -> None:
     return None
 
 
-class MessageView:
-    """The reader's view of one branch, as a strategy reads it.
+def _sequence(message: Message) -> int:
+    return message.sequence
 
-    Every read first calls ``check`` (the namespace's reader check), which raises when
-    the manager this view belongs to may no longer read.
-    """
+
+class Projection:
+    """The maintained list of one reader's view of one branch (see the module docstring): the
+    messages it holds, oldest first, and what it hid. Shared by every view of that reader and
+    branch with no ``view_filter`` made with one :class:`Projections`; a view with a filter, or
+    made without a :class:`Projections`, has one of its own. It reads the model only; the views
+    check every read."""
+
+    __slots__ = (
+        "_model",
+        "branch",
+        "reader",
+        "_filter",
+        "_copies",
+        "built",
+        "items",
+        "thinking_dropped",
+        "_hidden_of",
+        "hidden_uses",
+        "hidden_results",
+        "_seen_length",
+        "_seen_edits",
+        "_all",
+        "_plain_all",
+        "_plain_key",
+        "__weakref__",
+    )
 
     def __init__(
-        self,
-        model: LogModel,
-        branch: str,
-        *,
-        reader: str | None,
-        view_filter: ViewFilter | None = None,
-        check: Callable[[], None] | None = None,
+        self, model: LogModel, branch: str, reader: str | None, view_filter: ViewFilter | None, copies: BranchCopies | None = None
     ) -> None:
         self._model = model
         self.branch = branch
         self.reader = reader
         self._filter = view_filter
-        self._check = check or _no_check
-        self._built = False
-        self._items: list[Message] = []
-        self._seqs: list[int] = []
-        self._thinking_dropped: set[str] = set()
-        # Tool ids of blocks on the branch that this view hides (by filter or reader view).
+        self._copies = copies if copies is not None else BranchCopies()
+        self.built = False
+        self.items: list[Message] = []  # ordered by sequence
+        self.thinking_dropped: set[str] = set()
+        # Tool ids of blocks on the branch that the view hides (by filter or reader view).
         self._hidden_of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-        self._hidden_uses: Counter[str] = Counter()
-        self._hidden_results: Counter[str] = Counter()
+        self.hidden_uses: Counter[str] = Counter()
+        self.hidden_results: Counter[str] = Counter()
         self._seen_length = 0
         self._seen_edits = 0
         self._all: tuple[Message, ...] | None = None
-        self._all_key: tuple[int, int] | None = None
-
-    # -- internals ---------------------------------------------------------------------------
+        self._plain_all: tuple[Message, ...] | None = None
+        self._plain_key: tuple[int, int] | None = None
 
     @property
     def plain(self) -> bool:
         """Whether reads go straight to the branch (no filter, no audience ever stored)."""
-        return not self._built and self._filter is None and not self._model.may_hold_audience(self.branch)
+        return not self.built and self._filter is None and not self._model.may_hold_audience(self.branch)
 
     def _shown(self, message: Message) -> tuple[Message | None, bool]:
         """The reader's view of a stored message (the filter aside), damaged ones included, and
         whether thinking was left out because a block was hidden."""
-        projected, dropped = reader_view(message, self.reader)
+        projected, dropped = self._copies.view_of(message, self.reader)
         if projected is None and self._model.damaged(message.content) is False:
             projected = attrs.evolve(message, content=(TextBlock(UNREADABLE_MESSAGE),))
         return projected, dropped
 
-    def _plain_one(self, message: Message) -> Message:
+    def plain_one(self, message: Message) -> Message:
         """A message read on the plain path: the stored object itself, unless it is damaged."""
         if message.content and (not self._model.holds_damaged or self._model.damaged(message.content) is None):
             return message
         shown, dropped = self._shown(message)
         if dropped:
-            self._thinking_dropped.add(message.id)
+            self.thinking_dropped.add(message.id)
         # On a branch that never held an audience no record names a reader, so something is
         # always shown; the placeholder keeps the place (fail-closed) should that ever not hold.
         return shown if shown is not None else attrs.evolve(message, content=(TextBlock(UNREADABLE_MESSAGE),))
 
-    def _plain_many(self, messages: list[Message]) -> tuple[Message, ...]:
+    def plain_many(self, messages: list[Message]) -> tuple[Message, ...]:
         if not self._model.holds_damaged:
             return tuple(messages)
-        return tuple(self._plain_one(m) for m in messages)
+        return tuple(self.plain_one(m) for m in messages)
+
+    def plain_all(self) -> tuple[Message, ...]:
+        """Every message of the branch on the plain path (kept until the branch changes)."""
+        key = (self._model.length(self.branch), self._model.edit_count(self.branch))
+        if self._plain_all is None or self._plain_key != key:
+            previous, previous_key = self._plain_all, self._plain_key
+            if previous is not None and previous_key is not None and previous_key[1] == key[1] and previous_key[0] <= key[0]:
+                # Only appends since: extend the tuple instead of reading every message again.
+                self._plain_all = previous + self.plain_many(self._model.slice(self.branch, previous_key[0]))
+            else:
+                self._plain_all = self.plain_many(self._model.slice(self.branch, 0))
+            self._plain_key = key
+        return self._plain_all
+
+    def built_all(self) -> tuple[Message, ...]:
+        if self._all is None:
+            self._all = tuple(self.items)
+        return self._all
 
     def _project(self, message: Message) -> Message | None:
         if self._filter is not None and not self._filter(message):
@@ -147,17 +240,17 @@ class MessageView:
         else:
             projected, dropped = self._shown(message)
         if dropped:
-            self._thinking_dropped.add(message.id)
+            self.thinking_dropped.add(message.id)
         else:
-            self._thinking_dropped.discard(message.id)
+            self.thinking_dropped.discard(message.id)
         self._note_hidden(message, projected)
         return projected
 
     def _note_hidden(self, stored: Message, projected: Message | None) -> None:
         old = self._hidden_of.pop(stored.id, None)
         if old is not None:
-            self._hidden_uses.subtract(old[0])
-            self._hidden_results.subtract(old[1])
+            self.hidden_uses.subtract(old[0])
+            self.hidden_results.subtract(old[1])
         if projected is stored:
             return
         shown = projected.content if projected is not None else ()
@@ -167,45 +260,127 @@ class MessageView:
         results = tuple(b.tool_use_id for b in stored.content if isinstance(b, ToolResultBlock) and b.tool_use_id not in shown_results)
         if uses or results:
             self._hidden_of[stored.id] = (uses, results)
-            self._hidden_uses.update(uses)
-            self._hidden_results.update(results)
+            self.hidden_uses.update(uses)
+            self.hidden_results.update(results)
 
-    def _sync(self) -> None:
+    def index_of(self, sequence: int) -> int | None:
+        """The position of the message with ``sequence`` in the maintained list, or ``None``."""
+        index = bisect_left(self.items, sequence, key=_sequence)
+        if index < len(self.items) and self.items[index].sequence == sequence:
+            return index
+        return None
+
+    def sync(self) -> None:
         """Bring the maintained list up to date with the branch (appends, then edits)."""
-        if not self._built:
+        if not self.built:
             if self._filter is None and not self._model.may_hold_audience(self.branch):
                 return
-            self._built = True
+            self.built = True
         model, branch = self._model, self.branch
         length = model.length(branch)
         if length > self._seen_length:
             for message in model.slice(branch, self._seen_length, length):
                 projected = self._project(message)
                 if projected is not None:
-                    self._items.append(projected)
-                    self._seqs.append(projected.sequence)
+                    self.items.append(projected)
             self._seen_length = length
             self._all = None
         edits = model.edit_count(branch)
         if edits > self._seen_edits:
+            items = self.items
             for message_id in dict.fromkeys(model.edits_since(branch, self._seen_edits)):
                 stored = model.get(branch, message_id)
                 if stored is None:
                     continue
                 projected = self._project(stored)
-                index = bisect_left(self._seqs, stored.sequence)
-                present = index < len(self._seqs) and self._seqs[index] == stored.sequence
+                index = bisect_left(items, stored.sequence, key=_sequence)
+                present = index < len(items) and items[index].sequence == stored.sequence
                 if projected is None:
                     if present:
-                        del self._items[index]
-                        del self._seqs[index]
+                        del items[index]
                 elif present:
-                    self._items[index] = projected
+                    items[index] = projected
                 else:
-                    self._items.insert(index, projected)
-                    self._seqs.insert(index, projected.sequence)
+                    items.insert(index, projected)
             self._seen_edits = edits
             self._all = None
+
+
+class Projections:
+    """What the views of one store's model share (a runtime keeps one): a :class:`Projection`
+    per branch and reader for views with no filter, and a :class:`BranchCopies` per branch. Held
+    weakly: each goes once no view holds it, so a reader's projection lives as long as a view
+    of that reader does."""
+
+    def __init__(self, model: LogModel) -> None:
+        self._model = model
+        self._lists: weakref.WeakValueDictionary[tuple[str, str | None], Projection] = weakref.WeakValueDictionary()
+        self._copies: weakref.WeakValueDictionary[str, BranchCopies] = weakref.WeakValueDictionary()
+
+    @property
+    def model(self) -> LogModel:
+        return self._model
+
+    def copies(self, branch: str) -> BranchCopies:
+        copies = self._copies.get(branch)
+        if copies is None:
+            copies = self._copies[branch] = BranchCopies()
+        return copies
+
+    def projection(self, branch: str, reader: str | None, view_filter: ViewFilter | None) -> Projection:
+        """The projection a view of ``reader`` on ``branch`` reads: the shared one when there is
+        no filter, a new one of its own otherwise."""
+        if view_filter is not None:
+            return Projection(self._model, branch, reader, view_filter, self.copies(branch))
+        key = (branch, reader)
+        projection = self._lists.get(key)
+        if projection is None:
+            projection = self._lists[key] = Projection(self._model, branch, reader, None, self.copies(branch))
+        return projection
+
+    def __len__(self) -> int:
+        """How many shared projections are alive."""
+        return len(self._lists)
+
+
+class MessageView:
+    """The reader's view of one branch, as a strategy reads it.
+
+    Every read first calls ``check`` (the namespace's reader check), which raises when
+    the manager this view belongs to may no longer read. With ``shared``, the view reads the
+    projection it shares with every other view of its reader and branch (see the module
+    docstring); without, it keeps one of its own.
+    """
+
+    __slots__ = ("_model", "branch", "reader", "_check", "_p")
+
+    def __init__(
+        self,
+        model: LogModel,
+        branch: str,
+        *,
+        reader: str | None,
+        view_filter: ViewFilter | None = None,
+        check: Callable[[], None] | None = None,
+        shared: Projections | None = None,
+    ) -> None:
+        self._model = model
+        self.branch = branch
+        self.reader = reader
+        self._check = check or _no_check
+        self._p = shared.projection(branch, reader, view_filter) if shared is not None else Projection(model, branch, reader, view_filter)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @property
+    def plain(self) -> bool:
+        """Whether reads go straight to the branch (no filter, no audience ever stored)."""
+        return self._p.plain
+
+    @property
+    def projection(self) -> Projection:
+        """The projection this view reads (shared with the views of its reader and branch)."""
+        return self._p
 
     # -- reads (each checked) ----------------------------------------------------------------
 
@@ -215,53 +390,38 @@ class MessageView:
         nothing is written: the plain and the maintained list place every message alike, damaged
         ones included (see the module docstring), so a strategy's reads never mix two lists."""
         self._check()
-        self._sync()
-        return built() if self._built else plain()
+        self._p.sync()
+        return built() if self._p.built else plain()
 
     def length(self) -> int:
         """How many messages the view holds."""
-        return self._read(lambda: self._model.length(self.branch), lambda: len(self._items))
+        return self._read(lambda: self._model.length(self.branch), lambda: len(self._p.items))
 
     def get_all(self) -> tuple[Message, ...]:
         """Every message of the view, oldest first."""
-
-        def built() -> tuple[Message, ...]:
-            if self._all is None:
-                self._all = tuple(self._items)
-            return self._all
-
-        def plain() -> tuple[Message, ...]:
-            key = (self._model.length(self.branch), self._model.edit_count(self.branch))
-            if self._all is None or self._all_key != key:
-                previous, previous_key = self._all, self._all_key
-                if previous is not None and previous_key is not None and previous_key[1] == key[1] and previous_key[0] <= key[0]:
-                    # Only appends since: extend the tuple instead of reading every message again.
-                    self._all = previous + self._plain_many(self._model.slice(self.branch, previous_key[0]))
-                else:
-                    self._all = self._plain_many(self._model.slice(self.branch, 0))
-                self._all_key = key
-            return self._all
-
-        return self._read(plain, built)
+        return self._read(self._p.plain_all, self._p.built_all)
 
     def get_from(self, index: int) -> tuple[Message, ...]:
         """The messages from position ``index`` on (negative counts from the end)."""
-        return self._read(lambda: self._plain_many(self._model.slice(self.branch, index)), lambda: tuple(self._items[index:]))
+        p = self._p
+        return self._read(lambda: p.plain_many(self._model.slice(self.branch, index)), lambda: tuple(p.items[index:]))
 
     def get_tail(self, count: int) -> tuple[Message, ...]:
         """The newest ``count`` messages, oldest first."""
         if count <= 0:
             self._check()
             return ()
-        return self._read(lambda: self._plain_many(self._model.slice(self.branch, -count)), lambda: tuple(self._items[-count:]))
+        p = self._p
+        return self._read(lambda: p.plain_many(self._model.slice(self.branch, -count)), lambda: tuple(p.items[-count:]))
 
     def at(self, index: int) -> Message:
         """The message at position ``index``."""
-        return self._read(lambda: self._plain_one(self._model.at(self.branch, index)), lambda: self._items[index])
+        p = self._p
+        return self._read(lambda: p.plain_one(self._model.at(self.branch, index)), lambda: p.items[index])
 
     def id_at(self, index: int) -> str:
         """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
-        return self._read(lambda: self._model.id_at(self.branch, index), lambda: self._items[index].id)
+        return self._read(lambda: self._model.id_at(self.branch, index), lambda: self._p.items[index].id)
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -270,16 +430,14 @@ class MessageView:
 
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
-        return self._read(lambda: self._plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(self._items[start:stop]))
+        p = self._p
+        return self._read(lambda: p.plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(p.items[start:stop]))
 
     def _built_position(self, message_id: str) -> int | None:
         stored = self._model.get(self.branch, message_id)
         if stored is None:
             return None
-        index = bisect_left(self._seqs, stored.sequence)
-        if index < len(self._seqs) and self._seqs[index] == stored.sequence:
-            return index
-        return None
+        return self._p.index_of(stored.sequence)
 
     def position_of(self, message_id: str) -> int | None:
         """The position of ``message_id`` in this view, or ``None`` when the view does not hold it."""
@@ -290,11 +448,11 @@ class MessageView:
 
         def plain() -> Message | None:
             position = self._model.position_of(self.branch, message_id)
-            return None if position is None else self._plain_one(self._model.at(self.branch, position))
+            return None if position is None else self._p.plain_one(self._model.at(self.branch, position))
 
         def built() -> Message | None:
             position = self._built_position(message_id)
-            return None if position is None else self._items[position]
+            return None if position is None else self._p.items[position]
 
         return self._read(plain, built)
 
@@ -307,10 +465,11 @@ class MessageView:
         """Ids of tool calls, and of the calls answered by tool results, that are on the branch
         but hidden from this view. Both empty on the plain fast path."""
         self._check()
-        self._sync()
+        p = self._p
+        p.sync()
         return (
-            frozenset(k for k, n in self._hidden_uses.items() if n > 0),
-            frozenset(k for k, n in self._hidden_results.items() if n > 0),
+            frozenset(k for k, n in p.hidden_uses.items() if n > 0),
+            frozenset(k for k, n in p.hidden_results.items() if n > 0),
         )
 
     def edited_since(self, count: int) -> list[str]:
@@ -322,14 +481,14 @@ class MessageView:
     def thinking_dropped_ids(self) -> frozenset[str]:
         """Ids of the messages whose thinking the view left out because it hid another block."""
         self._check()
-        self._sync()
-        return frozenset(self._thinking_dropped)
+        self._p.sync()
+        return frozenset(self._p.thinking_dropped)
 
     def thinking_dropped(self, message_id: str) -> bool:
         """Whether the view left out this message's thinking because it hid another block (A4.1)."""
         self._check()
-        self._sync()
-        return message_id in self._thinking_dropped
+        self._p.sync()
+        return message_id in self._p.thinking_dropped
 
     def stored(self, message_id: str) -> Message | None:
         """The message as stored on the branch (audience fields included); not reader-filtered."""

@@ -137,6 +137,8 @@ async def test_a_floor_raise_never_lowers_the_floor_another_runtime_raised(pg_ur
         writer = await first.open_manager("host", strategy=PassthroughStrategy())
         for i in range(10):
             await writer.add_message("user", [text(f"m{i}")])
+        for rt in (first, second):  # a manager keeps each runtime's actor of the namespace running
+            await rt.open_manager("agents/s", strategy=PassthroughStrategy())
         high, low = (rt.actor("main", "agents/s") for rt in (first, second))
 
         async def raise_to(actor, sequence: int) -> None:
