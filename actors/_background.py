@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, cast
 
@@ -231,19 +232,28 @@ class BackgroundWork(ManagerParts):
         if not isinstance(limit, int) or limit < 0:
             raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
         strategy = self._strategy
-        return tuple(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
+        return self._not_erased(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""
         self._check("get_summaries_in_range", started=False)
         strategy = self._strategy
-        return tuple(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
+        return self._not_erased(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
 
     def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, or ``None`` (checked)."""
         self._check("get_summary", started=False)
         strategy = self._strategy
-        return strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
+        found = strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
+        return found if found is not None and self._not_erased((found,)) else None
+
+    def _not_erased(self, summaries: Iterable[Summary]) -> tuple[Summary, ...]:
+        """Leave out summaries made from an erased message: the strategy may hold them in memory
+        until it next runs (and starts again, see ``_catch_up``); the store no longer does."""
+        model = self._store.model
+        if not model.erasure_count:
+            return tuple(summaries)
+        return tuple(s for s in summaries if not any(model.is_erased(m) for m in s.message_ids))
 
     async def reset_head_window(self, text: str | None = None) -> str:
         """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
@@ -264,4 +274,3 @@ class BackgroundWork(ManagerParts):
             message = await self._store.append_message(self._branch, "Context Manager", (block,))
             await strategy.start_head_at(self._context(), message.sequence)
         return body
-

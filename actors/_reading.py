@@ -20,7 +20,8 @@ class Reading(ManagerParts):
     # -- reads ---------------------------------------------------------------------------------
 
     def get_message(self, message_id: str) -> Message | None:
-        """The message as stored, or ``None``.
+        """The message as stored, or ``None``. An erased message comes back as its tombstone: no
+        content, participant ``""``, ``metadata["asides_erased"] = {"at", "reason", "erasure"}``.
 
         Warning: as stored means with every block, including blocks whose audience leaves out
         this manager's reader. Never pass it to that reader; use :meth:`view_message`.
@@ -36,7 +37,11 @@ class Reading(ManagerParts):
         reader its own view, use :meth:`view_messages` (or :meth:`compile`).
         """
         self._check("get_all_messages", started=False)
-        return tuple(self._store.messages(self._branch))
+        messages = self._store.messages(self._branch)
+        model = self._store.model
+        if model.erasure_count:  # an erased message is left out (its tombstone: Runtime.tombstone)
+            return tuple(m for m in messages if not model.is_erased(m.id))
+        return tuple(messages)
 
     def view_message(self, message_id: str) -> Message | None:
         """The message as this manager's reader sees it (blocks meant for other readers left

@@ -45,6 +45,7 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
+from ._erasure import Erasure, MessageErasedError
 from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
 from ._events import StoreEvent
 from ._groups import collapsing
@@ -233,7 +234,13 @@ class PostgresStore(Committer, SqliteStore):
             raise UnknownMessageError(message_id, branch)
         _check_json_values(states or {})
         rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
-        await self._submit(PendingWrite(rows, guard=guard))
+
+        def recheck(model: LogModel) -> None:  # at commit: an erasure another process made meanwhile
+            if model.is_erased(message_id):
+                raise MessageErasedError([message_id], "message_id")
+            model.check_not_derived(states or {})
+
+        await self._submit(PendingWrite(rows, guard=guard, recheck=recheck))
         return self._message(branch, message_id)
 
     async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
@@ -245,8 +252,17 @@ class PostgresStore(Committer, SqliteStore):
         rows = [state_row(branch, key, value) for key, value in states.items()]
         if not rows:
             return self._model.head(branch)
-        await self._submit(PendingWrite(rows, guard=guard))
+        await self._submit(PendingWrite(rows, guard=guard, recheck=lambda model: model.check_not_derived(states)))
         return self._model.head(branch)
+
+    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
+        """:meth:`SqliteStore.erase`, planned and committed under the write lock, against every
+        record any process committed before it; the log is then rewritten (``VACUUM FULL``)."""
+        self._check_usable()
+        self._model.plan_erasure(message_ids, reason, at)  # unknown ids refused now, before queueing
+        write = PendingWrite([], erase=(list(message_ids), reason, at))
+        await self._submit(write)
+        return write.erased
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns the branch head after it."""

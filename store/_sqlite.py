@@ -30,20 +30,21 @@ import anyio
 
 from ._blocks import ContentBlock
 from ._drivers import Driver
+from ._erasure import ERASURE_BRANCH, Erasure, Tombstone, erased_body
 from ._errors import (
     StoreFailedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
     UnknownMessageError,
 )
-from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
+from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._messages import Message, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._names import check_state_records
 from ._records import encodable
 
-__all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
+__all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "MessagesErased", "StatesWritten", "BranchCreated"]
 
 log = logging.getLogger("asides.store")
 
@@ -65,10 +66,12 @@ _ROWS_PER_STATEMENT = 2000
 
 
 class _Batch:
-    __slots__ = ("rows", "done", "error")
+    __slots__ = ("rows", "erasures", "done", "error")
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
+        #: Statements overwriting erased records, run after the batch's inserts in its transaction.
+        self.erasures: list[tuple[str, list[Any]]] = []
         self.done = anyio.Event()
         self.error: BaseException | None = None
 
@@ -150,7 +153,10 @@ class SqliteStore:
             self._batch = None
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._insert(batch.rows)
+                    if batch.erasures:
+                        await self._erase_rows(batch)
+                    else:
+                        await self._insert(batch.rows)
                 except BaseException as exc:
                     self._failure = exc
                     # Fail this batch and the one filling behind it: nothing waits forever.
@@ -178,13 +184,45 @@ class SqliteStore:
             await self._driver.execute("ROLLBACK")
             raise
 
-    async def _persist(self, rows: Sequence[Row]) -> None:
+    async def _erase_rows(self, batch: _Batch) -> None:
+        """Commit a batch holding an erasure: its inserts and overwrites in one transaction, with
+        ``secure_delete`` (freed space is zeroed), then a truncating checkpoint, so the erased
+        bytes are in neither the database file nor its write-ahead log once this returns."""
+        await self._driver.execute("PRAGMA secure_delete=ON")
+        await self._driver.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(batch.rows), _ROWS_PER_STATEMENT):
+                chunk = batch.rows[start : start + _ROWS_PER_STATEMENT]
+                await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            for sql, params in batch.erasures:
+                await self._driver.execute(sql, params)
+            await self._driver.execute("COMMIT")
+        except BaseException:
+            await self._driver.execute("ROLLBACK")
+            raise
+        await self.checkpoint_truncate()
+
+    async def checkpoint_truncate(self) -> bool:
+        """Copy the write-ahead log into the database file and empty it (``TRUNCATE``); whether
+        it could (a reader in another process holding an old snapshot stops it). Logged when not."""
+        for _attempt in range(3):
+            busy, _log, _done = (await self._driver.execute("PRAGMA wal_checkpoint(TRUNCATE)"))[0]
+            if not busy:
+                return True
+        log.warning(
+            "the write-ahead log of %r could not be emptied (a reader holds it); erased bytes stay in it until the next checkpoint",
+            self.path,
+        )
+        return False
+
+    async def _persist(self, rows: Sequence[Row], erasures: Sequence[tuple[str, list[Any]]] = ()) -> None:
         if not rows:
             return
         batch = self._batch
         if batch is None:
             batch = self._batch = _Batch()
         batch.rows.extend(row.as_tuple() for row in rows)
+        batch.erasures.extend(erasures)
         self._wakeup.set()
         # Once queued, the write completes: a cancelled caller still waits for its commit and
         # returns normally, so "raised Cancelled" always means "not written".
@@ -310,6 +348,36 @@ class SqliteStore:
         await self._persist([row])
         return info
 
+    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
+        """Erase messages from every branch, with every edit of them and every state record
+        derived from them (store/_erasure.py), in one atomic commit; ``None`` when each was erased
+        already. Refuses unknown ids (``UnknownMessagesError``), writing nothing. Never refused by
+        a claim or a floor: it removes the data rather than hiding it."""
+        self._check_usable()
+        plan = self._model.plan_erasure(message_ids, reason, at)
+        if plan is None:
+            return None
+        erasure, body, states = plan
+        row = self._model.erasure_row(erasure, body)
+        self._model.apply_erasure(erasure, states)
+        self._emit_erasure(erasure)
+        await self._persist([row], _erase_statements(erasure, states))
+        return erasure
+
+    def _emit_erasure(self, erasure: Erasure) -> None:
+        """Tell listeners of an erasure: one ``MessagesErased`` per branch."""
+        self._emit(MessagesErased(ERASURE_BRANCH, erasure))
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, oldest first."""
+        self._check_not_failed()
+        return self._model.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (``None``: not erased)."""
+        self._check_not_failed()
+        return self._model.tombstone(message_id)
+
     # -- backups -----------------------------------------------------------------------------
 
     async def records(self) -> list[tuple[int, str, int, str, str | None, str]]:
@@ -399,6 +467,22 @@ def _check_json_values(states: Mapping[str, Any]) -> None:
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
+
+
+def _erase_statements(erasure: Erasure, states: Sequence[int]) -> list[tuple[str, list[Any]]]:
+    """The overwrites of an erasure (see store/_erasure.py), in statements of at most 900 ids."""
+    body = erased_body(erasure.number)
+    statements: list[tuple[str, list[Any]]] = []
+    ids = list(erasure.message_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start : start + 900]
+        marks = ",".join("?" * len(chunk))
+        statements.append((f"UPDATE log SET body = ? WHERE kind = 'message' AND id IN ({marks})", [body, *(int(m) for m in chunk)]))
+        statements.append((f"UPDATE log SET body = ? WHERE kind = 'edit' AND ref IN ({marks})", [body, *chunk]))
+    for start in range(0, len(states), 900):
+        chunk = list(states[start : start + 900])
+        statements.append((f"UPDATE log SET body = 'null' WHERE kind = 'state' AND id IN ({','.join('?' * len(chunk))})", chunk))
+    return statements
 
 
 def _insert_sql(count: int) -> str:
