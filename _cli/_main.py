@@ -10,6 +10,8 @@ Commands (``asides COMMAND --help`` for each)::
     asides import PATH messages.jsonl [--branch B] [--append]
     asides dump PATH > backup.jsonl
     asides restore NEWPATH backup.jsonl
+    asides erase PATH (--message ID... | --participant NAME) --reason TEXT [--yes] [--json]
+    asides audit PATH (MESSAGE_ID | --reader NAME) [--json]
 
 ``inspect``, ``compile``, ``export`` and ``dump`` open the store read-only: they never create or
 change a file, and they work while a host holds the store. Expected errors print one line,
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..store._groups import collapse
+from ._audit import add_audit_parser
 from ._backup import cmd_dump, cmd_restore
 from ._common import (
     EXIT_CLOSED_PIPE,
@@ -39,6 +42,7 @@ from ._common import (
 )
 from ._compile import FORMATS, STRATEGIES, cmd_compile
 from ._demo import cmd_demo
+from ._erase import add_erase_parser
 from ._export import cmd_export, cmd_import
 from ._inspect import cmd_inspect
 
@@ -170,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("path", metavar="NEWPATH", help="the store file to make (missing or empty)")
     restore.add_argument("dump", metavar="DUMP", help="the dump file, or - for stdin")
     restore.set_defaults(run=cmd_restore)
+    add_erase_parser(commands, EXIT_CODES_TEXT)
+    add_audit_parser(commands, EXIT_CODES_TEXT)
     return parser
 
 

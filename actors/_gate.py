@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -64,7 +64,6 @@ class ModelPolicy:
                 raise InvalidArgumentError(f"ModelPolicy.{name}", f"must be a positive number, got {value!r}")
         if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
             raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
-
 
     @property
     def lease_seconds(self) -> float:
@@ -126,13 +125,13 @@ class GateOwner(Protocol):
     @property
     def epoch(self) -> int: ...
 
+    async def disclose(self, message_ids: Sequence[str], via: str) -> None: ...
+
 
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
 
-    def __init__(
-        self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]
-    ) -> None:
+    def __init__(self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]) -> None:
         self._owner = owner
         self._actor = actor
         self._model = model
@@ -161,6 +160,7 @@ class ModelGate:
     async def complete(self, request: CompletionRequest) -> Completion:
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
+        await owner.disclose(request.source_ids, "compression")  # recorded before it is sent
         actor.requests_out += 1
         try:
             completion = await actor.outside_turn(lambda: self._ask(request))

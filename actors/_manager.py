@@ -125,6 +125,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
         self._answers = 0  # model answers received (drains reset their back-off on one)
         self._erasures_seen = runtime.store.model.erasure_count  # see _catch_up
+        self._last_disclosed: str | None = None  # the way of the last compile recorded (Reading._disclose)
 
     # -- properties ----------------------------------------------------------------------------
 

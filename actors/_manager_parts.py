@@ -44,6 +44,7 @@ class ManagerParts:
     _drain: Drain | None
     _answers: int
     _assembly: AssemblyCache
+    _last_disclosed: str | None
 
     if TYPE_CHECKING:
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..store._disclosure import Disclosure
 from ..store._erasure import Erasure, Tombstone
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..store._names import check_participant
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
     from ._protocol import Signal
 
-__all__ = ["PrivacyParts", "RETENTION_REASON", "check_retain_for"]
+__all__ = ["Disclosure", "PrivacyParts", "RETENTION_REASON", "check_retain_for"]
 
 log = logging.getLogger("asides.actors")
 
@@ -143,6 +144,19 @@ class PrivacyParts:
             except Exception:
                 log.exception("retention could not erase old messages; trying again in %.0f s", every)
             await anyio.sleep(every)
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Who was shown this message, how and when, oldest first: one :class:`Disclosure` per
+        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a compression
+        request; through a summary counts). Ids only; they outlive an erasure of the message.
+        Works on a read-only runtime."""
+        if not isinstance(message_id, str):
+            raise ArgumentTypeError("message_id", f"a message id is a str, not {type(message_id).__name__}")
+        return self._store.disclosures(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Every message ``reader`` (``None``: managers with no reader) was shown, oldest first."""
+        return self._store.disclosures_to(reader)
 
     def erasures(self) -> tuple[Erasure, ...]:
         """Every erasure of the store, newest last (works on a read-only runtime)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..store._messages import Message
-from ..strategies._base import Injection, MessageInjection, SelectOptions, check_budget, check_injections
+from ..strategies._base import Injection, MessageInjection, SelectOptions, SourceEntry, check_budget, check_injections
 from ._compiled import CompiledContext, assemble, injection_cost
 from ._manager_parts import ManagerParts
 from ._protocol import Compile
@@ -107,7 +107,7 @@ class Reading(ManagerParts):
             self._check(action)
             await self._catch_up()
             selection = await self._strategy.select(self._context(preview=preview), budget, options)
-            return assemble(
+            compiled = assemble(
                 selection,
                 injections=checked,
                 message_injections=checked_messages,
@@ -116,3 +116,23 @@ class Reading(ManagerParts):
                 estimator=estimator,
                 cache=self._assembly,
             )
+            await self._disclose(selection.sources, "preview" if preview else "compile")
+            return compiled
+
+    async def disclose(self, message_ids: Sequence[str], via: str) -> None:
+        """Record that ``message_ids`` were shown through ``via`` (a compression request: to the
+        model provider) for this manager's reader (``Runtime.disclosures``)."""
+        if self._runtime.records_disclosures:
+            await self._store.record_disclosure(self._namespace, self._reader, self._branch, via, message_ids)
+
+    async def _disclose(self, sources: Sequence[SourceEntry], via: str) -> None:
+        """Record which messages a compile showed (raw, or through a summary), and to whom
+        (``Runtime.disclosures``). Only entries the assembly cache did not reuse from this
+        manager's previous compile of the same way are looked at: those were recorded then, so
+        a compile after one new message looks at one entry."""
+        if not self._runtime.records_disclosures:
+            return
+        reused = self._assembly.reused if self._last_disclosed == via else 0
+        self._last_disclosed = via
+        ids = [i for entry in sources[reused:] for i in entry.message_ids]
+        await self._store.record_disclosure(self._namespace, self._reader, self._branch, via, ids)

@@ -57,9 +57,12 @@ class Runtime(PrivacyParts):
         model_policy: ModelPolicy | None = None,
         *,
         retain_seconds: float | None = None,
+        record_disclosures: bool = True,
     ) -> None:
         self._store = store
         self._retain_seconds = retain_seconds
+        #: Whether compiles, previews and compression requests record what they showed.
+        self.records_disclosures = record_disclosures
         self._tasks = tasks
         self.model = model
         self.model_policy = model_policy if model_policy is not None else ModelPolicy()
@@ -361,6 +364,7 @@ async def open_runtime(
     model_policy: ModelPolicy | None = None,
     synchronous: str = "NORMAL",
     retain_for: datetime.timedelta | None = None,
+    record_disclosures: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open (creating) the store at ``path`` and a runtime over it for the block.
 
@@ -381,12 +385,18 @@ async def open_runtime(
     ``retain_for`` (a ``datetime.timedelta``): messages whose stored timestamp is older than that
     are erased, with the reason ``"retention"``, by a supervised background task (at open, then
     every tenth of the period, at most hourly); ``Runtime.enforce_retention()`` does it at once.
+
+    ``record_disclosures`` (on by default): every compile, preview and compression request
+    records which messages it showed, and to whom (``Runtime.disclosures``); ``False`` records
+    nothing. A read-only runtime records nothing either (it cannot write), but answers.
     """
+    if not isinstance(record_disclosures, bool):
+        raise ArgumentTypeError("record_disclosures", f"must be a bool, not {type(record_disclosures).__name__}")
     check_model(model, "open_runtime")
     retain_seconds = check_retain_for(retain_for)
     async with open_store(path, read_only=read_only, synchronous=synchronous) as store, collapsing():
         async with anyio.create_task_group() as tasks:
-            runtime = Runtime(store, tasks, model, model_policy, retain_seconds=retain_seconds)
+            runtime = Runtime(store, tasks, model, model_policy, retain_seconds=retain_seconds, record_disclosures=record_disclosures)
             if retain_seconds is not None and not read_only:
                 every = min(retain_seconds / 10, 3600.0)
                 tasks.start_soon(runtime.run_retention, every)

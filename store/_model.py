@@ -16,13 +16,14 @@ import json
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
 
 from ._blocks import ContentBlock, content_to_json, has_audience
+from ._disclosure import DISCLOSURE, DisclosureLog, disclosure_body
 from ._erasure import (
     ERASURE,
     ERASURE_BRANCH,
@@ -85,6 +86,8 @@ class LogModel:
         self._erased: dict[str, Tombstone] = {}
         self._erasures: list[Erasure] = []
         self._nulled_states: set[int] = set()
+        #: Who was shown what (store/_disclosure.py).
+        self.disclosure_log = DisclosureLog()
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -102,6 +105,10 @@ class LogModel:
             ):
                 raise RecordTypeError(f"record {record_id!r} has a column of the wrong type (the file was changed outside asides)")
             self.next_id = max(self.next_id, record_id + 1)
+            if kind == DISCLOSURE:
+                if not self.disclosure_log.add(record_id, body):
+                    log.warning("record %s is a disclosure record that cannot be read; ignored", record_id)
+                continue
             if kind == ERASURE:
                 parsed = parse_erasure(body)
                 if parsed is None:
@@ -575,7 +582,21 @@ class LogModel:
     def erasure_row(self, erasure: Erasure, body: str) -> Row:
         """The record of a planned erasure, numbered next (a store that numbers at commit makes
         its own)."""
-        return Row(self._take_id(), ERASURE_BRANCH, erasure.number, ERASURE, None, body)
+        record_id = self._take_id()
+        return Row(record_id, ERASURE_BRANCH, record_id, ERASURE, None, body)
+
+    def disclosure_row(
+        self, namespace: str, reader: str | None, branch: str, via: str, at: float, message_ids: Iterable[str]
+    ) -> Row | None:
+        """Record (in memory; the caller persists the row) that ``message_ids`` were shown: only
+        those not shown to that ``(namespace, reader, via)`` before. ``None``: nothing new."""
+        fresh = self.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        if not fresh:
+            return None
+        body = disclosure_body(namespace, reader, branch, via, at, fresh)
+        record_id = self._take_id()
+        self.disclosure_log.add(record_id, body)
+        return Row(record_id, ERASURE_BRANCH, record_id, DISCLOSURE, None, body)
 
     def apply_erasure(self, erasure: Erasure, states: Sequence[int]) -> None:
         """Take an erasure into memory (a local one once planned, or one replayed): its messages

@@ -284,7 +284,7 @@ class Committer:
             await self._call(connection.rollback)
             return
         erasure, body, states = plan
-        rows = [(head + 1, ERASURE_BRANCH, erasure.number, ERASURE, None, body)]
+        rows = [(head + 1, ERASURE_BRANCH, head + 1, ERASURE, None, body)]
         ids = list(erasure.message_ids)
         await self._call(connection.commit_erasure, rows, [int(m) for m in ids], ids, list(states), erased_body(erasure.number))
         self._noticed(True)

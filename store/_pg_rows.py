@@ -21,7 +21,7 @@ import anyio
 import attrs
 
 from ._blocks import ContentBlock, content_to_json
-from ._erasure import ERASURE, Erasure, parse_erasure
+from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, parse_erasure
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._messages import Message
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
@@ -150,7 +150,9 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) 
     for write in writes:
         write.ids = []
         for row in write.rows:
-            if row.fork is not None:
+            if row.branch == ERASURE_BRANCH:
+                seq = record_id  # an audit record (erasure, disclosure): its sequence is its id
+            elif row.fork is not None:
                 seq = row.fork
                 heads[row.branch] = row.fork
             else:

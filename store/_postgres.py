@@ -35,8 +35,9 @@ the model up to every commit made before it was called.
 from __future__ import annotations
 
 import logging
+import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -45,7 +46,8 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
-from ._erasure import Erasure, MessageErasedError
+from ._disclosure import DISCLOSURE, disclosure_body
+from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError
 from ._errors import BranchExistsError, InvalidArgumentError, StoreFailedError, UnknownMessageError
 from ._events import StoreEvent
 from ._groups import collapsing
@@ -55,7 +57,7 @@ from ._names import check_branch
 from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error
 from ._pg_notices import Notices
-from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
+from ._pg_rows import PendingRow, PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
 from ._sqlite import SqliteStore, _check_json_values
 from ._worker import WorkerThread
@@ -263,6 +265,17 @@ class PostgresStore(Committer, SqliteStore):
         write = PendingWrite([], erase=(list(message_ids), reason, at))
         await self._submit(write)
         return write.erased
+
+    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+        """:meth:`SqliteStore.record_disclosure`; the record is numbered at commit. Two processes
+        showing a message at once may both record it (an answer then lists both)."""
+        if self.read_only:
+            return
+        self._check_usable()
+        fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        if fresh:
+            body = disclosure_body(namespace, reader, branch, via, time.time(), fresh)
+            await self._submit(PendingWrite([PendingRow(ERASURE_BRANCH, DISCLOSURE, None, body)]))
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns the branch head after it."""

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 
 from ._blocks import ContentBlock
+from ._disclosure import Disclosure
 from ._drivers import Driver
 from ._erasure import ERASURE_BRANCH, Erasure, Tombstone, erased_body
 from ._errors import (
@@ -367,6 +369,27 @@ class SqliteStore:
     def _emit_erasure(self, erasure: Erasure) -> None:
         """Tell listeners of an erasure: one ``MessagesErased`` per branch."""
         self._emit(MessagesErased(ERASURE_BRANCH, erasure))
+
+    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+        """Record that ``message_ids`` were shown (store/_disclosure.py): only those not shown to
+        that ``(namespace, reader, via)`` before, in one record, durable when this returns.
+        Writes nothing when none is new, or when the store is read-only (nothing can be)."""
+        if self.read_only:
+            return
+        self._check_usable()
+        row = self._model.disclosure_row(namespace, reader, branch, via, time.time(), message_ids)
+        if row is not None:
+            await self._persist([row])
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Every disclosure of a message, oldest first."""
+        self._check_not_failed()
+        return self._model.disclosure_log.for_message(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Everything ``reader`` was shown, oldest first."""
+        self._check_not_failed()
+        return self._model.disclosure_log.for_reader(reader)
 
     def erasures(self) -> tuple[Erasure, ...]:
         """Every erasure of the store, oldest first."""

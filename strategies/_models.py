@@ -36,12 +36,15 @@ def _messages(value: object) -> tuple[CompiledMessage, ...]:
 @attrs.frozen(slots=True)
 class CompletionRequest:
     """A request: ``messages`` (participants ``user``/``assistant``), an optional ``system``
-    text, the answer's ``max_tokens``, and an optional model name."""
+    text, the answer's ``max_tokens``, and an optional model name. ``source_ids`` (not sent,
+    not compared) names the view messages the request shows, directly or through a summary:
+    the runtime records them as disclosed to the model provider (``Runtime.disclosures``)."""
 
     messages: tuple[CompiledMessage, ...] = attrs.field(converter=_messages)
     system: str | None = None
     max_tokens: int = 4000
     model: str | None = None
+    source_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)
@@ -147,7 +150,7 @@ class ExtractiveModel:
                 continue
             if text.startswith("[Recall "):
                 continue
-            for paragraph in [p for p in text.split("\n\n") if p.strip()][:1 if message.participant == "assistant" else 3]:
+            for paragraph in [p for p in text.split("\n\n") if p.strip()][: 1 if message.participant == "assistant" else 3]:
                 line = f"- {_first_sentence(_BULLET.sub('', paragraph))}"
                 if used + len(line) > allowance and lines:
                     break
