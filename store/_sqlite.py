@@ -217,7 +217,11 @@ class SqliteStore:
         )
         return False
 
-    async def _persist(self, rows: Sequence[Row], erasures: Sequence[tuple[str, list[Any]]] = ()) -> None:
+    async def _persist(self, rows: Sequence[Row]) -> None:
+        await self._queue(rows)
+
+    async def _queue(self, rows: Sequence[Row], erasures: Sequence[tuple[str, list[Any]]] = ()) -> None:
+        """Put ``rows`` (and an erasure's overwrites) in the pending batch and wait for its commit."""
         if not rows:
             return
         batch = self._batch
@@ -363,7 +367,7 @@ class SqliteStore:
         row = self._model.erasure_row(erasure, body)
         self._model.apply_erasure(erasure, states)
         self._emit_erasure(erasure)
-        await self._persist([row], _erase_statements(erasure, states))
+        await self._queue([row], _erase_statements(erasure, states))
         return erasure
 
     def _emit_erasure(self, erasure: Erasure) -> None:
@@ -503,8 +507,8 @@ def _erase_statements(erasure: Erasure, states: Sequence[int]) -> list[tuple[str
         statements.append((f"UPDATE log SET body = ? WHERE kind = 'message' AND id IN ({marks})", [body, *(int(m) for m in chunk)]))
         statements.append((f"UPDATE log SET body = ? WHERE kind = 'edit' AND ref IN ({marks})", [body, *chunk]))
     for start in range(0, len(states), 900):
-        chunk = list(states[start : start + 900])
-        statements.append((f"UPDATE log SET body = 'null' WHERE kind = 'state' AND id IN ({','.join('?' * len(chunk))})", chunk))
+        records: list[Any] = list(states[start : start + 900])
+        statements.append((f"UPDATE log SET body = 'null' WHERE kind = 'state' AND id IN ({','.join('?' * len(records))})", records))
     return statements
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -29,6 +30,10 @@ __all__ = [  # noqa: F822
 ]
 
 
+def _ids(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
@@ -44,7 +49,7 @@ class CompletionRequest:
     system: str | None = None
     max_tokens: int = 4000
     model: str | None = None
-    source_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple, eq=False, repr=False)
+    source_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)

@@ -166,3 +166,24 @@ async def test_erase_participant(store_path: str, request: pytest.FixtureRequest
         assert SECRET not in await everything(rt, m)
         assert files_holding(SECRET, store_path, folder) == []
         assert (await rt.erase_participant("ann", reason="again")).message_ids == ()
+
+
+async def test_erasure_reaches_openai_agents_session_items(store_path: str, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("agents")
+    folder = data_dir(store_path, request)
+    async with open_runtime(store_path) as rt:
+        session = await rt.openai_session("conv-1")
+        await session.add_items(
+            [{"role": "user", "content": f"my pin is {SECRET}"}, {"role": "user", "content": "and the weather is fine"}]
+        )
+        assert SECRET in repr(await session.get_items())
+        branch = next(b.name for b in rt.list_branches() if b.name.startswith("openai-agents/"))
+        (secret,) = [x for x in rt.store.messages(branch) if SECRET in repr(x.content)]
+        await rt.erase([secret.id], reason="asked")
+        items = await session.get_items()
+        assert SECRET not in repr(items) and "weather" in repr(items)
+        assert files_holding(SECRET, store_path, folder) == []
+    async with open_runtime(store_path) as rt:
+        session = await rt.openai_session("conv-1")
+        items = await session.get_items()
+        assert SECRET not in repr(items) and "weather" in repr(items)
