@@ -25,6 +25,7 @@ from ._gate import AnswerStale
 from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
 from ._protocol import HeadReset, Unit
+from ._tracing import span
 
 if TYPE_CHECKING:
     from ._manager import ContextManager
@@ -55,6 +56,12 @@ class BackgroundWork(ManagerParts):
         return await self._unit(needs_model=True)
 
     async def _unit(self, *, needs_model: bool) -> bool:
+        with span("drain_unit", namespace=self._namespace, reader=self._reader, branch=self._branch, strategy=self.strategy_name) as traced:
+            did = await self._unit_traced(needs_model=needs_model)
+            traced.set("did_work", did)
+            return did
+
+    async def _unit_traced(self, *, needs_model: bool) -> bool:
         actor = self._actor
         async with actor.turn(Unit()):
             self._check("tick")

@@ -25,6 +25,7 @@ from ..strategies._errors import AnswerRejectedError, ModelError
 from ..strategies._models import Completion, CompletionRequest, Model
 from ..strategies._tokens import estimate_text
 from ._namespace import NamespaceActor
+from ._tracing import span
 
 __all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
 
@@ -127,6 +128,9 @@ class GateOwner(Protocol):
 
     async def disclose(self, message_ids: Sequence[str], via: str) -> None: ...
 
+    @property
+    def strategy_name(self) -> str: ...
+
 
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
@@ -158,6 +162,16 @@ class ModelGate:
             raise ModelError(f"the model failed ({describe_error(exc)})") from exc
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        owner = self._owner
+        with span(
+            "model_request", namespace=owner.namespace, reader=owner.view_reader, branch=owner.branch, strategy=owner.strategy_name
+        ) as traced:
+            traced.set("messages", len(request.messages))
+            traced.set("tokens", request.max_tokens)
+            traced.set("sources", len(request.source_ids))
+            return await self._complete(request)
+
+    async def _complete(self, request: CompletionRequest) -> Completion:
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
         await owner.disclose(request.source_ids, "compression")  # recorded before it is sent

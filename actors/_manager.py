@@ -145,6 +145,11 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         return self._reader
 
     @property
+    def strategy_name(self) -> str:
+        """The strategy's name (its ``name``, else its class name), as traces and records say it."""
+        return str(getattr(self._strategy, "name", type(self._strategy).__name__))
+
+    @property
     def strategy(self) -> ContextStrategy:
         return self._strategy
 

@@ -10,6 +10,7 @@ from ..strategies._base import Injection, MessageInjection, SelectOptions, Sourc
 from ._compiled import CompiledContext, assemble, injection_cost
 from ._manager_parts import ManagerParts
 from ._protocol import Compile
+from ._tracing import span
 
 __all__ = ["Reading"]
 
@@ -85,6 +86,28 @@ class Reading(ManagerParts):
         return await self._compile("preview_context", max_tokens, reserve_for_response, injections, message_injections, preview=True)
 
     async def _compile(
+        self,
+        action: str,
+        max_tokens: int,
+        reserve_for_response: int,
+        injections: Sequence[Injection],
+        message_injections: Sequence[MessageInjection],
+        *,
+        preview: bool,
+    ) -> CompiledContext:
+        with span(
+            "preview" if preview else "compile",
+            namespace=self._namespace,
+            reader=self._reader,
+            branch=self._branch,
+            strategy=self.strategy_name,
+        ) as traced:
+            compiled = await self._compile_traced(action, max_tokens, reserve_for_response, injections, message_injections, preview=preview)
+            traced.set("messages", len(compiled.messages))
+            traced.set("tokens", compiled.token_estimate)
+            return compiled
+
+    async def _compile_traced(
         self,
         action: str,
         max_tokens: int,
