@@ -5,7 +5,8 @@ Parts: ``peers`` (asides next to the OpenAI Agents SDK and LangGraph, with the i
 through each SQLite driver under Trio), ``postgres`` (asides on PostgreSQL next to SQLite, with 1
 and 4 writer processes, and LangGraph's AsyncPostgresSaver on the same server; skipped, in one
 line saying why, where no PostgreSQL server can be had), ``writes`` (store-level write cost and
-open time) and ``compression`` (the autobiographical strategy in detail). With no part: peers,
+open time), ``compression`` (the autobiographical strategy in detail) and ``disclosures`` (what
+recording who was shown what costs a compile, issue 23). With no part: peers,
 memory, drivers and postgres. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -20,7 +21,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres")
-PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression")
+PARTS = ("peers", "memory", "drivers", "postgres", "writes", "compression", "disclosures")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -45,6 +46,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 
         print("\nStore writes\n============")
         store_writes.main(["--sizes", "2000,20000", "--sequential", "200", "--repeat", "1"] if quick else [])
+    elif part == "disclosures":
+        from . import disclosures
+
+        disclosures.run(quick)
     elif part == "compression":
         from . import compression
 

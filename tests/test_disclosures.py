@@ -80,3 +80,20 @@ async def test_recording_can_be_turned_off(store_path: str) -> None:
     with pytest.raises(TypeError):
         async with open_runtime(store_path, record_disclosures="yes"):  # type: ignore[arg-type]
             pass
+
+
+@pytest.mark.slow
+async def test_the_disclosure_benchmark_runs_on_a_tiny_history() -> None:
+    """benchmarks/disclosures.py on 200 messages: one record for the first compile, then one
+    record per compile after one new message (it counts work; no time is asserted)."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks import disclosures
+
+    result = await disclosures.measure(200, 4, 1.0)
+    assert len(result["first"]) == 1
+    assert len(result["later"]) == result["stats"]["recording"].count
