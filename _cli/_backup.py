@@ -42,6 +42,9 @@ HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
 PLACE = ("kind", "id", "branch", "sequence")
 #: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
 #: a JSON object whose keys follow the place, flat).
+#: Audit records (erasures, disclosures: store/_erasure.py, store/_disclosure.py) live on the
+#: branch named "" and are carried as ref and body.
+AUDIT_KINDS = ("erasure", "disclosure")
 FORMS: dict[str, tuple[str, str | None]] = {
     "message": ("", None),
     "edit": ("message", None),
@@ -115,7 +118,7 @@ def line_record(obj: Any, where: str) -> Record:
         raise MalformedContentError(f"{where}: kind", "must be a non-empty string")
     if not isinstance(record_id, str) or not record_id.isdigit() or str(int(record_id)) != record_id or int(record_id) < 1:
         raise MalformedContentError(f"{where}: id", "must be a record id (a positive integer, as a string)")
-    if not isinstance(branch, str) or not branch:
+    if not isinstance(branch, str) or not (branch or kind in AUDIT_KINDS):
         raise MalformedContentError(f"{where}: branch", "must be a non-empty string")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
         raise MalformedContentError(f"{where}: sequence", "must be a non-negative integer")

@@ -58,6 +58,15 @@ def test_erase_and_audit(store_path: str, capsys: Any, monkeypatch: pytest.Monke
     assert code == 0 and "erased" in out and "asked" in out and "compile" in out
     code, out, _ = run(capsys, "audit", store_path, "--reader", "ann", "--json")
     assert {d["message_id"] for d in json.loads(out)["disclosures"]} == {secret_id, bob_1, bob_2}
+    if not store_path.startswith("postgresql://"):  # a dump after an erasure restores to the same store
+        code, dumped, _ = run(capsys, "dump", store_path)
+        backup, copy = store_path + ".jsonl", store_path + ".copy"
+        with open(backup, "w") as f:
+            f.write(dumped)
+        assert run(capsys, "restore", copy, backup)[0] == 0
+        assert run(capsys, "dump", copy)[1] == dumped
+        code, out, _ = run(capsys, "audit", copy, secret_id, "--json")
+        assert json.loads(out)["erased"]["reason"] == "asked" and json.loads(out)["disclosures"]
     code, out, _ = run(capsys, "erase", store_path, "--participant", "bob", "--reason", "left", "--yes")
     assert code == 0 and "erased 2 message(s)" in out
     code, out, _ = run(capsys, "export", store_path)
