@@ -486,10 +486,12 @@ def test_every_write_of_the_sqlite_store_is_made_for_postgres():
     PostgreSQL too: inherited, it would number records in memory alone. Only these delegate to
     methods PostgresStore has: append_message to append_messages, restore_records to _persist;
     _insert serves only the SQLite committer, which PostgresStore replaces (its committer is a base
-    class of its own, before SqliteStore in its method order)."""
+    class of its own, before SqliteStore in its method order); likewise _erase_rows, _queue and
+    checkpoint_truncate (an erasure's commit and the write-ahead log's checkpoint, issue 23:
+    PostgresStore.erase commits through its own committer)."""
     import inspect
 
-    delegating = {"append_message", "restore_records", "_insert"}
+    delegating = {"append_message", "restore_records", "_insert", "_erase_rows", "_queue", "checkpoint_truncate"}
     for name, _member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
         if name.startswith("__") or name in delegating:
             continue
