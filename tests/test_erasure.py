@@ -187,3 +187,30 @@ async def test_erasure_reaches_openai_agents_session_items(store_path: str, requ
         session = await rt.openai_session("conv-1")
         items = await session.get_items()
         assert SECRET not in repr(items) and "weather" in repr(items)
+
+
+async def test_a_summarised_line_erased_across_a_fork_after_an_edit(store_path: str, request: pytest.FixtureRequest) -> None:
+    """The summarised case on two branches: the line was edited, the branch forked, each branch's
+    manager summarised it; one erasure takes it from both, and each drain writes its summaries
+    again without it."""
+    folder = data_dir(store_path, request)
+    async with open_runtime(store_path, model=ExtractiveModel()) as rt:
+        writer = await rt.open_manager("host", strategy=PassthroughStrategy())
+        ids = [(await writer.add_message(p, [text(b)])).id for p, b in lines(12, 3)]
+        await writer.edit_message(ids[3], [text(f"edited: my passport number is {SECRET}-v2, keep it")])
+        await writer.fork("side")
+        await writer.add_message("user", [text("only on the side branch, a long enough line to chunk")])
+        managers = [await rt.open_manager(NS, strategy=auto(), branch=b) for b in ("main", "side")]
+        for m in managers:
+            await m.preview_context(**BIG)
+            await m.drain()
+            assert any(SECRET in s.text for s in m.get_summaries_in_range())
+        erasure = await rt.erase([ids[3]], reason="asked")
+        assert erasure.summaries_invalidated >= 2
+        for m in managers:
+            assert SECRET not in await everything(rt, m)
+            await m.drain()
+            again = m.get_summaries_in_range()
+            assert again and all(ids[3] not in s.message_ids for s in again)
+            assert any(ids[2] in s.message_ids for s in again)
+        assert files_holding(SECRET, store_path, folder) == []
