@@ -21,12 +21,15 @@ from .actors import (
     ContextEntry,
     ContextManager,
     Derivation,
+    Disclosure,
+    Erasure,
     FloorUnavailableError,
     Injection,
     InvalidArgumentError,
     InvalidNameError,
     MalformedContentError,
     ManagerClosedError,
+    MessageErasedError,
     MessageInjection,
     ModelError,
     ModelPolicy,
@@ -46,8 +49,10 @@ from .actors import (
     StrategyCapabilityError,
     StrategyInUseError,
     StrategyNotStartedError,
+    Tombstone,
     UnknownBranchError,
     UnknownMessageError,
+    UnknownMessagesError,
     open_runtime,
 )
 from .store import (
@@ -220,4 +225,10 @@ __all__ = [
     "thinking",
     "tool_result",
     "tool_use",
+    # privacy (issue 23)
+    "Disclosure",
+    "Erasure",
+    "MessageErasedError",
+    "Tombstone",
+    "UnknownMessagesError",
 ]

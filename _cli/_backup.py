@@ -43,6 +43,9 @@ HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
 PLACE = ("kind", "id", "branch", "sequence")
 #: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
 #: a JSON object whose keys follow the place, flat).
+#: Audit records (erasures, disclosures: store/_erasure.py, store/_disclosure.py) live on the
+#: branch named "" and are carried as ref and body.
+AUDIT_KINDS = ("erasure", "disclosure")
 FORMS: dict[str, tuple[str, str | None]] = {
     "message": ("", None),
     "edit": ("message", None),
@@ -116,7 +119,7 @@ def line_record(obj: Any, where: str) -> Record:
         raise MalformedContentError(f"{where}: kind", "must be a non-empty string")
     if not isinstance(record_id, str) or not key_number(record_id):
         raise MalformedContentError(f"{where}: id", "must be a record id (a positive integer, as a string)")
-    if not isinstance(branch, str) or not branch:
+    if not isinstance(branch, str) or not (branch or kind in AUDIT_KINDS):
         raise MalformedContentError(f"{where}: branch", "must be a non-empty string")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
         raise MalformedContentError(f"{where}: sequence", "must be a non-negative integer")

@@ -70,7 +70,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     async def run() -> list[Message]:
         async with reading_runtime(args.path) as rt:
             require_branch(rt, args.branch)
-            return rt.store.messages(args.branch)
+            return [m for m in rt.store.messages(args.branch) if not rt.store.model.is_erased(m.id)]  # tombstones left out
 
     messages = trio.run(run)
     refused: list[int] = []

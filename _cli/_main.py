@@ -11,6 +11,8 @@ Commands (``asides COMMAND --help`` for each)::
     asides dump PATH > backup.jsonl
     asides restore NEWPATH backup.jsonl
     asides serve STORE [--host 127.0.0.1] [--port 8077] [--token TOKEN]
+    asides erase PATH (--message ID... | --participant NAME) --reason TEXT [--yes] [--json]
+    asides audit PATH (MESSAGE_ID | --reader NAME) [--json]
 
 ``inspect``, ``compile``, ``export`` and ``dump`` open the store read-only: they never create or
 change a file, and they work while a host holds the store. Expected errors print one line,
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..store._groups import collapse
+from ._audit import add_audit_parser
 from ._backup import cmd_dump, cmd_restore
 from ._common import (
     EXIT_CLOSED_PIPE,
@@ -41,6 +44,7 @@ from ._common import (
 )
 from ._compile import FORMATS, STRATEGIES, cmd_compile
 from ._demo import cmd_demo
+from ._erase import add_erase_parser
 from ._export import cmd_export, cmd_import
 from ._inspect import cmd_inspect
 from ._serve import add_serve_command
@@ -179,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("dump", metavar="DUMP", help="the dump file, or - for stdin")
     restore.set_defaults(run=cmd_restore)
     add_serve_command(commands, EXIT_CODES_TEXT)
+    add_erase_parser(commands, EXIT_CODES_TEXT)
+    add_audit_parser(commands, EXIT_CODES_TEXT)
     return parser
 
 

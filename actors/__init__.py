@@ -1,5 +1,7 @@
 """asides's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI."""
 
+from ..store._disclosure import Disclosure
+from ..store._erasure import Erasure, MessageErasedError, Tombstone, UnknownMessagesError
 from ..store._model import BranchInfo
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
 from ..strategies._errors import AnswerRejectedError, ModelError
@@ -74,4 +76,10 @@ __all__ = [
     "UnknownBranchError",
     "UnknownMessageError",
     "open_runtime",
+    # privacy (issue 23)
+    "Disclosure",
+    "Erasure",
+    "MessageErasedError",
+    "Tombstone",
+    "UnknownMessagesError",
 ]

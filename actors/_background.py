@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, cast
 
@@ -32,6 +33,7 @@ from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
 from ._namespace import NamespaceActor
 from ._protocol import HeadReset, Unit
+from ._tracing import span
 
 if TYPE_CHECKING:
     from ._manager import ContextManager
@@ -62,6 +64,12 @@ class BackgroundWork(ManagerParts):
         return await self._unit(needs_model=True)
 
     async def _unit(self, *, needs_model: bool) -> bool:
+        with span("drain_unit", namespace=self._namespace, reader=self._reader, branch=self._branch, strategy=self.strategy_name) as traced:
+            did = await self._unit_traced(needs_model=needs_model)
+            traced.set("did_work", did)
+            return did
+
+    async def _unit_traced(self, *, needs_model: bool) -> bool:
         actor = self._actor
         async with actor.turn(Unit()):
             self._check("tick")
@@ -269,7 +277,7 @@ class BackgroundWork(ManagerParts):
         if check_int(limit, "limit") < 0:  # type: ignore[operator]
             raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
         strategy = self._strategy
-        return tuple(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
+        return self._not_erased(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""
@@ -277,14 +285,23 @@ class BackgroundWork(ManagerParts):
         check_int(start, "start", optional=True)
         check_int(end, "end", optional=True)
         strategy = self._strategy
-        return tuple(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
+        return self._not_erased(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
 
     def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, or ``None`` (checked)."""
         self._check("get_summary", started=False)
         check_str(summary_id, "summary_id")
         strategy = self._strategy
-        return strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
+        found = strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
+        return found if found is not None and self._not_erased((found,)) else None
+
+    def _not_erased(self, summaries: Iterable[Summary]) -> tuple[Summary, ...]:
+        """Leave out summaries made from an erased message: the strategy may hold them in memory
+        until it next runs (and starts again, see ``_catch_up``); the store no longer does."""
+        model = self._store.model
+        if not model.erasure_count:
+            return tuple(summaries)
+        return tuple(s for s in summaries if not any(model.is_erased(m) for m in s.message_ids))
 
     async def reset_head_window(self, text: str | None = None) -> str:
         """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the

@@ -138,6 +138,8 @@ class AssemblyCache:
         self._estimate = 0
         self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
         self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
+        #: How many leading entries of the last selection were the previous one's, unchanged.
+        self.reused = 0
 
     def _forget_edits(self, view: MessageView) -> None:
         if self._view is not view:
@@ -211,6 +213,7 @@ class AssemblyCache:
         self._messages, self._sources = messages, sources
         self._incomplete = frozenset(i for i in selection.incomplete if i in present)
         self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate
+        self.reused = kept
         return bodies, present, estimate
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -31,6 +31,7 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._errors import ModelError
 from ..strategies._models import Completion, CompletionRequest, Model, accepted_text
 from ._namespace import NamespaceActor
+from ._tracing import span
 
 __all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
 
@@ -141,6 +142,11 @@ class GateOwner(Protocol):
     @property
     def epoch(self) -> int: ...
 
+    async def disclose(self, message_ids: Sequence[str], via: str) -> None: ...
+
+    @property
+    def strategy_name(self) -> str: ...
+
 
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
@@ -172,8 +178,19 @@ class ModelGate:
             raise ModelError(f"the model failed ({describe_error(exc)})") from exc
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        owner = self._owner
+        with span(
+            "model_request", namespace=owner.namespace, reader=owner.view_reader, branch=owner.branch, strategy=owner.strategy_name
+        ) as traced:
+            traced.set("messages", len(request.messages))
+            traced.set("tokens", request.max_tokens)
+            traced.set("sources", len(request.source_ids))
+            return await self._complete(request)
+
+    async def _complete(self, request: CompletionRequest) -> Completion:
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
+        await owner.disclose(request.source_ids, "compression")  # recorded before it is sent
         actor.request_began()
         try:
             completion = await actor.outside_turn(lambda: self._ask(request))

@@ -128,6 +128,8 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._shards_messages = False
         self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
         self._answers = 0  # model answers received (drains reset their back-off on one)
+        self._erasures_seen = runtime.store.model.erasure_count  # see _catch_up
+        self._last_disclosed: str | None = None  # the way of the last compile recorded (Reading._disclose)
 
     # -- properties ----------------------------------------------------------------------------
 
@@ -145,6 +147,11 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
     def view_reader(self) -> str | None:
         """The reader this manager compiles for, or ``None``."""
         return self._reader
+
+    @property
+    def strategy_name(self) -> str:
+        """The strategy's name (its ``name``, else its class name), as traces and records say it."""
+        return str(getattr(self._strategy, "name", type(self._strategy).__name__))
 
     @property
     def strategy(self) -> ContextStrategy:
@@ -311,6 +318,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
                 self._check(action, started=False)
                 self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
                 self._seen_length = self._store.length(self._branch)
+                self._erasures_seen = self._store.model.erasure_count
                 await self._strategy.initialize(self._context())
                 if action == "set_strategy":
                     await self._record_strategy()
@@ -336,7 +344,19 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
 
     async def _catch_up(self) -> None:
         """Hand the strategy the reader's view of the messages written since it last looked
-        (in the actor's turn). A message the reader sees nothing of is not handed over."""
+        (in the actor's turn). A message the reader sees nothing of is not handed over.
+
+        After an erasure (store/_erasure.py) the strategy starts again from the store instead: a
+        new view, a new assembly cache, ``initialize`` again, so nothing it kept in memory of an
+        erased message (or of a summary made from one) is compiled again; the summaries erased
+        with it show as raw messages until a drain writes them again."""
+        if self._store.model.erasure_count != self._erasures_seen:
+            self._erasures_seen = self._store.model.erasure_count
+            self._view = self._make_view(self._branch)
+            self._assembly = AssemblyCache()
+            self._seen_length = self._store.length(self._branch)
+            await self._strategy.initialize(self._context())
+            return
         length = self._store.length(self._branch)
         if length == self._seen_length:
             return

@@ -44,11 +44,15 @@ class ManagerParts:
     _drain: Drain | None
     _answers: int
     _assembly: AssemblyCache
+    _last_disclosed: str | None
 
     if TYPE_CHECKING:
 
         @property
         def model(self) -> Model | None: ...
+
+        @property
+        def strategy_name(self) -> str: ...
 
         def _check(self, action: str, *, started: bool = True) -> None: ...
 
@@ -73,4 +77,3 @@ class ManagerParts:
         def _start_drain(self) -> None: ...
 
         async def _stop_drain(self) -> None: ...
-

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..store._messages import Message
-from ..strategies._base import Injection, MessageInjection, SelectOptions, check_budget, check_injections
+from ..strategies._base import Injection, MessageInjection, SelectOptions, SourceEntry, check_budget, check_injections
 from ._compiled import CompiledContext, assemble, injection_cost
 from ._manager_parts import ManagerParts
 from ._protocol import Compile
+from ._tracing import span
 
 __all__ = ["Reading"]
 
@@ -20,7 +21,8 @@ class Reading(ManagerParts):
     # -- reads ---------------------------------------------------------------------------------
 
     def get_message(self, message_id: str) -> Message | None:
-        """The message as stored, or ``None``.
+        """The message as stored, or ``None``. An erased message comes back as its tombstone: no
+        content, participant ``""``, ``metadata["asides_erased"] = {"at", "reason", "erasure"}``.
 
         Warning: as stored means with every block, including blocks whose audience leaves out
         this manager's reader. Never pass it to that reader; use :meth:`view_message`.
@@ -36,7 +38,11 @@ class Reading(ManagerParts):
         reader its own view, use :meth:`view_messages` (or :meth:`compile`).
         """
         self._check("get_all_messages", started=False)
-        return tuple(self._store.messages(self._branch))
+        messages = self._store.messages(self._branch)
+        model = self._store.model
+        if model.erasure_count:  # an erased message is left out (its tombstone: Runtime.tombstone)
+            return tuple(m for m in messages if not model.is_erased(m.id))
+        return tuple(messages)
 
     def view_message(self, message_id: str) -> Message | None:
         """The message as this manager's reader sees it (blocks meant for other readers left
@@ -89,6 +95,28 @@ class Reading(ManagerParts):
         *,
         preview: bool,
     ) -> CompiledContext:
+        with span(
+            "preview" if preview else "compile",
+            namespace=self._namespace,
+            reader=self._reader,
+            branch=self._branch,
+            strategy=self.strategy_name,
+        ) as traced:
+            compiled = await self._compile_traced(action, max_tokens, reserve_for_response, injections, message_injections, preview=preview)
+            traced.set("messages", len(compiled.messages))
+            traced.set("tokens", compiled.token_estimate)
+            return compiled
+
+    async def _compile_traced(
+        self,
+        action: str,
+        max_tokens: int,
+        reserve_for_response: int,
+        injections: Sequence[Injection],
+        message_injections: Sequence[MessageInjection],
+        *,
+        preview: bool,
+    ) -> CompiledContext:
         self._check(action)
         check_budget(max_tokens, reserve_for_response)
         checked, checked_messages = check_injections(injections, message_injections)
@@ -102,7 +130,7 @@ class Reading(ManagerParts):
             self._check(action)
             await self._catch_up()
             selection = await self._strategy.select(self._context(preview=preview), budget, options)
-            return assemble(
+            compiled = assemble(
                 selection,
                 injections=checked,
                 message_injections=checked_messages,
@@ -111,3 +139,23 @@ class Reading(ManagerParts):
                 estimator=estimator,
                 cache=self._assembly,
             )
+            await self._disclose(selection.sources, "preview" if preview else "compile")
+            return compiled
+
+    async def disclose(self, message_ids: Sequence[str], via: str) -> None:
+        """Record that ``message_ids`` were shown through ``via`` (a compression request: to the
+        model provider) for this manager's reader (``Runtime.disclosures``)."""
+        if self._runtime.records_disclosures:
+            await self._store.record_disclosure(self._namespace, self._reader, self._branch, via, message_ids)
+
+    async def _disclose(self, sources: Sequence[SourceEntry], via: str) -> None:
+        """Record which messages a compile showed (raw, or through a summary), and to whom
+        (``Runtime.disclosures``). Only entries the assembly cache did not reuse from this
+        manager's previous compile of the same way are looked at: those were recorded then, so
+        a compile after one new message looks at one entry."""
+        if not self._runtime.records_disclosures:
+            return
+        reused = self._assembly.reused if self._last_disclosed == via else 0
+        self._last_disclosed = via
+        ids = [i for entry in sources[reused:] for i in entry.message_ids]
+        await self._store.record_disclosure(self._namespace, self._reader, self._branch, via, ids)

@@ -8,6 +8,7 @@ closes the store.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -25,7 +26,7 @@ from ..store._model import MISSING, BranchInfo
 from ..store._names import check_branch, check_optional_reader
 from ..store._open import open_store
 from ..store._pg_rows import FromElsewhere
-from ..store._sqlite import BranchCreated, SqliteStore, StatesWritten, StoreEvent
+from ..store._sqlite import BranchCreated, MessagesErased, SqliteStore, StatesWritten, StoreEvent
 from ..store._state_keys import context_index, context_key, context_prefix, namespace_key, own_record
 from ..store._views import Projections, ViewFilter, reader_view
 from ..strategies._base import NAMESPACE_KEYS, ContextStrategy, check_strategy
@@ -35,6 +36,7 @@ from ._gate import ModelPolicy, check_model
 from ._lease import new_holder_id
 from ._manager import ContextEntry, ContextManager, Derivation
 from ._namespace import FLOOR_KEY, LEASE_KEY, READER_KEY, NamespaceActor, normalise_namespace
+from ._privacy import PrivacyParts, check_retain_for
 from ._protocol import Signal
 
 if TYPE_CHECKING:
@@ -45,13 +47,23 @@ __all__ = ["Runtime", "open_runtime"]
 log = logging.getLogger("asides.actors")
 
 
-class Runtime:
+class Runtime(PrivacyParts):
     """A store with its actors and managers. Made by :func:`open_runtime`."""
 
     def __init__(
-        self, store: SqliteStore, tasks: anyio.abc.TaskGroup, model: Model | None, model_policy: ModelPolicy | None = None
+        self,
+        store: SqliteStore,
+        tasks: anyio.abc.TaskGroup,
+        model: Model | None,
+        model_policy: ModelPolicy | None = None,
+        *,
+        retain_seconds: float | None = None,
+        record_disclosures: bool = True,
     ) -> None:
         self._store = store
+        self._retain_seconds = retain_seconds
+        #: Whether compiles, previews and compression requests record what they showed.
+        self.records_disclosures = record_disclosures
         self._tasks = tasks
         self.model = model
         self.model_policy = model_policy if model_policy is not None else ModelPolicy()
@@ -115,9 +127,7 @@ class Runtime:
         self.check_strategy_free(strategy)
         actor = self.actor(branch, ns)
         reader = actor.resolve_reader(view_reader, "open")
-        manager = ContextManager(
-            self, namespace=ns, strategy=strategy, reader=reader, view_filter=view_filter, branch=branch, model=model
-        )
+        manager = ContextManager(self, namespace=ns, strategy=strategy, reader=reader, view_filter=view_filter, branch=branch, model=model)
         manager.require_capability(strategy, "open")
         await self.start_manager(manager, claim=view_reader, action="open")
         return manager
@@ -162,9 +172,7 @@ class Runtime:
         Needs the ``openai-agents`` extra; see ``asides.integrations.openai_agents``."""
         from ..integrations.openai_agents import AsidesSession
 
-        return await AsidesSession.bound_to(
-            self, session_id, reader=reader, strategy=strategy, session_settings=session_settings
-        )
+        return await AsidesSession.bound_to(self, session_id, reader=reader, strategy=strategy, session_settings=session_settings)
 
     # -- what managers ask of the runtime ------------------------------------------------------
 
@@ -250,6 +258,9 @@ class Runtime:
     def _on_store_event(self, event: StoreEvent) -> None:
         # Constant time however many managers are open: strategies catch up when they next run.
         if isinstance(event, BranchCreated):
+            return
+        if isinstance(event, MessagesErased):
+            self.wake_all_branches()  # managers start their strategies again when they next run
             return
         if isinstance(event, StatesWritten):
             # A reader record or floor written by another process (on a shared store) reaches its
@@ -363,9 +374,7 @@ class Runtime:
                 rewrites[key] = None  # whose view it holds cannot be told: fail closed
                 continue
             seen, _ = reader_view(edited, reader)
-            rewrites[key] = (
-                None if seen is None else {"content": content_to_json(seen.content), "source_message_id": message_id}
-            )
+            rewrites[key] = None if seen is None else {"content": content_to_json(seen.content), "source_message_id": message_id}
         return rewrites
 
     # -- closing -------------------------------------------------------------------------------
@@ -387,6 +396,8 @@ async def open_runtime(
     read_only: bool = False,
     model_policy: ModelPolicy | None = None,
     synchronous: str = "NORMAL",
+    retain_for: datetime.timedelta | None = None,
+    record_disclosures: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open (creating) the store at ``path`` and a runtime over it for the block.
 
@@ -403,11 +414,25 @@ async def open_runtime(
     ``synchronous`` is the durability of a commit (``open_store``): ``NORMAL`` (the default)
     survives a crash of the process, ``FULL`` also a power loss (or, on PostgreSQL, a crash of
     the database server), at a cost per commit.
+
+    ``retain_for`` (a ``datetime.timedelta``): messages whose stored timestamp is older than that
+    are erased, with the reason ``"retention"``, by a supervised background task (at open, then
+    every tenth of the period, at most hourly); ``Runtime.enforce_retention()`` does it at once.
+
+    ``record_disclosures`` (on by default): every compile, preview and compression request
+    records which messages it showed, and to whom (``Runtime.disclosures``); ``False`` records
+    nothing. A read-only runtime records nothing either (it cannot write), but answers.
     """
+    if not isinstance(record_disclosures, bool):
+        raise ArgumentTypeError("record_disclosures", f"must be a bool, not {type(record_disclosures).__name__}")
     check_model(model, "open_runtime")
+    retain_seconds = check_retain_for(retain_for)
     async with open_store(path, read_only=read_only, synchronous=synchronous) as store, collapsing():
         async with anyio.create_task_group() as tasks:
-            runtime = Runtime(store, tasks, model, model_policy)
+            runtime = Runtime(store, tasks, model, model_policy, retain_seconds=retain_seconds, record_disclosures=record_disclosures)
+            if retain_seconds is not None and not read_only:
+                every = min(retain_seconds / 10, 3600.0)
+                tasks.start_soon(runtime.run_retention, every)
             try:
                 yield runtime
             finally:

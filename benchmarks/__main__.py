@@ -9,8 +9,9 @@ SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22'
 (store-level write cost and open time), ``compression`` (the autobiographical strategy in detail),
 ``serve`` (``asides serve``'s log page and reader's view over HTTP at 200,000 messages; needs the
 ``serve`` extra), ``cache`` (how much of each request a prompt cache could serve, asides next to
-LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``) and ``readers`` (the memory of
-50 reader managers against one reader's, issue 19). With no part: peers,
+LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``), ``readers`` (the memory of
+50 reader managers against one reader's, issue 19) and ``disclosures`` (what recording who was
+shown what costs a compile, issue 23). With no part: peers,
 memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
 default parts together take about two and a half minutes on an idle 2-core machine); without it
 the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
@@ -25,7 +26,7 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers", "disclosures")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -54,6 +55,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
 
         print("\nStore writes\n============")
         store_writes.main(["--sizes", "2000,20000", "--sequential", "200", "--repeat", "1"] if quick else [])
+    elif part == "disclosures":
+        from . import disclosures
+
+        disclosures.run(quick)
     elif part == "compression":
         from . import compression
 

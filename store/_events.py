@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import attrs
 
+from ._erasure import Erasure
 from ._messages import Message
 from ._model_parts import BranchInfo
 
-__all__ = ["BranchCreated", "MessageEdited", "MessagesAppended", "StatesWritten", "StoreEvent"]
+__all__ = ["BranchCreated", "MessageEdited", "MessagesAppended", "MessagesErased", "StatesWritten", "StoreEvent"]
 
 
 @attrs.frozen
@@ -44,4 +45,13 @@ class BranchCreated:
     info: BranchInfo
 
 
-StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated
+@attrs.frozen
+class MessagesErased:
+    """An erasure (store/_erasure.py): its messages are tombstones on every branch, and the
+    records derived from them are gone. ``branch`` is the erasure records' own (``""``)."""
+
+    branch: str
+    erasure: Erasure
+
+
+StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated | MessagesErased

@@ -16,11 +16,24 @@ import json
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from ._arguments import check_int, check_message_id, check_str
 from ._blocks import ContentBlock, content_to_json, has_audience
+from ._disclosure import DISCLOSURE, DisclosureLog, disclosure_body
+from ._erasure import (
+    ERASURE,
+    ERASURE_BRANCH,
+    Erasure,
+    MessageErasedError,
+    Tombstone,
+    UnknownMessagesError,
+    derived_from,
+    erasure_body,
+    parse_erasure,
+)
 from ._errors import (
     BranchExistsError,
     UnknownBranchError,
@@ -66,6 +79,14 @@ class LogModel:
         self._damaged: dict[int, tuple[tuple[ContentBlock, ...], bool]] = {}
         self._holds_empty = False
         self.next_id = 1
+        # Erasures (store/_erasure.py): what remains of each erased message, every erasure in
+        # order, and the state records replay found already overwritten (so replaying an
+        # erasure record at open need not look for them).
+        self._erased: dict[str, Tombstone] = {}
+        self._erasures: list[Erasure] = []
+        self._nulled_states: set[int] = set()
+        #: Who was shown what (store/_disclosure.py).
+        self.disclosure_log = DisclosureLog()
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -83,6 +104,17 @@ class LogModel:
             ):
                 raise RecordTypeError(f"record {record_id!r} has a column of the wrong type (the file was changed outside asides)")
             self.next_id = max(self.next_id, record_id + 1)
+            if kind == DISCLOSURE:
+                if not self.disclosure_log.add(record_id, body):
+                    log.warning("record %s is a disclosure record that cannot be read; ignored", record_id)
+                continue
+            if kind == ERASURE:
+                parsed = parse_erasure(body)
+                if parsed is None:
+                    log.warning("record %s is an erasure record that cannot be read; ignored", record_id)
+                else:
+                    self.apply_erasure(*parsed)
+                continue
             if kind == BRANCH:
                 if branch_name not in self._branches:
                     parent = self._branches.get(ref or "")
@@ -129,6 +161,8 @@ class LogModel:
                 branch.states.setdefault(ref, []).append((seq, value))
                 branch.state_ids[(ref, seq)] = record_id
                 self._state_keys.add(ref)
+                if value is None:
+                    self._nulled_states.add(record_id)
             else:
                 log.warning("record %s has unknown kind %r; ignored", record_id, kind)
 
@@ -241,6 +275,9 @@ class LogModel:
         current = self.get(branch_name, message_id)
         if current is None:
             raise UnknownMessageError(message_id, branch_name)
+        if message_id in self._erased:
+            raise MessageErasedError([message_id], "message_id")
+        self.check_not_derived(states or {})
         blocks = blocks_to_store(content)
         body = json_text({"content": content_to_json(blocks)}, "content")
         encoded_states = [encode_state(key, value) for key, value in (states or {}).items()]
@@ -261,6 +298,7 @@ class LogModel:
         branch sequence by one; all or none (see above)."""
         branch = self._branch(branch_name)
         encoded = [encode_state(key, value) for key, value in states.items()]
+        self.check_not_derived(states)
         return [self._apply_state(branch, *item) for item in encoded]
 
     def set_state(self, branch_name: str, key: str, value: Any) -> Row:
@@ -331,6 +369,8 @@ class LogModel:
 
     def _base(self, owner: Branch, index: int) -> Message:
         entry = owner.own[index]
+        if isinstance(entry, str) and self._erased and str(owner.own_ids[index]) in self._erased:
+            entry = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
         if isinstance(entry, str):
             text = entry
             entry = decode_message(owner.own_ids[index], owner.own_seqs[index], text)
@@ -340,7 +380,7 @@ class LogModel:
         return entry
 
     def _resolve(self, branch: Branch, base: Message) -> Message:
-        if base.id not in branch.edited_ids:
+        if base.id not in branch.edited_ids or base.id in self._erased:
             return base
         cached = branch.resolved.get(base.id)
         if cached is not None:
@@ -484,3 +524,125 @@ class LogModel:
     def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
         """``{key: value}`` for every key under ``prefix`` visible on this branch."""
         return {key: self.get_state(branch_name, key) for key in self.state_keys(branch_name, prefix)}
+
+    # -- erasure (store/_erasure.py) ------------------------------------------------------------
+
+    @property
+    def erasure_count(self) -> int:
+        """How many erasures the model holds (a manager restarts its strategy when it grows)."""
+        return len(self._erasures)
+
+    def is_erased(self, message_id: str) -> bool:
+        return message_id in self._erased
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message, or ``None`` when it was not erased."""
+        return self._erased.get(message_id)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure, oldest first."""
+        return tuple(self._erasures)
+
+    def check_not_derived(self, states: Mapping[str, Any]) -> None:
+        """Refuse (``MessageErasedError``) state records whose provenance names an erased message:
+        a unit that read a message before its erasure must not store what it made of it."""
+        if not self._erased:
+            return
+        for key, value in states.items():
+            found = derived_from(value, self._erased)
+            if found:
+                raise MessageErasedError(found, key)
+
+    def _tombstone_message(self, record_id: int, seq: int) -> Message:
+        stone = self._erased[str(record_id)]
+        meta = {"asides_erased": {"at": stone.erased_at, "reason": stone.reason, "erasure": stone.erasure}}
+        return Message(str(record_id), seq, "", (), MappingProxyType(meta), 0.0)
+
+    def message_ids(self) -> list[str]:
+        """The id of every message of the store that is not erased, in record order."""
+        ids = [str(i) for b in self._branches.values() for i in b.own_ids]
+        ids.sort(key=int)
+        return [i for i in ids if i not in self._erased]
+
+    def stored_message(self, message_id: str) -> Message | None:
+        """A message as its own branch stored it (its newest edits aside), wherever it is."""
+        found = self._owner.get(message_id)
+        return None if found is None else self._base(*found)
+
+    def plan_erasure(self, message_ids: Sequence[str], reason: str, at: float) -> tuple[Erasure, str, tuple[int, ...]] | None:
+        """The erasure of ``message_ids`` against the model as it is: the erasure, its record's
+        body, and the record ids of the state records it overwrites. ``None`` when every one of them was
+        erased already (erasing again does nothing). Refuses unknown ids
+        (``UnknownMessagesError``, naming them), changing nothing."""
+        unknown = [m for m in message_ids if not isinstance(m, str) or self._owner.get(m) is None]
+        if unknown:
+            raise UnknownMessagesError([str(m) for m in unknown])
+        new = [m for m in dict.fromkeys(message_ids) if m not in self._erased]
+        if not new:
+            return None
+        targets = set(new)
+        states: list[int] = []
+        summaries: set[tuple[str, str]] = set()
+        for branch in self._branches.values():
+            for key, versions in branch.states.items():
+                for seq, value in versions:
+                    if derived_from(value, targets):
+                        states.append(branch.state_ids[(key, seq)])
+                        if "/summary/" in key:
+                            summaries.add((branch.name, key))
+        states.sort()
+        number = len(self._erasures) + 1
+        erasure = Erasure(number, tuple(new), len(summaries), len(states), reason, at)
+        return erasure, erasure_body(number, new, states, reason, at, len(summaries)), tuple(states)
+
+    def erasure_row(self, erasure: Erasure, body: str) -> Row:
+        """The record of a planned erasure, numbered next (a store that numbers at commit makes
+        its own)."""
+        record_id = self._take_id()
+        return Row(record_id, ERASURE_BRANCH, record_id, ERASURE, None, body)
+
+    def disclosure_row(
+        self, namespace: str, reader: str | None, branch: str, via: str, at: float, message_ids: Iterable[str]
+    ) -> Row | None:
+        """Record (in memory; the caller persists the row) that ``message_ids`` were shown: only
+        those not shown to that ``(namespace, reader, via)`` before. ``None``: nothing new."""
+        fresh = self.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        if not fresh:
+            return None
+        body = disclosure_body(namespace, reader, branch, via, at, fresh)
+        record_id = self._take_id()
+        self.disclosure_log.add(record_id, body)
+        return Row(record_id, ERASURE_BRANCH, record_id, DISCLOSURE, None, body)
+
+    def apply_erasure(self, erasure: Erasure, states: Sequence[int]) -> None:
+        """Take an erasure into memory (a local one once planned, or one replayed): its messages
+        become tombstones on every branch that sees them (views hear of each as of an edit, and
+        leave it out), their edits and the state records it names lose their content. Cannot fail."""
+        if erasure.number <= len(self._erasures):
+            return  # replayed twice (a catch-up after a local commit)
+        self._erasures.append(erasure)
+        for message_id in erasure.message_ids:
+            self._erased[message_id] = Tombstone(message_id, erasure.at, erasure.reason, erasure.number)
+            found = self._owner.get(message_id)
+            if found is None:
+                continue
+            owner, index = found
+            stone = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
+            for branch in self._branches.values():
+                if branch.edits.get(message_id):
+                    branch.edits[message_id] = [(seq, ()) for seq, _ in branch.edits[message_id]]
+                if self.position_of(branch.name, message_id) is None:
+                    continue
+                # Views of the branch take their maintained path and hear of it as of an edit.
+                branch.may_hold_audience = True
+                branch.edit_log.append(message_id)
+                branch.edited_ids.add(message_id)
+                branch.resolved[message_id] = stone
+        pending = set(states) - self._nulled_states
+        if pending:
+            for branch in self._branches.values():
+                for (key, seq), record_id in branch.state_ids.items():
+                    if record_id in pending:
+                        versions = branch.states[key]
+                        versions[[s for s, _ in versions].index(seq)] = (seq, None)
+                        self._nulled_states.add(record_id)

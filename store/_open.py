@@ -79,6 +79,11 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
                 has_log = True
             store = SqliteStore(path, driver, model, read_only=read_only)
             store._has_log = has_log
+            if not read_only and model.erasure_count and path != ":memory:":
+                # An erasure whose process died between its commit and its checkpoint may have
+                # left the erased bytes in the write-ahead log: empty it before anything else.
+                await driver.execute("PRAGMA secure_delete=ON")
+                await store.checkpoint_truncate()
             async with store._serving():
                 yield store
     finally:

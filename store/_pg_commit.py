@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.lowlevel
 
+from ._erasure import ERASURE, ERASURE_BRANCH, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._pg_driver import Connection, is_connection_error
 from ._pg_notices import Notices
@@ -182,10 +183,10 @@ class Committer:
         with anyio.CancelScope(shield=True):
             error: BaseException | None = None
             try:
-                for write in [w for w in writes if w.exact is not None]:
+                for write in [w for w in writes if w.exact is not None or w.erase is not None]:
                     writes.remove(write)
                     try:
-                        await self._write_exact(write)
+                        await (self._write_exact(write) if write.exact is not None else self._write_erasure(write))
                     except Exception as exc:
                         write.error = exc
                     write.done.set()
@@ -263,6 +264,33 @@ class Committer:
         self._noticed(True)
         self._applied = self._announced = write.exact[-1][0]
         self.commits += 1
+
+    async def _write_erasure(self, write: PendingWrite) -> None:
+        """Plan an erasure against the model caught up under the write lock (so no process
+        commits a record between the plan and the commit), and commit it in that transaction."""
+        assert write.erase is not None
+        message_ids, reason, at = write.erase
+        connection = await self._ensure_connection()
+        head, missed = await self._call(connection.lock, self._applied)
+        try:
+            self.caught_up_records += len(missed)
+            self._apply(missed)
+            self._applied = max(self._applied, head)
+            plan = self._model.plan_erasure(message_ids, reason, at)
+        except BaseException:
+            await self._call(connection.rollback)
+            raise
+        if plan is None:
+            await self._call(connection.rollback)
+            return
+        erasure, body, states = plan
+        rows = [(head + 1, ERASURE_BRANCH, head + 1, ERASURE, None, body)]
+        ids = list(erasure.message_ids)
+        await self._call(connection.commit_erasure, rows, [int(m) for m in ids], ids, list(states), erased_body(erasure.number))
+        self._noticed(True)
+        self.commits += 1
+        self._apply(rows, elsewhere=False)
+        write.erased = erasure
 
     async def _commit(self, writes: list[PendingWrite]) -> bool:
         """Commit the writes that pass their checks, in one transaction, after every commit made

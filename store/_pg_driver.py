@@ -309,6 +309,26 @@ class Connection:
         finally:
             self.in_transaction = False
 
+    def commit_erasure(self, rows: Sequence[RowTuple], message_ids: list[int], edit_refs: list[str], states: list[int], body: str) -> None:
+        """Append an erasure's record and overwrite the records it erases (store/_erasure.py),
+        then commit the transaction :meth:`lock` began; then ``VACUUM FULL`` the log, which
+        rewrites the table and its indexes into new files, so the old row versions holding the
+        erased bytes are in no page of the store's relations (docs/guarantees.md)."""
+        conn = self._conn
+        try:
+            with conn.pipeline():
+                conn.execute(*_append_statement(rows))
+                conn.execute("UPDATE asides_log SET body = %s WHERE kind = 'message' AND id = ANY(%s)", (body, message_ids))
+                conn.execute("UPDATE asides_log SET body = %s WHERE kind = 'edit' AND ref = ANY(%s)", (body, edit_refs))
+                conn.execute("UPDATE asides_log SET body = 'null' WHERE kind = 'state' AND id = ANY(%s)", (states,))
+                conn.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
+        finally:
+            self.in_transaction = False
+        conn.execute("VACUUM FULL asides_log")
+
     def rollback(self) -> None:
         self.in_transaction = False
         if self.broken:

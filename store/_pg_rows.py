@@ -21,7 +21,8 @@ import anyio
 import attrs
 
 from ._blocks import ContentBlock, content_to_json
-from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
+from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, parse_erasure
+from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._messages import Message
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
 from ._records import EncodedMessage, blocks_to_store, encodable, encode_message
@@ -72,6 +73,11 @@ class BranchCreatedElsewhere(BranchCreated, FromElsewhere):
 
 
 @attrs.frozen
+class MessagesErasedElsewhere(MessagesErased, FromElsewhere):
+    pass
+
+
+@attrs.frozen
 class PendingRow:
     """A record without its id; ``fork`` is the sequence of a branch record (its fork point),
     ``None`` for the records that take their branch's next sequence."""
@@ -98,6 +104,10 @@ class PendingWrite:
     rows: list[PendingRow]
     #: Records written exactly as they are, ids included (a restore), instead of ``rows``.
     exact: list[RowTuple] | None = None
+    #: An erasure ``(message ids, reason, at)``, planned and committed under the write lock
+    #: instead of ``rows``; ``erased`` is what it did (``None``: nothing was left to erase).
+    erase: tuple[list[str], str, float] | None = None
+    erased: Erasure | None = None
     recheck: Callable[[LogModel], None] | None = None
     guard: Callable[[], None] | None = None
     ids: list[int] = attrs.Factory(list)
@@ -140,7 +150,9 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) 
     for write in writes:
         write.ids = []
         for row in write.rows:
-            if row.fork is not None:
+            if row.branch == ERASURE_BRANCH:
+                seq = record_id  # an audit record (erasure, disclosure): its sequence is its id
+            elif row.fork is not None:
                 seq = row.fork
                 heads[row.branch] = row.fork
             else:
@@ -184,6 +196,13 @@ def apply_rows(
         record_id, branch, seq, kind, ref, _body = row
         if (branch, kind) != current:
             flush()
+        if kind == ERASURE:
+            before_count = model.erasure_count
+            model.replay([row])
+            parsed = parse_erasure(_body)
+            if parsed is not None and model.erasure_count > before_count:
+                events.append((MessagesErasedElsewhere if elsewhere else MessagesErased)(branch, parsed[0]))
+            continue
         before = model.get(branch, ref) if kind == EDIT and ref is not None and model.has_branch(branch) else None
         known = kind == BRANCH or model.has_branch(branch)
         given = encoded.get(record_id) if encoded and kind == MESSAGE and known else None

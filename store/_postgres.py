@@ -35,8 +35,9 @@ the model up to every commit made before it was called.
 from __future__ import annotations
 
 import logging
+import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -45,6 +46,8 @@ import anyio.abc
 import anyio.to_thread
 
 from ._blocks import ContentBlock
+from ._disclosure import DISCLOSURE, disclosure_body
+from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError
 from ._errors import BranchExistsError, StoreFailedError, UnknownMessageError
 from ._events import StoreEvent
 from ._groups import collapsing
@@ -55,7 +58,7 @@ from ._names import check_branch, check_state_key
 from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error
 from ._pg_notices import Notices
-from ._pg_rows import PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
+from ._pg_rows import PendingRow, PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
 from ._sqlite import SqliteStore, check_meta, check_write
 from ._worker import WorkerThread
@@ -227,7 +230,13 @@ class PostgresStore(Committer, SqliteStore):
             raise UnknownMessageError(message_id, branch)
         check_write(states, guard, optional=True)
         rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
-        await self._submit(PendingWrite(rows, guard=guard))
+
+        def recheck(model: LogModel) -> None:  # at commit: an erasure another process made meanwhile
+            if model.is_erased(message_id):
+                raise MessageErasedError([message_id], "message_id")
+            model.check_not_derived(states or {})
+
+        await self._submit(PendingWrite(rows, guard=guard, recheck=recheck))
         return self._message(branch, message_id)
 
     async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
@@ -239,8 +248,28 @@ class PostgresStore(Committer, SqliteStore):
         rows = [state_row(branch, key, value) for key, value in states.items()]
         if not rows:
             return self._model.head(branch)
-        await self._submit(PendingWrite(rows, guard=guard))
+        await self._submit(PendingWrite(rows, guard=guard, recheck=lambda model: model.check_not_derived(states)))
         return self._model.head(branch)
+
+    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
+        """:meth:`SqliteStore.erase`, planned and committed under the write lock, against every
+        record any process committed before it; the log is then rewritten (``VACUUM FULL``)."""
+        self._check_usable()
+        self._model.plan_erasure(message_ids, reason, at)  # unknown ids refused now, before queueing
+        write = PendingWrite([], erase=(list(message_ids), reason, at))
+        await self._submit(write)
+        return write.erased
+
+    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+        """:meth:`SqliteStore.record_disclosure`; the record is numbered at commit. Two processes
+        showing a message at once may both record it (an answer then lists both)."""
+        if self.read_only:
+            return
+        self._check_usable()
+        fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        if fresh:
+            body = disclosure_body(namespace, reader, branch, via, time.time(), fresh)
+            await self._submit(PendingWrite([PendingRow(ERASURE_BRANCH, DISCLOSURE, None, body)]))
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns the branch head after it."""

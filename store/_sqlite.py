@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,7 +33,9 @@ import anyio.lowlevel
 
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
+from ._disclosure import Disclosure
 from ._drivers import Driver
+from ._erasure import ERASURE_BRANCH, Erasure, Tombstone, erased_body
 from ._errors import (
     MalformedContentError,
     StoreFailedError,
@@ -40,14 +43,14 @@ from ._errors import (
     StoreReadOnlyError,
     UnknownMessageError,
 )
-from ._events import BranchCreated, MessageEdited, MessagesAppended, StatesWritten, StoreEvent
+from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._messages import Message, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._names import check_state_key, check_state_records
 from ._records import encodable
 
-__all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "StatesWritten", "BranchCreated"]
+__all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "MessagesErased", "StatesWritten", "BranchCreated"]
 
 log = logging.getLogger("asides.store")
 
@@ -69,10 +72,12 @@ _ROWS_PER_STATEMENT = 2000
 
 
 class _Batch:
-    __slots__ = ("rows", "done", "error")
+    __slots__ = ("rows", "erasures", "done", "error")
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
+        #: Statements overwriting erased records, run after the batch's inserts in its transaction.
+        self.erasures: list[tuple[str, list[Any]]] = []
         self.done = anyio.Event()
         self.error: BaseException | None = None
 
@@ -170,7 +175,7 @@ class SqliteStore:
             try:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await self._insert(batch.rows)
+                        await self._commit(batch)
                     except BaseException as exc:
                         self._stop(exc, len(batch.rows), batch)
                         raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
@@ -203,7 +208,7 @@ class SqliteStore:
                 if self._batch is batch:
                     self._batch = None
                 try:
-                    await self._insert(batch.rows)
+                    await self._commit(batch)
                 except BaseException as exc:
                     self._stop(exc, len(batch.rows), batch)
                     raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
@@ -213,6 +218,13 @@ class SqliteStore:
             self._committing = False
             if self._batch is not None or self._closing:
                 self._wakeup.set()
+
+    async def _commit(self, batch: _Batch) -> None:
+        """Commit one batch: an erasure's in a transaction of its own (:meth:`_erase_rows`)."""
+        if batch.erasures:
+            await self._erase_rows(batch)
+        else:
+            await self._insert(batch.rows)
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) <= _ROWS_PER_STATEMENT:
@@ -228,12 +240,49 @@ class SqliteStore:
             await self._driver.execute("ROLLBACK")
             raise
 
+    async def _erase_rows(self, batch: _Batch) -> None:
+        """Commit a batch holding an erasure: its inserts and overwrites in one transaction, with
+        ``secure_delete`` (freed space is zeroed), then a truncating checkpoint, so the erased
+        bytes are in neither the database file nor its write-ahead log once this returns."""
+        await self._driver.execute("PRAGMA secure_delete=ON")
+        await self._driver.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(batch.rows), _ROWS_PER_STATEMENT):
+                chunk = batch.rows[start : start + _ROWS_PER_STATEMENT]
+                await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            for sql, params in batch.erasures:
+                await self._driver.execute(sql, params)
+            await self._driver.execute("COMMIT")
+        except BaseException:
+            await self._driver.execute("ROLLBACK")
+            raise
+        await self.checkpoint_truncate()
+
+    async def checkpoint_truncate(self) -> bool:
+        """Copy the write-ahead log into the database file and empty it (``TRUNCATE``); whether
+        it could (a reader in another process holding an old snapshot stops it). Logged when not."""
+        for _attempt in range(3):
+            busy, _log, _done = (await self._driver.execute("PRAGMA wal_checkpoint(TRUNCATE)"))[0]
+            if not busy:
+                return True
+        log.warning(
+            "the write-ahead log of %r could not be emptied (a reader holds it); erased bytes stay in it until the next checkpoint",
+            self.path,
+        )
+        return False
+
     async def _persist(self, rows: Sequence[Row], *events: StoreEvent) -> None:
         """Queue a write's rows (already in memory) for their commit, tell the listeners of
         ``events`` (:meth:`_tell`), then wait for the commit. Once queued, the write is certain:
         the committer commits it whatever a listener or the caller does next, and a cancelled
         caller still waits for its commit and returns normally, so "raised Cancelled" always
         means "not written"."""
+        await self._queue(rows, events=events)
+
+    async def _queue(
+        self, rows: Sequence[Row], erasures: Sequence[tuple[str, list[Any]]] = (), *, events: Sequence[StoreEvent] = ()
+    ) -> None:
+        """:meth:`_persist`, with an erasure's overwrites committed in the same transaction."""
         if not rows:
             return
         batch = self._batch
@@ -241,6 +290,7 @@ class SqliteStore:
         if batch is None:
             batch = self._batch = _Batch()
         batch.rows.extend(row.as_tuple() for row in rows)
+        batch.erasures.extend(erasures)
         for event in events:
             self._tell(event)
         if opened and not self._committing and not self._closing:
@@ -366,12 +416,81 @@ class SqliteStore:
         await self._persist([row], BranchCreated(info))
         return info
 
+    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
+        """Erase messages from every branch, with every edit of them and every state record
+        derived from them (store/_erasure.py), in one atomic commit; ``None`` when each was erased
+        already. Refuses unknown ids (``UnknownMessagesError``), writing nothing. Never refused by
+        a claim or a floor: it removes the data rather than hiding it."""
+        self._check_usable()
+        plan = self._model.plan_erasure(message_ids, reason, at)
+        if plan is None:
+            return None
+        erasure, body, states = plan
+        row = self._model.erasure_row(erasure, body)
+        self._model.apply_erasure(erasure, states)
+        await self._queue([row], _erase_statements(erasure, states), events=self._erasure_events(erasure))
+        return erasure
+
+    def _erasure_events(self, erasure: Erasure) -> tuple[StoreEvent, ...]:
+        """What listeners hear of an erasure: one ``MessagesErased``."""
+        return (MessagesErased(ERASURE_BRANCH, erasure),)
+
+    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+        """Record that ``message_ids`` were shown (store/_disclosure.py): only those not shown to
+        that ``(namespace, reader, via)`` before, in one record. A compression request's record is
+        durable when this returns; a compile's or preview's is in memory at once and goes out
+        with the commit the committer starts at once (a crash of the process inside that commit
+        loses it). Writes nothing when none is new, or when the store is read-only."""
+        if self.read_only:
+            return
+        self._check_usable()
+        row = self._model.disclosure_row(namespace, reader, branch, via, time.time(), message_ids)
+        if row is None:
+            return
+        if via == "compression":
+            await self._persist([row])  # durable before the request leaves for the provider
+            return
+        # A compile's record joins the commit the committer starts now, without waiting for it:
+        # under load the wait cost a 20k-message compile about 13% (docs/benchmarks.md). A failed
+        # commit stops the store, so every later call says so.
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch()
+        batch.rows.append(row.as_tuple())
+        self._wakeup.set()
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Every disclosure of a message, oldest first."""
+        self._check_not_failed()
+        return self._model.disclosure_log.for_message(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Everything ``reader`` was shown, oldest first."""
+        self._check_not_failed()
+        return self._model.disclosure_log.for_reader(reader)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, oldest first."""
+        self._check_not_failed()
+        return self._model.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (``None``: not erased)."""
+        self._check_not_failed()
+        return self._model.tombstone(message_id)
+
     # -- backups -----------------------------------------------------------------------------
 
     async def records(self) -> list[tuple[int, str, int, str, str | None, str]]:
         """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
-        id order (for a backup; the one read that queries the file)."""
+        id order (for a backup; the one read that queries the file), after the commit of every
+        record already in memory."""
         self._check_not_failed()
+        pending = self._batch
+        if pending is not None:
+            with anyio.CancelScope(shield=True):
+                await pending.done.wait()
+            self._check_not_failed()
         if not self._has_log:
             return []
         try:
@@ -481,6 +600,22 @@ def check_meta(meta: object) -> None:
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
+
+
+def _erase_statements(erasure: Erasure, states: Sequence[int]) -> list[tuple[str, list[Any]]]:
+    """The overwrites of an erasure (see store/_erasure.py), in statements of at most 900 ids."""
+    body = erased_body(erasure.number)
+    statements: list[tuple[str, list[Any]]] = []
+    ids = list(erasure.message_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start : start + 900]
+        marks = ",".join("?" * len(chunk))
+        statements.append((f"UPDATE log SET body = ? WHERE kind = 'message' AND id IN ({marks})", [body, *(int(m) for m in chunk)]))
+        statements.append((f"UPDATE log SET body = ? WHERE kind = 'edit' AND ref IN ({marks})", [body, *chunk]))
+    for start in range(0, len(states), 900):
+        records: list[Any] = list(states[start : start + 900])
+        statements.append((f"UPDATE log SET body = 'null' WHERE kind = 'state' AND id IN ({','.join('?' * len(records))})", records))
+    return statements
 
 
 def _insert_sql(count: int) -> str:

@@ -196,6 +196,8 @@ class Projection:
         """The reader's view of a stored message (the filter aside), damaged ones included, and
         whether thinking was left out because a block was hidden."""
         projected, dropped = self._copies.view_of(message, self.reader)
+        if projected is None and self._model.is_erased(message.id):
+            return None, False  # an erased message is left out of every view (store/_erasure.py)
         if projected is None and self._model.damaged(message.content) is False:
             projected = attrs.evolve(message, content=(TextBlock(UNREADABLE_MESSAGE),))
         return projected, dropped

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -32,6 +33,10 @@ __all__ = [  # noqa: F822
 ]
 
 
+def _ids(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
@@ -39,12 +44,15 @@ def _messages(value: object) -> tuple[CompiledMessage, ...]:
 @attrs.frozen(slots=True)
 class CompletionRequest:
     """A request: ``messages`` (participants ``user``/``assistant``), an optional ``system``
-    text, the answer's ``max_tokens``, and an optional model name."""
+    text, the answer's ``max_tokens``, and an optional model name. ``source_ids`` (not sent,
+    not compared) names the view messages the request shows, directly or through a summary:
+    the runtime records them as disclosed to the model provider (``Runtime.disclosures``)."""
 
     messages: tuple[CompiledMessage, ...] = attrs.field(converter=_messages)
     system: str | None = None
     max_tokens: int = 4000
     model: str | None = None
+    source_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)

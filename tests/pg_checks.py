@@ -32,12 +32,13 @@ def execute(url: str, *statements: str) -> None:
 
 
 def check_sequences(found: list[tuple[Any, ...]]) -> None:
-    """Record ids 1..n with no gap; on each branch, sequences from its fork point up, no gap."""
+    """Record ids 1..n with no gap; on each branch, sequences from its fork point up, no gap.
+    Audit records (erasures, disclosures: branch ``""``) take their record id as sequence."""
     assert [row[0] for row in found] == list(range(1, len(found) + 1))
     forks = {row[1]: row[2] for row in found if row[3] == "branch"}
     seqs: dict[str, list[int]] = {}
     for _id, branch, seq, kind, _ref, _body in found:
-        if kind != "branch":
+        if kind != "branch" and branch != "":
             seqs.setdefault(branch, []).append(seq)
     for branch, numbers in seqs.items():
         start = forks.get(branch, 0) + 1

@@ -30,7 +30,7 @@ def _row(i: int):
     return [text(f"row {i} " + "word " * 34)]
 
 
-async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy) -> dict[str, object]:
+async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy, *, record_disclosures: bool = False) -> dict[str, object]:
     counts: collections.Counter[str] = collections.Counter()
 
     def counting(name, original):
@@ -43,7 +43,7 @@ async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy) 
     monkeypatch.setattr(NamespaceActor, "check", counting("check", NamespaceActor.check))
     for name in _READS:
         monkeypatch.setattr(LogModel, name, counting(f"read:{name}", getattr(LogModel, name)))
-    async with open_runtime(path) as rt:
+    async with open_runtime(path, record_disclosures=record_disclosures) as rt:
         await rt.store.append_messages("main", [("user", tuple(_row(i)), None) for i in range(n)])
         manager = await rt.open_manager("bench", strategy=strategy, view_reader=reader)
         queries: collections.Counter[str] = collections.Counter()
@@ -66,7 +66,8 @@ async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy) 
         if isinstance(strategy, PassthroughStrategy):
             await manager.compile(max_tokens=20_000, reserve_for_response=0)
         compile_counts = dict(counts)
-        compile_queries = dict(queries)
+        await rt.store.records()  # the commit a compile's disclosure record joined is done (it reads: SELECT)
+        compile_queries = {k: v for k, v in queries.items() if k != "SELECT"}
         await manager.aclose()
     return {"writes": writes, "write_queries": write_queries, "compile": compile_counts, "compile_queries": compile_queries}
 
@@ -83,7 +84,8 @@ async def test_read_time_checks_per_write_and_per_compile_do_not_grow(store_path
     fixed budget, of one compile) after 2,000 and after 20,000 messages, with no reader and with
     ann: the counts are the same at both lengths; the writes make one INSERT each and nothing
     else; the compile and its checks make no database query at all. (Autobiographical's compile
-    shows its growing pyramid of summaries, so only its writes are counted here.)"""
+    shows its growing pyramid of summaries, so only its writes are counted here.) Disclosures are
+    not recorded here; the next test counts them."""
     small = await _counts(store_path, monkeypatch, 2_000, reader, make())
     monkeypatch.undo()
     large = await _counts(sibling_store(store_path, "large"), monkeypatch, 20_000, reader, make())
@@ -92,3 +94,14 @@ async def test_read_time_checks_per_write_and_per_compile_do_not_grow(store_path
     assert small["write_queries"] == large["write_queries"] == {"INSERT": 50}
     assert small["compile"] == large["compile"]
     assert small["compile_queries"] == large["compile_queries"] == {}
+
+
+@pytest.mark.sqlite_only("counts the queries through the SQLite driver's execute; PostgreSQL's store has another driver")
+async def test_a_compile_records_what_is_newly_disclosed_in_one_insert(store_path, monkeypatch):
+    """With disclosures recorded (the default, issue 23), a compile after 50 new messages makes
+    one INSERT (one record naming what it newly showed), after 2,000 and after 20,000 alike."""
+    small = await _counts(store_path, monkeypatch, 2_000, None, PassthroughStrategy(), record_disclosures=True)
+    monkeypatch.undo()
+    large = await _counts(sibling_store(store_path, "large"), monkeypatch, 20_000, None, PassthroughStrategy(), record_disclosures=True)
+    assert small["compile"] == large["compile"]
+    assert small["compile_queries"] == large["compile_queries"] == {"INSERT": 1}

@@ -14,6 +14,10 @@ After every step:
   stored strategy record or context-log entry of a namespace holds a marker of a block hidden from
   that namespace's reader (the reader the namespace records on that branch, or none);
 * every branch holds exactly the messages the model acknowledged, with their audiences;
+* no compile, summary read, stored record (``records()``, checked after each erasure) or context
+  entry holds a marker any version of an erased message held (issue 23: ``erase`` is a rule, never
+  refused), and every message a compile lists is in ``disclosures`` for that namespace, reader
+  and ``"compile"``;
 * a reader record never changes once set, and a floor never lowers (a fork or derive starts the
   child at least where the parent was); a floor is written only under a reader;
 * a call refused with an ``AsidesError`` left the store exactly as it was (``dump`` before and
@@ -271,6 +275,10 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.floors: dict[tuple[str, str], int] = {}
         self.refusals = 0
         self.successes = 0
+        #: message id -> every marker any version of it held (issue 23: erasure takes them all)
+        self.history: dict[str, set[str]] = {}
+        #: markers of erased messages: none may be reachable again
+        self.erased: set[str] = set()
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -549,6 +557,11 @@ class RuntimeMachine(RuleBasedStateMachine):
         branch, reader = slot.manager.branch, slot.manager.view_reader
         visible = self.visible(branch, reader)
         seen = markers(compiled_text(compiled))
+        assert not seen & self.erased, f"a compile holds erased {sorted(seen & self.erased)}"
+        shown = {mid for e in compiled.provenance.entries for mid in e.message_ids}
+        for message_id in shown:
+            ways = {(d.namespace, d.reader, d.via) for d in self.run(self._disclosures, message_id)}
+            assert (slot.namespace, reader, "compile") in ways, f"compiled message {message_id} is not in the disclosures"
         assert seen <= visible, f"{reader!r}'s compile on {branch!r} holds hidden {sorted(seen - visible)}"
         for message in compiled.messages:
             for block in message.content:
@@ -722,6 +735,35 @@ class RuntimeMachine(RuleBasedStateMachine):
     async def _dump(self) -> Any:
         return dump(self.rt.store)
 
+    async def _disclosures(self, message_id: str) -> Any:
+        return self.rt.disclosures(message_id)
+
+    @precondition(lambda self: any(self.content[b] for b in self.content))
+    @rule(branch_pick=st.integers(0, 20), message_pick=st.integers(0, 200), settle=st.booleans())
+    def erase(self, branch_pick, message_pick, settle):
+        """Erase one message (issue 23): never refused, whatever the claims and floors; it leaves
+        every branch, and no marker any version of it held is reachable again."""
+        branches = sorted(b for b in self.content if self.content[b])
+        messages = list(self.content[branches[branch_pick % len(branches)]])
+        target = messages[message_pick % len(messages)]
+        self._note_history()
+
+        async def call() -> Any:
+            return await self.rt.erase([target], reason="stateful")
+
+        erasure = self.run(self.attempt, call, settle)
+        assert erasure.message_ids == (target,)
+        for blocks in self.content.values():
+            blocks.pop(target, None)
+        self.erased |= self.history.get(target, set())
+        records = json.dumps(self.run(self.rt.store.records))
+        assert not markers(records) & self.erased, f"a record still holds erased {sorted(markers(records) & self.erased)}"
+
+    def _note_history(self) -> None:
+        for blocks_of in self.content.values():
+            for message_id, blocks in blocks_of.items():
+                self.history.setdefault(message_id, set()).update(b.marker for b in blocks)
+
     # -- invariants ---------------------------------------------------------------------------
 
     @invariant()
@@ -730,13 +772,18 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.run(self._check_everything)
 
     async def _check_everything(self) -> None:
+        self._note_history()
         store = self.rt.store
         branches = {b.name: b for b in store.branches()}
         assert set(branches) == set(self.content), (sorted(branches), sorted(self.content))
         for name, info in branches.items():
             assert info.parent == self.parents[name]
             # every acknowledged message, with its audiences, and nothing else
-            stored = [(m.id, [(sorted(markers(b.text)), b.audience) for b in m.content]) for m in store.messages(name)]
+            stored = [
+                (m.id, [(sorted(markers(b.text)), b.audience) for b in m.content])
+                for m in store.messages(name)
+                if not store.model.is_erased(m.id)
+            ]
             expected = [(mid, [([b.marker], b.audience) for b in blocks]) for mid, blocks in self.content[name].items()]
             assert stored == expected, f"branch {name!r} does not hold what was acknowledged"
             audiences = self.audiences(name)
@@ -757,6 +804,7 @@ class RuntimeMachine(RuleBasedStateMachine):
                 # nothing the namespace keeps (summaries, chunk records, context log) holds a
                 # marker of a block hidden from its reader
                 state = json.dumps(store.state_items(name, f"{namespace}/"))
+                assert not markers(state) & self.erased, f"{namespace!r} on {name!r} keeps erased {sorted(markers(state) & self.erased)}"
                 leaked = {m for m in markers(state) if not visible_to(audiences.get(m, ("nobody",)), recorded)}
                 assert not leaked, f"{namespace!r} on {name!r} (reader {recorded!r}) keeps hidden {sorted(leaked)}"
         for slot in self.live():
@@ -769,6 +817,7 @@ class RuntimeMachine(RuleBasedStateMachine):
             summaries = (*manager.search_summaries(r"[\s\S]", limit=100_000), *manager.get_summaries_in_range())
             held = markers(" ".join(s.text for s in summaries))
             assert held <= visible, f"{manager!r}'s summary reads hold hidden {sorted(held - visible)}"
+            assert not held & self.erased, f"{manager!r}'s summary reads hold erased {sorted(held & self.erased)}"
             for entry in manager.get_context_entries():
                 held = markers(" ".join(b.text for b in entry.content if isinstance(b, TextBlock)))
                 assert held <= visible, f"{manager!r}'s context log holds hidden {sorted(held - visible)}"

@@ -59,6 +59,10 @@ class FrontierWalk:
                 continue
             message_id = view.id_at(p)
             if owned(message_id):
+                # A chunk's message after the running chunk is a gap: close it now rather than at
+                # the next frontier message, which may never come (the messages an erasure left
+                # between two chunks are summarised again).
+                self.close_running()
                 p += 1
                 continue
             message = view.at(p)

@@ -238,6 +238,11 @@ class Memory:
         if not key.startswith(prefix):
             return
         rest = key[len(prefix) :]
+        if value is None:  # erased with a message it was made from (store/_erasure.py): no record
+            n = summary_n(rest[len("summary/") :]) if rest.startswith("summary/") else None
+            if n is not None:
+                self.next_n = max(self.next_n, n + 1)  # its id is never used again
+            return
         if rest.startswith("chunk/"):
             chunk = decode_chunk(rest[len("chunk/") :], value)
             if chunk is None:

@@ -82,10 +82,14 @@ def _reduce(strategy: AutobiographicalStrategy, message: Message) -> CompiledMes
     )
 
 
-def _prior(strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int]:
+def _prior(
+    strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int
+) -> tuple[list[CompiledMessage], int, list[str]]:
     """Prior context of a target starting at ``before``: the newest middle items before it
-    within ``compression_context_tokens``, and the newest sequence they show."""
+    within ``compression_context_tokens``, the newest sequence they show, and the ids of the
+    messages they show (a summary's through it)."""
     chosen: list[list[CompiledMessage]] = []
+    ids: list[str] = []
     newest = 0
     total = 0
     for item in reversed(middle_items(strategy.tracker, view, regions)):
@@ -94,40 +98,49 @@ def _prior(strategy: AutobiographicalStrategy, view: MessageView, regions: Regio
         if isinstance(item, SummaryItem):
             shown = list(recall_pair(item.summary))
             sequence = item.summary.last_sequence
+            sources: tuple[str, ...] = item.summary.message_ids
         else:
             reduced = _reduce(strategy, item.message)
             shown = [reduced] if reduced is not None else []
             sequence = item.message.sequence
+            sources = (item.message.id,) if shown else ()
         cost = sum(strategy.estimator(m.content) for m in shown)
         if total + cost > strategy.compression_context_tokens:
             break
         total += cost
         chosen.append(shown)
+        ids.extend(sources)
         newest = max(newest, sequence)
-    return [m for shown in reversed(chosen) for m in shown], newest
+    return [m for shown in reversed(chosen) for m in shown], newest, ids
 
 
-def _head(strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int]:
-    """The head, reduced, when it lies before ``before``; and the newest sequence it shows."""
+def _head(
+    strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int
+) -> tuple[list[CompiledMessage], int, list[str]]:
+    """The head, reduced, when it lies before ``before``; the newest sequence it shows; the ids
+    of the messages it shows."""
     if regions.he > before or regions.he <= regions.hs:
-        return [], 0
+        return [], 0, []
     shown: list[CompiledMessage] = []
+    ids: list[str] = []
     newest = 0
     for p in range(regions.hs, regions.he):
         message = view.at(p)
         reduced = _reduce(strategy, message)
         if reduced is not None:
             shown.append(reduced)
+            ids.append(message.id)
         newest = max(newest, message.sequence)
-    return shown, newest
+    return shown, newest, ids
 
 
-def _request(strategy: AutobiographicalStrategy, messages: list[CompiledMessage]) -> CompletionRequest:
+def _request(strategy: AutobiographicalStrategy, messages: list[CompiledMessage], source_ids: list[str]) -> CompletionRequest:
     return CompletionRequest(
         tuple(messages),
         system=system_text(strategy.summary_participant),
         max_tokens=strategy.compression_max_tokens,
         model=strategy.compression_model,
+        source_ids=tuple(dict.fromkeys(source_ids)),
     )
 
 
@@ -196,15 +209,16 @@ async def _compress_chunk(strategy: AutobiographicalStrategy, ctx: StrategyConte
     present = [m for m in (view.get(i) for i in chunk.message_ids) if m is not None]
     positions = [p for p in (view.position_of(m.id) for m in present) if p is not None]
     first = min(positions) if positions else first_position_at_or_after(view, chunk.first_sequence)
-    head, head_newest = _head(strategy, view, regions, first)
-    prior, prior_newest = _prior(strategy, view, regions, first)
+    head, head_newest, head_ids = _head(strategy, view, regions, first)
+    prior, prior_newest, prior_ids = _prior(strategy, view, regions, first)
     target_newest = max((m.sequence for m in present), default=0)
     await ctx.mark_compression_read(max(head_newest, prior_newest, target_newest))
     # Build the target from the view as it stands after the raise.
     present = [m for m in (view.get(i) for i in chunk.message_ids) if m is not None]
     reduced = [r for r in (_reduce(strategy, m) for m in present) if r is not None]
     instruction = _instruction(strategy.l1_instruction.format(target=strategy.summary_target_tokens))
-    request = _request(strategy, head + prior + [_instruction(MARKER)] + reduced + [instruction])
+    target_ids = [m.id for m in present]
+    request = _request(strategy, head + prior + [_instruction(MARKER)] + reduced + [instruction], head_ids + prior_ids + target_ids)
     try:
         text = await _ask(strategy, ctx, request, f"compressing {where(view, chunk.message_ids)}")
     except AnswerRejectedError as exc:
@@ -245,8 +259,8 @@ async def _merge(strategy: AutobiographicalStrategy, ctx: StrategyContext, level
     first_ids = members[0].summary.message_ids
     found = next((p for p in (view.position_of(i) for i in first_ids) if p is not None), None)
     first = found if found is not None else first_position_at_or_after(view, members[0].summary.first_sequence)
-    head, head_newest = _head(strategy, view, regions, first)
-    prior, prior_newest = _prior(strategy, view, regions, first)
+    head, head_newest, head_ids = _head(strategy, view, regions, first)
+    prior, prior_newest, prior_ids = _prior(strategy, view, regions, first)
     children: list[Summary] = []
     if level == 1:
         target_newest = max((m.sequence for m in _chunk_messages(strategy, view, members)), default=0)
@@ -256,13 +270,16 @@ async def _merge(strategy: AutobiographicalStrategy, ctx: StrategyContext, level
     # A raise that fails counts as no attempt: it propagates before anything is counted.
     await ctx.mark_compression_read(max(head_newest, prior_newest, target_newest))
     if level == 1:
-        target = [r for r in (_reduce(strategy, m) for m in _chunk_messages(strategy, view, members)) if r is not None]
+        chunk_messages = _chunk_messages(strategy, view, members)
+        target = [r for r in (_reduce(strategy, m) for m in chunk_messages) if r is not None]
+        target_ids = [m.id for m in chunk_messages]
         what = "the conversation"
     else:
         target = [m for c in children for m in recall_pair(c)]
+        target_ids = [i for c in children for i in c.message_ids]
         what = "your earlier memories"
     instruction = _instruction(strategy.merge_instruction.format(what=what, k=new_level, target=strategy.summary_target_tokens))
-    request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction])
+    request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction], head_ids + prior_ids + target_ids)
     span = where(view, members[0].summary.message_ids + members[-1].summary.message_ids)
     key = f"merge:{new_level}:{group[0]}:{group[-1]}"
     try:
@@ -343,6 +360,7 @@ async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyConte
         system=TRANSITION_SYSTEM,
         max_tokens=1500,
         model=strategy.compression_model,
+        source_ids=tuple(dict.fromkeys([m.id for m in head] + [i for s in chosen for i in s.message_ids])),
     )
     try:
         return await _ask(strategy, ctx, request, "writing a topic transition note")

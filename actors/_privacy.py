@@ -1,0 +1,180 @@
+"""A runtime's privacy calls (part of ``Runtime``): erasure, by message, by participant and by
+age (retention), and the record of who was shown what (disclosures).
+
+Erasure is the one edit that narrows past a floor and ignores claims: it removes the data rather
+than hiding it. ``Runtime.erase`` writes one atomic commit (store/_erasure.py says which records
+it reaches), then wakes every branch's drains: each manager starts its strategy again from what
+remains when it next runs (``ContextManager._catch_up``), and its drain writes the erased
+summaries again from the messages left.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..store._disclosure import Disclosure
+from ..store._erasure import Erasure, Tombstone
+from ..store._errors import ArgumentTypeError, InvalidArgumentError
+from ..store._names import check_participant
+
+if TYPE_CHECKING:
+    from ..store._sqlite import SqliteStore
+    from ._protocol import Signal
+
+__all__ = ["Disclosure", "PrivacyParts", "RETENTION_REASON", "check_retain_for"]
+
+log = logging.getLogger("asides.actors")
+
+#: The reason retention erases with.
+RETENTION_REASON = "retention"
+
+
+def check_retain_for(value: object) -> float | None:
+    """``retain_for`` as seconds: ``None``, or a positive ``datetime.timedelta``."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime.timedelta):
+        raise ArgumentTypeError("retain_for", f"must be a datetime.timedelta or None, not {type(value).__name__}")
+    seconds = value.total_seconds()
+    if not seconds > 0 or not math.isfinite(seconds):
+        raise InvalidArgumentError("retain_for", f"must be a positive duration, got {value!r}")
+    return seconds
+
+
+def _check_reason(reason: object) -> str:
+    if not isinstance(reason, str):
+        raise ArgumentTypeError("reason", f"an erasure's reason is a str, not {type(reason).__name__}")
+    if not reason.strip():
+        raise InvalidArgumentError("reason", "an erasure needs a reason (it is kept with its record)")
+    return reason
+
+
+class PrivacyParts:
+    """Erasure and retention of a :class:`~asides.actors.Runtime` (it provides the store and
+    the branch signals)."""
+
+    if TYPE_CHECKING:
+        _store: SqliteStore
+        _signals: dict[str, Signal]
+        _retain_seconds: float | None
+
+    async def erase(self, message_ids: Iterable[str], *, reason: str) -> Erasure:
+        """Erase these messages' content from the store, from every branch: every version an
+        edit left, every context-log copy, and every summary, memory, knowledge item and chunk
+        record made from them (by provenance). What remains of each is a tombstone (its id, its
+        place in the sequence, when and why it was erased: :meth:`tombstone`); compiles, views
+        and ``get_all_messages`` leave it out. The commit is atomic; when it returns the erased
+        text is in none of the store's files (docs/guarantees.md says what a PostgreSQL server
+        keeps beyond them).
+
+        Refused, erasing nothing: an id the store does not hold (``UnknownMessagesError``,
+        naming every such id), a reason that is not a non-empty ``str``. Erasing an erased
+        message again does nothing: the answer then names only the messages it erased now (none:
+        ``message_ids == ()``, ``number == 0``). Never refused by a claim or a floor."""
+        ids = _check_ids(message_ids)
+        return await self._erase(ids, _check_reason(reason))
+
+    async def erase_participant(self, participant: str, *, reason: str) -> Erasure:
+        """:meth:`erase` every message ``participant`` wrote, on every branch."""
+        check_participant(participant)
+        reason = _check_reason(reason)
+        await self._store.sync()
+        model = self._store.model
+        ids = []
+        for message_id in model.message_ids():
+            stored = model.stored_message(message_id)
+            if stored is not None and stored.participant == participant:
+                ids.append(message_id)
+        return await self._erase(ids, reason)
+
+    async def enforce_retention(self) -> Erasure:
+        """Erase, with the reason ``"retention"``, every message whose stored timestamp is older
+        than the runtime's ``retain_for`` (``open_runtime``); refused (``InvalidArgumentError``)
+        when the runtime has none."""
+        if self._retain_seconds is None:
+            raise InvalidArgumentError("retain_for", "this runtime was opened without retain_for, so it has no retention to enforce")
+        await self._store.sync()
+        cutoff = time.time() - self._retain_seconds
+        model = self._store.model
+        ids = []
+        for message_id in model.message_ids():
+            stored = model.stored_message(message_id)
+            if stored is not None and stored.timestamp < cutoff:
+                ids.append(message_id)
+        return await self._erase(ids, RETENTION_REASON)
+
+    async def _erase(self, ids: list[str], reason: str) -> Erasure:
+        self._store.raise_if_failed()
+        if not ids:
+            return Erasure(0, (), 0, 0, reason, time.time())
+        done = await self._store.erase(ids, reason=reason, at=time.time())
+        if done is None:
+            return Erasure(0, (), 0, 0, reason, time.time())
+        log.info(
+            "erasure %d: %d message(s), %d summaries invalidated (%s)",
+            done.number,
+            len(done.message_ids),
+            done.summaries_invalidated,
+            reason,
+        )
+        self.wake_all_branches()
+        return done
+
+    def wake_all_branches(self) -> None:
+        """Raise every branch's signal: drains look again (after an erasure)."""
+        for signal in self._signals.values():
+            signal.raise_()
+
+    async def run_retention(self, every: float) -> None:
+        """The supervised background task ``retain_for`` starts: enforce retention now and then
+        every ``every`` seconds until the runtime closes. A failure is logged and tried again
+        at the next turn."""
+        while True:
+            try:
+                erased = await self.enforce_retention()
+                if erased.message_ids:
+                    log.info("retention erased %d message(s)", len(erased.message_ids))
+            except Exception:
+                log.exception("retention could not erase old messages; trying again in %.0f s", every)
+            await anyio.sleep(every)
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Who was shown this message, how and when, oldest first: one :class:`Disclosure` per
+        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a compression
+        request; through a summary counts). Ids only; they outlive an erasure of the message.
+        Works on a read-only runtime."""
+        if not isinstance(message_id, str):
+            raise ArgumentTypeError("message_id", f"a message id is a str, not {type(message_id).__name__}")
+        return self._store.disclosures(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Every message ``reader`` (``None``: managers with no reader) was shown, oldest first."""
+        return self._store.disclosures_to(reader)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, newest last (works on a read-only runtime)."""
+        return self._store.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (its id, when and why it was erased), or ``None``
+        when it was not erased. How a read says that a message was erased: views, compiles and
+        ``get_all_messages`` leave it out; ``get_message`` returns it with no content, an empty
+        participant and ``metadata["asides_erased"] = {"at", "reason", "erasure"}``."""
+        return self._store.tombstone(message_id)
+
+
+def _check_ids(message_ids: object) -> list[str]:
+    if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
+        raise ArgumentTypeError("message_ids", "must be an iterable of message ids (str), e.g. [message.id]")
+    ids = list(message_ids)
+    for index, message_id in enumerate(ids):
+        if not isinstance(message_id, str):
+            raise ArgumentTypeError(f"message_ids[{index}]", f"a message id is a str, not {type(message_id).__name__}")
+    return ids

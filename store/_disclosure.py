@@ -1,0 +1,150 @@
+"""Disclosures: which messages each compile, preview and compression request showed, and to whom.
+
+Pure logic, no I/O. A disclosure record (kind ``disclosure``, on the audit branch ``""`` like an
+erasure record, its sequence its record id) says that the messages it names were shown through
+``via`` (``"compile"``, ``"preview"``, ``"compression"``) to ``reader`` (``None``: no reader) of
+``namespace`` on ``branch`` at ``at``. It holds ids, never content, and outlives an erasure of
+those messages.
+
+Only what is new is recorded: for each ``(namespace, reader, via)`` the model keeps a bitmap of
+the message ids already disclosed that way (one bit per record id), and a record names only ids
+not in it. So a compile after one new message writes one record naming one id. Ids are written
+as runs, ``[first, count, first, count, ...]``, so a first compile of 20,000 messages costs a few
+dozen bytes, not 20,000 ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Final
+
+import attrs
+
+__all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "disclosure_body"]
+
+#: The kind of a disclosure record.
+DISCLOSURE: Final = "disclosure"
+#: The ways a message is disclosed.
+VIAS: Final = ("compile", "preview", "compression")
+
+
+@attrs.frozen
+class Disclosure:
+    """One message shown to ``reader`` (``None``: a manager compiling for no reader) of
+    ``namespace`` on ``branch``, through ``via``, at ``at`` (seconds since the epoch)."""
+
+    message_id: str
+    reader: str | None
+    namespace: str
+    branch: str
+    via: str
+    at: float
+
+
+@attrs.frozen
+class _Record:
+    record_id: int
+    namespace: str
+    reader: str | None
+    branch: str
+    via: str
+    at: float
+    runs: tuple[int, ...]
+
+    def ids(self) -> Iterable[int]:
+        runs = self.runs
+        for i in range(0, len(runs) - 1, 2):
+            yield from range(runs[i], runs[i] + runs[i + 1])
+
+    def holds(self, message_id: int) -> bool:
+        runs = self.runs
+        return any(runs[i] <= message_id < runs[i] + runs[i + 1] for i in range(0, len(runs) - 1, 2))
+
+    def disclosures(self, message_id: int) -> Disclosure:
+        return Disclosure(str(message_id), self.reader, self.namespace, self.branch, self.via, self.at)
+
+
+def _runs(ids: list[int]) -> list[int]:
+    runs: list[int] = []
+    for value in sorted(ids):
+        if runs and runs[-2] + runs[-1] == value:
+            runs[-1] += 1
+        else:
+            runs.extend((value, 1))
+    return runs
+
+
+def disclosure_body(namespace: str, reader: str | None, branch: str, via: str, at: float, ids: list[int]) -> str:
+    return json.dumps(
+        {"ns": namespace, "r": reader, "b": branch, "v": via, "at": round(at, 3), "ids": _runs(ids)},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+class DisclosureLog:
+    """Every disclosure record of a store, in memory, with the bitmaps of what each
+    ``(namespace, reader, via)`` was shown."""
+
+    def __init__(self) -> None:
+        self._records: list[_Record] = []
+        self._seen: dict[tuple[str, str | None, str], bytearray] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def new_ids(self, namespace: str, reader: str | None, via: str, message_ids: Iterable[str]) -> list[int]:
+        """The ids among ``message_ids`` not disclosed to ``reader`` of ``namespace`` through
+        ``via`` before, each once."""
+        seen = self._seen.get((namespace, reader, via))
+        out: list[int] = []
+        fresh: set[int] = set()
+        for message_id in message_ids:
+            if not message_id.isdigit():
+                continue
+            value = int(message_id)
+            if seen is not None and value >> 3 < len(seen) and seen[value >> 3] & (1 << (value & 7)):
+                continue
+            if value not in fresh:
+                fresh.add(value)
+                out.append(value)
+        return out
+
+    def add(self, record_id: int, body: str) -> bool:
+        """Take a disclosure record in (written here, or replayed); whether it could be read."""
+        try:
+            value = json.loads(body)
+            namespace, reader, branch, via, at, runs = (value[k] for k in ("ns", "r", "b", "v", "at", "ids"))
+        except (ValueError, KeyError, TypeError):
+            return False
+        if (
+            not isinstance(namespace, str)
+            or not (reader is None or isinstance(reader, str))
+            or not isinstance(branch, str)
+            or via not in VIAS
+            or not isinstance(at, (int, float))
+            or not isinstance(runs, list)
+            or not all(isinstance(r, int) and r >= 0 for r in runs)
+        ):
+            return False
+        record = _Record(record_id, namespace, reader, branch, via, float(at), tuple(runs))
+        self._records.append(record)
+        seen = self._seen.setdefault((namespace, reader, via), bytearray())
+        for value in record.ids():
+            index = value >> 3
+            if index >= len(seen):
+                seen.extend(bytes(index + 1 - len(seen) + 64))
+            seen[index] |= 1 << (value & 7)
+        return True
+
+    def for_message(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Every disclosure of one message, oldest first."""
+        if not message_id.isdigit():
+            return ()
+        value = int(message_id)
+        return tuple(r.disclosures(value) for r in self._records if r.holds(value))
+
+    def for_reader(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Everything ``reader`` was shown, oldest first (one disclosure per message and way)."""
+        return tuple(r.disclosures(value) for r in self._records if r.reader == reader for value in r.ids())
