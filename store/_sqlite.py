@@ -175,7 +175,7 @@ class SqliteStore:
             try:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await self._commit(batch)
+                        await self._commit_batch(batch)
                     except BaseException as exc:
                         self._stop(exc, len(batch.rows), batch)
                         raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
@@ -208,7 +208,7 @@ class SqliteStore:
                 if self._batch is batch:
                     self._batch = None
                 try:
-                    await self._commit(batch)
+                    await self._commit_batch(batch)
                 except BaseException as exc:
                     self._stop(exc, len(batch.rows), batch)
                     raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
@@ -219,7 +219,7 @@ class SqliteStore:
             if self._batch is not None or self._closing:
                 self._wakeup.set()
 
-    async def _commit(self, batch: _Batch) -> None:
+    async def _commit_batch(self, batch: _Batch) -> None:
         """Commit one batch: an erasure's in a transaction of its own (:meth:`_erase_rows`)."""
         if batch.erasures:
             await self._erase_rows(batch)

@@ -485,13 +485,13 @@ def test_every_write_of_the_sqlite_store_is_made_for_postgres():
     """A write method added to SqliteStore (which PostgresStore extends) must be written for
     PostgreSQL too: inherited, it would number records in memory alone. Only these delegate to
     methods PostgresStore has: append_message to append_messages, restore_records to _persist;
-    _insert, _lead and _commit serve only the SQLite committer and _persist, which PostgresStore replaces (its
+    _insert, _lead and _commit_batch serve only the SQLite committer and _persist, which PostgresStore replaces (its
     committer is a base class of its own, before SqliteStore in its method order); likewise
     _erase_rows, _queue and checkpoint_truncate (an erasure's commit and the write-ahead log's
     checkpoint, issue 23: PostgresStore.erase commits through its own committer)."""
     import inspect
 
-    delegating = {"append_message", "restore_records", "_insert", "_lead", "_commit", "_erase_rows", "_queue", "checkpoint_truncate"}
+    delegating = {"append_message", "restore_records", "_insert", "_lead", "_commit_batch", "_erase_rows", "_queue", "checkpoint_truncate"}
     for name, _member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
         if name.startswith("__") or name in delegating:
             continue

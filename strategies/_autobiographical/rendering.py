@@ -159,9 +159,9 @@ def _render_all(
     for middle in middle_items(tracker, view, regions):
         if isinstance(middle, SummaryItem):
             source = SourceEntry("summary", middle.summary.message_ids, middle.summary.id)
-            for message in recall_messages(middle.summary, strategy.summary_participant):
-                cost = strategy.estimator(message.content)
-                emitted.append(Emitted(message, source))
+            for recalled in recall_messages(middle.summary, strategy.summary_participant):
+                cost = strategy.estimator(recalled.content)
+                emitted.append(Emitted(recalled, source))
                 costs.append(cost)
                 middle_tokens += cost
         else:
@@ -203,8 +203,8 @@ def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int
     cache.length, cache.ts = regions.length, regions.ts
     if cache.tool_items:
         repaired = repair_pairing(cache.emitted)
-        costs = {id(item): cost for item, cost in zip(cache.emitted, cache.costs, strict=True)}
-        total = sum(costs[id(i)] if id(i) in costs else strategy.estimator(i.message.content) for i in repaired)
+        priced = {id(item): cost for item, cost in zip(cache.emitted, cache.costs, strict=True)}
+        total = sum(priced[id(i)] if id(i) in priced else strategy.estimator(i.message.content) for i in repaired)
     else:
         repaired, total = cache.emitted, cache.total
     if total > budget and not options.preview:
