@@ -164,6 +164,7 @@ def test_demo_reports_a_leak_and_exits_3(capsys, monkeypatch):
     import asides.store._views
 
     monkeypatch.setattr(asides.store._views, "reader_view", lambda message, reader: (message, False))
+    monkeypatch.setattr(asides.store._views, "content_for_reader", lambda content, reader: content)
     code, out, _err = run(capsys, "demo")
     assert code == 3
     assert "LEAK" in out and NO_LEAK not in out

@@ -128,8 +128,9 @@ def test_multi_agent_host_stops_with_one_line_when_the_api_cannot_be_reached():
 
 
 def test_examples_import_public_names_only():
-    """Every example imports asides through its public surface (``asides`` and
-    ``asides.testing``), never a private module or a subpackage, and needs no path tricks."""
+    """Every example imports asides through its public surface (``asides``, ``asides.testing``
+    and an integration's public home), never a private module or a layer package, and needs no
+    path tricks."""
     folder = os.path.join(ROOT, "examples")
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".py") or name == "openai_agents_room.py":  # that one has its own owner
@@ -138,7 +139,8 @@ def test_examples_import_public_names_only():
             code = source.read()
         imports = re.findall(r"^\s*(?:from|import) (asides[\w.]*)", code, re.MULTILINE)
         assert imports, name
-        assert set(imports) <= {"asides", "asides.testing"}, (name, imports)
+        public = {"asides", "asides.testing", "asides.integrations.langchain", "asides.integrations.pydantic_ai"}
+        assert set(imports) <= public, (name, imports)
         assert "sys.path" not in code, name
 
 

@@ -88,9 +88,11 @@ ADD_MESSAGE = {
     "sqlite": {"task_steps": 3, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
     "postgres": {"task_steps": 6, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
 }
+#: A compile's one commit and one encoding are its disclosure record (issue 23): the one message
+#: newly shown to its reader.
 COMPILE_AFTER_ONE = {
-    "sqlite": {"task_steps": 5, "commits": 0, "json_encodings": 0, "strategy_calls": 2},
-    "postgres": {"task_steps": 14, "commits": 0, "json_encodings": 0, "strategy_calls": 2},
+    "sqlite": {"task_steps": 6, "commits": 1, "json_encodings": 1, "strategy_calls": 2},
+    "postgres": {"task_steps": 16, "commits": 1, "json_encodings": 1, "strategy_calls": 2},
 }
 
 
@@ -141,7 +143,8 @@ async def test_one_add_message_and_one_compile_do_no_more_work_than_recorded(sto
 @pytest.mark.timeout(90)
 async def test_an_autobiographical_compile_after_one_message_does_not_grow_with_history(store_path, monkeypatch):
     """After one new message and a drain, an autobiographical compile's counted work is the same
-    at two history lengths (its strategy calls and encodings are O(new), not O(history))."""
+    at two history lengths (its strategy calls and encodings are O(new), not O(history)); its one
+    commit, if any, is the disclosure record of what it newly shows."""
     got = []
     for n in (600, 2400):
         model = ExtractiveModel()
@@ -167,7 +170,7 @@ async def test_an_autobiographical_compile_after_one_message_does_not_grow_with_
             finally:
                 work.close()
             await manager.aclose()
-    assert got[0]["commits"] == got[1]["commits"] == 0
+    assert got[0]["commits"] == got[1]["commits"] <= 1  # at most its disclosure record
     assert got[1]["json_encodings"] <= got[0]["json_encodings"], got
     if backend(store_path) == "sqlite":
         assert got[1]["task_steps"] <= got[0]["task_steps"], got

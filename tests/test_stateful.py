@@ -263,7 +263,15 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.portal = self._portal_cm.__enter__()
         self._runtime_cm: Any = None
         self.rt: Any = None
-        self._open_runtime()
+        try:
+            self._open_runtime()
+        except BaseException as exc:
+            # No teardown follows a failed __init__: stop the portal's thread here (cancelling
+            # what the failed open left running), or the garbage collector would, at some later
+            # moment, wait for it forever.
+            self._portal_cm.__exit__(type(exc), exc, exc.__traceback__)
+            self.directory.cleanup()
+            raise
         self.markers = itertools.count()
         self.names = itertools.count()
         self.slots: list[Slot] = []
