@@ -1,7 +1,7 @@
 """Running an integration's work in the event loop its runtime lives in, from any loop or thread.
 
-Shared by the LangChain and Pydantic AI integrations (``integrations/openai_agents/_loop.py``
-holds the same rules for the OpenAI Agents session, which could import them from here).
+Shared by the three integrations: the OpenAI Agents session's loop (``openai_agents/_loop.py``)
+is this one, raising its own :class:`RuntimeClosedError` subclass.
 
 A runtime (its store, actors and managers) belongs to one event loop in one thread. A framework
 calls an integration from wherever its agent runs: the runtime's own asyncio loop (``ainvoke``,
@@ -83,15 +83,17 @@ class LoopHandle:
     native: Any  # the asyncio loop, or the Trio token
     spawn: Spawn
     thread: int
+    #: What a call raises when the loop no longer runs (an integration may name its own).
+    closed: type[RuntimeClosedError] = RuntimeClosedError
 
     @classmethod
-    def here(cls, spawn: Spawn) -> LoopHandle:
+    def here(cls, spawn: Spawn, *, closed: type[RuntimeClosedError] = RuntimeClosedError) -> LoopHandle:
         """The loop this is called in; ``spawn`` starts a task in a task group of it."""
         if sniffio.current_async_library() == "trio":
             import trio
 
-            return cls("trio", trio.lowlevel.current_trio_token(), spawn, threading.get_ident())
-        return cls("asyncio", asyncio.get_running_loop(), spawn, threading.get_ident())
+            return cls("trio", trio.lowlevel.current_trio_token(), spawn, threading.get_ident(), closed)
+        return cls("asyncio", asyncio.get_running_loop(), spawn, threading.get_ident(), closed)
 
     @property
     def on_loop_thread(self) -> bool:
@@ -99,7 +101,7 @@ class LoopHandle:
 
     def submit(self, fn: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
         """Start ``fn`` in the loop from another thread; the future holds its outcome. Raises
-        :class:`RuntimeClosedError` when the loop no longer runs."""
+        ``closed`` (a :class:`RuntimeClosedError`) when the loop no longer runs."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         async def job() -> None:
@@ -110,7 +112,7 @@ class LoopHandle:
             except Exception as exc:
                 future.set_exception(exc)
             except BaseException:
-                future.set_exception(RuntimeClosedError("the runtime closed while the call ran"))
+                future.set_exception(self.closed("the runtime closed while the call ran"))
                 raise
             else:
                 future.set_result(result)
@@ -130,7 +132,7 @@ class LoopHandle:
                 # A fresh context: the caller's (a Trio run's, say) must not come along.
                 loop.call_soon_threadsafe(start, context=contextvars.Context())
         except RuntimeError as exc:  # the loop finished (Trio's RunFinishedError is one too)
-            raise RuntimeClosedError(f"the runtime is closed ({exc})") from None
+            raise self.closed(f"the runtime is closed ({exc})") from None
         return future
 
     async def run(self, fn: Callable[[], Awaitable[T]]) -> T:

@@ -27,7 +27,7 @@ import trio
 
 from ...actors._runtime import Runtime, open_runtime
 from ...store._errors import StoreLockedError
-from ._loop import LoopHandle
+from ._loop import LoopHandle, session_loop
 
 __all__ = ["ThreadHost", "acquire_host", "release_host"]
 
@@ -82,7 +82,7 @@ class ThreadHost:
         async with open_runtime(self.path) as runtime:
             async with anyio.create_task_group() as calls:
                 self._runtime = runtime
-                self._loop = LoopHandle.here(calls.start_soon)
+                self._loop = session_loop(calls.start_soon)
                 self._stop = trio.Event()
                 self._ready.set()
                 await self._stop.wait()

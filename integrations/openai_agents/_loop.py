@@ -1,144 +1,25 @@
 """Running a session's work in the event loop its runtime lives in, from any loop or thread.
 
-A runtime (its store, actors and managers) belongs to one event loop in one thread. The OpenAI
-Agents SDK calls a session from wherever it runs: an asyncio loop in any thread, the loop
-``Runner.run_sync`` starts and stops, one ``asyncio.run`` after another. :class:`LoopHandle`
-names the runtime's loop (asyncio's loop object or Trio's token, a function that starts a task in
-a task group of that loop, and the loop's thread) and runs a coroutine function there:
-
-* called on the loop's own thread, it simply awaits it;
-* called from anywhere else, it starts a task in the runtime's task group and awaits a
-  ``concurrent.futures.Future`` the task completes. The hop into the loop never blocks: a Trio
-  loop takes it through ``TrioToken.run_sync_soon``, an asyncio loop through
-  ``call_soon_threadsafe`` of a callback, in a fresh context (the caller's, a Trio run's say,
-  must not come along), that makes a one-step task which starts it. The caller
-  waits the way its own loop waits: ``asyncio.wrap_future`` under asyncio, a ``trio.Event`` woken
-  through the caller's Trio token under Trio, a worker thread otherwise.
-
-A caller cancelled while it waits stops waiting; work already started finishes in the runtime's
-loop (a write is never left half done), and work not yet started is not started.
+The OpenAI Agents SDK calls a session from wherever it runs: an asyncio loop in any thread, the
+loop ``Runner.run_sync`` starts and stops, one ``asyncio.run`` after another. The rules are the
+ones every integration uses (``asides/integrations/_loop.py``): called on the loop's own thread a
+call simply awaits; from anywhere else it hops into the runtime's loop without blocking it, and a
+caller cancelled while it waits stops waiting, while work already started finishes there. Here a
+call into a loop that no longer runs raises :class:`SessionClosedError`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from .._loop import LoopHandle, RuntimeClosedError, Spawn, wait_future
 
-import anyio.to_thread
-import attrs
-import sniffio
-
-from ...store._errors import AsidesError
-
-__all__ = ["LoopHandle", "SessionClosedError", "wait_future"]
-
-T = TypeVar("T")
+__all__ = ["LoopHandle", "SessionClosedError", "session_loop", "wait_future"]
 
 
-class SessionClosedError(AsidesError, RuntimeError):
+class SessionClosedError(RuntimeClosedError):
     """A session was used after ``close()``, or after the runtime it works in closed."""
 
 
-async def wait_future(future: concurrent.futures.Future[T]) -> T:
-    """Wait for ``future`` without blocking the caller's event loop (asyncio or Trio)."""
-    try:
-        library = sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        library = None
-    if library == "asyncio":
-        return await asyncio.wrap_future(future)
-    if library == "trio":
-        import trio
-
-        token = trio.lowlevel.current_trio_token()
-        done = trio.Event()
-
-        def wake(_: object) -> None:
-            try:
-                token.run_sync_soon(done.set)
-            except trio.RunFinishedError:
-                pass  # the caller's run ended while it waited
-
-        future.add_done_callback(wake)
-        await done.wait()
-        return future.result()
-    return await anyio.to_thread.run_sync(future.result)
-
-
-Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
-
-
-@attrs.frozen
-class LoopHandle:
-    """The event loop a runtime lives in (see the module docstring)."""
-
-    kind: Literal["asyncio", "trio"]
-    native: Any  # the asyncio loop, or the Trio token
-    spawn: Spawn
-    thread: int
-
-    @classmethod
-    def here(cls, spawn: Spawn) -> LoopHandle:
-        """The loop this is called in; ``spawn`` starts a task in a task group of it."""
-        if sniffio.current_async_library() == "trio":
-            import trio
-
-            return cls("trio", trio.lowlevel.current_trio_token(), spawn, threading.get_ident())
-        return cls("asyncio", asyncio.get_running_loop(), spawn, threading.get_ident())
-
-    @property
-    def on_loop_thread(self) -> bool:
-        return threading.get_ident() == self.thread
-
-    def submit(self, fn: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
-        """Start ``fn`` in the loop from another thread; the future holds its outcome. Raises
-        :class:`SessionClosedError` when the loop no longer runs."""
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        async def job() -> None:
-            if not future.set_running_or_notify_cancel():
-                return  # the caller stopped waiting before it started
-            try:
-                result = await fn()
-            except Exception as exc:
-                future.set_exception(exc)
-            except BaseException:
-                future.set_exception(SessionClosedError("the runtime closed while the session's call ran"))
-                raise
-            else:
-                future.set_result(result)
-
-        try:
-            if self.kind == "trio":
-                self.native.run_sync_soon(self.spawn, job)
-            else:
-
-                loop: asyncio.AbstractEventLoop = self.native
-
-                async def hop() -> None:
-                    self.spawn(job)
-
-                def start() -> None:
-                    loop.create_task(hop())
-
-                # A fresh context: the caller's (a Trio run's, say) must not come along.
-                loop.call_soon_threadsafe(start, context=contextvars.Context())
-        except RuntimeError as exc:  # the loop finished (Trio's RunFinishedError is one too)
-            raise SessionClosedError(f"the runtime this session works in is closed ({exc})") from None
-        return future
-
-    async def run(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` in the loop and return its result, from any loop or thread."""
-        if self.on_loop_thread:
-            return await fn()
-        return await wait_future(self.submit(fn))
-
-    def run_blocking(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` in the loop and wait for it, blocking this thread (not the loop's own)."""
-        if self.on_loop_thread:
-            raise RuntimeError("run_blocking would wait for its own event loop; await run() instead")
-        return self.submit(fn).result()
+def session_loop(spawn: Spawn) -> LoopHandle:
+    """The loop this is called in, as a session uses it: a call into it once it no longer runs
+    raises :class:`SessionClosedError`. ``spawn`` starts a task in a task group of it."""
+    return LoopHandle.here(spawn, closed=SessionClosedError)

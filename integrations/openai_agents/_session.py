@@ -19,7 +19,7 @@ from ._agent import Agent
 from ._errors import AsyncioRequiredError, ReservedReaderError
 from ._host import ThreadHost, acquire_host, release_host
 from ._items import RESERVED_READERS
-from ._loop import LoopHandle, SessionClosedError
+from ._loop import SessionClosedError, session_loop
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -134,7 +134,7 @@ class AsidesSession:
         self = cls.__new__(cls)
         self._setup(session_id, session_settings, reader)
         self._host = None
-        self._loop = LoopHandle.here(runtime.spawn)
+        self._loop = session_loop(runtime.spawn)
         self._agent = Agent(runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
         await self._agent.open()
         return self
