@@ -35,7 +35,6 @@ import trio.testing
 
 from asides import (
     AutobiographicalStrategy,
-    CompiledMessage,
     Completion,
     CompletionRequest,
     CompressionError,
@@ -51,6 +50,7 @@ from asides import (
 )
 from asides.actors import ModelError, ModelPolicy
 from asides.testing import FailingModel, open_test_runtime
+from tests.test_model_boundary import AskOnTick
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -88,33 +88,6 @@ class Replies:
         self.times.append(anyio.current_time())
         await anyio.lowlevel.checkpoint()
         return self.answer
-
-
-class AskOnTick:
-    """A host's strategy whose ``tick`` asks the model once and stores the answer's text."""
-
-    name = "ask-on-tick"
-    marks_compression_reads = True
-
-    async def initialize(self, ctx: StrategyContext) -> None:
-        return None
-
-    async def on_new_message(self, message: Any, ctx: StrategyContext) -> None:
-        return None
-
-    async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
-        return await PassthroughStrategy().select(ctx, budget, options)
-
-    async def tick(self, ctx: StrategyContext) -> bool:
-        messages = ctx.view.get_all()
-        await ctx.mark_compression_read(max((m.sequence for m in messages), default=0))
-        assert ctx.model is not None
-        completion = await ctx.model.complete(CompletionRequest([CompiledMessage("user", [text("summarise")])], max_tokens=100))
-        await ctx.state.set("ask-on-tick/answer", completion_text(completion))
-        return True
-
-    def is_ready(self) -> bool:
-        return True
 
 
 def warnings_about(caplog: pytest.LogCaptureFixture, namespace: str) -> list[str]:
