@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import signal
 import sys
 
 import trio
 
-from ._common import CliError, UsageError, check_store_file, is_shared
+from ._common import EXIT_INTERRUPTED, CliError, UsageError, check_store_file, is_shared
 
 __all__ = ["add_serve_command", "cmd_serve"]
 
@@ -75,12 +76,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(url, flush=True)
         print("The page shows private lines: the URL is a secret. Ctrl-C stops.", file=sys.stderr, flush=True)
 
-    try:
-        trio.run(lambda: run_inspector(args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready))
-    except BaseExceptionGroup as group:
-        # Ctrl-C reaches us through the server's task groups: it is an interrupt (exit 130)
-        interrupted, _rest = group.split(KeyboardInterrupt)
-        if interrupted is not None:
-            raise KeyboardInterrupt from None
-        raise
+    interrupted = trio.Event()
+
+    async def until_interrupted() -> None:
+        # Ctrl-C is a shutdown request, not an exception thrown into whichever task runs: the
+        # server stops its connections (an open event stream included) and the command exits 130.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                interrupted.set()
+                return
+
+    trio.run(
+        lambda: run_inspector(
+            args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready, shutdown_trigger=until_interrupted
+        )
+    )
+    if interrupted.is_set():
+        print("asides: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
