@@ -82,11 +82,15 @@ class CountingPassthrough(PassthroughStrategy):
 
 
 #: Ceilings, per backend: the counts of one call as the code is now (measured 2026-12-01). On
-#: PostgreSQL the task steps have some room: an idle store starts watching its connection after 2 ms
-#: of wall time, which a slow machine may reach inside the counted call.
+#: PostgreSQL the task steps depend on wall time, not only on the code: each reply the server has not
+#: sent yet is one more wake-up, and an idle store starts watching its connection after 2 ms (one
+#: call in ten took 2 to 10 times its usual steps on an idle machine). So each call is made
+#: :data:`TRIES` times and the fewest of each count is what is checked: a path that does more round
+#: trips raises every try, a slow reply only some. The fewest seen on an idle machine were 2 to 6
+#: (add_message) and 11 to 13 (compile); the ceilings leave room above those.
 ADD_MESSAGE = {
     "sqlite": {"task_steps": 3, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
-    "postgres": {"task_steps": 6, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
+    "postgres": {"task_steps": 8, "commits": 1, "json_encodings": 1, "strategy_calls": 0},
 }
 #: A compile's one commit and one encoding are its disclosure record (issue 23): the one message
 #: newly shown to its reader.
@@ -94,6 +98,15 @@ COMPILE_AFTER_ONE = {
     "sqlite": {"task_steps": 6, "commits": 1, "json_encodings": 1, "strategy_calls": 2},
     "postgres": {"task_steps": 16, "commits": 1, "json_encodings": 1, "strategy_calls": 2},
 }
+
+
+#: How many times each counted call is made, per backend (the counts on SQLite do not vary).
+TRIES = {"sqlite": 1, "postgres": 5}
+
+
+def fewest(counts: list[dict[str, int]]) -> dict[str, int]:
+    """The fewest of each count over the tries."""
+    return {key: min(c[key] for c in counts) for key in counts[0]}
 
 
 def backend(store_path: str) -> str:
@@ -110,17 +123,21 @@ async def _one_add_and_compile(path: str, history: int, monkeypatch: pytest.Monk
             await manager.add_message("user", [text(f"warm {i}")])
             await manager.compile(max_tokens=10**9)
         work = Work(monkeypatch, rt.store)
+        adds, compiles = [], []
         try:
-            strategy.calls.clear()
-            added = await work.around(lambda: manager.add_message("user", [text("one new line")]))
-            added["strategy_calls"] = sum(strategy.calls.values())
-            strategy.calls.clear()
-            compiled = await work.around(lambda: manager.compile(max_tokens=10**9))
-            compiled["strategy_calls"] = sum(strategy.calls.values())
+            for _ in range(TRIES[backend(path)]):
+                strategy.calls.clear()
+                added = await work.around(lambda: manager.add_message("user", [text("one new line")]))
+                added["strategy_calls"] = sum(strategy.calls.values())
+                strategy.calls.clear()
+                compiled = await work.around(lambda: manager.compile(max_tokens=10**9))
+                compiled["strategy_calls"] = sum(strategy.calls.values())
+                adds.append(added)
+                compiles.append(compiled)
         finally:
             work.close()
         await manager.aclose()
-    return added, compiled
+    return fewest(adds), fewest(compiles)
 
 
 @pytest.mark.timeout(60)
