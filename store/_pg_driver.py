@@ -24,6 +24,7 @@ loop waits on the connection's socket (:meth:`Connection.wait_for_notifications`
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -313,7 +314,13 @@ class Connection:
         """Append an erasure's record and overwrite the records it erases (store/_erasure.py),
         then commit the transaction :meth:`lock` began; then ``VACUUM FULL`` the log, which
         rewrites the table and its indexes into new files, so the old row versions holding the
-        erased bytes are in no page of the store's relations (docs/guarantees.md)."""
+        erased bytes are in no page of the store's relations (docs/guarantees.md).
+
+        ``VACUUM FULL`` keeps the row versions that a transaction older than the erasure may
+        still see, and any transaction of the database counts (an autovacuum's ``ANALYZE`` of
+        another schema's table too). So it first waits, up to :data:`ERASURE_WAIT_SECONDS`, for
+        every transaction of the database that began before the commit and holds a snapshot to
+        end; one that outlives the wait is logged as a warning, with its server process id."""
         conn = self._conn
         try:
             with conn.pipeline():
@@ -327,7 +334,16 @@ class Connection:
             raise
         finally:
             self.in_transaction = False
+        (committed_at,) = conn.execute("SELECT clock_timestamp()").fetchone() or (None,)
+        older = _wait_for_older_snapshots(conn, committed_at)
         conn.execute("VACUUM FULL asides_log")
+        if older:
+            log.warning(
+                "an erasure's old row versions may stay in the files of the store until the transactions of server "
+                "processes %s end and the log is vacuumed: they held snapshots older than the erasure for %.0f s",
+                ", ".join(map(str, older)),
+                ERASURE_WAIT_SECONDS,
+            )
 
     def rollback(self) -> None:
         self.in_transaction = False
@@ -343,6 +359,29 @@ class Connection:
             self._conn.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+#: How long an erasure waits for older transactions before it rewrites the log (see
+#: :meth:`Connection.commit_erasure`).
+ERASURE_WAIT_SECONDS = 10.0
+#: The database's other server processes whose transaction began before ``%s`` and holds a
+#: snapshot. Where the store's role may not see another role's processes, their ``backend_xmin``
+#: reads as null and they are not waited for.
+_OLDER_SNAPSHOTS = (
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+    "AND backend_xmin IS NOT NULL AND xact_start <= %s"
+)
+
+
+def _wait_for_older_snapshots(conn: Any, committed_at: Any) -> list[int]:
+    """Wait until no transaction of the database older than ``committed_at`` holds a snapshot,
+    or :data:`ERASURE_WAIT_SECONDS` pass; return the server process ids still holding one."""
+    deadline = time.monotonic() + ERASURE_WAIT_SECONDS
+    while True:
+        older = [int(pid) for (pid,) in conn.execute(_OLDER_SNAPSHOTS, (committed_at,)).fetchall()]
+        if not older or time.monotonic() >= deadline:
+            return older
+        time.sleep(0.02)
 
 
 def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", connect_timeout: float = 5.0) -> Connection:

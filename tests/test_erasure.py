@@ -214,3 +214,71 @@ async def test_a_summarised_line_erased_across_a_fork_after_an_edit(store_path: 
             assert again and all(ids[3] not in s.message_ids for s in again)
             assert any(ids[2] in s.message_ids for s in again)
         assert files_holding(SECRET, store_path, folder) == []
+
+
+def _hold_a_snapshot(url: str) -> Any:
+    """A connection of the same database (another schema) inside a transaction holding a snapshot,
+    as an autovacuum's ``ANALYZE`` or a long report does."""
+    import psycopg
+
+    holder = psycopg.connect(url)
+    holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    holder.execute("SELECT 1").fetchall()
+    return holder
+
+
+def _end_once_erased(holder: Any, store_url: str) -> None:
+    """End ``holder``'s transaction once an erasure record of the store at ``store_url`` is committed."""
+    import time
+
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as watcher:
+        deadline = time.monotonic() + 30
+        while not watcher.execute("SELECT count(*) FROM asides_log WHERE kind = 'erasure'").fetchone()[0]:
+            assert time.monotonic() < deadline, "no erasure was committed"
+            time.sleep(0.01)
+    holder.rollback()
+
+
+@pytest.mark.timeout(60)
+async def test_an_erasure_waits_for_an_older_transaction_of_the_database_and_leaves_no_copy(pg_url, pg_cluster, request):
+    """PostgreSQL keeps the row versions an older transaction may see, whichever schema it reads:
+    the erasure waits for it to end before it rewrites the log."""
+    import trio
+
+    folder = data_dir(pg_url, request)
+    holder = _hold_a_snapshot(pg_cluster.url)
+    try:
+        async with open_runtime(pg_url) as rt:
+            m = await rt.open_manager(strategy=PassthroughStrategy())
+            secret = await m.add_message("user", [text(f"my passport is {SECRET}")])
+            await m.add_message("user", [text("and the weather is fine")])
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, _end_once_erased, holder, pg_url)
+                await rt.erase([secret.id], reason="asked")
+            assert files_holding(SECRET, pg_url, folder) == []
+    finally:
+        holder.close()
+
+
+@pytest.mark.timeout(60)
+async def test_an_erasure_outlived_by_an_older_transaction_says_so(pg_url, pg_cluster, caplog, monkeypatch):
+    """A transaction that outlives the erasure's wait is reported (its server process named), never silent."""
+    from asides.store import _pg_driver
+
+    monkeypatch.setattr(_pg_driver, "ERASURE_WAIT_SECONDS", 0.0)
+    holder = _hold_a_snapshot(pg_cluster.url)
+    try:
+        pid = holder.info.backend_pid
+        async with open_runtime(pg_url) as rt:
+            m = await rt.open_manager(strategy=PassthroughStrategy())
+            secret = await m.add_message("user", [text(f"my passport is {SECRET}")])
+            with caplog.at_level("WARNING", logger="asides.store"):
+                erasure = await rt.erase([secret.id], reason="asked")
+            assert erasure.message_ids == (secret.id,)
+            assert SECRET not in await everything(rt, m)
+        warnings = [r.getMessage() for r in caplog.records if "older than the erasure" in r.getMessage()]
+        assert warnings and str(pid) in warnings[0]
+    finally:
+        holder.close()
