@@ -290,9 +290,9 @@ def _print_inspection(report: dict[str, Any]) -> None:
         "fork point: the parent's sequence the branch was made at",
         "floor: the narrowing floor, the newest sequence a compression of the namespace has read (an edit may not "
         "narrow who sees a message at or below it)",
-        "strategy: as recorded by set_strategy or derive; (inferred): not recorded (a namespace that was only "
-        "opened records none), so read from its other records, and asides compile may differ from the live "
-        "compile; (name only): recorded without its options",
+        "strategy: as its manager recorded it (at open, set_strategy, derive); (inferred): not recorded (an older "
+        "store, or the default passthrough), so read from its other records, and asides compile may differ from "
+        "the live compile; (name only): recorded without its options",
         "sees: messages the namespace's reader sees anything of",
         "memories: summary records per level, L1/L2/L3 and up (merged-away included)",
     ]

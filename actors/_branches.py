@@ -92,6 +92,7 @@ class BranchMoves(ManagerParts):
                     self._runtime.hold_strategy(strategy, me)
                     if self._reader is not None:
                         await target.claim(self._reader, action)
+                    await self._record_strategy()
                     await self._start(action)
         finally:
             target.detach()

@@ -34,7 +34,7 @@ from ..strategies._base import (
 from ..strategies._capabilities import HasEstimator, ShardsMessages
 from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Model
-from ..strategies._recorded import recorded_strategy, strategy_record
+from ..strategies._recorded import record_to_write
 from ..strategies._tokens import default_estimate
 from ._background import BackgroundWork
 from ._branches import BranchMoves
@@ -281,13 +281,15 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
             )
 
     async def open(self, *, claim: str | None, action: str) -> None:
-        """Claim the namespace for ``claim`` (when given) and start the strategy, in one turn of
-        the namespace actor. Once the claim is written the open completes, even if cancelled
-        meanwhile (the cancellation reaches the caller at its next checkpoint)."""
+        """Claim the namespace for ``claim`` (when given), record the strategy (see
+        :meth:`_record_strategy`) and start it, in one turn of the namespace actor. Once the
+        claim is written the open completes, even if cancelled meanwhile (the cancellation
+        reaches the caller at its next checkpoint)."""
         async with self._actor.turn(Claim()):
             with anyio.CancelScope(shield=True):
                 if claim is not None:
                     await self._actor.claim(claim, action)
+                await self._record_strategy()
                 await self._start(action)
 
     def abandon(self) -> None:
@@ -331,15 +333,15 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._start_drain()
 
     async def _record_strategy(self) -> None:
-        """Record the strategy and its options under the namespace (``strategies._recorded``)
-        when the record in force on this branch differs, so that an operator (``asides
-        inspect``, ``asides compile``) sees which strategy it runs. Only ``set_strategy`` writes
-        it: an open writes nothing but its claim (SPEC 3.3), and ``derive`` records the child's
-        strategy in the branch it makes."""
+        """Record the strategy and its options under the namespace, so that an operator (``asides
+        inspect``, ``asides compile``) sees which strategy it runs, when
+        ``strategies._recorded.record_to_write`` says so (one state write). An open and a move
+        record it right after their claim, before the strategy starts (a start that fails keeps
+        both, as it keeps the claim); ``set_strategy`` once the new strategy started."""
         if self._store.read_only:
             return
-        record = strategy_record(self._strategy)
-        if recorded_strategy(self._store.model, self._branch, self._namespace) != record:
+        record = record_to_write(self._store.model, self._branch, self._namespace, self._strategy)
+        if record is not None:
             await self._store.set_state(self._branch, f"{self._namespace}/{STRATEGY_KEY}", record)
 
     async def _catch_up(self) -> None:

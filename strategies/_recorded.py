@@ -1,11 +1,15 @@
 """The record of the strategy a namespace runs, for readers of a store without its host.
 
-Where it is kept: ``set_strategy`` writes the state record ``<namespace>/strategy`` on its branch
-(only when the record in force differs), and ``derive`` puts the child's strategy in the branch it
-makes (its ``meta``, beside the derivation), writing nothing more. An open records nothing: SPEC
-3.3 says that an open that claims nothing writes nothing and that a claim is exactly one write,
-so a namespace that was only opened has no record, and readers infer its strategy from its other
-records (saying so). :func:`recorded_strategy` is the one rule for which record is in force.
+Where it is kept: an open, ``set_strategy`` and a move to another branch write the state record
+``<namespace>/strategy`` on the manager's branch, in the same turn of the namespace actor as the
+open's claim, when :func:`record_to_write` says so: when the record in force differs from the
+manager's strategy, except that a namespace with no record that opens the default
+``PassthroughStrategy()`` writes none (readers infer passthrough where nothing is recorded, so
+the record would say nothing new; this keeps SPEC 3.3's "a claim is exactly one write" and "an
+open that claims nothing writes nothing" for the default strategy). ``derive`` puts the child's
+strategy in the branch it makes (its ``meta``, beside the derivation), writing nothing more. A
+read-only runtime writes nothing. :func:`recorded_strategy` is the one rule for which record is
+in force (issue 21; docs/cli.md, "Which strategy a preview uses").
 
 Its value is::
 
@@ -33,7 +37,7 @@ from ._base import STRATEGY_KEY
 if TYPE_CHECKING:
     from ..store._model import LogModel
 
-__all__ = ["CUSTOM_ESTIMATOR", "StrategyRecord", "read_strategy_record", "recorded_strategy", "strategy_record"]
+__all__ = ["CUSTOM_ESTIMATOR", "StrategyRecord", "read_strategy_record", "record_to_write", "recorded_strategy", "strategy_record"]
 
 #: The recorded value of the ``estimator`` option when a strategy counts with one of its own.
 CUSTOM_ESTIMATOR = "custom"
@@ -78,6 +82,24 @@ def recorded_strategy(model: LogModel, branch: str, namespace: str) -> Any:
             return meta[STRATEGY_KEY]
         name, limit = info.parent, fork
     return MISSING
+
+
+def record_to_write(model: LogModel, branch: str, namespace: str, strategy: object) -> dict[str, Any] | None:
+    """The strategy record a manager running ``strategy`` on ``branch`` writes for ``namespace``
+    (see the module docstring), or ``None`` when it writes none."""
+    record = strategy_record(strategy)
+    in_force = recorded_strategy(model, branch, namespace)
+    if in_force == record:
+        return None
+    if in_force is MISSING and record == _default_record():
+        return None
+    return record
+
+
+def _default_record() -> dict[str, Any]:
+    from ._passthrough import PassthroughStrategy
+
+    return strategy_record(PassthroughStrategy())
 
 
 def read_strategy_record(value: object) -> StrategyRecord | None:

@@ -1,8 +1,8 @@
 """``asides inspect`` and ``asides compile`` tell the truth about a namespace's strategy (issue 21,
-item 2): what set_strategy and derive record (the strategy's name and options) is what they show
-and rebuild; a strategy that was not recorded (an open records nothing: SPEC 3.3) is shown as
-inferred, and compile warns that its preview may differ; a budget the live compile refuses is
-refused. Stores are files, built with ``trio.run``; ``main`` runs its own ``trio.run``."""
+item 2): what an open, set_strategy and derive record (the strategy's name and options) is what
+they show and rebuild; a strategy that was not recorded (an older store; the default passthrough,
+which an open does not record) is shown as inferred, and compile warns that its preview may
+differ; a budget the live compile refuses is refused. Stores are files, built with ``trio.run``; ``main`` runs its own ``trio.run``."""
 
 from __future__ import annotations
 
@@ -93,12 +93,69 @@ def test_derive_records_the_childs_strategy_in_the_branch_it_makes(capsys, tmp_p
     assert (parent["strategy"], parent["strategy_known"]) == ("passthrough", "inferred")
 
 
-def test_an_open_records_nothing_and_the_cli_says_the_strategy_is_inferred(capsys, tmp_path):
-    """An open writes its claim and nothing else (SPEC 3.3, seed row 70), so the strategy of a
-    namespace that was only opened is inferred: inspect says so, and compile warns that the live
-    compile may differ and how to choose."""
+def test_an_open_records_its_strategy_and_the_preview_refuses_what_the_live_compile_refuses(capsys, tmp_path):
+    """The issue's case: a namespace only opened with an autobiographical strategy (through a
+    manager) shows as autobiographical, with its options, before any compression, and the
+    preview of a budget the live compile refuses is refused too."""
     path = str(tmp_path / "room.db")
     trio.run(lambda: _room(path, then="open"))
+    ann = _inspected(capsys, path)["agents/ann"]
+    assert (ann["strategy"], ann["strategy_known"]) == ("autobiographical", "recorded")
+    assert ann["strategy_options"]["recent_window_tokens"] == 300
+    code, out, err = run(capsys, "compile", path, "-n", "agents/ann", "--max-tokens", "5000", "--reserve", "4900")
+    assert (code, out) == (1, "")
+    assert "would refuse this budget (OverBudgetError)" in err
+
+
+def test_an_asides_session_records_its_strategy_at_open(capsys, tmp_path):
+    pytest.importorskip("agents")
+    from asides import ExtractiveModel
+    from asides.integrations.openai_agents import AsidesSession
+
+    path = str(tmp_path / "room.db")
+    session = AsidesSession("workshop", path, reader="ann", strategy=KnowledgeStrategy(), model=ExtractiveModel())
+    session.close()
+    code, out, err = run(capsys, "inspect", path, "--json")
+    assert code == 0, err
+    found = [
+        (ns["strategy"], ns["strategy_known"])
+        for branch in json.loads(out)["branches"]
+        for ns in branch["namespaces"]
+        if ns.get("reader") == "ann"
+    ]
+    assert found == [("knowledge", "recorded")]
+
+
+def test_an_open_of_the_default_passthrough_writes_nothing_but_its_claim(tmp_path):
+    """SPEC 3.3 and seed row 70 for the default strategy: an open that claims nothing writes
+    nothing, and a claim is one write (readers infer passthrough where nothing is recorded)."""
+    path = str(tmp_path / "room.db")
+
+    async def build() -> tuple[int, int, int]:
+        async with open_runtime(path) as rt:
+            start = rt.store.head("main")
+            await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
+            unclaimed = rt.store.head("main")
+            await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+            return start, unclaimed, rt.store.head("main")
+
+    start, unclaimed, claimed = trio.run(build)
+    assert (unclaimed, claimed) == (start, start + 1)
+
+
+def test_a_store_with_no_strategy_record_is_shown_as_inferred_and_compile_warns(capsys, tmp_path):
+    """A namespace whose strategy nothing recorded (a store written before this record, or opened
+    read-only) is shown as inferred, and compile warns that the live compile may differ."""
+    path = str(tmp_path / "room.db")
+
+    async def build() -> None:
+        async with open_runtime(path) as rt:
+            host = await rt.open_manager("room", strategy=PassthroughStrategy())
+            for number in range(5):
+                await host.add_message("user", [text(f"Line {number} of the room, long enough to count. " * 4)])
+            await rt.store.set_state("main", "agents/ann/reader", "ann")  # a claim, as an older asides wrote it
+
+    trio.run(build)
     ann = _inspected(capsys, path)["agents/ann"]
     assert (ann["strategy"], ann["strategy_known"], ann["strategy_options"]) == ("passthrough", "inferred", None)
     code, out, _err = run(capsys, "inspect", path)
@@ -106,7 +163,6 @@ def test_an_open_records_nothing_and_the_cli_says_the_strategy_is_inferred(capsy
     code, out, err = run(capsys, "compile", path, "-n", "agents/ann", "--max-tokens", "5000", "--reserve", "4900")
     assert code == 0
     assert "records no strategy" in err and "the live compile may differ: pass --strategy" in err
-    # Choosing the strategy gives the live compile's answer.
     code, out, err = run(
         capsys, "compile", path, "-n", "agents/ann", "--max-tokens", "5000", "--reserve", "4900", "--strategy", "autobiographical"
     )
