@@ -12,6 +12,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
+import trio
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides import InvalidArgumentError, open_runtime
@@ -22,8 +23,17 @@ async def _sqlite_setting(rt) -> int:
 
 
 async def _pg_setting(rt) -> str:
-    connection = rt.store._connection
-    return str(await rt.store._call(lambda: connection._conn.execute("SHOW synchronous_commit").fetchone()[0]))
+    """The setting a connection of the store gets: a new connection opened as the store opens
+    its own (same URL, same setting), so that no query races the store's connection, which the
+    store's committer alone uses (it watches its socket while idle)."""
+    from asides.store._pg_driver import connect
+
+    store = rt.store
+    fresh = await trio.to_thread.run_sync(lambda: connect(store.url, store.path, create=False, synchronous=store._synchronous))
+    try:
+        return str(fresh._conn.execute("SHOW synchronous_commit").fetchone()[0])
+    finally:
+        fresh.close()
 
 
 async def test_open_runtime_passes_the_setting_to_a_store_file(tmp_path):
