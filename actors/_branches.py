@@ -75,25 +75,29 @@ class BranchMoves(ManagerParts):
         target = self._runtime.actor(branch, self._namespace)
         target.attach()  # held across the awaits below; the manager holds it itself once bound
         moved = False
+
+        async def in_the_actor() -> None:
+            nonlocal moved
+            target.check(self._reader, action)  # no await before the claim below: it cannot fail
+            with anyio.CancelScope(shield=True):
+                moved = True
+                self._epoch += 1
+                self._detach()
+                self._branch = branch
+                self._actor = target
+                if not self._closed:  # closed meanwhile: it holds no actor any more
+                    self._hold(target)
+                self._view = self._make_view(branch)
+                self._strategy = strategy
+                self._started = False
+                self._runtime.hold_strategy(strategy, me)
+                if self._reader is not None:
+                    await target.claim(self._reader, action)
+                await self._record_strategy()
+                await self._start(action)
+
         try:
-            async with target.turn(Move()):
-                target.check(self._reader, action)  # no await before the claim below: it cannot fail
-                with anyio.CancelScope(shield=True):
-                    moved = True
-                    self._epoch += 1
-                    self._detach()
-                    self._branch = branch
-                    self._actor = target
-                    if not self._closed:  # closed meanwhile: it holds no actor any more
-                        self._hold(target)
-                    self._view = self._make_view(branch)
-                    self._strategy = strategy
-                    self._started = False
-                    self._runtime.hold_strategy(strategy, me)
-                    if self._reader is not None:
-                        await target.claim(self._reader, action)
-                    await self._record_strategy()
-                    await self._start(action)
+            await target.execute(Move(), in_the_actor)
         finally:
             target.detach()
             if not moved:

@@ -45,32 +45,35 @@ class Editing(ManagerParts):
         check_content(blocks, path="content", allow_audience=True)
         if not blocks:
             raise MalformedContentError("content", "a message needs at least one block")
-        async with self._actor.turn(Edit()):
-            for _attempt in range(EDIT_ATTEMPTS):
-                self._check("edit_message")
-                stored = self._store.get_message(self._branch, message_id)
-                if stored is None:
-                    raise UnknownMessageError(message_id, self._branch)
-                self._check_narrowing(stored, blocks)
-                copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
+        return await self._actor.execute(Edit(), lambda: self._edit_in_the_actor(message_id, blocks))
 
-                def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
-                    # At commit, after every earlier commit (on a shared store another process
-                    # may have raised the floor, claimed a namespace, or copied the message).
-                    self._actor.adopt_stored_records()
-                    current = self._store.get_message(self._branch, message_id) or stored
-                    self._check_narrowing(current, blocks)
-                    if self._runtime.context_copies(self._branch, message_id, current, blocks) != copies:
-                        raise _CopiesMoved
+    async def _edit_in_the_actor(self, message_id: str, blocks: tuple[ContentBlock, ...]) -> Message:
+        """``edit_message``'s work, in the namespace actor's turn."""
+        for _attempt in range(EDIT_ATTEMPTS):
+            self._check("edit_message")
+            stored = self._store.get_message(self._branch, message_id)
+            if stored is None:
+                raise UnknownMessageError(message_id, self._branch)
+            self._check_narrowing(stored, blocks)
+            copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
 
-                try:
-                    return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
-                except _CopiesMoved:
-                    continue  # nothing was written: compute the rewrites again
-            raise StoreFailedError(
-                f"editing message {message_id!r} on {self._branch!r} raced other processes' context-log writes "
-                f"{EDIT_ATTEMPTS} times; nothing was written, try again"
-            )
+            def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
+                # At commit, after every earlier commit (on a shared store another process
+                # may have raised the floor, claimed a namespace, or copied the message).
+                self._actor.adopt_stored_records()
+                current = self._store.get_message(self._branch, message_id) or stored
+                self._check_narrowing(current, blocks)
+                if self._runtime.context_copies(self._branch, message_id, current, blocks) != copies:
+                    raise _CopiesMoved
+
+            try:
+                return await self._store.edit_message(self._branch, message_id, blocks, states=copies, guard=recheck)
+            except _CopiesMoved:
+                continue  # nothing was written: compute the rewrites again
+        raise StoreFailedError(
+            f"editing message {message_id!r} on {self._branch!r} raced other processes' context-log writes "
+            f"{EDIT_ATTEMPTS} times; nothing was written, try again"
+        )
 
     def _check_narrowing(self, stored: Message, blocks: tuple[ContentBlock, ...]) -> None:
         """Refuse an edit that hides a block from a reader where compression may have
@@ -124,14 +127,17 @@ class Editing(ManagerParts):
             check_message_id(source_message_id, "source_message_id")
             if self._store.get_message(self._branch, source_message_id) is None:
                 raise UnknownMessageError(source_message_id, self._branch)
-        async with self._actor.turn(ContextEntryWrite()):
+
+        async def in_the_actor() -> ContextEntry:
             self._check("append_context_entry", started=False)
             index = self._actor.context_next()
             from ._manager import ContextEntry  # the manager module imports this one
 
             entry = ContextEntry(index, blocks, source_message_id)
             await self._runtime.write_context_entry(self._branch, self._namespace, entry)
-        return entry
+            return entry
+
+        return await self._actor.execute(ContextEntryWrite(), in_the_actor)
 
     def get_context_entries(self) -> tuple[ContextEntry, ...]:
         """This namespace's context log on this branch, oldest first (dropped entries left out)."""

@@ -285,12 +285,15 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         :meth:`_record_strategy`) and start it, in one turn of the namespace actor. Once the
         claim is written the open completes, even if cancelled meanwhile (the cancellation
         reaches the caller at its next checkpoint)."""
-        async with self._actor.turn(Claim()):
+
+        async def in_the_actor() -> None:
             with anyio.CancelScope(shield=True):
                 if claim is not None:
                     await self._actor.claim(claim, action)
                 await self._record_strategy()
                 await self._start(action)
+
+        await self._actor.execute(Claim(), in_the_actor)
 
     def abandon(self) -> None:
         """An open that failed: the manager is closed and runs nothing."""
@@ -315,15 +318,18 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
     async def _start(self, action: str) -> None:
         """Attach to the actor and run the strategy's ``initialize`` in the actor's turn."""
         actor = self._actor
+
+        async def in_the_actor() -> None:
+            self._check(action, started=False)
+            self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
+            self._seen_length = self._store.length(self._branch)
+            self._erasures_seen = self._store.model.erasure_count
+            await self._strategy.initialize(self._context())
+            if action == "set_strategy":
+                await self._record_strategy()
+
         try:
-            async with actor.turn(StartStrategy()):
-                self._check(action, started=False)
-                self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
-                self._seen_length = self._store.length(self._branch)
-                self._erasures_seen = self._store.model.erasure_count
-                await self._strategy.initialize(self._context())
-                if action == "set_strategy":
-                    await self._record_strategy()
+            await actor.execute(StartStrategy(), in_the_actor)
         except BaseException as exc:
             self._started = False
             self._start_error = exc

@@ -2,11 +2,23 @@
 
 It owns the namespace's reader claim (``<namespace>/reader``), its narrowing floor
 (``<namespace>/narrowing-floor``), its compression lease (``<namespace>/compression-lease``, on a
-shared store: see :mod:`._lease`) and its strategy state on its branch. Managers and drains send
-it requests (:mod:`._protocol`) for claims, strategy starts, compiles, edits and units of
-compression; it grants one at a time, so nothing else touches the namespace meanwhile. The
-claim, the floor and the strategy state change only inside a granted turn, and the actor checks
-that on every such change.
+shared store: see :mod:`._lease`) and its strategy state on its branch. It serves one request
+(:mod:`._protocol`) at a time, so nothing else touches the namespace meanwhile:
+
+* **Commands** (:meth:`NamespaceActor.execute`): opens (claims and strategy starts), compiles and
+  previews, edits, context-log entries, moves. The actor runs their work in its own task and
+  replies with the outcome, so every strategy call serving them (``initialize``,
+  ``on_new_message`` in a catch-up, ``select``) runs in the actor's task, whichever manager or
+  task asked.
+* **Grants** (:meth:`NamespaceActor.turn`): a unit of background work (a drain's or a ``tick``'s)
+  and a head-window reset. Their work sends a model request, which must never hold the actor's
+  task: the requester gets the turn and works in its own task, lending the turn back while the
+  request is out (:meth:`NamespaceActor.outside_turn`), so that the namespace keeps serving
+  compiles, writes and opens meanwhile. (Their planning and commit steps run in the requester's
+  task too: the built-in strategies do not yet return their plans as effects, issue 20 item 2.)
+
+The claim, the floor and the strategy state change only in the turn, and the actor checks that
+on every such change.
 
 A claim change raises the actor's claim *generation* (:attr:`NamespaceActor.claim_generation`):
 a drain started under one generation stops when it changes, and an answer it gets afterwards is
@@ -462,11 +474,86 @@ class NamespaceActor:
         finally:
             self._release()
 
+    async def execute(self, request: TurnRequest, work: Callable[[], Awaitable[T]]) -> T:
+        """Send ``request`` as a command: the actor runs ``work`` in its own task, in its turn,
+        and this returns what the work returned, or raises what it raised. Within the turn (the
+        work of one command running another) ``work`` runs at once, in the same task.
+
+        Cancellation: a caller cancelled before the actor takes the command changes nothing. Once
+        it is taken, a cancelled caller cancels the work (its shielded parts, such as a write
+        that began, complete), waits for it to end, shielded, and then returns the work's result
+        if it returned, or raises its own cancellation; the actor serves the next command either
+        way. Refused (``ManagerClosedError``, or the store's failure) once the actor ended."""
+        if self.holds_turn():
+            return await work()
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks for nothing
+        request.work = work
+        try:
+            self._send.send_nowait(request)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._refuse(request)
+        try:
+            await request.granted.wait()
+        except BaseException:
+            if not request.taken:
+                request.abandoned = True
+                request.work = None
+                raise
+            if request.scope is not None:
+                request.scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await request.granted.wait()
+            if request.completed:
+                return request.result  # type: ignore[no-any-return]
+            raise
+        reply: T = self._reply(request)
+        return reply
+
+    def _reply(self, request: TurnRequest) -> Any:
+        """What a command's requester gets once the actor answered it (see :meth:`execute`)."""
+        error, request.error = request.error, None
+        if error is not None:
+            try:
+                raise error
+            finally:
+                del error
+        if not request.completed:  # the loop ended before it ran, or while it ran
+            self._refuse(request)
+        result, request.result = request.result, None
+        return result
+
+    async def _run_command(self, request: TurnRequest) -> None:
+        """In the actor's task: run a command's work in the turn and keep its outcome. A
+        cancellation of the actor's own task (the runtime closing) propagates, the command
+        unanswered but woken (its requester is refused)."""
+        work, request.work = request.work, None
+        assert work is not None
+        request.taken = True
+        self._holder = current_task_id()
+        self._current = request
+        try:
+            with anyio.CancelScope() as scope:
+                request.scope = scope
+                try:
+                    request.result = await work()
+                    request.completed = True
+                except anyio.get_cancelled_exc_class():
+                    raise  # the requester's cancel (this scope takes it), or the actor's own
+                except BaseException as exc:  # the requester's to raise
+                    request.error = exc
+        finally:
+            request.scope = None
+            self._holder = None
+            self._current = None
+            request.granted.set()
+
     async def outside_turn(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` with the turn released (a model request, which may take minutes), then take
-        the turn back, with a request of the same kind, before returning."""
+        the turn back, with a request of the same kind, before returning. In a command's work
+        (which runs in the actor's own task) the turn cannot be lent: ``fn`` runs in it, and the
+        namespace waits meanwhile (no built-in strategy asks the model there)."""
         current = self._current
-        if current is None or not self.holds_turn():
+        if current is None or not self.holds_turn() or current.taken:
             return await fn()
         self._release()
         try:
@@ -475,7 +562,7 @@ class NamespaceActor:
             await self._acquire(type(current)())
 
     async def run(self) -> None:
-        """The actor's loop: grant one request at a time, until nothing uses the actor any more
+        """The actor's loop: serve one request at a time (run a command, or grant a turn), until nothing uses the actor any more
         (it ends, see the module docstring), the runtime closes, or its task group is cancelled
         (as when the store stops). Requests still waiting then are refused."""
         async with self._receive:
@@ -486,6 +573,9 @@ class NamespaceActor:
                     except anyio.EndOfStream:  # the runtime closed the actor
                         break
                     if request.abandoned:  # given up by its requester, or a wake-up
+                        continue
+                    if request.work is not None:
+                        await self._run_command(request)
                         continue
                     request.granted.set()
                     await request.released.wait()

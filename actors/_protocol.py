@@ -2,9 +2,13 @@
 
 A namespace actor handles one request at a time, in order. Each request names what it is for
 (:class:`Claim`, :class:`StartStrategy`, :class:`Compile`, :class:`Edit`, :class:`Unit`, ...).
-The actor grants the request its turn and waits until the requester releases it: the work runs
-in the requester's own task (its errors and cancellation stay its own) while nothing else
-touches the namespace. A requester that gives up before the grant is skipped. While a turn is
+A *command* carries its work, and the actor runs it in its own task and replies with the outcome
+(compiles, claims, strategy starts, edits, context-log entries, moves): so every strategy call
+serving them runs in the actor's task, whichever manager or task asked. A *grant* (a unit of
+background work, a head-window reset: work that sends a model request) gives the requester the
+turn, and the actor waits until it is released, the work running in the requester's own task so
+that the request never runs in the actor's. A requester that gives up before the actor takes its
+request is skipped. While a turn is
 held, only the holder may change what the actor owns (the reader claim, the narrowing floor,
 the namespace's strategy state); the actor enforces that with an assertion.
 
@@ -18,7 +22,8 @@ Two signals replace calls between objects:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 import anyio
 
@@ -38,15 +43,26 @@ __all__ = [
 
 
 class TurnRequest:
-    """A request for the actor's turn; subclasses say what the turn is for."""
+    """A request for the actor's turn; subclasses say what the turn is for.
+
+    Sent by ``NamespaceActor.turn`` it is a *grant*: the actor sets ``granted`` and waits for
+    ``released`` while the requester works in its own task. Sent by ``NamespaceActor.execute``
+    it is a *command*: it carries its ``work``, which the actor runs in its own task, and the
+    actor sets ``granted`` once the work ended, with its ``result`` or ``error``."""
 
     purpose: ClassVar[str] = "work"
-    __slots__ = ("granted", "released", "abandoned")
+    __slots__ = ("granted", "released", "abandoned", "work", "taken", "completed", "result", "error", "scope")
 
     def __init__(self) -> None:
         self.granted = anyio.Event()
         self.released = anyio.Event()
         self.abandoned = False
+        self.work: Callable[[], Awaitable[Any]] | None = None
+        self.taken = False  # a command the actor began to run (its requester may no longer abandon it)
+        self.completed = False  # a command whose work returned
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.scope: anyio.CancelScope | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.purpose}>"

@@ -126,7 +126,8 @@ class Reading(ManagerParts):
             preview=preview, max_tokens=max_tokens, reserve_for_response=reserve_for_response, message_injections=checked_messages
         )
         await self._store.sync()  # on a shared store: every message committed before this call
-        async with self._actor.turn(Compile()):
+
+        async def in_the_actor() -> CompiledContext:
             self._check(action)
             await self._catch_up()
             selection = await self._strategy.select(self._context(preview=preview), budget, options)
@@ -141,6 +142,8 @@ class Reading(ManagerParts):
             )
             await self._disclose(selection.sources, "preview" if preview else "compile")
             return compiled
+
+        return await self._actor.execute(Compile(), in_the_actor)
 
     async def disclose(self, message_ids: Sequence[str], via: str) -> None:
         """Record that ``message_ids`` were shown through ``via`` (a compression request: to the
