@@ -235,10 +235,11 @@ def run_tests(repo: Path, *, first_failure: bool = False) -> tuple[int, list[str
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(repo.parent))
     env.pop("PYTEST_ADDOPTS", None)
     # SQLite alone: the narrowing checks are the actors' and the same on both backends; the
-    # PostgreSQL half would double every run (tests/conftest.py parametrises store_path)
     # PostgreSQL half would double every run (tests/conftest.py parametrises store_path). A mutant
     # is killed by its first failing test, so its run stops there (-x); the baseline runs whole.
-    command = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "-k", "not postgres", *stop, TEST_FILE]
+    # -n0: the copy's pyproject.toml holds the suite's `-n 2`, which made every run start two
+    # xdist workers, three interpreters importing everything for one file of quick tests.
+    command = [sys.executable, "-m", "pytest", "-n0", "-v", "-rfE", "-p", "no:cacheprovider", "-k", "not postgres", *stop, TEST_FILE]
     try:
         proc = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired as exc:
