@@ -169,26 +169,60 @@ def _start_position(snapshot: Snapshot, branch: str, after: int) -> int:
     return low
 
 
+class AudienceNames:
+    """The readers the audiences of one branch name, scanned once and then only from where the
+    last scan stopped: the messages appended since (by position) and the messages edited since
+    (by the branch's edit log). A name stays once seen, until the store is opened again (an
+    edit or an erasure that removes it does not take it out). ``scanned`` counts the messages
+    looked at, for the tests that count work."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.position = 0
+        self.edits = 0
+        self.scanned = 0
+
+    def update(self, snapshot: Snapshot, branch: str) -> set[str]:
+        store = snapshot.runtime.store
+        model = store.model
+        length, edits = store.length(branch), model.edit_count(branch)
+        if store.may_hold_audience(branch):
+            fresh = store.messages(branch, self.position, length) if self.position < length else []
+            edited = [store.get_message(branch, i) for i in model.edits_since(branch, self.edits)] if edits > self.edits else []
+            for message in [*fresh, *edited]:
+                if message is None:
+                    continue
+                self.scanned += 1
+                for block in message.content:
+                    audience = effective_audience(block)
+                    if isinstance(audience, frozenset):
+                        self.names |= audience
+        self.position, self.edits = length, edits
+        return self.names
+
+
+def audience_names(snapshot: Snapshot, branch: str) -> AudienceNames:
+    """The snapshot's :class:`AudienceNames` of ``branch`` (kept across changes)."""
+    key = ("audience names", branch)
+    found = snapshot.kept.get(key)
+    if not isinstance(found, AudienceNames):
+        found = snapshot.kept[key] = AudienceNames()
+    return found
+
+
 def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     """Every reader the branch knows of: recorded by a namespace, or named by an audience."""
     key = ("readers", branch)
     found = snapshot.cache.get(key)
     if found is None:
-        store = snapshot.runtime.store
-        names: set[str] = set()
-        model = store.model
+        model = snapshot.runtime.store.model
+        names = set(audience_names(snapshot, branch).update(snapshot, branch))
         for state_key in model.state_keys(branch):
             split = split_state_key(state_key)
             if split is not None and split[1] == "reader":
                 value = model.get_state(branch, state_key)
                 if isinstance(value, str) and value:
                     names.add(value)
-        if store.may_hold_audience(branch):
-            for message in store.messages(branch):
-                for block in message.content:
-                    audience = effective_audience(block)
-                    if isinstance(audience, frozenset):
-                        names |= audience
         found = snapshot.cache[key] = sorted(names)
     return list(found)
 
