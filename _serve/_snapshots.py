@@ -159,10 +159,11 @@ class Snapshots:
         """``warm`` is awaited on each new snapshot before it becomes the current one (so that
         the first request after a start or a reopen finds the work of reading the log done)."""
         made = cls(path, poll_seconds=poll_seconds, warm=warm)
+        before_open = None if is_url(path) else _stamp(path)  # a commit during the open is a change
         async with anyio.create_task_group() as tasks:
             made._current = await tasks.start(made._hold)
-            if not is_url(path):
-                tasks.start_soon(made._watch, tasks)
+            if before_open is not None:
+                tasks.start_soon(made._watch, tasks, before_open)
             try:
                 yield made
             finally:
@@ -216,10 +217,10 @@ class Snapshots:
             return False
         return True
 
-    async def _watch(self, tasks: anyio.abc.TaskGroup) -> None:
-        """Catch the SQLite store up whenever its files changed, or reopen it when it cannot be
-        caught up with (see the module docstring)."""
-        seen = _stamp(self.path)
+    async def _watch(self, tasks: anyio.abc.TaskGroup, seen: tuple[int, ...]) -> None:
+        """Catch the SQLite store up whenever its files changed from ``seen`` (as they were
+        before the open), or reopen it when it cannot be caught up with (see the module
+        docstring)."""
         pause = self.poll_seconds
         while True:
             await anyio.sleep(pause)

@@ -401,11 +401,14 @@ def test_ctrl_c_stops_the_server_with_an_event_stream_open(small_store):
 
 
 async def _write_history(rt: Any, count: int) -> None:
-    """``count`` messages on main, every 10th with a block for ann alone (so audiences are read)."""
+    """``count`` messages on main, every 10th with a block for ann alone, every 10th (shifted)
+    one for bob alone (so audiences are read)."""
     for first in range(0, count, 500):
         items = []
         for i in range(first, min(count, first + 500)):
-            blocks = [text(f"history line {i}")] + ([text(f"for ann, {i}", ["ann"])] if i % 10 == 3 else [])
+            blocks = [text(f"history line {i}")]
+            if i % 10 in (3, 7):
+                blocks.append(text(f"for {'ann' if i % 10 == 3 else 'bob'}, {i}", ["ann" if i % 10 == 3 else "bob"]))
             items.append(("user", tuple(blocks), None))
         await rt.store.append_messages("main", items)
 
@@ -419,9 +422,11 @@ async def _next_change(snapshots: Any, seen: int) -> None:
 @pytest.mark.parametrize("history", [200, 3000])
 async def test_one_new_message_costs_the_inspector_one_record_whatever_the_history(store_path, history):
     """A host writes one message to a store of ``history`` messages that the inspector follows:
-    the inspector reads the records of that write alone (no reopen, which would read them all),
-    and its index of the readers the audiences name looks at the one new message."""
-    from asides._serve._data import audience_names, known_readers, messages_page, view, warm
+    the inspector reads the records of that write alone (no reopen, which would read them all);
+    its index of the readers the audiences name and the namespaces' message counts look at the
+    one new message; the view of bob (no namespace records him) reuses the manager the start
+    opened, which catches up by itself."""
+    from asides._serve._data import PREVIEW_NAMESPACE, audience_names, kept_counts, known_readers, messages_page, namespaces, view, warm
     from asides._serve._snapshots import Snapshots
 
     async with open_runtime(store_path) as host:
@@ -433,6 +438,9 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
             assert store.caught_up_records == 0
             scanned = audience_names(first, "main").scanned
             assert scanned == history  # the warm-up looked at every message once
+            bob_manager = first.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")]  # opened by the start
+            counted = kept_counts(first).scanned
+            assert counted == 2 * history  # the start: every message once for the branch, once for ann's namespace
             async with snapshots.borrow() as snap:
                 before = await view(snap, branch=None, reader="ann")
             for round_ in range(3):
@@ -450,6 +458,12 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
                     assert [b["text"] for b in page["messages"][-1]["blocks"]] == [f"NEW-{round_}", f"for carol {round_}"]
                     now = await view(snap, branch=None, reader="ann")
                     assert now["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
+                    report = await namespaces(snap)
+                    assert report["branches"][0]["messages"] == history + round_ + 1
+                    assert kept_counts(snap).scanned == counted + round_ + 1
+                    bob = await view(snap, branch=None, reader="bob")
+                    assert bob["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
+                    assert snap.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")] is bob_manager
             assert len(now["messages"]) == len(before["messages"]) + 3
 
 
