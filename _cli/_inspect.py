@@ -23,7 +23,17 @@ from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY, STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
-__all__ = ["INFERRED", "NAME_ONLY", "RECORDED", "FoundStrategy", "cmd_inspect", "describe_store", "find_strategy", "split_state_key"]
+__all__ = [
+    "INFERRED",
+    "NAME_ONLY",
+    "RECORDED",
+    "FoundStrategy",
+    "MessageCounts",
+    "cmd_inspect",
+    "describe_store",
+    "find_strategy",
+    "split_state_key",
+]
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
 _KIND_KEY = re.compile(r"^(?P<ns>.+)/(?P<kind>autobiographical|knowledge|windowed-passthrough)/(?P<rest>[^/]+(?:/[^/]+)?)$")
@@ -80,7 +90,22 @@ def find_strategy(records: Mapping[str, Any], recorded_value: Any) -> FoundStrat
     return FoundStrategy("passthrough", None, INFERRED)
 
 
-def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any]) -> dict[str, Any]:
+class MessageCounts:
+    """The two counts of the report that read every message of a branch: how many have a block
+    with an audience, and how many a reader sees anything of. This one counts afresh each time;
+    ``asides serve`` passes one that keeps its counts up to date as the log grows."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def with_audience(self, branch: str) -> int:
+        return sum(1 for m in self.store.messages(branch) if has_audience(m.content))
+
+    def visible(self, branch: str, reader: str | None) -> int:
+        return sum(1 for message in self.store.messages(branch) if reader_view(message, reader)[0] is not None)
+
+
+def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any], counts: MessageCounts) -> dict[str, Any]:
     unreadable: list[dict[str, Any]] = []
 
     def bad(tail: str, problem: str) -> None:
@@ -166,7 +191,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     if reader_status == "unreadable":
         visible: int | None = None  # nothing can tell whose view it holds (read fail-closed)
     else:
-        visible = sum(1 for message in store.messages(branch) if reader_view(message, reader)[0] is not None)
+        visible = counts.visible(branch, reader)
     return {
         "namespace": namespace,
         "reader": reader,
@@ -187,9 +212,11 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     }
 
 
-def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
-    """Everything ``asides inspect`` reports, as JSON-ready data."""
+def describe_store(rt: Runtime, path: str, *, counts: MessageCounts | None = None) -> dict[str, Any]:
+    """Everything ``asides inspect`` reports, as JSON-ready data (``counts``: see
+    :class:`MessageCounts`)."""
     store = rt.store
+    counts = counts or MessageCounts(store)
     model = store.model
     branches = []
     for info in rt.list_branches():
@@ -203,7 +230,6 @@ def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
                 continue
             namespace, tail = split
             grouped.setdefault(namespace, {})[tail] = value
-        messages = store.messages(info.name)
         meta = model.branch_meta(info.name)
         derivation = meta.get("derivation") if isinstance(meta, dict) else None
         branches.append(
@@ -212,11 +238,11 @@ def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
                 "parent": info.parent,
                 "fork_sequence": info.fork_sequence if info.parent is not None else None,
                 "head": info.head,
-                "messages": len(messages),
-                "messages_with_audience": sum(1 for m in messages if has_audience(m.content)),
+                "messages": store.length(info.name),
+                "messages_with_audience": counts.with_audience(info.name),
                 "derivation": derivation if isinstance(derivation, dict) else None,
                 "namespaces": [
-                    _describe_namespace(store, info.name, ns, records) for ns, records in sorted(grouped.items())
+                    _describe_namespace(store, info.name, ns, records, counts) for ns, records in sorted(grouped.items())
                 ],
                 "other_records": other,
             }

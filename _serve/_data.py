@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
-from .._cli._inspect import describe_store, find_strategy, split_state_key
+from .._cli._inspect import MessageCounts, describe_store, find_strategy, split_state_key
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
-from ..store._blocks.reader import content_for_reader, effective_audience, is_thinking
+from ..store._blocks.reader import content_for_reader, effective_audience, has_audience, is_thinking
 from ..store._errors import AsidesError
 from ..store._messages import Message
 from ..store._names import name_problem
@@ -169,26 +169,105 @@ def _start_position(snapshot: Snapshot, branch: str, after: int) -> int:
     return low
 
 
+class AudienceNames:
+    """The readers the audiences of one branch name, scanned once and then only from where the
+    last scan stopped: the messages appended since (by position) and the messages edited since
+    (by the branch's edit log). A name stays once seen, until the store is opened again (an
+    edit or an erasure that removes it does not take it out). ``scanned`` counts the messages
+    looked at, for the tests that count work."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.position = 0
+        self.edits = 0
+        self.scanned = 0
+
+    def update(self, snapshot: Snapshot, branch: str) -> set[str]:
+        store = snapshot.runtime.store
+        model = store.model
+        length, edits = store.length(branch), model.edit_count(branch)
+        if store.may_hold_audience(branch):
+            fresh = store.messages(branch, self.position, length) if self.position < length else []
+            edited = [store.get_message(branch, i) for i in model.edits_since(branch, self.edits)] if edits > self.edits else []
+            for message in [*fresh, *edited]:
+                if message is None:
+                    continue
+                self.scanned += 1
+                for block in message.content:
+                    audience = effective_audience(block)
+                    if isinstance(audience, frozenset):
+                        self.names |= audience
+        self.position, self.edits = length, edits
+        return self.names
+
+
+def audience_names(snapshot: Snapshot, branch: str) -> AudienceNames:
+    """The snapshot's :class:`AudienceNames` of ``branch`` (kept across changes)."""
+    key = ("audience names", branch)
+    found = snapshot.kept.get(key)
+    if not isinstance(found, AudienceNames):
+        found = snapshot.kept[key] = AudienceNames()
+    return found
+
+
+class KeptCounts(MessageCounts):
+    """The report's message counts (:class:`MessageCounts`), kept up to date from where the last
+    count stopped: the messages appended since are counted, the rest is not read again. An edit
+    or an erasure on the branch (which may change what was counted) starts its counts afresh.
+    ``scanned`` counts the messages looked at, for the tests that count work."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        #: Per branch: (messages counted, edits seen, erasures seen, with an audience, visible by reader).
+        self._counted: dict[str, tuple[int, int, int, int, dict[str | None, int]]] = {}
+        self.scanned = 0
+
+    def _caught_up(self, branch: str, reader: str | None = None, *, for_reader: bool = False) -> tuple[int, dict[str | None, int]]:
+        model = self.store.model
+        length, edits, erasures = self.store.length(branch), model.edit_count(branch), model.erasure_count
+        counted, seen_edits, seen_erasures, audience, visible = self._counted.get(branch, (0, 0, 0, 0, {}))
+        if (seen_edits, seen_erasures) != (edits, erasures):
+            counted, audience, visible = 0, 0, {}
+        if counted < length:
+            for message in self.store.messages(branch, counted, length):
+                self.scanned += 1
+                audience += has_audience(message.content)
+                for name in visible:
+                    visible[name] += reader_view(message, name)[0] is not None
+        if for_reader and reader not in visible:
+            visible[reader] = super().visible(branch, reader)
+            self.scanned += length
+        self._counted[branch] = (length, edits, erasures, audience, visible)
+        return audience, visible
+
+    def with_audience(self, branch: str) -> int:
+        return self._caught_up(branch)[0]
+
+    def visible(self, branch: str, reader: str | None) -> int:
+        return self._caught_up(branch, reader, for_reader=True)[1][reader]
+
+
+def kept_counts(snapshot: Snapshot) -> KeptCounts:
+    """The snapshot's :class:`KeptCounts` (kept across changes)."""
+    found = snapshot.kept.get("message counts")
+    if not isinstance(found, KeptCounts):
+        found = snapshot.kept["message counts"] = KeptCounts(snapshot.runtime.store)
+    return found
+
+
 def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     """Every reader the branch knows of: recorded by a namespace, or named by an audience."""
     key = ("readers", branch)
     found = snapshot.cache.get(key)
     if found is None:
-        store = snapshot.runtime.store
-        names: set[str] = set()
-        model = store.model
+        model = snapshot.runtime.store.model
+        names = set(audience_names(snapshot, branch).update(snapshot, branch))
         for state_key in model.state_keys(branch):
             split = split_state_key(state_key)
             if split is not None and split[1] == "reader":
                 value = model.get_state(branch, state_key)
                 if isinstance(value, str) and value:
                     names.add(value)
-        if store.may_hold_audience(branch):
-            for message in store.messages(branch):
-                for block in message.content:
-                    audience = effective_audience(block)
-                    if isinstance(audience, frozenset):
-                        names |= audience
         found = snapshot.cache[key] = sorted(names)
     return list(found)
 
@@ -377,7 +456,7 @@ async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
         return dict(report)
     generation = snapshot.generation
     rt = snapshot.runtime
-    report = describe_store(rt, rt.store.path)
+    report = describe_store(rt, rt.store.path, counts=kept_counts(snapshot))
     opened = 0
     for branch in report["branches"]:
         for ns in branch["namespaces"]:
@@ -521,11 +600,22 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
 
 async def warm(snapshot: Snapshot) -> None:
     """Do, before the first request, the work that reads the whole log: the readers of each
-    branch (every message decoded once), and the namespaces' report, which opens each
-    namespace's manager and catches it up (so its reader's view answers at once)."""
+    branch (every message decoded once), the namespaces' report, which opens each namespace's
+    manager and catches it up, and the view of each reader, which opens a passthrough preview
+    manager for a reader no namespace records (up to :data:`MANAGER_CACHE` managers in all).
+    Each manager then catches up with the changes by itself, so a reader's first view answers
+    at once, whatever the length of the history: the start pays that pass instead."""
     for info in snapshot.runtime.list_branches():
         known_readers(snapshot, info.name)
     await namespaces(snapshot)
+    for info in snapshot.runtime.list_branches():
+        for reader in known_readers(snapshot, info.name):
+            if len(snapshot.managers) >= MANAGER_CACHE:
+                return
+            try:
+                await view(snapshot, branch=info.name, reader=reader)
+            except RequestError as exc:  # a strategy asides serve cannot run: its request says so
+                log.info("no view of %r on %r to warm: %s", reader, info.name, exc)
 
 
 # -- memories and audit ----------------------------------------------------------------------------

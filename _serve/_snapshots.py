@@ -3,20 +3,28 @@
 :class:`Snapshots` holds a read-only runtime over the store (``open_runtime(path,
 read_only=True)``): it never writes and never creates a file. What keeps it current:
 
-* **PostgreSQL** stores hear other processes' commits by themselves (``LISTEN/NOTIFY``); every
-  store event clears what the snapshot worked out (:attr:`Snapshot.cache`) and raises
-  :attr:`Snapshots.changed`.
-* **SQLite**: a read-only open reads the file as it is at the open. A watcher looks at the
-  store file and its ``-wal`` file (inode, size, modification time; ``os.stat`` only, so nothing
-  is created) every ``poll_seconds``; when they changed, it opens a new read-only runtime, makes
-  it the current one and raises :attr:`Snapshots.changed`. The previous runtime is closed once
-  no request is using it. A reopen reads the whole log (about a second per 200,000 messages), so
-  the watcher waits at least as long as the last reopen took before it looks again: a store
-  written without a pause costs the inspector at most half of one core.
+* **PostgreSQL** stores hear other processes' commits by themselves (``LISTEN/NOTIFY``).
+* **SQLite**: a watcher looks at the store file and its ``-wal`` file (inode, size,
+  modification time; ``os.stat`` only, so nothing is created) every ``poll_seconds``; when they
+  changed, it asks the store to catch up (``store.catch_up()``: one ``SELECT`` of the records
+  after the newest it holds, replayed as a PostgreSQL store replays other processes' commits).
+  So a host writing one message costs the inspector that one record, whatever the length of
+  the history. Only when the store cannot catch up (it was opened while no writer held it, in
+  SQLite's ``immutable`` mode, which reads no later commit; the file was replaced; a read
+  failed) does the watcher open a new read-only runtime, warm it, make it the current one and
+  close the previous one once no request uses it. A reopen reads the whole log (seconds at
+  200,000 messages), so the watcher then waits at least as long as it took before it looks
+  again. A host that starts writing to a store no writer held costs one reopen; every later
+  change is caught up with.
+
+On both, every store event the current runtime hears clears what was worked out from it
+(:attr:`Snapshot.cache`; the managers stay, they catch up by themselves, and so does
+:attr:`Snapshot.kept`) and raises :attr:`Snapshots.changed`.
 
 Each new snapshot is warmed (the ``warm`` callback: the log read, the managers opened) before it
 becomes the current one, so a page never waits for a reopen: until the new snapshot is ready,
-requests read the previous one.
+requests read the previous one. A catch-up and a compile take turns (:attr:`Snapshot.lock`), so
+a compile reads one state of the store.
 
 A request borrows the current :class:`Snapshot` for its whole length (``async with
 snapshots.borrow()``), so it reads one consistent store even while a newer one opens.
@@ -75,8 +83,12 @@ class Snapshot:
         self.version = version
         #: Open managers for compiles, by (branch, namespace, reader, strategy name); oldest first.
         self.managers: dict[tuple[str, str, str | None, str], ContextManager] = {}
-        #: Anything else worked out once per snapshot (for example the readers of a branch).
+        #: Anything worked out from the store as it is now (for example the namespaces' report);
+        #: cleared on each change (:meth:`forget`).
         self.cache: dict[Any, Any] = {}
+        #: What is worked out once and then kept up to date from the changes by its own user
+        #: (for example the readers the audiences name, scanned up to a position of the log).
+        self.kept: dict[Any, Any] = {}
         #: One more each time :meth:`forget` cleared :attr:`cache`.
         self.generation = 0
         #: Held while a request opens or compiles with one of :attr:`managers`.
@@ -147,25 +159,22 @@ class Snapshots:
         """``warm`` is awaited on each new snapshot before it becomes the current one (so that
         the first request after a start or a reopen finds the work of reading the log done)."""
         made = cls(path, poll_seconds=poll_seconds, warm=warm)
+        before_open = None if is_url(path) else _stamp(path)  # a commit during the open is a change
         async with anyio.create_task_group() as tasks:
             made._current = await tasks.start(made._hold)
-            if is_url(path):
-                unlisten = made._current.runtime.store.add_listener(made._heard)
-            else:
-                unlisten = None
-                tasks.start_soon(made._watch, tasks)
+            if before_open is not None:
+                tasks.start_soon(made._watch, tasks, before_open)
             try:
                 yield made
             finally:
-                if unlisten is not None:
-                    unlisten()
                 tasks.cancel_scope.cancel()
 
-    def _heard(self, _event: object) -> None:
-        """A PostgreSQL store changed under its (live) runtime: what was worked out from it is
-        forgotten (the managers stay: they catch up by themselves)."""
-        self.current.forget()
-        self.changed.raise_()
+    def _heard(self, snapshot: Snapshot) -> None:
+        """The store under ``snapshot``'s (live) runtime changed: what was worked out from it
+        is forgotten (the managers stay: they catch up by themselves)."""
+        snapshot.forget()
+        if snapshot is self._current:
+            self.changed.raise_()
 
     @property
     def current(self) -> Snapshot:
@@ -188,22 +197,42 @@ class Snapshots:
         async with open_runtime(self.path, read_only=True) as runtime:
             self._version += 1
             snapshot = Snapshot(runtime, self._version)
-            if self._warm is not None:
-                await self._warm(snapshot)
-            task_status.started(snapshot)
-            await snapshot.wait_done()
+            unlisten = runtime.store.add_listener(lambda _event: self._heard(snapshot))
+            try:
+                if self._warm is not None:
+                    await self._warm(snapshot)
+                task_status.started(snapshot)
+                await snapshot.wait_done()
+            finally:
+                unlisten()
 
-    async def _watch(self, tasks: anyio.abc.TaskGroup) -> None:
-        """Reopen the SQLite store whenever its files changed (see the module docstring)."""
-        seen = _stamp(self.path)
+    async def _catch_up(self, snapshot: Snapshot) -> bool:
+        """Bring ``snapshot``'s store up to the file (see the module docstring); ``False`` when
+        it cannot be (then open the store again)."""
+        try:
+            async with snapshot.lock:
+                await snapshot.runtime.store.catch_up()
+        except AsidesError as exc:
+            log.info("cannot catch up with %s (%s); opening it again", self.path, exc)
+            return False
+        return True
+
+    async def _watch(self, tasks: anyio.abc.TaskGroup, seen: tuple[int, ...]) -> None:
+        """Catch the SQLite store up whenever its files changed from ``seen`` (as they were
+        before the open), or reopen it when it cannot be caught up with (see the module
+        docstring)."""
         pause = self.poll_seconds
         while True:
             await anyio.sleep(pause)
             stamp = _stamp(self.path)
             if stamp == seen:
                 continue
-            seen = stamp  # taken before the open: a commit made during it is seen next time
+            same_file = stamp[0] == seen[0] != -1
+            seen = stamp  # taken before the read: a commit made during it is seen next time
             started = time.monotonic()
+            if same_file and await self._catch_up(self.current):
+                pause = max(self.poll_seconds, time.monotonic() - started)
+                continue
             try:
                 fresh: Snapshot = await tasks.start(self._hold)
             except AsidesError as exc:  # e.g. a checkpoint mid-way; the previous snapshot stays

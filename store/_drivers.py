@@ -28,7 +28,7 @@ import sniffio
 from ._errors import StoreFailedError
 from ._worker import WorkerThread
 
-__all__ = ["AiosqliteDriver", "Driver", "ThreadDriver", "open_driver"]
+__all__ = ["AiosqliteDriver", "Driver", "ImmutableCheck", "ThreadDriver", "open_driver"]
 
 Rows = list[tuple[Any, ...]]
 

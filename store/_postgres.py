@@ -312,6 +312,12 @@ class PostgresStore(Committer, SqliteStore):
             self._failure = exc
             raise
 
+    async def catch_up(self) -> int:
+        """Read what other processes committed since (as :meth:`sync`); how many records."""
+        before = self.caught_up_records
+        await self.sync()
+        return self.caught_up_records - before
+
     async def records(self) -> list[RowTuple]:
         """Every record of the store as the database holds it now, in id order (for a backup;
         read on a connection of its own, in one snapshot)."""

@@ -34,10 +34,11 @@ import anyio.lowlevel
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
 from ._disclosure import Disclosure
-from ._drivers import Driver
+from ._drivers import Driver, ImmutableCheck
 from ._erasure import ERASURE_BRANCH, Erasure, Tombstone, erased_body
 from ._errors import (
     MalformedContentError,
+    StoreCorruptError,
     StoreFailedError,
     StoreNotEmptyError,
     StoreReadOnlyError,
@@ -46,8 +47,9 @@ from ._errors import (
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._messages import Message, check_message_items
-from ._model import MISSING, BranchInfo, LogModel, Row
+from ._model import MISSING, BranchInfo, LogModel, RecordTypeError, Row
 from ._names import check_state_key, check_state_records
+from ._pg_rows import apply_rows
 from ._records import encodable
 
 __all__ = ["SqliteStore", "StoreEvent", "MessagesAppended", "MessageEdited", "MessagesErased", "StatesWritten", "BranchCreated"]
@@ -105,6 +107,8 @@ class SqliteStore:
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
         self._failure: BaseException | None = None
         self.commits = 0
+        #: Records a read-only open read after its open (:meth:`catch_up`).
+        self.caught_up_records = 0
         self._has_log = True
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -498,6 +502,42 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
 
+    async def catch_up(self) -> int:
+        """A read-only open only: read the records committed to the file since this store last
+        read it (the ids above the newest it holds), replay them into the model and tell the
+        listeners, as a PostgreSQL store does with other processes' commits (the same replay,
+        ``apply_rows``, and the same ``...Elsewhere`` events). One ``SELECT``, so one read
+        transaction: a commit is read whole or not at all. Returns how many records it read
+        (also added to :attr:`caught_up_records`).
+
+        Raises :class:`StoreFailedError` when the file cannot be caught up with: opened while no
+        writer held it (``immutable`` mode, which reads no later commit) and written since, or
+        without a ``log`` table at the open; open it again instead. :class:`StoreCorruptError`
+        for a record of the wrong types."""
+        self._check_not_failed()
+        if not self.read_only:
+            raise StoreFailedError(f"the store {self.path!r} is open for writing; catch_up is for read-only opens")
+        if self._closing or self._closed:
+            raise StoreFailedError(f"the store {self.path!r} is closed")
+        if not self._has_log:
+            raise StoreFailedError(f"the store {self.path!r} had no log at its read-only open; open it again to read one")
+        if isinstance(self._driver, ImmutableCheck):
+            raise StoreFailedError(f"the store {self.path!r} was opened with no writer (immutable mode); open it again to read more")
+        try:
+            rows = [tuple(row) for row in await self._driver.execute(SELECT_ROWS_AFTER, (self._model.next_id - 1,))]
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        if not rows:
+            return 0
+        try:
+            events = apply_rows(self._model, rows, elsewhere=True)
+        except RecordTypeError as exc:
+            raise StoreCorruptError(self.path, str(exc)) from None
+        self.caught_up_records += len(rows)
+        for event in events:
+            self._tell(event)
+        return len(rows)
+
     async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
         commit, and read them as an open would. Refuses, writing nothing, a store that already holds
@@ -600,6 +640,7 @@ def check_meta(meta: object) -> None:
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
+SELECT_ROWS_AFTER = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id"
 
 
 def _erase_statements(erasure: Erasure, states: Sequence[int]) -> list[tuple[str, list[Any]]]:

@@ -30,6 +30,13 @@ batch starts once BULK_AFTER other lines were printed (``-1``: never).
 
 ``python tests/crash_writer.py PATH --hold`` opens the store, writes one message, prints
 ``READY <id>`` and then waits until it is killed (for the lock test).
+
+``python tests/crash_writer.py --serve`` runs writers one after another, each a forked copy of
+this process, which has imported Trio and asides once and opened nothing (an interpreter started
+per writer spends most of its CPU on those imports). Each line read from stdin is a JSON list,
+a writer's arguments after the script's name; the copy prints ``PID <pid>``, then writes and
+prints as that writer would; once it has ended (killed, as a rule), this process prints
+``EXIT <status>`` (-9: SIGKILL) and reads the next line. It ends at the end of its input.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import itertools
 import json
 import os
 import sys
+import traceback
 from typing import Any
 
 import trio
@@ -262,15 +270,41 @@ async def hold(path: str) -> None:
         await trio.sleep_forever()
 
 
+def serve() -> None:
+    while command := sys.stdin.readline():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # a writer reads nothing
+                Printer().say(f"PID {os.getpid()}")
+                main([sys.argv[0], *json.loads(command)])
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(f"EXIT {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) == 2:
+    if argv[1:] == ["--serve"]:
+        serve()
+    elif len(argv) == 2:
         trio.run(write_until_killed, argv[1])
     elif len(argv) == 3 and argv[2] == "--hold":
         trio.run(hold, argv[1])
     elif len(argv) == 5 and argv[2] == "--runtime":
         trio.run(run_until_killed, argv[1], int(argv[3]), int(argv[4]))
     else:
-        sys.exit("usage: python tests/crash_writer.py PATH [--hold | --runtime ROUND BULK_AFTER]")
+        sys.exit("usage: python tests/crash_writer.py PATH [--hold | --runtime ROUND BULK_AFTER] | --serve")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Runs ``tests/mutants/run_mutants.py`` as a subprocess: every mutant of
 ``ContextManager._check_narrowing`` and ``NamespaceActor.raise_floor`` it lists must make at least
 one test of ``tests/test_narrowing.py`` fail. It copies the repository once per mutant and runs
-that file there, so it takes about a minute: marked ``slow``.
+that file there, each run a process forked from one that imported pytest and its plugins once,
+with the tests that killed the mutant before run first (docs/testing.md, "The suite's time"):
+about half a minute of CPU in all, marked ``slow``.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ SCRIPT = Path(__file__).resolve().parent / "mutants" / "run_mutants.py"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # one run of test_narrowing.py per mutant: past the default 120 s under load
+@pytest.mark.timeout(900)  # one run of test_narrowing.py per mutant: past the default 120 s under load
 def test_every_narrowing_mutant_is_killed():
     proc = subprocess.run(
         [sys.executable, str(SCRIPT)],
         cwd=SCRIPT.parents[2],
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=900,
     )
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report

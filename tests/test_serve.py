@@ -395,3 +395,147 @@ def test_ctrl_c_stops_the_server_with_an_event_stream_open(small_store):
     _, err = served.communicate(timeout=30)
     assert served.returncode == 130, err
     assert err.strip().splitlines()[-1] == "asides: interrupted"
+
+
+# -- following a live store costs what changed, not the history ----------------------------------
+
+
+async def _write_history(rt: Any, count: int) -> None:
+    """``count`` messages on main, every 10th with a block for ann alone, every 10th (shifted)
+    one for bob alone (so audiences are read)."""
+    for first in range(0, count, 500):
+        items = []
+        for i in range(first, min(count, first + 500)):
+            blocks = [text(f"history line {i}")]
+            if i % 10 in (3, 7):
+                blocks.append(text(f"for {'ann' if i % 10 == 3 else 'bob'}, {i}", ["ann" if i % 10 == 3 else "bob"]))
+            items.append(("user", tuple(blocks), None))
+        await rt.store.append_messages("main", items)
+
+
+async def _next_change(snapshots: Any, seen: int) -> None:
+    with trio.fail_after(60):
+        await snapshots.changed.wait_beyond(seen)
+
+
+@pytest.mark.sqlite_only("the SQLite watcher's catch-up; a PostgreSQL store catches up through its notifications")
+@pytest.mark.parametrize("history", [200, 3000])
+async def test_one_new_message_costs_the_inspector_one_record_whatever_the_history(store_path, history):
+    """A host writes one message to a store of ``history`` messages that the inspector follows:
+    the inspector reads the records of that write alone (no reopen, which would read them all);
+    its index of the readers the audiences name and the namespaces' message counts look at the
+    one new message; the view of bob (no namespace records him) reuses the manager the start
+    opened, which catches up by itself."""
+    from asides._serve._data import PREVIEW_NAMESPACE, audience_names, kept_counts, known_readers, messages_page, namespaces, view, warm
+    from asides._serve._snapshots import Snapshots
+
+    async with open_runtime(store_path) as host:
+        await _write_history(host, history)
+        await host.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        async with Snapshots.open(store_path, poll_seconds=0.01, warm=warm) as snapshots:
+            first = snapshots.current
+            store = first.runtime.store
+            assert store.caught_up_records == 0
+            scanned = audience_names(first, "main").scanned
+            assert scanned == history  # the warm-up looked at every message once
+            bob_manager = first.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")]  # opened by the start
+            counted = kept_counts(first).scanned
+            assert counted == 2 * history  # the start: every message once for the branch, once for ann's namespace
+            async with snapshots.borrow() as snap:
+                before = await view(snap, branch=None, reader="ann")
+            for round_ in range(3):
+                records_before, ids_before = store.caught_up_records, host.store.model.next_id
+                seen = snapshots.changed.version
+                await host.store.append_messages("main", [("bob", (text(f"NEW-{round_}"), text(f"for carol {round_}", ["carol"])), None)])
+                written = host.store.model.next_id - ids_before
+                await _next_change(snapshots, seen)
+                assert snapshots.current is first  # caught up, not reopened
+                assert store.caught_up_records - records_before == written == 1
+                async with snapshots.borrow() as snap:
+                    assert "carol" in known_readers(snap, "main")
+                    assert audience_names(snap, "main").scanned == scanned + round_ + 1
+                    page = messages_page(snap, branch=None, after=str(history + round_), limit="10")
+                    assert [b["text"] for b in page["messages"][-1]["blocks"]] == [f"NEW-{round_}", f"for carol {round_}"]
+                    now = await view(snap, branch=None, reader="ann")
+                    assert now["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
+                    report = await namespaces(snap)
+                    assert report["branches"][0]["messages"] == history + round_ + 1
+                    assert kept_counts(snap).scanned == counted + round_ + 1
+                    bob = await view(snap, branch=None, reader="bob")
+                    assert bob["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
+                    assert snap.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")] is bob_manager
+            assert len(now["messages"]) == len(before["messages"]) + 3
+
+
+@pytest.mark.sqlite_only("SQLite's immutable mode, for a store no writer held at the open")
+async def test_a_store_no_writer_held_is_opened_again_once_then_caught_up_with(store_path):
+    """Opened while no writer held it (SQLite's immutable mode reads no later commit), the
+    store is opened again when a host starts writing; after that, each change is a catch-up."""
+    from asides._serve._data import messages_page, warm
+    from asides._serve._snapshots import Snapshots
+
+    async with open_runtime(store_path) as host:
+        await _write_history(host, 50)
+    async with Snapshots.open(store_path, poll_seconds=0.01, warm=warm) as snapshots:
+        assert snapshots.current.version == 1
+        async with open_runtime(store_path) as host:
+            seen = snapshots.changed.version
+            await host.store.append_messages("main", [("bob", (text("FIRST-WRITE"),), None)])
+            await _next_change(snapshots, seen)
+            reopened = snapshots.current
+            assert reopened.version == 2
+            while "FIRST-WRITE" not in json.dumps(messages_page(reopened, branch=None, after="49", limit="5")):
+                await _next_change(snapshots, snapshots.changed.version)  # the reopen may have come before the commit
+            records = reopened.runtime.store.caught_up_records
+            seen = snapshots.changed.version
+            await host.store.append_messages("main", [("bob", (text("SECOND-WRITE"),), None)])
+            await _next_change(snapshots, seen)
+            assert snapshots.current is reopened
+            assert reopened.runtime.store.caught_up_records == records + 1
+            assert "SECOND-WRITE" in json.dumps(messages_page(reopened, branch=None, after="49", limit="5"))
+
+
+@pytest.mark.sqlite_only("what a read-only SQLite open catches up with; PostgreSQL has its own tests of sync")
+async def test_an_erasure_the_host_makes_reaches_the_inspector_by_a_catch_up(store_path):
+    """An erasure rewrites old records in place; the inspector learns it from the erasure's own
+    record, so the erased text is gone from its pages without a reopen."""
+    from asides._serve._data import messages_page, warm
+    from asides._serve._snapshots import Snapshots
+
+    async with open_runtime(store_path) as host:
+        room = await host.open_manager("room", strategy=PassthroughStrategy())
+        secret = await room.add_message("user", [text("SECRET-LINE to be erased")])
+        await room.add_message("user", [text("an ordinary line")])
+        async with Snapshots.open(store_path, poll_seconds=0.01, warm=warm) as snapshots:
+            first = snapshots.current
+            assert "SECRET-LINE" in json.dumps(messages_page(first, branch=None, after=None, limit="10"))
+            seen = snapshots.changed.version
+            await host.erase([secret.id], reason="asked to")
+            await _next_change(snapshots, seen)
+            assert snapshots.current is first
+            assert "SECRET-LINE" not in json.dumps(messages_page(first, branch=None, after=None, limit="10"))
+
+
+@pytest.mark.sqlite_only("SqliteStore.catch_up is the read-only SQLite open's; PostgreSQL catches up through sync")
+async def test_catch_up_replays_only_the_records_after_the_newest_it_holds(store_path):
+    """``store.catch_up()`` on a read-only open: the records written since, once each, with the
+    events a write makes; refused on a store open for writing."""
+    from asides import open_store
+    from asides.store._errors import StoreFailedError
+
+    async with open_store(store_path) as writer:
+        await writer.append_messages("main", [("user", (text("one"),), None)])
+        async with open_store(store_path, read_only=True) as reader:
+            heard: list[Any] = []
+            reader.add_listener(heard.append)
+            assert await reader.catch_up() == 0
+            await writer.append_messages("main", [("user", (text("two"),), None), ("user", (text("three"),), None)])
+            await writer.set_state("main", "room/note", {"n": 1})
+            assert await reader.catch_up() == 3
+            assert await reader.catch_up() == 0
+            assert [m.content[0].text for m in reader.messages("main")] == ["one", "two", "three"]
+            assert reader.get_state("main", "room/note") == {"n": 1}
+            assert [type(e).__name__ for e in heard] == ["MessagesAppendedElsewhere", "StatesWrittenElsewhere"]
+            assert reader.caught_up_records == 3
+        with pytest.raises(StoreFailedError, match="read-only"):
+            await writer.catch_up()

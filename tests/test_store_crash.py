@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -165,6 +166,85 @@ async def test_a_second_process_is_refused_with_store_locked(tmp_path):
 
 # -- many writers through a runtime, killed at 24 points ---------------------------------------------
 
+
+class Writers:
+    """``python tests/crash_writer.py --serve``: the writers of one test, one after another, each
+    a forked copy of one interpreter that imported asides once, so 24 rounds do not import it 24
+    times. A writer is killed with SIGKILL as a child of its own would be; the server reaps it and
+    says how it ended."""
+
+    def __init__(self, proc: subprocess.Popen, stderr_path: str) -> None:
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self.pid: int | None = None  # the running writer's
+        self.watchdog: threading.Timer | None = None
+
+    def start(self, path: str, *args: str) -> None:
+        """Start a writer with ``crash_writer.py PATH ARGS``'s arguments."""
+        assert self.pid is None, "one writer at a time"
+        self.proc.stdin.write(json.dumps([path, *args]) + "\n")
+        self.proc.stdin.flush()
+        first = self.read_line()
+        assert first.startswith("PID "), first
+        self.pid = int(first.split(" ")[1])
+        self.watchdog = threading.Timer(WATCHDOG_SECONDS, self._kill_writer)
+        self.watchdog.start()
+
+    def read_line(self) -> str:
+        """The running writer's next line; the test fails if the writer (or the server) ended."""
+        line = self.proc.stdout.readline()
+        if not line or line.startswith("EXIT "):
+            self.pid = None
+            with open(self.stderr_path) as err:
+                ended = f"code {line.split(' ')[1].strip()}" if line else "the server ended"
+                pytest.fail(f"the child ended ({ended}) before it was killed:\n{err.read()}")
+        return line.rstrip("\n")
+
+    def kill(self) -> None:
+        """SIGKILL the running writer; it must end by that signal."""
+        assert self.pid is not None
+        self._kill_writer()
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        while not (line := self.proc.stdout.readline()).startswith("EXIT "):
+            assert line, "the server ended"  # the lines the writer printed after the last one read
+        self.pid = None
+        assert int(line.split(" ")[1]) == -signal.SIGKILL, line
+
+    def _kill_writer(self) -> None:
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+@contextmanager
+def writers(stderr_path: str) -> Iterator[Writers]:
+    """The writer server, run from the project root; its writer and it always reaped."""
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, CHILD, "--serve"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            bufsize=1,
+        )
+    served = Writers(proc, stderr_path)
+    try:
+        yield served
+    finally:
+        if served.pid is not None:
+            served.kill()
+        proc.stdin.close()  # the server ends at the end of its input
+        try:
+            proc.wait(timeout=WATCHDOG_SECONDS)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+
+
 ROUNDS = 24
 
 
@@ -241,14 +321,19 @@ def check_after_kill(store, acked: Acknowledged) -> None:
     for (namespace, key), sha in acked.summaries.items():
         value = store.get_state("memory", key)
         assert value is not None and digest(value) == sha, f"summary {key} of {namespace} is gone or changed"
+    # Each branch is listed once per check (decoding every message of it): the batches' branch
+    # grows by 3,000 rows a batch, and listing it again for each batch made this check most of
+    # the test's time.
+    listed = {info.name: store.messages(info.name) for info in store.branches()}
+    rows_of_round = Counter(m.metadata.get("bulk") for m in listed.get("bulk", ()))
     for round_ in acked.bulk_started:
-        count = sum(1 for m in store.messages("bulk") if m.metadata.get("bulk") == round_) if store.has_branch("bulk") else 0
+        count = rows_of_round[round_]
         assert count in (0, 3_000), f"a batch of 3,000 was torn: {count} rows of round {round_} survived"
         if round_ in acked.bulk_done:
             assert count == 3_000
-    for info in store.branches():
-        sequences = [m.sequence for m in store.messages(info.name)]
-        assert sequences == sorted(set(sequences)), f"sequences on {info.name} repeat or run backwards"
+    for name, messages in listed.items():
+        sequences = [m.sequence for m in messages]
+        assert sequences == sorted(set(sequences)), f"sequences on {name} repeat or run backwards"
     for branch in ("main", "side", "memory"):
         for key, value in store.state_items(branch).items():
             if key.startswith(("memory/", "copies/")):
@@ -274,17 +359,18 @@ async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
     rng = random.Random(20260101)
     acked = Acknowledged()
     killed_in_batch = 0
-    for round_ in range(ROUNDS):
-        mid_batch = round_ % 4 == 1
-        with_batch = round_ % 2 == 1
-        bulk_after = rng.randint(20, 80) if with_batch else -1
-        wanted = rng.randint(40, 400)
-        ticks = rng.randint(0, 800)  # progress lines of the batch's commit to let pass
-        with child(path, "--runtime", str(round_), str(bulk_after), stderr_path=stderr_path) as proc:
+    with writers(stderr_path) as served:
+        for round_ in range(ROUNDS):
+            mid_batch = round_ % 4 == 1
+            with_batch = round_ % 2 == 1
+            bulk_after = rng.randint(20, 80) if with_batch else -1
+            wanted = rng.randint(40, 400)
+            ticks = rng.randint(0, 800)  # progress lines of the batch's commit to let pass
+            served.start(path, "--runtime", str(round_), str(bulk_after))
             seen = 0
             started_at = None
             while True:
-                line = read_line(proc, stderr_path)
+                line = served.read_line()
                 acked.take(line)
                 seen += 1 if mid_batch or not line.startswith("T ") else 0
                 if line == f"B start {round_}":
@@ -296,11 +382,11 @@ async def test_runtime_writes_survive_kill_9_at_24_points(tmp_path):
                 # summary by then): its kill then tests them too. 20,000 lines at most.
                 if not mid_batch and seen >= wanted and (round_ < ROUNDS - 1 or acked.every_kind() or seen >= 20_000):
                     break
-            kill(proc)
-        if mid_batch and round_ not in acked.bulk_done:
-            killed_in_batch += 1
-        async with open_store(path) as store:
-            check_after_kill(store, acked)
+            served.kill()
+            if mid_batch and round_ not in acked.bulk_done:
+                killed_in_batch += 1
+            async with open_store(path) as store:
+                check_after_kill(store, acked)
     assert killed_in_batch >= 1, "the premise: some kill landed while a batch was being written"
     assert acked.every_kind(), "the premise: every kind of write was acknowledged"
     async with open_runtime(path) as rt:

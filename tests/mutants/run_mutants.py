@@ -6,62 +6,101 @@ one check of ``actors/manager.py::ContextManager._check_narrowing`` or
 Not a pytest module (its name does not start with ``test_``); ``tests/test_mutants.py`` runs it
 as a subprocess (marked slow). Run it directly with::
 
-    /work/venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [--every] [MUTANT_ID ...]
+    .venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [--every] [MUTANT_ID ...]
 
 For each mutant it copies the repository (without ``.git`` and caches) to a temporary directory,
 applies a one-line mutation by string replacement (failing loudly when the anchor text is not
 found exactly once), runs ``pytest -x tests/test_narrowing.py`` there (verbose, so a run that hangs
 names its test; ``-x``: the first failing test kills the mutant, so the run stops there), and
 reports the test that failed (``--every`` runs each to the end and lists every test that
-kills it, as the table below was measured). The unmutated copy runs first and must pass. The exit status is non-zero when any mutant
-survives (no test fails), when an anchor is missing, or when the baseline fails.
+kills it). The unmutated copy runs too, whole, and must pass. The exit status is non-zero when any
+mutant survives (no test fails), when a run ends without a test failing for another reason (a
+usage or collection error), when an anchor is missing, or when the baseline fails.
 
-Which tests cover which rule (the tests of tests/test_narrowing.py that kill each mutant, as
-measured; "rowNN" is test_rowNN_..., N1/N2 the two tests named after those rules):
+What makes it cheap (docs/testing.md, "The suite's time"):
 
-  N3-floor                     N3: refused at or below the floor       rows 41-55 (every refusal
-                                                                        after compression; row 44 at
-                                                                        the floor's boundary)
-  N4-other-reader              N4: away from any other reader          row 59, N1 (by position)
-  N4-no-reader                 N4: by a manager with no reader         row 59 (behaviourally the
-                                                                        other-reader check refuses
-                                                                        too; row 59 tells them apart
-                                                                        by the reason it gives)
-  N4-same-reader-elsewhere     N4: another namespace records ann       row 60
-  N4-unreadable-other-record   N4: another namespace's record broken   row 61 (all five records)
-  N4-unreadable-floor          N4: the floor cannot be read            row 62 (all six records)
-  N4-own-namespace-skipped     N4: only *other* namespaces count       rows 44, 48, 56, 60, 61, 68
-  N2-never-lowers              N2/N5: a lower mark keeps the floor     rows 41, 48, 49, 55, 56
-  N5-persisted                 N5: the rise is stored (reopen, fork,   rows 41, 42, 44, 47-50,
-                               derive see it)                           53-59
-  N3-in-memory                 N3/N5: the rise counts at once          rows 41-56
-  N6-unreadable-floor-mark     N6: no read recorded over a broken      row 62
-                               floor (FloorUnavailableError)
-  N2-no-reader-writes-nothing  N2: a manager with no reader writes     N2 test, rows 54, 57 (their
-                               no floor                                 set-up needs a floor-free
-                                                                        namespace)
-  N5-loaded (extra: outside    N5: a new actor loads the stored floor  rows 47 (reopen), 48 (fork,
-  the two functions)                                                    derive), 62
+* Each run is a pytest run of the whole file in its own process, as before, but that process is
+  forked from this one, which has imported pytest, its plugins, Hypothesis and Trio once (never
+  ``asides``: each fork imports the copy's ``asides``, and checks afterwards that it did). An
+  interpreter started for each run spent most of its time on those imports.
+* A mutant's ``first`` names the tests that killed it when measured (``--every``); they run first,
+  then the rest of the file in its order. With ``-x`` a mutant's run is then usually its start
+  and one test. Every test of the file still runs when those do not kill it, so the order decides
+  the cost alone, never the verdict; a mutant killed by another test is reported, to update
+  ``first``.
+* The runs go ``-j`` at a time (default: one per core, at most 8), the baseline among them.
+
+Which tests kill each mutant (every one, measured with ``--every``; "rowNN" is test_rowNN_...,
+N1/N2 the two tests named after those rules):
+
+  N3-floor                     rows 41-55 (every refusal after compression; row 44 at the floor's
+                               boundary)
+  N4-other-reader              row 59, N1 (by position)
+  N4-no-reader                 row 59 (behaviourally the other-reader check refuses too; row 59
+                               tells them apart by the reason it gives)
+  N4-same-reader-elsewhere     row 60
+  N4-unreadable-other-record   row 61 (all five records)
+  N4-unreadable-floor          row 62 (all six records)
+  N4-own-namespace-skipped     rows 44, 48, 56, 60, 61, 68
+  N2-never-lowers              rows 41, 48, 49, 55, 56
+  N5-persisted                 rows 41, 42, 44, 47-50, 53-59
+  N3-in-memory                 rows 41-56
+  N6-unreadable-floor-mark     row 62
+  N2-no-reader-writes-nothing  N2 test, rows 54, 57 (their set-up needs a floor-free namespace)
+  N5-loaded (extra: outside    rows 47 (reopen), 48 (fork, derive), 62
+  the two functions)
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import shutil
-import subprocess
+import signal
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
+import traceback
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = "tests/test_narrowing.py"
 TIMEOUT = 240  # seconds per pytest run; the whole file normally takes a few
 MANAGER = "actors/_editing.py"  # the narrowing checks of ContextManager.edit_message
 NAMESPACE = "actors/_namespace.py"
+#: What every run imports before the copy's own modules, imported once here before the forks: pytest
+#: and the plugins it loads (their entry points), and the libraries asides and the tests use. A
+#: module left out costs its import in each run, nothing else.
+PRELOAD = (
+    "pytest",
+    "_pytest.assertion.rewrite",
+    "_pytest.python",
+    "_pytest.terminal",
+    "pytest_trio.plugin",
+    "pytest_timeout",
+    "xdist.plugin",
+    "xdist.looponfail",
+    "anyio",
+    "anyio.pytest_plugin",
+    "_hypothesis_pytestplugin",
+    "hypothesis",
+    "hypothesis.strategies",
+    "hypothesis.stateful",
+    "trio",
+    "trio.testing",
+    "attrs",
+    "sniffio",
+    "sqlite3",
+)
+#: Exit status of a run whose ``asides`` was not the copy's (the mutation was not under test).
+NOT_THE_COPY = 97
 
 
 @dataclass(frozen=True)
@@ -71,6 +110,9 @@ class Mutant:
     path: str
     anchor: str
     replacement: str
+    #: Tests of TEST_FILE that killed this mutant when measured, run first: "row59" is
+    #: test_row59_..., "n1" test_n1_... (each must name one test function of the file).
+    first: tuple[str, ...]
     #: Further (path, anchor, replacement) edits, where the rule is kept in more than one place
     #: (a shared store re-checks a floor at commit, and actors follow records written elsewhere):
     #: the mutant takes out every place, or it would be an equivalent mutant.
@@ -84,6 +126,7 @@ MUTANTS = [
         MANAGER,
         "        if stored.sequence <= floor:\n",
         "        if False:  # MUTANT N3-floor\n",
+        first=("row41", "row44"),
     ),
     Mutant(
         "N4-other-reader",
@@ -91,6 +134,7 @@ MUTANTS = [
         MANAGER,
         "        if narrowing.hides_from_other_than(reader):\n",
         "        if False:  # MUTANT N4-other-reader\n",
+        first=("row59", "n1"),
     ),
     Mutant(
         "N4-no-reader",
@@ -98,6 +142,7 @@ MUTANTS = [
         MANAGER,
         '            refuse(others, "a manager that compiles for no reader may not hide a block from anyone")\n',
         "            pass  # MUTANT N4-no-reader\n",
+        first=("row59",),
     ),
     Mutant(
         "N4-same-reader-elsewhere",
@@ -105,6 +150,7 @@ MUTANTS = [
         MANAGER,
         "            if value == reader:\n",
         "            if False:  # MUTANT N4-same-reader-elsewhere\n",
+        first=("row60",),
     ),
     Mutant(
         "N4-unreadable-other-record",
@@ -112,6 +158,7 @@ MUTANTS = [
         MANAGER,
         "            if not isinstance(value, str) or not value:\n",
         "            if False:  # MUTANT N4-unreadable-other-record\n",
+        first=("row61",),
     ),
     Mutant(
         "N4-unreadable-floor",
@@ -119,6 +166,7 @@ MUTANTS = [
         MANAGER,
         "        if not isinstance(floor, int):\n",
         "        if False:  # MUTANT N4-unreadable-floor\n",
+        first=("row62",),
     ),
     Mutant(
         "N4-own-namespace-skipped",
@@ -126,6 +174,7 @@ MUTANTS = [
         MANAGER,
         "            if namespace == self._namespace:\n",
         "            if False:  # MUTANT N4-own-namespace-skipped\n",
+        first=("row44", "row60"),
     ),
     Mutant(
         "N2-never-lowers",
@@ -141,6 +190,7 @@ MUTANTS = [
                 "            pass  # MUTANT N2-never-lowers (the commit-time check)\n",
             ),
         ),
+        first=("row41", "row55"),
     ),
     Mutant(
         "N5-persisted",
@@ -148,6 +198,7 @@ MUTANTS = [
         NAMESPACE,
         "            await self.store.set_state(self.branch, self.floor_key, sequence, guard=still_below)\n",
         "            pass  # MUTANT N5-persisted\n",
+        first=("row41", "row47"),
     ),
     Mutant(
         "N3-in-memory",
@@ -163,6 +214,7 @@ MUTANTS = [
             ),
             (MANAGER, "                self._actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
         ),
+        first=("row42", "row43"),
     ),
     Mutant(
         "N6-unreadable-floor-mark",
@@ -170,6 +222,7 @@ MUTANTS = [
         NAMESPACE,
         "        if not isinstance(current, int):\n",
         "        if False:  # MUTANT N6-unreadable-floor-mark\n",
+        first=("row62",),
     ),
     Mutant(
         "N2-no-reader-writes-nothing",
@@ -177,6 +230,7 @@ MUTANTS = [
         NAMESPACE,
         '        if reader is None:\n            return\n        self._require_turn("a floor raise")',
         '        if False:  # MUTANT N2-no-reader-writes-nothing\n            return\n        self._require_turn("a floor raise")',
+        first=("n2_a_manager", "row54"),
     ),
     Mutant(
         "N5-loaded",
@@ -184,6 +238,7 @@ MUTANTS = [
         NAMESPACE,
         "        value = self.store.model.get_state(self.branch, self.floor_key)\n",
         "        value = MISSING  # MUTANT N5-loaded\n",
+        first=("row47", "row48"),
     ),
 ]
 
@@ -227,54 +282,153 @@ def apply(repo: Path, mutant: Mutant) -> None:
         path.write_text(source.replace(anchor, replacement))
 
 
-def run_tests(repo: Path, *, first_failure: bool = False) -> tuple[int, list[str], str]:
-    """Run the narrowing tests in ``repo``: (exit code, failed test ids, summary line). A run that
-    hangs past ``TIMEOUT`` counts as failing, in the test that was running. With
-    ``first_failure`` the run stops at its first failing test (a mutant needs one to be killed)."""
-    stop = ["-x"] if first_failure else []
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(repo.parent))
-    env.pop("PYTEST_ADDOPTS", None)
+class RunFirst:
+    """A pytest plugin: the tests of TEST_FILE named by ``first`` run first (in file order), then
+    the rest of the file. It changes the order alone, never what runs."""
+
+    def __init__(self, first: tuple[str, ...]) -> None:
+        self.prefixes = tuple(f"test_{name}_" for name in first)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: not getattr(item, "originalname", item.name).startswith(self.prefixes))
+
+
+@dataclass
+class Run:
+    """One pytest run of TEST_FILE in a copy of the repository: the baseline (``mutant`` None) or
+    a mutant's."""
+
+    mutant: Mutant | None
+    directory: tempfile.TemporaryDirectory[str]
+    repo: Path
+    output: Path
+    pid: int = 0
+    deadline: float = 0.0
+    code: int = 0
+    failed: tuple[str, ...] = ()
+    summary: str = ""
+
+
+def pytest_args(mutant: Mutant | None, every: bool) -> list[str]:
     # SQLite alone: the narrowing checks are the actors' and the same on both backends; the
-    # PostgreSQL half would double every run (tests/conftest.py parametrises store_path)
     # PostgreSQL half would double every run (tests/conftest.py parametrises store_path). A mutant
     # is killed by its first failing test, so its run stops there (-x); the baseline runs whole.
-    command = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "-k", "not postgres", *stop, TEST_FILE]
+    # -n0: the copy's pyproject.toml holds the suite's `-n 2`, which made every run start two
+    # xdist workers, three interpreters importing everything for one file of quick tests.
+    # The plugins were imported before the fork (PRELOAD), so pytest cannot rewrite the asserts in
+    # their own code and says so once per plugin; the copy's tests and conftest are rewritten.
+    quiet = ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
+    stop = ["-x"] if mutant is not None and not every else []
+    return ["-n0", "-v", "-rfE", "-p", "no:cacheprovider", *quiet, "-k", "not postgres", *stop, TEST_FILE]
+
+
+def run_in_child(run: Run, every: bool) -> NoReturn:
+    """In the forked process: pytest on the copy, as ``python -m pytest`` there with the copy's
+    parent on PYTHONPATH would run it; exits with pytest's status (NOT_THE_COPY when the modules
+    under test were not the copy's)."""
+    code = 3
     try:
-        proc = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired as exc:
-        partial = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        started = re.findall(r"^(tests/\S+::\S+)", partial, re.MULTILINE)
+        out = os.open(run.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        for name in [name for name in os.environ if name.startswith("PYTEST_")]:
+            del os.environ[name]  # the outer run's (its xdist worker, its current test)
+        os.chdir(run.repo)
+        # `python -m pytest` puts the working directory first; PYTHONPATH the folder holding the
+        # copy as `asides`, ahead of the editable install.
+        sys.path[:0] = [str(run.repo), str(run.repo.parent)]
+        sys.dont_write_bytecode = True
+        plugins = [RunFirst(run.mutant.first)] if run.mutant is not None else []
+        code = int(pytest.main(pytest_args(run.mutant, every), plugins=plugins))
+        tested = sys.modules.get("asides.actors._editing")
+        where = getattr(tested, "__file__", None)
+        if where is None or not Path(where).resolve().is_relative_to(run.repo.resolve()):
+            print(f"\nthe run imported {where}, not the copy's modules; the mutant was not tested")
+            code = NOT_THE_COPY
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def prepare(mutant: Mutant | None) -> Run:
+    directory = tempfile.TemporaryDirectory(prefix="asides-mutant-")
+    repo = copy_repo(Path(directory.name))
+    if mutant is not None:
+        apply(repo, mutant)
+    return Run(mutant, directory, repo, Path(directory.name) / "pytest.out")
+
+
+def start(run: Run, every: bool) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        run_in_child(run, every)
+    run.pid = pid
+    run.deadline = time.monotonic() + TIMEOUT
+
+
+def finish(run: Run, status: int | None) -> None:
+    """Read a run's result: its exit code (-1 when it hung past TIMEOUT and was killed), the tests
+    that failed (the hung one counts as failing) and pytest's summary line."""
+    output = run.output.read_text(errors="replace")
+    if status is None:
+        started = re.findall(r"^(tests/\S+::\S+)", output, re.MULTILINE)
         hung = started[-1] if started else "(unknown test)"
-        return -1, [f"{hung} (hung: no result within {TIMEOUT} s)"], f"timed out after {TIMEOUT} s"
-    output = proc.stdout + proc.stderr
-    failed = sorted(set(FAILED.findall(output)))
-    summary = SUMMARY.findall(output)
-    return proc.returncode, failed, (summary[-1] if summary else " ".join(output.strip().splitlines()[-1:])).strip("= ")
+        run.code, run.failed, run.summary = -1, (f"{hung} (hung: no result within {TIMEOUT} s)",), f"timed out after {TIMEOUT} s"
+    else:
+        run.code = os.waitstatus_to_exitcode(status)
+        run.failed = tuple(sorted(set(FAILED.findall(output))))
+        summary = SUMMARY.findall(output)
+        run.summary = (summary[-1] if summary else " ".join(output.strip().splitlines()[-3:])).strip("= ")
+    run.directory.cleanup()
 
 
-def check_imports_copy(repo: Path) -> None:
-    """The copy's modules, not the editable install's, must be the ones imported."""
-    out = subprocess.run(
-        [sys.executable, "-c", "import asides.actors._manager as m; print(m.__file__)"],
-        cwd=repo,
-        env=dict(os.environ, PYTHONPATH=str(repo.parent)),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    if not Path(out).resolve().is_relative_to(repo.resolve()):
-        raise SystemExit(f"the copy at {repo} imports {out}, not its own modules; the mutants would test nothing")
+def run_all(mutants: list[Mutant], jobs: int, every: bool) -> tuple[Run, list[Run]]:
+    """The baseline's run and every mutant's (in the order given), ``jobs`` at a time, each in a
+    forked process."""
+    loaded = sorted(name for name in sys.modules if name == "asides" or name.startswith("asides."))
+    if loaded:
+        raise SystemExit(f"asides is imported before the forks ({loaded[0]}): the runs would not test the copies")
+    runs = [prepare(None), *(prepare(mutant) for mutant in mutants)]
+    waiting = deque(runs)
+    running: dict[int, Run] = {}
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            run = waiting.popleft()
+            start(run, every)
+            running[run.pid] = run
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            finish(running.pop(pid), status)
+            continue
+        now = time.monotonic()
+        for run in [run for run in running.values() if run.deadline < now]:
+            os.kill(run.pid, signal.SIGKILL)
+            os.waitpid(run.pid, 0)
+            del running[run.pid]
+            finish(run, None)
+        time.sleep(0.05)  # a supervisor's poll of its children, not a wait for something to happen
+    return runs[0], runs[1:]
 
 
-def run_one(mutant: Mutant | None, every: bool = False) -> tuple[Mutant | None, int, list[str], str]:
-    with tempfile.TemporaryDirectory(prefix="asides-mutant-") as directory:
-        repo = copy_repo(Path(directory))
-        if mutant is None:
-            check_imports_copy(repo)
-        else:
-            apply(repo, mutant)
-        code, failed, summary = run_tests(repo, first_failure=mutant is not None and not every)
-        return mutant, code, failed, summary
+def preload() -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # not installed: each run imports what it needs itself
+
+
+def killed(run: Run) -> bool:
+    """A test of the file failed (pytest's status 1, or a test hung): not a run that ended on a
+    usage or collection error, nor one that tested other modules than the copy's."""
+    return run.code in (pytest.ExitCode.TESTS_FAILED, -1) and bool(run.failed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,36 +437,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 1))
     parser.add_argument("--every", action="store_true", help="run each mutant's tests to the end, listing every test that kills it")
     args = parser.parse_args(argv)
+    if not hasattr(os, "fork"):
+        raise SystemExit("the mutation run forks a process per run (POSIX): this platform has no os.fork")
     chosen = [m for m in MUTANTS if not args.ids or m.id in args.ids]
     unknown = set(args.ids) - {m.id for m in MUTANTS}
     if unknown:
         raise SystemExit(f"unknown mutant ids: {sorted(unknown)}")
-    # Every anchor is checked before anything runs, so a stale anchor fails at once.
+    # Every anchor, and every test named first, is checked before anything runs, so a stale one
+    # fails at once.
+    tests = re.findall(r"^(?:async )?def (test_\w+)", (ROOT / TEST_FILE).read_text(), re.MULTILINE)
     for mutant in chosen:
         count = (ROOT / mutant.path).read_text().count(mutant.anchor)
         if count != 1:
             raise SystemExit(f"mutant {mutant.id}: anchor found {count} times in {mutant.path} (expected exactly once)")
+        for name in mutant.first:
+            named = [test for test in tests if test.startswith(f"test_{name}_")]
+            if len(named) != 1:
+                raise SystemExit(f"mutant {mutant.id}: first names {name!r}, matching {len(named)} tests of {TEST_FILE} (expected one)")
 
-    _, code, failed, summary = run_one(None)
-    print(f"baseline (no mutation): {summary}")
-    if code != 0:
-        print("the unmutated tests fail; fix them first:\n  " + "\n  ".join(failed), file=sys.stderr)
+    preload()
+    baseline, runs = run_all(chosen, max(1, args.jobs), args.every)
+    print(f"baseline (no mutation): {baseline.summary}")
+    if baseline.code != 0:
+        print("the unmutated tests fail; fix them first:\n  " + "\n  ".join(baseline.failed), file=sys.stderr)
         return 2
 
     survivors = []
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for mutant, code, failed, summary in pool.map(lambda m: run_one(m, args.every), chosen):
-            assert mutant is not None
-            killed = code != 0 and bool(failed)
-            status = "killed" if killed else "SURVIVED"
-            print(f"\n[{status}] {mutant.id}: {mutant.rule}\n  {mutant.path}: {mutant.anchor.splitlines()[0].strip()}\n  {summary}")
-            for name in failed:
-                print(f"    failed: {name}")
-            if not killed:
-                survivors.append(mutant.id)
-    print(f"\n{len(chosen) - len(survivors)} of {len(chosen)} mutants killed")
+    for run in runs:
+        mutant = run.mutant
+        assert mutant is not None
+        status = "killed" if killed(run) else "SURVIVED" if run.code == 0 else f"NOT KILLED (pytest exit status {run.code})"
+        print(f"\n[{status}] {mutant.id}: {mutant.rule}\n  {mutant.path}: {mutant.anchor.splitlines()[0].strip()}\n  {run.summary}")
+        for name in run.failed:
+            print(f"    failed: {name}")
+        expected = tuple(f"tests/test_narrowing.py::test_{name}_" for name in mutant.first)
+        if killed(run) and not any(name.startswith(expected) for name in run.failed):
+            print(f"    (none of its first tests {', '.join(mutant.first)} killed it: update its first)")
+        if not killed(run):
+            survivors.append(mutant.id)
+    print(f"\n{len(runs) - len(survivors)} of {len(runs)} mutants killed")
     if survivors:
-        print("surviving mutants: " + ", ".join(survivors), file=sys.stderr)
+        print("mutants not killed: " + ", ".join(survivors), file=sys.stderr)
         return 1
     return 0
 
