@@ -215,7 +215,7 @@ MUTANTS = [
             ),
             (MANAGER, "                self._actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
         ),
-        first=("row42", "row43"),
+        first=("row42", "row44"),
     ),
     Mutant(
         "N6-unreadable-floor-mark",
