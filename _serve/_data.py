@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
@@ -496,15 +497,30 @@ def _estimator(manager: ContextManager) -> Any:
     return (strategy.estimator if isinstance(strategy, HasEstimator) else None) or default_estimate
 
 
-def _runs(seen: Sequence[Message], positions: Sequence[int], why: str, limit: int = 50) -> list[dict[str, Any]]:
-    """The left-out messages (their ``positions`` in the reader's view ``seen``) as runs of
-    neighbours: first and last sequence and id, and how many; the newest ``limit`` runs."""
+def _left_out(snapshot: Snapshot, branch: str, seen: Sequence[Message], in_compile: Mapping[str, str]) -> tuple[int, list[list[int]]]:
+    """The messages of the reader's view ``seen`` that the compile leaves out: how many, and
+    their runs of neighbours (first and last position in ``seen``), oldest first. Found from
+    the positions of the compiled messages (``seen`` is in sequence order, so each is a
+    binary search): the work grows with the size of the compile, not of the history."""
+    store = snapshot.runtime.store
+    sequences = sorted({m.sequence for i in in_compile if (m := store.get_message(branch, i)) is not None})
+    kept: list[int] = []
+    for sequence in sequences:
+        position = bisect_left(seen, sequence, key=lambda m: m.sequence)
+        if position < len(seen) and seen[position].sequence == sequence:
+            kept.append(position)
     bounds: list[list[int]] = []
-    for position in positions:
-        if bounds and position == bounds[-1][1] + 1:
-            bounds[-1][1] = position
-        else:
-            bounds.append([position, position])
+    previous = -1
+    for position in [*kept, len(seen)]:
+        if position > previous + 1:
+            bounds.append([previous + 1, position - 1])
+        previous = position
+    return len(seen) - len(kept), bounds
+
+
+def _runs(seen: Sequence[Message], bounds: Sequence[Sequence[int]], why: str, limit: int = 50) -> list[dict[str, Any]]:
+    """The left-out runs (``bounds``: first and last position in the reader's view ``seen``),
+    with first and last sequence and id, and how many; the newest ``limit`` runs."""
     return [
         {
             "first_sequence": seen[first].sequence,
@@ -579,7 +595,7 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
     for entry in compiled.provenance.entries:
         for message_id in entry.message_ids:
             in_compile.setdefault(message_id, entry.kind if entry.kind != "summary" else f"memory {entry.summary_id}")
-    left = [i for i, m in enumerate(seen) if m.id not in in_compile]
+    left, bounds = _left_out(snapshot, name, seen, in_compile)
     cut = sorted((i for i, whole in compiled.provenance.complete.items() if not whole), key=int)
     why = (
         "older than what fits the budget"
@@ -587,8 +603,8 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
         else "neither in the recent window nor covered by a memory in this compile"
     )
     result["left_out"] = {
-        "runs": _runs(seen, left, why),
-        "count": len(left),
+        "runs": _runs(seen, bounds, why),
+        "count": left,
         "cut": [{"id": i, "why": "in the compile, but not whole (cut to fit, repaired, or its thinking left out)"} for i in cut[:200]],
         "hidden": {
             "count": snapshot.runtime.store.length(name) - len(seen),

@@ -465,6 +465,11 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
                     assert bob["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
                     assert snap.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")] is bob_manager
             assert len(now["messages"]) == len(before["messages"]) + 3
+            async with snapshots.borrow() as snap:
+                small = await view(snap, branch=None, reader="ann", max_tokens="500")
+            left = small["left_out"]  # a passthrough compile of ann's view: all but the newest, in one run
+            assert left["count"] == history + 3 - len(small["messages"]) > 0
+            assert [(r["first_sequence"], r["count"]) for r in left["runs"]] == [(1, left["count"])]
 
 
 @pytest.mark.sqlite_only("SQLite's immutable mode, for a store no writer held at the open")
