@@ -143,8 +143,11 @@ def _closed_pipe() -> None:
 
 
 def is_shared(path: str) -> bool:
-    """Whether ``path`` names a shared (PostgreSQL) store rather than a store file."""
-    return path.startswith(("postgresql://", "postgres://"))
+    """Whether ``path`` names a shared (PostgreSQL) store rather than a store file
+    (``store._postgres.is_postgres_url``, the one rule)."""
+    from ..store._postgres import is_postgres_url
+
+    return is_postgres_url(path)
 
 
 def is_new_store_file(path: str) -> bool:

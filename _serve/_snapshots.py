@@ -56,8 +56,10 @@ MANAGER_CACHE = 16
 
 
 def is_url(path: str) -> bool:
-    """Whether ``path`` names a PostgreSQL store rather than a file."""
-    return path.startswith(("postgresql://", "postgres://"))
+    """Whether ``path`` names a PostgreSQL store rather than a file (``store._postgres.is_postgres_url``)."""
+    from ..store._postgres import is_postgres_url
+
+    return is_postgres_url(path)
 
 
 def _stamp(path: str) -> tuple[int, ...]:

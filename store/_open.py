@@ -42,7 +42,9 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
         raise ArgumentTypeError("read_only", f"must be True or False, not {type(read_only).__name__}")
     if synchronous not in ("NORMAL", "FULL"):
         raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
-    if path.startswith(("postgresql://", "postgres://")):  # a shared store (docs/postgres.md)
+    from ._postgres import is_postgres_url  # imports no driver
+
+    if is_postgres_url(path):  # a shared store (docs/postgres.md)
         from ._postgres import open_postgres_store
 
         async with open_postgres_store(path, read_only=read_only, synchronous=synchronous) as shared:
