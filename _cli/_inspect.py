@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..actors._lease import lease_holders
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
@@ -23,7 +24,17 @@ from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY, STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 
-__all__ = ["INFERRED", "NAME_ONLY", "RECORDED", "FoundStrategy", "cmd_inspect", "describe_store", "find_strategy", "split_state_key"]
+__all__ = [
+    "INFERRED",
+    "NAME_ONLY",
+    "RECORDED",
+    "FoundStrategy",
+    "cmd_inspect",
+    "describe_store",
+    "find_strategy",
+    "namespace_lease_holders",
+    "split_state_key",
+]
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
 _KIND_KEY = re.compile(r"^(?P<ns>.+)/(?P<kind>autobiographical|knowledge|windowed-passthrough)/(?P<rest>[^/]+(?:/[^/]+)?)$")
@@ -80,7 +91,7 @@ def find_strategy(records: Mapping[str, Any], recorded_value: Any) -> FoundStrat
     return FoundStrategy("passthrough", None, INFERRED)
 
 
-def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any]) -> dict[str, Any]:
+def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any], holder: str | None) -> dict[str, Any]:
     unreadable: list[dict[str, Any]] = []
 
     def bad(tail: str, problem: str) -> None:
@@ -102,9 +113,6 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
             floor = value
         else:
             bad(FLOOR_KEY, "not a non-negative integer" if value is not UNREADABLE else "not JSON")
-    lease = records.get(LEASE_KEY)
-    compressing = lease.get("holder") if isinstance(lease, dict) and isinstance(lease.get("holder"), str) else None
-
     summaries = {"L1": 0, "L2": 0, "L3": 0}
     chunks = 0
     context_entries = 0
@@ -113,7 +121,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     for tail in sorted(records):
         value = records[tail]
         if tail in (READER_KEY, FLOOR_KEY, LEASE_KEY):
-            continue  # a lease is the running processes' business: shown, never judged
+            continue  # a lease record (written by earlier versions) is ignored, never judged
         if tail == STRATEGY_KEY:
             if read_strategy_record(value) is None:
                 bad(tail, "not a strategy record" if value is not UNREADABLE else "not JSON")
@@ -175,7 +183,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         "strategy": strategy.name,
         "strategy_known": strategy.how,
         "strategy_options": None if strategy.options is None else dict(strategy.options),
-        "compression_lease_holder": compressing,
+        "compression_lease_holder": holder,
         "strategy_records": sorted({t.split("/", 1)[0] for t in records if t.split("/", 1)[0] in _KINDS}),
         "visible_messages": visible,
         "summaries": summaries,
@@ -187,8 +195,21 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     }
 
 
-def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
-    """Everything ``asides inspect`` reports, as JSON-ready data."""
+async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
+    """Who holds the compression lease of each ``(branch, namespace)`` of the store now, for
+    :func:`describe_store` (asked of the database's ``pg_locks`` on a shared store; nothing on
+    a store file)."""
+    model = rt.store.model
+    namespaces = {
+        (info.name, split[0]) for info in rt.list_branches() for key in model.state_keys(info.name) if (split := split_state_key(key))
+    }
+    return await lease_holders(rt.store, namespaces)
+
+
+def describe_store(rt: Runtime, path: str, holders: Mapping[tuple[str, str], str] | None = None) -> dict[str, Any]:
+    """Everything ``asides inspect`` reports, as JSON-ready data; ``holders``: who holds each
+    namespace's compression lease (:func:`namespace_lease_holders`)."""
+    holders = holders or {}
     store = rt.store
     model = store.model
     branches = []
@@ -216,7 +237,8 @@ def describe_store(rt: Runtime, path: str) -> dict[str, Any]:
                 "messages_with_audience": sum(1 for m in messages if has_audience(m.content)),
                 "derivation": derivation if isinstance(derivation, dict) else None,
                 "namespaces": [
-                    _describe_namespace(store, info.name, ns, records) for ns, records in sorted(grouped.items())
+                    _describe_namespace(store, info.name, ns, records, holders.get((info.name, ns)))
+                    for ns, records in sorted(grouped.items())
                 ],
                 "other_records": other,
             }
@@ -304,7 +326,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         async with reading_runtime(args.path) as rt:
-            return describe_store(rt, args.path)
+            return describe_store(rt, args.path, await namespace_lease_holders(rt))
 
     report = trio.run(run)
     if args.json:
