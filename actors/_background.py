@@ -93,9 +93,13 @@ class BackgroundWork(ManagerParts):
                 self._lease_wait = actor.lease.wait()
                 return self._lease_wait is None  # not refused lately: look again at once
             except Exception:
-                # A failed unit gives the lease up, so that a process whose model answers may
-                # take over; this one asks again after its back-off.
-                if leased and actor.holds_turn():
+                # A model failing more than ``drain_failures`` times in a row (past the point
+                # where drain() raises) gives the lease up after each further failure, so that a
+                # process whose model answers may take over; this one asks again after its
+                # back-off. (Before that, its retries cost no round trip.)
+                failure = self._drain.failure if self._drain is not None else None
+                failing = failure is not None and failure.count >= self._runtime.model_policy.drain_failures
+                if leased and failing and actor.holds_turn():
                     await self._release_lease_if_idle()
                 raise
             return did

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
@@ -140,6 +140,7 @@ class NamespaceActor:
 
     def drain_finished(self) -> None:
         self._drains -= 1
+        self._release_lease_if_unused()
         self._wake_if_idle()
 
     def request_began(self) -> None:
@@ -148,7 +149,16 @@ class NamespaceActor:
 
     def request_finished(self) -> None:
         self.requests_out -= 1
+        self._release_lease_if_unused()
         self._wake_if_idle()
+
+    def _release_lease_if_unused(self) -> None:
+        """Give the compression lease up once no drain of the namespace runs here, no request is
+        out and no unit is at work (a drain stopped by a claim change or a close, once the
+        request it left out is back; a host's own ``tick()``), so another process may compress
+        the namespace: whatever would use it next takes it again."""
+        if self._drains == 0 and self.requests_out == 0 and not self.lease.busy:
+            self.lease.release()
 
     def _idle(self) -> bool:
         return (
@@ -402,7 +412,15 @@ class NamespaceActor:
         """For the block, this task's strategy-state writes and floor raises carry the lease's
         fence: each is refused at commit (:class:`LeaseLost`) unless the store's connection
         still holds the lease. A unit runs in one such block once it holds the lease."""
-        return self.lease.fenced()
+        return self._fenced_unit()
+
+    @contextmanager
+    def _fenced_unit(self) -> Iterator[None]:
+        try:
+            with self.lease.fenced():
+                yield
+        finally:
+            self._release_lease_if_unused()
 
     def context_next(self) -> int:
         """The index the next context-log entry of this namespace on this branch takes."""
