@@ -25,8 +25,10 @@ from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtur
 
 from asides.actors import ModelPolicy, open_runtime
 from asides.actors._lease import lease_holders
+from asides.store import InvalidArgumentError
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
+from asides.testing import FailingModel
 from tests.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 NAMESPACE = "agents/s"
@@ -174,6 +176,38 @@ async def test_a_process_without_the_lease_compresses_nothing_shows_the_holders_
         assert len(ids) == len(set(ids))
         shown = texts(await other.compile(**BIG))
         assert "HERE#" in shown and "THERE#" in shown
+
+
+async def test_a_holder_whose_model_keeps_failing_gives_the_lease_up_to_one_whose_model_answers(pg_url, mock_clock):
+    """Past ``ModelPolicy.drain_failures`` failures in a row the holder gives the lease up after
+    each further failure, so the waiting process, whose model answers, takes over."""
+    policy = ModelPolicy(drain_failures=2)
+    failing = FailingModel(RuntimeError("down"), fails=lambda n: True)
+    async with open_runtime(pg_url, model_policy=policy) as here, open_runtime(pg_url) as there:
+        host = await here.open_manager("host", strategy=PassthroughStrategy())
+        await write_conversation(host, 30)
+        await here.open_manager(NAMESPACE, strategy=memory(), view_reader="ann", model=failing)
+        await until(lambda: failing.failures >= 1)
+        assert await holder_of(there) is not None
+        answering = marker_model("ANSWERED")
+        taker = await there.open_manager(NAMESPACE, strategy=memory(), view_reader="ann", model=answering)
+        await until(lambda: "another process compresses" in (taker.pending_work() or ""))
+        jumps = 0
+        while not answering.requests:  # the holder's back-offs and the taker's retries, on the frozen clock
+            mock_clock.jump(1)
+            await trio.testing.wait_all_tasks_blocked()
+            jumps += 1
+            assert jumps < 10_000
+        assert failing.failures > policy.drain_failures, "kept while fewer failures than that"
+        await taker.drain()
+        assert all(t.startswith("ANSWERED") for t in all_summary_texts(there.store))
+        assert written_twice(pg_url) == []
+
+
+def test_lease_retry_must_be_a_positive_number():
+    for bad in (0, -1, True, "1"):
+        with pytest.raises(InvalidArgumentError, match="lease_retry"):
+            ModelPolicy(lease_retry=bad)
 
 
 async def test_a_drain_writes_its_strategys_records_and_nothing_else(store_path):
