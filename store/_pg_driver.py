@@ -136,6 +136,18 @@ SERVER_KEEPALIVES = {
 }
 
 
+def _set_server_keepalives(conn: Any) -> None:
+    """Apply :data:`SERVER_KEEPALIVES` to the session, skipping a setting the server does not
+    know (``tcp_user_timeout`` is PostgreSQL 12 and later)."""
+    import psycopg
+
+    for setting, value in SERVER_KEEPALIVES.items():
+        try:
+            conn.execute(f"SET {setting} = {value}")
+        except psycopg.errors.UndefinedObject:
+            log.debug("the server has no setting %s; its sessions go without it", setting)
+
+
 def _open(url: str, connect_timeout: float) -> Any:
     """A psycopg connection in autocommit mode, with :data:`CONNECTION_DEFAULTS` for what the
     URL leaves unset, and an application name saying which process it is, for people reading
@@ -467,8 +479,7 @@ def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", 
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
         conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
-        for setting, value in SERVER_KEEPALIVES.items():
-            conn.execute(f"SET {setting} = {value}")
+        _set_server_keepalives(conn)
         if synchronous == "NORMAL" and not _sets_synchronous_commit(url):
             conn.execute("SET synchronous_commit = off")
         schema = prepare_schema(conn, where, create=create)
