@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..actors._lease import lease_holders
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
@@ -32,6 +33,7 @@ __all__ = [
     "cmd_inspect",
     "describe_store",
     "find_strategy",
+    "namespace_lease_holders",
     "split_state_key",
 ]
 
@@ -105,7 +107,9 @@ class MessageCounts:
         return sum(1 for message in self.store.messages(branch) if reader_view(message, reader)[0] is not None)
 
 
-def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[str, Any], counts: MessageCounts) -> dict[str, Any]:
+def _describe_namespace(
+    store: Any, branch: str, namespace: str, records: dict[str, Any], counts: MessageCounts, holder: str | None
+) -> dict[str, Any]:
     unreadable: list[dict[str, Any]] = []
 
     def bad(tail: str, problem: str) -> None:
@@ -127,9 +131,6 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
             floor = value
         else:
             bad(FLOOR_KEY, "not a non-negative integer" if value is not UNREADABLE else "not JSON")
-    lease = records.get(LEASE_KEY)
-    compressing = lease.get("holder") if isinstance(lease, dict) and isinstance(lease.get("holder"), str) else None
-
     summaries = {"L1": 0, "L2": 0, "L3": 0}
     chunks = 0
     context_entries = 0
@@ -138,7 +139,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     for tail in sorted(records):
         value = records[tail]
         if tail in (READER_KEY, FLOOR_KEY, LEASE_KEY):
-            continue  # a lease is the running processes' business: shown, never judged
+            continue  # a lease record (written by earlier versions) is ignored, never judged
         if tail == STRATEGY_KEY:
             if read_strategy_record(value) is None:
                 bad(tail, "not a strategy record" if value is not UNREADABLE else "not JSON")
@@ -200,7 +201,7 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
         "strategy": strategy.name,
         "strategy_known": strategy.how,
         "strategy_options": None if strategy.options is None else dict(strategy.options),
-        "compression_lease_holder": compressing,
+        "compression_lease_holder": holder,
         "strategy_records": sorted({t.split("/", 1)[0] for t in records if t.split("/", 1)[0] in _KINDS}),
         "visible_messages": visible,
         "summaries": summaries,
@@ -212,9 +213,24 @@ def _describe_namespace(store: Any, branch: str, namespace: str, records: dict[s
     }
 
 
-def describe_store(rt: Runtime, path: str, *, counts: MessageCounts | None = None) -> dict[str, Any]:
-    """Everything ``asides inspect`` reports, as JSON-ready data (``counts``: see
-    :class:`MessageCounts`)."""
+async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
+    """Who holds the compression lease of each ``(branch, namespace)`` of the store now, for
+    :func:`describe_store` (asked of the database's ``pg_locks`` on a shared store; nothing on
+    a store file)."""
+    model = rt.store.model
+    namespaces = {
+        (info.name, split[0]) for info in rt.list_branches() for key in model.state_keys(info.name) if (split := split_state_key(key))
+    }
+    return await lease_holders(rt.store, namespaces)
+
+
+def describe_store(
+    rt: Runtime, path: str, holders: Mapping[tuple[str, str], str] | None = None, *, counts: MessageCounts | None = None
+) -> dict[str, Any]:
+    """Everything ``asides inspect`` reports, as JSON-ready data; ``holders``: who holds each
+    namespace's compression lease (:func:`namespace_lease_holders`); ``counts``: see
+    :class:`MessageCounts`."""
+    holders = holders or {}
     store = rt.store
     counts = counts or MessageCounts(store)
     model = store.model
@@ -242,7 +258,8 @@ def describe_store(rt: Runtime, path: str, *, counts: MessageCounts | None = Non
                 "messages_with_audience": counts.with_audience(info.name),
                 "derivation": derivation if isinstance(derivation, dict) else None,
                 "namespaces": [
-                    _describe_namespace(store, info.name, ns, records, counts) for ns, records in sorted(grouped.items())
+                    _describe_namespace(store, info.name, ns, records, counts, holders.get((info.name, ns)))
+                    for ns, records in sorted(grouped.items())
                 ],
                 "other_records": other,
             }
@@ -330,7 +347,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         async with reading_runtime(args.path) as rt:
-            return describe_store(rt, args.path)
+            return describe_store(rt, args.path, await namespace_lease_holders(rt))
 
     report = trio.run(run)
     if args.json:

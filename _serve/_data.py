@@ -10,13 +10,12 @@ most ``MAX_SCAN`` of them (a filter that matches little says where to go on, ``n
 from __future__ import annotations
 
 import logging
-import time
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
-from .._cli._inspect import MessageCounts, describe_store, find_strategy, split_state_key
+from .._cli._inspect import MessageCounts, describe_store, find_strategy, namespace_lease_holders, split_state_key
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
@@ -437,16 +436,14 @@ async def _manager(snapshot: Snapshot, branch: str, namespace: str, reader: str 
     return manager
 
 
-def _drain(snapshot: Snapshot, lease: Any) -> dict[str, Any]:
-    """Whether a host is compressing the namespace, as far as a reader of the store can tell."""
+def _drain(snapshot: Snapshot, holder: str | None) -> dict[str, Any]:
+    """Whether a host is compressing the namespace, as far as a reader of the store can tell:
+    on a shared store, whether a session holds its compression lease (``pg_locks``)."""
     if not snapshot.runtime.store.path.startswith(("postgresql://", "postgres://")):
         return {"running": None, "why": "on a SQLite store the host's drain runs in the host's process and records nothing while it runs"}
-    if not isinstance(lease, dict) or not isinstance(lease.get("holder"), str):
+    if holder is None:
         return {"running": False, "why": "no process holds the compression lease"}
-    seconds, written = lease.get("seconds"), lease.get("written_at")
-    if isinstance(seconds, (int, float)) and isinstance(written, (int, float)) and written + seconds < time.time():
-        return {"running": False, "why": f"the lease of {lease['holder']} ran out (by this machine's clock)", "holder": lease["holder"]}
-    return {"running": True, "why": f"{lease['holder']} holds the compression lease", "holder": lease["holder"]}
+    return {"running": True, "why": f"{holder} holds the compression lease", "holder": holder}
 
 
 async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
@@ -457,14 +454,14 @@ async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
         return dict(report)
     generation = snapshot.generation
     rt = snapshot.runtime
-    report = describe_store(rt, rt.store.path, counts=kept_counts(snapshot))
+    holders = await namespace_lease_holders(rt)
+    report = describe_store(rt, rt.store.path, holders, counts=kept_counts(snapshot))
     opened = 0
     for branch in report["branches"]:
         for ns in branch["namespaces"]:
-            records = _records(snapshot, branch["name"], ns["namespace"])
-            lease = records.get("compression-lease")
-            ns["lease"] = lease if isinstance(lease, dict) else None
-            ns["drain"] = _drain(snapshot, lease)
+            holder = holders.get((branch["name"], ns["namespace"]))
+            ns["lease"] = None if holder is None else {"holder": holder}
+            ns["drain"] = _drain(snapshot, holder)
             if opened < MANAGER_CACHE:  # each costs a manager caught up with the whole log
                 opened += 1
                 ns["pending_work"] = await _pending(snapshot, branch["name"], ns)

@@ -80,11 +80,7 @@ class BackgroundWork(ManagerParts):
                 return False
             leased = self.model is not None  # a unit that may ask the model compresses under the lease
             if leased:
-                policy = self._runtime.model_policy
-                # A drain whose model keeps failing does not renew: its lease runs out, and a
-                # process whose model answers may take over.
-                failing = self._drain is not None and self._drain.failure is not None
-                self._lease_wait = await actor.take_lease(policy.lease_seconds, 0.0 if failing else policy.lease_renew_below)
+                self._lease_wait = await actor.take_lease(self._runtime.model_policy.lease_retry)
                 if self._lease_wait is not None:
                     return False  # another process compresses this namespace now
             try:
@@ -92,10 +88,20 @@ class BackgroundWork(ManagerParts):
                     did = bool(await self._strategy.tick(self._context()))
             except AnswerStale:
                 did = False
-            except LeaseLost as exc:  # this process stalled past its lease; another took it over
+            except LeaseLost as exc:  # the connection's session ended (or the lease was given up) meanwhile
                 log.warning("namespace %r on %r: %s", self._namespace, self._branch, exc)
                 self._lease_wait = actor.lease.wait()
-                return self._lease_wait is None  # free again (given up): look again at once
+                return self._lease_wait is None  # not refused lately: look again at once
+            except Exception:
+                # A model failing more than ``drain_failures`` times in a row (past the point
+                # where drain() raises) gives the lease up after each further failure, so that a
+                # process whose model answers may take over; this one asks again after its
+                # back-off. (Before that, its retries cost no round trip.)
+                failure = self._drain.failure if self._drain is not None else None
+                failing = failure is not None and failure.count >= self._runtime.model_policy.drain_failures
+                if leased and failing and actor.holds_turn():
+                    await self._release_lease_if_idle()
+                raise
             return did
 
     async def _release_lease_if_idle(self) -> None:
@@ -126,15 +132,16 @@ class BackgroundWork(ManagerParts):
         """This manager's drain ended: when it was the last of its namespace here and
         ``give_up_lease``, give the compression lease up (if held), so another process may
         compress at once. A drain stopped in the middle of a unit (a close or a cancellation)
-        writes nothing more, and a failing one no longer renews: their lease runs out. The
-        actor is let go last, so it cannot end before the lease is given up."""
+        writes nothing more; its lease is given up when the namespace's actor ends (once the
+        unit's request is back). The actor is let go last, so it cannot end before the lease is
+        given up."""
         try:
             if not give_up_lease or actor.drains > 1 or not actor.lease.shared or not actor.lease.held_here():
                 return
             try:
                 async with actor.turn(Unit()):
                     await actor.release_lease()
-            except Exception as exc:  # the store or the runtime stopped: the lease expires instead
+            except Exception as exc:  # the store or the runtime stopped: its session, and the lease, end with it
                 log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
         finally:
             actor.drain_finished()
@@ -168,7 +175,7 @@ class BackgroundWork(ManagerParts):
         elif self._drain is not None and self._drain.failure is not None:
             text += "; " + self._drain.failure.describe()
         elif self._lease_wait is not None:
-            text += f"; another process compresses this namespace (holder {self._actor.lease.holder_seen})"
+            text += "; another process compresses this namespace (it holds the compression lease)"
         return text if failed is None else f"{text}; {failed}"
 
     def _failed_units(self) -> frozenset[str]:
@@ -189,7 +196,7 @@ class BackgroundWork(ManagerParts):
     async def drain(self) -> None:
         """Wait until the strategy is ready; return at once when there is no model. While
         another process holds the namespace's compression lease (a shared store) it waits for
-        that process's records (or for the lease to expire, and the drain to take it over).
+        that process's records (or for the lease to be free, and the drain to take it over).
 
         Raises ``CompressionError`` naming the reason when a unit it waited on failed for good
         during the call (its answers were rejected up to the attempt limit: it renders raw and is

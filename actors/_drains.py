@@ -88,8 +88,8 @@ class DrainTarget(Protocol):
 
     @property
     def lease_wait(self) -> float | None:
-        """After a unit that did nothing: seconds until another process's compression lease on
-        the namespace may expire (``None``: no other process holds it)."""
+        """After a unit that did nothing: seconds until it asks again for the namespace's
+        compression lease, which another process holds (``None``: no other process holds it)."""
         ...
 
     def drain_started(self) -> Any:
@@ -249,7 +249,7 @@ class Drain:
             self.last_outcome = "did" if did else "idle" if lease_wait is None else "waiting"
             self.progress.raise_()
             if not did:
-                # Waiting for another process's lease: its records (or its release) are writes
-                # on the branch and wake the drain; so does the lease's expiry.
+                # Waiting for another process's lease: its records are writes on the branch and
+                # wake the drain (to follow them); its release or end is asked about at the retry.
                 with anyio.move_on_after(math.inf if lease_wait is None else lease_wait):
                     await target.branch_signal.wait_beyond(version)

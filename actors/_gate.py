@@ -50,10 +50,10 @@ class ModelPolicy:
     wait scaled by a random factor in [0.5, 1] so namespaces that fail together do not retry in
     lockstep.
 
-    ``compression_lease`` (a shared store only): seconds a process's lease on a namespace's
-    compression lasts unless renewed (docs/postgres.md); ``None`` is ``request_timeout`` plus a
-    minute, so that one request never outlives it. Its holder renews it before a unit once less
-    than ``request_timeout`` (or half the lease, when the lease is shorter) is left.
+    ``lease_retry`` (a shared store only): seconds a process waits, after finding another
+    process holding a namespace's compression lease, before it asks for the lease again
+    (docs/postgres.md); a holder that gives it up or crashes is noticed within that time. Each
+    ask is one round trip to the database, made only while the namespace has work waiting here.
     """
 
     request_timeout: float = 300.0
@@ -61,27 +61,15 @@ class ModelPolicy:
     drain_failures: int = 5
     first_backoff: float = 1.0
     max_backoff: float = 300.0
-    compression_lease: float | None = None
+    lease_retry: float = 1.0
 
     def __attrs_post_init__(self) -> None:
-        names = ("request_timeout", "answer_limit_factor", "first_backoff", "max_backoff")
-        for name in names + (("compression_lease",) if self.compression_lease is not None else ()):
+        for name in ("request_timeout", "answer_limit_factor", "first_backoff", "max_backoff", "lease_retry"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
                 raise InvalidArgumentError(f"ModelPolicy.{name}", f"must be a positive number, got {value!r}")
         if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
             raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
-
-    @property
-    def lease_seconds(self) -> float:
-        """How long a compression lease lasts unless renewed."""
-        return self.compression_lease if self.compression_lease is not None else self.request_timeout + 60.0
-
-    @property
-    def lease_renew_below(self) -> float:
-        """Renew a held compression lease before a unit when less than this is left of it."""
-        lease = self.lease_seconds
-        return self.request_timeout if lease > self.request_timeout else lease / 2
 
 
 def check_model(model: object, where: str) -> None:

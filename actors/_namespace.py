@@ -1,8 +1,8 @@
 """The namespace actor: one per (branch, namespace).
 
 It owns the namespace's reader claim (``<namespace>/reader``), its narrowing floor
-(``<namespace>/narrowing-floor``), its compression lease (``<namespace>/compression-lease``, on a
-shared store: see :mod:`._lease`) and its strategy state on its branch. It serves one request
+(``<namespace>/narrowing-floor``), its compression lease (a session lock of a shared
+store, written nowhere: see :mod:`._lease`) and its strategy state on its branch. It serves one request
 (:mod:`._protocol`) at a time, so nothing else touches the namespace meanwhile:
 
 * **Commands** (:meth:`NamespaceActor.execute`): opens (claims and strategy starts), compiles and
@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
@@ -55,7 +55,7 @@ from ..store._state_keys import context_index, context_prefix, strategy_state_ke
 from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
-from ._lease import CompressionLease, LeaseLost, current_task_id, new_holder_id
+from ._lease import CompressionLease, LeaseLost, current_task_id
 from ._protocol import Signal, TurnRequest, Wake
 
 if TYPE_CHECKING:
@@ -94,7 +94,6 @@ class NamespaceActor:
         branch: str,
         namespace: str,
         *,
-        lease_holder: str | None = None,
         on_end: Callable[[NamespaceActor], None] | None = None,
     ) -> None:
         self.store = store
@@ -102,10 +101,8 @@ class NamespaceActor:
         self.namespace = namespace
         self.reader_key = f"{namespace}/{READER_KEY}"
         self.floor_key = f"{namespace}/{FLOOR_KEY}"
-        #: The compression lease (written on a shared store only), held as ``lease_holder``.
-        self.lease = CompressionLease(
-            store, branch, f"{namespace}/{LEASE_KEY}", lease_holder or new_holder_id(), claim_key=self.reader_key
-        )
+        #: The compression lease (a session lock of a shared store; nothing on a store file).
+        self.lease = CompressionLease(store, branch, namespace)
         #: Drains of this namespace and branch running in this process (any manager).
         self._drains = 0
         self._users = 0  # managers bound to the actor, and callers holding it across an await
@@ -155,6 +152,7 @@ class NamespaceActor:
 
     def drain_finished(self) -> None:
         self._drains -= 1
+        self._release_lease_if_unused()
         self._wake_if_idle()
 
     def request_began(self) -> None:
@@ -163,7 +161,16 @@ class NamespaceActor:
 
     def request_finished(self) -> None:
         self.requests_out -= 1
+        self._release_lease_if_unused()
         self._wake_if_idle()
+
+    def _release_lease_if_unused(self) -> None:
+        """Give the compression lease up once no drain of the namespace runs here, no request is
+        out and no unit is at work (a drain stopped by a claim change or a close, once the
+        request it left out is back; a host's own ``tick()``), so another process may compress
+        the namespace: whatever would use it next takes it again."""
+        if self._drains == 0 and self.requests_out == 0 and not self.lease.busy:
+            self.lease.release()
 
     def _idle(self) -> bool:
         return (
@@ -195,6 +202,7 @@ class NamespaceActor:
             return
         self._stopped = True
         self._send.close()
+        self.lease.release()  # nothing of this process uses the namespace now: another may compress it
         if self._on_end is not None:
             self._on_end(self)
 
@@ -396,26 +404,35 @@ class NamespaceActor:
 
     # -- the compression lease (see ._lease) ----------------------------------------------------
 
-    async def take_lease(self, seconds: float, renew_below: float) -> float | None:
-        """Take the compression lease for ``seconds``, or renew this process's when less than
-        ``renew_below`` seconds of it are left; ``None`` once this process holds it, else the
-        seconds until it may be free (another process holds it: compress nothing meanwhile).
-        Writes one state record when it takes or renews, nothing otherwise, and nothing on a
-        store only this process writes. Call it in a turn."""
+    async def take_lease(self, retry: float) -> float | None:
+        """Take the compression lease, or find it held here already; ``None`` once this process
+        holds it, else the seconds until it asks again (another process holds it: compress
+        nothing meanwhile; a take refused less than ``retry`` seconds ago is not asked again
+        before then). One round trip when it asks the server, none when held; nothing is
+        written, and nothing is asked on a store only this process writes. Call it in a turn."""
         self._require_turn("a compression lease")
-        return await self.lease.take(seconds, renew_below)
+        return await self.lease.take(retry)
 
     async def release_lease(self) -> None:
         """Give the compression lease up, if this process holds it (its last drain of the
-        namespace stopped), so another process may compress at once. Call it in a turn."""
+        namespace stopped, ``drain()`` is done, a unit failed), so another process may compress
+        at once. Writes nothing. Call it in a turn."""
         self._require_turn("a compression lease")
-        await self.lease.release()
+        self.lease.release()
 
     def fenced(self) -> AbstractContextManager[None]:
         """For the block, this task's strategy-state writes and floor raises carry the lease's
-        fence: each is refused at commit (:class:`LeaseLost`) unless the stored lease still
-        names this process. A unit runs in one such block once it holds the lease."""
-        return self.lease.fenced()
+        fence: each is refused at commit (:class:`LeaseLost`) unless the store's connection
+        still holds the lease. A unit runs in one such block once it holds the lease."""
+        return self._fenced_unit()
+
+    @contextmanager
+    def _fenced_unit(self) -> Iterator[None]:
+        try:
+            with self.lease.fenced():
+                yield
+        finally:
+            self._release_lease_if_unused()
 
     def context_next(self) -> int:
         """The index the next context-log entry of this namespace on this branch takes."""

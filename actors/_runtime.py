@@ -33,9 +33,8 @@ from ..strategies._base import NAMESPACE_KEYS, ContextStrategy, check_strategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy, check_model
-from ._lease import new_holder_id
 from ._manager import ContextEntry, ContextManager, Derivation
-from ._namespace import FLOOR_KEY, LEASE_KEY, READER_KEY, NamespaceActor, normalise_namespace
+from ._namespace import FLOOR_KEY, READER_KEY, NamespaceActor, normalise_namespace
 from ._privacy import PrivacyParts, check_retain_for
 from ._protocol import Signal
 
@@ -74,8 +73,6 @@ class Runtime(PrivacyParts):
         self._strategy_holders: dict[int, ContextManager] = {}
         self._copies: dict[str, dict[str, list[str]]] = {}
         self._closing = False
-        #: This runtime's id as the holder of compression leases (on a shared store).
-        self.lease_holder = new_holder_id()
         #: Per-runtime state of the integrations (``asides.integrations``), by integration name.
         self.integrations: dict[str, Any] = {}
         self._projections = Projections(store.model)
@@ -183,7 +180,7 @@ class Runtime(PrivacyParts):
         key = (branch, namespace)
         actor = self._actors.get(key)
         if actor is None:
-            actor = NamespaceActor(self._store, branch, namespace, lease_holder=self.lease_holder, on_end=self._actor_ended)
+            actor = NamespaceActor(self._store, branch, namespace, on_end=self._actor_ended)
             self._actors[key] = actor
             self._tasks.start_soon(actor.run)
         return actor
@@ -264,19 +261,15 @@ class Runtime(PrivacyParts):
             return
         if isinstance(event, StatesWritten):
             # A reader record or floor written by another process (on a shared store) reaches its
-            # actor: a claim made elsewhere stops drains here as a local claim does. A lease
-            # record starts this process's count of its age; strategy state another process
-            # wrote is listed for the namespace's strategies to take in.
+            # actor: a claim made elsewhere stops drains here as a local claim does; strategy
+            # state another process wrote is listed for the namespace's strategies to take in.
+            # A lease record (written by earlier versions, see ._lease) is ignored.
             elsewhere = isinstance(event, FromElsewhere)
             for key in event.keys:
                 namespace, _, tail = key.rpartition("/")
                 if tail in NAMESPACE_KEYS and namespace:
                     actor = self._actors.get((event.branch, namespace))
-                    if actor is None:
-                        continue
-                    if tail == LEASE_KEY:
-                        actor.lease.observe()
-                    elif tail in (READER_KEY, FLOOR_KEY):
+                    if actor is not None and tail in (READER_KEY, FLOOR_KEY):
                         actor.adopt_stored_records()
                 elif elsewhere:
                     self._adopt_written_elsewhere(event.branch, key)

@@ -183,10 +183,13 @@ class Committer:
         with anyio.CancelScope(shield=True):
             error: BaseException | None = None
             try:
-                for write in [w for w in writes if w.exact is not None or w.erase is not None]:
+                for write in [w for w in writes if w.exact is not None or w.erase is not None or w.lock is not None]:
                     writes.remove(write)
                     try:
-                        await (self._write_exact(write) if write.exact is not None else self._write_erasure(write))
+                        if write.lock is not None:
+                            await self._session_lock(write, *write.lock)
+                        else:
+                            await (self._write_exact(write) if write.exact is not None else self._write_erasure(write))
                     except Exception as exc:
                         write.error = exc
                     write.done.set()
@@ -264,6 +267,28 @@ class Committer:
         self._noticed(True)
         self._applied = self._announced = write.exact[-1][0]
         self.commits += 1
+
+    async def _session_lock(self, write: PendingWrite, name: str, key: int, take: bool) -> None:
+        """Take the session lock ``key`` for ``name`` (``take``), or give it back if no name
+        counts on it any more, on the store's connection, between commits (so a commit never
+        runs while the lock is being taken or given back). A take reconnects if it must (a new
+        session holds nothing); giving back needs no connection: a lost session's locks are
+        gone with it."""
+        if not take:
+            connection = self._connection
+            if connection is not None and not connection.broken:
+                await self._call(connection.session_unlock, key)
+            return
+        connection = await self._ensure_connection()
+        try:
+            if key not in connection.session_locks and not await self._call(connection.try_session_lock, key):
+                return
+        except Exception as exc:
+            if is_connection_error(exc):
+                self._drop_connection()
+            raise failure(self.path, exc, "taking a session lock") from exc
+        connection.session_locks[key].add(name)
+        write.locked = True
 
     async def _write_erasure(self, write: PendingWrite) -> None:
         """Plan an erasure against the model caught up under the write lock (so no process

@@ -23,9 +23,11 @@ loop waits on the connection's socket (:meth:`Connection.wait_for_notifications`
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -34,7 +36,7 @@ from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
 from ._state_keys import key_number
 
-__all__ = ["Connection", "connect", "is_connection_error"]
+__all__ = ["Connection", "connect", "is_connection_error", "session_lock_key"]
 
 log = logging.getLogger("asides.store")
 
@@ -120,14 +122,43 @@ CONNECTION_DEFAULTS = {
 }
 
 
+#: Server-side settings of the store's sessions: the server probes an idle client every 10 s and
+#: ends the session after 3 unanswered probes 5 s apart (or 30 s of unacknowledged data), so a
+#: client host that vanished (a crash, a partition) has its session, and the session locks it
+#: held (a compression lease), ended in about half a minute instead of the system's hours. A
+#: client *process* that dies on a live host closes its socket, and the server ends its session
+#: at once. (Ignored on a Unix socket, where a dead peer is always seen at once.)
+SERVER_KEEPALIVES = {
+    "tcp_keepalives_idle": 10,
+    "tcp_keepalives_interval": 5,
+    "tcp_keepalives_count": 3,
+    "tcp_user_timeout": 30000,
+}
+
+
+def _set_server_keepalives(conn: Any) -> None:
+    """Apply :data:`SERVER_KEEPALIVES` to the session, skipping a setting the server does not
+    know (``tcp_user_timeout`` is PostgreSQL 12 and later)."""
+    import psycopg
+
+    for setting, value in SERVER_KEEPALIVES.items():
+        try:
+            conn.execute(f"SET {setting} = {value}")
+        except psycopg.errors.UndefinedObject:
+            log.debug("the server has no setting %s; its sessions go without it", setting)
+
+
 def _open(url: str, connect_timeout: float) -> Any:
     """A psycopg connection in autocommit mode, with :data:`CONNECTION_DEFAULTS` for what the
-    URL leaves unset."""
+    URL leaves unset, and an application name saying which process it is, for people reading
+    ``pg_stat_activity`` (and a compression lease's holder, see :func:`read_session_lock_holders`),
+    unless the URL names one."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
 
     given = conninfo_to_dict(url)
     extra: dict[str, Any] = {key: value for key, value in CONNECTION_DEFAULTS.items() if key not in given}
+    extra.setdefault("fallback_application_name", f"asides pid {os.getpid()}")
     if "connect_timeout" not in given:
         extra["connect_timeout"] = max(1, int(connect_timeout))
     return psycopg.connect(url, autocommit=True, **extra)
@@ -169,6 +200,10 @@ class Connection:
         self._prefix = schema + ":"
         #: The newest record id another process's commit announced on this connection (0: none).
         self.announced = 0
+        #: Session locks (``pg_advisory_lock`` keys) this session holds on the server, and the
+        #: names counting on each (two names whose keys collide share one lock). A new
+        #: connection holds none: its session took none, and a lost session's locks are gone.
+        self.session_locks: dict[int, set[str]] = {}
         conn.add_notify_handler(lambda notify: self._note(notify.pid, notify.payload))
 
     def _note(self, pid: int, payload: str) -> None:
@@ -278,6 +313,32 @@ class Connection:
             if not self.broken:
                 self._take_notifications()
 
+    def try_session_lock(self, key: int) -> bool:
+        """Take the session-level advisory lock ``key`` if no other session holds it (one round
+        trip; it never waits); whether this session holds it now."""
+        (taken,) = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone() or (False,)
+        if taken:
+            self.session_locks.setdefault(key, set())
+        return bool(taken)
+
+    def session_unlock(self, key: int) -> None:
+        """Give the session lock ``key`` back, if this session holds it and no name counts on it."""
+        if key in self.session_locks and not self.session_locks[key]:
+            del self.session_locks[key]
+            self._conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def session_lock_holders(self, keys: Iterable[int]) -> dict[int, str]:
+        """Which server process holds each of the advisory locks ``keys``, in words (``server
+        process 4242, 'asides pid 77' from 10.0.0.5``), read from ``pg_locks``; a key no session
+        holds is left out."""
+        wanted = set(keys)
+        found: dict[int, str] = {}
+        for key, pid, application, address in self._conn.execute(_SESSION_LOCK_HOLDERS).fetchall():
+            if key in wanted:
+                where = f" from {address}" if address else ""
+                found[int(key)] = f"server process {pid}" + (f", {application!r}" if application else "") + where
+        return found
+
     def lock(self, applied: int) -> tuple[int, list[RowTuple]]:
         """Begin a transaction holding the write lock, which no other commit passes (a commit
         without it waits, then finds its ids taken); returns the newest id and the records after
@@ -384,6 +445,26 @@ def _wait_for_older_snapshots(conn: Any, committed_at: Any) -> list[int]:
         time.sleep(0.02)
 
 
+def session_lock_key(schema: str, name: str) -> int:
+    """The ``pg_advisory_lock`` key of the session lock ``name`` of the store in ``schema``: the
+    first 63 bits of a BLAKE2b hash of both (non-negative, so ``pg_locks`` shows it as
+    ``classid = key >> 32``, ``objid = key & 0xFFFFFFFF``, ``objsubid = 1``). Two names whose keys
+    collide (about one chance in 10^18 for a pair) share one lock: one waits while the other
+    is held, and nothing else goes wrong."""
+    digest = hashlib.blake2b(f"asides\0{schema}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+#: The server processes holding advisory locks (the single-``bigint`` form) in this database,
+#: with what ``pg_stat_activity`` shows of them (null where the role may not see them).
+_SESSION_LOCK_HOLDERS = (
+    "SELECT (l.classid::bigint << 32) | l.objid::bigint, l.pid, a.application_name, host(a.client_addr) "
+    "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
+
 def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", connect_timeout: float = 5.0) -> Connection:
     """A new connection to the store at ``url`` (checking, or creating, its schema). Runs in a
     worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses.
@@ -398,6 +479,7 @@ def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", 
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
         conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+        _set_server_keepalives(conn)
         if synchronous == "NORMAL" and not _sets_synchronous_commit(url):
             conn.execute("SET synchronous_commit = off")
         schema = prepare_schema(conn, where, create=create)

@@ -108,6 +108,10 @@ class PendingWrite:
     #: instead of ``rows``; ``erased`` is what it did (``None``: nothing was left to erase).
     erase: tuple[list[str], str, float] | None = None
     erased: Erasure | None = None
+    #: A session lock ``(name, key, take)`` to take (``take``) or give back on the store's
+    #: connection instead of ``rows``; ``locked`` says whether the take got it.
+    lock: tuple[str, int, bool] | None = None
+    locked: bool = False
     recheck: Callable[[LogModel], None] | None = None
     guard: Callable[[], None] | None = None
     ids: list[int] = attrs.Factory(list)

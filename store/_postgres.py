@@ -24,6 +24,13 @@ What differs is who decides the order of writes: the database.
   notification, after a reconnect, and on :meth:`PostgresStore.sync`. They make the same store
   events as local writes. A busy writer announces its commits every 2 ms, not each one
   (``_pg_notices``), unless other processes write too.
+* **Session locks** (:meth:`PostgresStore.take_session_lock`): a named lock held by the store's
+  connection, a session-level advisory lock on the server. It is taken and given back between
+  commits, on the connection that commits, so a write guarded by
+  :meth:`PostgresStore.holds_session_lock` commits only through the session that holds the
+  lock: a session that ended (the process crashed, its connection was lost) frees its locks at
+  once on the server, and its later writes go through a new connection, which holds none. The
+  compression lease is one (``actors/_lease.py``).
 * **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
   happened whole or not at all. When a commit's outcome was lost with the connection, the store
   reconnects and looks for its records before it answers. New calls reconnect (bounded retries).
@@ -56,7 +63,7 @@ from ._model import BranchInfo, LogModel, Row
 from ._model_parts import fork_point
 from ._names import check_branch, check_state_key
 from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
-from ._pg_driver import Connection, connect, is_connection_error
+from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
 from ._pg_rows import PendingRow, PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
@@ -293,6 +300,63 @@ class PostgresStore(Committer, SqliteStore):
 
         await self._submit(PendingWrite([branch_row(name, parent, at, meta)], recheck=recheck))
         return self._model.branch_info(name)
+
+    # -- session locks -----------------------------------------------------------------------
+
+    def _session_lock_key(self, name: str) -> int:
+        return session_lock_key(self._schema, name)
+
+    async def take_session_lock(self, name: str) -> bool:
+        """Take the session lock ``name`` unless another session (another process, or another
+        store of this one) holds it; whether this store's connection holds it now. Never waits
+        for it: one round trip, between commits. Held, it stays until
+        :meth:`release_session_lock`, the store's close, or the end of the connection's
+        session (a crash, a lost connection: the server frees it at once)."""
+        self._check_usable()
+        write = PendingWrite([], lock=(name, self._session_lock_key(name), True))
+        await self._submit(write)
+        return write.locked
+
+    def holds_session_lock(self, name: str) -> bool:
+        """Whether this store's connection holds the session lock ``name``, as far as this
+        process knows (in memory). A guard asking it at commit refuses a write unless the
+        commit goes through the session that holds the lock."""
+        connection = self._connection
+        if connection is None or connection.broken:
+            return False
+        return name in connection.session_locks.get(self._session_lock_key(name), ())
+
+    def release_session_lock(self, name: str) -> None:
+        """Give the session lock ``name`` up: from now on :meth:`holds_session_lock` says no (a
+        write it guards is refused), and the server frees it with the committer's next round."""
+        connection = self._connection
+        key = self._session_lock_key(name)
+        names = None if connection is None else connection.session_locks.get(key)
+        if names is None or name not in names:
+            return
+        names.discard(name)
+        self._pending.append(PendingWrite([], lock=(name, key, False)))
+        self._wake_up()
+
+    async def session_lock_holders(self, names: Iterable[str]) -> dict[str, str]:
+        """Which session holds each of the session locks ``names`` now, in words (``server
+        process 4242, 'asides pid 77' from 10.0.0.5``), read from ``pg_locks`` on a connection of
+        its own (a read-only store may ask); a lock nobody holds is left out."""
+        self._check_not_failed()
+        keyed = {self._session_lock_key(name): name for name in names}
+
+        def read() -> dict[int, str]:
+            connection = connect(self.url, self.path, create=False)
+            try:
+                return connection.session_lock_holders(keyed)
+            finally:
+                connection.close()
+
+        try:
+            found = await anyio.to_thread.run_sync(read)
+        except Exception as exc:
+            raise failure(self.path, exc, "reading who holds its session locks") from exc
+        return {keyed[key]: holder for key, holder in found.items()}
 
     # -- backups -----------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ __all__ = [
 READER_KEY: Final = "reader"  # the reader the namespace is claimed for
 FLOOR_KEY: Final = "narrowing-floor"  # the newest sequence compression may have read
 STRATEGY_KEY: Final = "strategy"  # the name of the strategy the namespace runs
-LEASE_KEY: Final = "compression-lease"  # which process compresses the namespace (a shared store)
+LEASE_KEY: Final = "compression-lease"  # reserved: the lease record of earlier versions (now a session lock), ignored
 #: The one-segment tails of a namespace's own records.
 NAMESPACE_KEYS: Final = (READER_KEY, FLOOR_KEY, STRATEGY_KEY, LEASE_KEY)
 #: The segment before a context entry's index.

@@ -22,6 +22,11 @@ returned it (so it is durable); the parent reads them.
 ``python tests/pg_worker.py crash URL INDEX``
     Appends messages until killed, printing ``A <id> <sequence>`` after each.
 
+``python tests/pg_worker.py hold URL``
+    Writes 30 messages and opens ``agents/s`` for ann with a model that never answers, then
+    prints ``HOLDING`` once its request is out (it holds the namespace's compression lease) and
+    waits until killed.
+
 ``python tests/pg_worker.py watch URL``
     Prints ``READY``, then ``HEARD <id> <time.time()>`` for each message another process
     commits, as this process's store hears of it (no sync, no polling). ``compile`` on stdin
@@ -139,6 +144,31 @@ async def crash(url: str, index: int) -> None:
             n += 1
 
 
+class NeverAnswers:
+    """A model whose requests never end; ``asked`` is set once one is out."""
+
+    def __init__(self) -> None:
+        self.asked = trio.Event()
+
+    async def complete(self, request: object) -> object:
+        self.asked.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def hold(url: str) -> None:
+    model = NeverAnswers()
+    async with open_runtime(url) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        for i in range(30):
+            await host.add_message("user", [text(f"Message {i}. {'filler words ' * 20}")])
+        strategy = AutobiographicalStrategy(target_chunk_tokens=300, head_window_tokens=0, recent_window_tokens=0)
+        await rt.open_manager("agents/s", strategy=strategy, view_reader="ann", model=model)
+        await model.asked.wait()
+        say("HOLDING")
+        await trio.sleep_forever()
+
+
 async def watch(url: str) -> None:
     async with open_runtime(url) as rt:
 
@@ -168,6 +198,8 @@ def main() -> None:
         trio.run(work, url, int(sys.argv[3]), int(sys.argv[4]), compress)
     elif mode == "crash":
         trio.run(crash, url, int(sys.argv[3]))
+    elif mode == "hold":
+        trio.run(hold, url)
     elif mode == "watch":
         trio.run(watch, url)
     else:

@@ -186,17 +186,26 @@ async def test_a_claim_written_elsewhere_while_the_actor_here_ends_is_not_lost(p
         assert (await here.open_manager("agents/x", strategy=PassthroughStrategy())).view_reader == "ann"
 
 
-async def test_a_lease_this_runtime_holds_counts_as_run_out_when_its_actor_starts_again(pg_url):
-    """An actor that ended while its namespace's compression lease still named this runtime (a
-    failing drain gives nothing up) counts that lease as run out when it starts again: it renews
-    before its next unit, so the holder still believes its lease ends before anyone else does."""
-    from asides.actors._lease import CompressionLease
+async def test_an_actor_that_ends_gives_its_compression_lease_up(pg_url):
+    """A drain stopped in the middle of a unit (its manager let go while a shielded request is
+    out) keeps the namespace's compression lease: the unit may still write under it. Once the
+    request is back and nothing uses the actor, the actor ends and gives the lease up, so
+    another process may compress the namespace at once."""
+    from asides.actors._lease import lease_holders
 
     async with open_runtime(pg_url) as rt:
-        record = {"holder": rt.lease_holder, "seconds": 600, "branch": "main", "written_at": 0}
-        await rt.store.set_state("main", "agents/x/compression-lease", record)
-        lease = CompressionLease(rt.store, "main", "agents/x/compression-lease", rt.lease_holder, claim_key="agents/x/reader")
-        assert lease.held_here() and lease.wait() is None
-        assert lease.left() == 0.0, "not a full lease counted from now"
-        other = CompressionLease(rt.store, "main", "agents/x/compression-lease", "someone-else", claim_key="agents/x/reader")
-        assert other.wait() == 600.0, "another process counts it from when it first saw it"
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        blocking, _summariser = blocking_model("LATE", shield=True)
+        manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=blocking)
+        await write_conversation(host, 30)
+        await blocking.wait_for_request()
+        actor = rt.actor("main", "agents/s")
+        manager.abandon()
+        await settle()
+        assert not actor.ended
+        assert await lease_holders(rt.store, [("main", "agents/s")]), "still held while the unit's request is out"
+        blocking.open()
+        await settle()
+        assert actor.ended
+        await rt.store.sync()  # the release reached the server with the committer's round
+        assert await lease_holders(rt.store, [("main", "agents/s")]) == {}, "given up as the actor ended"
