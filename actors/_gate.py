@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -54,6 +55,11 @@ class ModelPolicy:
     process holding a namespace's compression lease, before it asks for the lease again
     (docs/postgres.md); a holder that gives it up or crashes is noticed within that time. Each
     ask is one round trip to the database, made only while the namespace has work waiting here.
+
+    ``compression_lease`` is deprecated and has no effect: it was the length of a lease record,
+    and the lease is now a session lock of the store's connection, which has no length (a
+    crashed holder frees it at once). Giving it warns (``DeprecationWarning``); it stays
+    accepted, in its old place among the positional arguments.
     """
 
     request_timeout: float = 300.0
@@ -61,9 +67,18 @@ class ModelPolicy:
     drain_failures: int = 5
     first_backoff: float = 1.0
     max_backoff: float = 300.0
+    compression_lease: float | None = None
     lease_retry: float = 1.0
 
     def __attrs_post_init__(self) -> None:
+        if self.compression_lease is not None:
+            warnings.warn(
+                "ModelPolicy.compression_lease has no effect any more: the compression lease is a session lock of the "
+                "store's connection, freed at once when its holder ends (docs/postgres.md); lease_retry sets how often a "
+                "waiting process asks for it",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         for name in ("request_timeout", "answer_limit_factor", "first_backoff", "max_backoff", "lease_retry"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:

@@ -253,3 +253,13 @@ async def test_on_a_store_file_the_lease_costs_nothing(tmp_path):
         state = StrategyState(rt.store, "main", NAMESPACE)
         with pytest.raises(ValueError, match="compression-lease"):
             await state.set("mine/compression-lease", 1)
+
+
+def test_the_old_compression_lease_option_is_accepted_with_a_deprecation_warning():
+    """``ModelPolicy.compression_lease`` (a lease record's length) has no effect now that the lease
+    is a session lock; code that passes it keeps working and is told so."""
+    from asides import ModelPolicy
+
+    with pytest.warns(DeprecationWarning, match="compression_lease has no effect"):
+        policy = ModelPolicy(compression_lease=90.0)
+    assert policy.lease_retry == ModelPolicy().lease_retry
