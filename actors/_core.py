@@ -146,6 +146,11 @@ class RuntimeCore:
             if holder is manager:
                 del self._strategy_holders[key]
 
+    @property
+    def open_managers(self) -> int:
+        """How many managers are registered (open, or opening)."""
+        return len(self._managers)
+
     def register(self, manager: ContextManager) -> None:
         """``manager`` is opening: it holds its strategy, and closes with the runtime."""
         self.hold_strategy(manager.strategy, manager)

@@ -162,3 +162,8 @@ def abandon(manager: Any) -> None:
     """Test-only: what a failed open does to its manager (closed at once, its drain cancelled and
     not waited for, its actor let go), for tests of an actor's life."""
     manager._abandon()
+
+
+def registered_managers(runtime: Any) -> int:
+    """Test-only: how many managers the runtime's private core has registered (open, or opening)."""
+    return int(runtime._core.open_managers)
