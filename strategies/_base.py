@@ -224,7 +224,8 @@ class StrategyState:
     Keys are relative to the namespace (``autobiographical/chunk/12`` is stored as
     ``<namespace>/autobiographical/chunk/12``). Values are JSON. Every write is a state record
     that raises the branch sequence by one. The namespace's reader record, narrowing floor and
-    context log are not reachable through here.
+    context log are not reachable through here: the runtime, which makes every ``StrategyState``,
+    hands it the rule that keeps them apart as ``keys`` (a :class:`RecordKeys`).
     """
 
     def __init__(
