@@ -5,9 +5,15 @@ each agent's manager compiles only what its reader may see: raw blocks, the summ
 them, provenance and logs. ``import asides`` gives everything a host needs; the subpackages
 ``asides.actors`` (the runtime), ``asides.store`` (content and the durable log) and
 ``asides.strategies`` (what a compile holds, and the models compression uses) export the same
-names by layer. Modules whose names start with an underscore are not API.
+names by layer, and ``asides.lowlevel`` the names for strategy authors and store-level code.
+
+Every public name has one public home, which its ``__module__`` names: ``asides`` for what a host
+uses, ``asides.lowlevel``, ``asides.testing``, or an integration's package
+(docs/api.md). Modules whose names start with an underscore are not API.
 """
 
+from . import lowlevel as lowlevel
+from ._public import home_names
 from ._version import __version__
 from .actors import (
     AnswerRejectedError,
@@ -55,33 +61,100 @@ from .actors import (
     UnknownMessagesError,
     open_runtime,
 )
+
+# Importable from ``asides`` as before, but no part of ``__all__``: their home is asides.lowlevel.
+from .lowlevel import (
+    DescribesPendingWork as DescribesPendingWork,
+)
+from .lowlevel import (
+    FollowsStoredState as FollowsStoredState,
+)
+from .lowlevel import (
+    HasEstimator as HasEstimator,
+)
+from .lowlevel import (
+    HasHeadWindow as HasHeadWindow,
+)
+from .lowlevel import (
+    MessageView as MessageView,
+)
+from .lowlevel import (
+    ReadsSummaries as ReadsSummaries,
+)
+from .lowlevel import (
+    ReportsFailedUnits as ReportsFailedUnits,
+)
+from .lowlevel import (
+    Selection as Selection,
+)
+from .lowlevel import (
+    SelectOptions as SelectOptions,
+)
+from .lowlevel import (
+    ShardsMessages as ShardsMessages,
+)
+from .lowlevel import (
+    SqliteStore as SqliteStore,
+)
+from .lowlevel import (
+    StrategyContext as StrategyContext,
+)
+from .lowlevel import (
+    StrategyState as StrategyState,
+)
+from .lowlevel import (
+    UnreadableBlock as UnreadableBlock,
+)
+from .lowlevel import (
+    block_from_json as block_from_json,
+)
+from .lowlevel import (
+    block_to_json as block_to_json,
+)
+from .lowlevel import (
+    check_content as check_content,
+)
+from .lowlevel import (
+    coerce_content as coerce_content,
+)
+from .lowlevel import (
+    content_from_json as content_from_json,
+)
+from .lowlevel import (
+    content_to_json as content_to_json,
+)
+from .lowlevel import (
+    default_estimate as default_estimate,
+)
+from .lowlevel import (
+    estimate_text as estimate_text,
+)
+from .lowlevel import (
+    has_audience as has_audience,
+)
+from .lowlevel import (
+    open_store as open_store,
+)
+from .lowlevel import (
+    reader_body as reader_body,
+)
+from .lowlevel import (
+    reader_view as reader_view,
+)
 from .store import (
     Audience,
     ContentBlock,
     ImageBlock,
     Message,
-    MessageView,
     RedactedThinkingBlock,
-    SqliteStore,
     SystemChangeBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    UnreadableBlock,
     ViewFilter,
-    block_from_json,
-    block_to_json,
-    check_content,
-    coerce_content,
     content_for_reader,
-    content_from_json,
-    content_to_json,
-    has_audience,
     image,
-    open_store,
-    reader_body,
-    reader_view,
     redacted_thinking,
     system_change,
     text,
@@ -95,29 +168,16 @@ from .strategies import (
     Completion,
     CompletionRequest,
     ContextStrategy,
-    DescribesPendingWork,
     ExtractiveModel,
-    FollowsStoredState,
-    HasEstimator,
-    HasHeadWindow,
     KnowledgeStrategy,
     Model,
     OpenAIModel,
     PassthroughStrategy,
     ProviderMessage,
-    ReadsSummaries,
-    ReportsFailedUnits,
-    Selection,
-    SelectOptions,
-    ShardsMessages,
-    StrategyContext,
-    StrategyState,
     Summary,
     Usage,
     WindowedPassthroughStrategy,
     completion_text,
-    default_estimate,
-    estimate_text,
     from_anthropic,
     from_openai,
 )
@@ -141,13 +201,8 @@ __all__ = [
     "ContextManager",
     "ContextStrategy",
     "Derivation",
-    "DescribesPendingWork",
     "ExtractiveModel",
     "FloorUnavailableError",
-    "FollowsStoredState",
-    "ReportsFailedUnits",
-    "HasEstimator",
-    "HasHeadWindow",
     "ImageBlock",
     "Injection",
     "InvalidArgumentError",
@@ -158,7 +213,6 @@ __all__ = [
     "ManagerClosedError",
     "Message",
     "MessageInjection",
-    "MessageView",
     "Model",
     "ModelError",
     "ModelPolicy",
@@ -170,24 +224,17 @@ __all__ = [
     "ProviderMessage",
     "ReaderClaimError",
     "ReaderRecordError",
-    "ReadsSummaries",
     "RedactedThinkingBlock",
     "Runtime",
-    "SelectOptions",
-    "Selection",
-    "ShardsMessages",
     "SourceEntry",
-    "SqliteStore",
     "StoreCorruptError",
     "StoreFailedError",
     "StoreLockedError",
     "StoreNotEmptyError",
     "StoreReadOnlyError",
     "StrategyCapabilityError",
-    "StrategyContext",
     "StrategyInUseError",
     "StrategyNotStartedError",
-    "StrategyState",
     "Summary",
     "SystemChangeBlock",
     "TextBlock",
@@ -196,29 +243,16 @@ __all__ = [
     "ToolUseBlock",
     "UnknownBranchError",
     "UnknownMessageError",
-    "UnreadableBlock",
     "Usage",
     "ViewFilter",
     "WindowedPassthroughStrategy",
     "__version__",
-    "block_from_json",
-    "block_to_json",
-    "check_content",
-    "coerce_content",
     "completion_text",
     "content_for_reader",
-    "content_from_json",
-    "content_to_json",
-    "default_estimate",
-    "estimate_text",
     "from_anthropic",
     "from_openai",
-    "has_audience",
     "image",
     "open_runtime",
-    "open_store",
-    "reader_body",
-    "reader_view",
     "redacted_thinking",
     "system_change",
     "text",
@@ -232,3 +266,5 @@ __all__ = [
     "Tombstone",
     "UnknownMessagesError",
 ]
+
+home_names(__name__, __all__, globals())

@@ -30,8 +30,8 @@ from typing import Any
 import trio
 
 from ..store._errors import MalformedContentError, StoreLockedError
+from ..store._key_numbers import key_number
 from ..store._open import open_store
-from ..store._state_keys import key_number
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import parse_lines

@@ -14,13 +14,13 @@ import attrs
 import trio
 
 from ..actors._lease import lease_holders
+from ..actors._records import FLOOR_KEY, LEASE_KEY, READER_KEY, own_record
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
-from ..store._state_keys import own_record
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
-from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY, STRATEGY_KEY
+from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
 

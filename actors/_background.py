@@ -12,22 +12,22 @@ import logging
 import re
 from collections.abc import Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..strategies._autobiographical.records import Summary
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
     HasHeadWindow,
     ReadsSummaries,
     ReportsFailedUnits,
+    Summary,
+    has_background_work,
 )
 from ..strategies._errors import CompressionError, StrategyCapabilityError
-from ..strategies._passthrough import NoBackgroundWork
-from ._drains import Drain
+from ._drains import Drain, DrainTarget
 from ._gate import AnswerStale
 from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
@@ -36,7 +36,7 @@ from ._protocol import HeadReset, Unit
 from ._tracing import span
 
 if TYPE_CHECKING:
-    from ._manager import ContextManager
+    pass
 
 log = logging.getLogger("asides.actors")
 
@@ -52,13 +52,7 @@ class BackgroundWork(ManagerParts):
     #: How many records written elsewhere the strategy had been handed (``written_elsewhere``).
     _followed_elsewhere = 0
 
-    @property
-    def lease_wait(self) -> float | None:
-        """Seconds until this process may take the namespace's compression lease, when the
-        newest unit found another process holding it (a shared store); else ``None``."""
-        return self._lease_wait
-
-    async def run_unit(self) -> bool:
+    async def _run_unit(self) -> bool:
         """Bring the strategy up to date and run one unit of its background work (when there
         is a model); whether there was one. Runs in the namespace actor's turn."""
         return await self._unit(needs_model=True)
@@ -80,7 +74,7 @@ class BackgroundWork(ManagerParts):
                 return False
             leased = self.model is not None  # a unit that may ask the model compresses under the lease
             if leased:
-                self._lease_wait = await actor.take_lease(self._runtime.model_policy.lease_retry)
+                self._lease_wait = await actor.take_lease(self._core.model_policy.lease_retry)
                 if self._lease_wait is not None:
                     return False  # another process compresses this namespace now
             try:
@@ -98,7 +92,7 @@ class BackgroundWork(ManagerParts):
                 # process whose model answers may take over; this one asks again after its
                 # back-off. (Before that, its retries cost no round trip.)
                 failure = self._drain.failure if self._drain is not None else None
-                failing = failure is not None and failure.count >= self._runtime.model_policy.drain_failures
+                failing = failure is not None and failure.count >= self._core.model_policy.drain_failures
                 if leased and failing and actor.holds_turn():
                     await self._release_lease_if_idle()
                 raise
@@ -121,14 +115,14 @@ class BackgroundWork(ManagerParts):
             if isinstance(self._strategy, FollowsStoredState):
                 self._strategy.follow_stored_state(self._context())
 
-    def drain_started(self) -> NamespaceActor:
+    def _drain_started(self) -> NamespaceActor:
         """This manager's drain began: its namespace actor stays until the drain ends (the
-        actor returned is the one :meth:`drain_ended` is given)."""
+        actor returned is the one :meth:`_drain_ended` is given)."""
         actor = self._actor
         actor.drain_began()
         return actor
 
-    async def drain_ended(self, actor: NamespaceActor, *, give_up_lease: bool) -> None:
+    async def _drain_ended(self, actor: NamespaceActor, give_up_lease: bool) -> None:
         """This manager's drain ended: when it was the last of its namespace here and
         ``give_up_lease``, give the compression lease up (if held), so another process may
         compress at once. A drain stopped in the middle of a unit (a close or a cancellation)
@@ -217,7 +211,7 @@ class BackgroundWork(ManagerParts):
             drain = self._drain
             if drain is None or drain.stopped:
                 # No drain runs (the strategy has none): work in this task.
-                if not await self.run_unit():
+                if not await self._run_unit():
                     return self._raise_if_failed(before)
                 continue
             progress = drain.progress.version
@@ -228,7 +222,7 @@ class BackgroundWork(ManagerParts):
             if failure is not None and failure.outages:
                 if start_failures is None:
                     start_failures = failure.outages - 1
-                if failure.outages - start_failures >= self._runtime.model_policy.drain_failures:
+                if failure.outages - start_failures >= self._core.model_policy.drain_failures:
                     raise CompressionError(
                         f"the compression model of namespace {self._namespace!r} on branch {self._branch!r} failed "
                         f"{failure.outages - start_failures} times in a row (last: {failure.error}); the background drain "
@@ -261,13 +255,34 @@ class BackgroundWork(ManagerParts):
         """Start this manager's drain, if its strategy has background work and none runs."""
         if self._drain is not None and not self._drain.stopped:
             return
-        if self._closed or not self._started or self._start_error is not None or self._runtime.closing:
+        if self._closed or not self._started or self._start_error is not None or self._core.closing:
             return
-        if isinstance(self._strategy, NoBackgroundWork):
+        if not has_background_work(self._strategy):
             return
-        drain = Drain(cast("ContextManager", self), self._runtime.model_policy)
+        drain = Drain(self._drain_target(), self._core.model_policy)
         self._drain = drain
-        self._runtime.spawn(drain.run)
+        self._core.spawn(drain.run)
+
+    def _may_work(self) -> bool:
+        """Whether the namespace's claim still lets this manager work here."""
+        return not self._closed and self._actor.may_work(self._reader)
+
+    def _drain_target(self) -> DrainTarget:
+        """What the drain needs of this manager, as callables (it reads them while it runs)."""
+        return DrainTarget(
+            namespace=self._namespace,
+            branch=self._branch,
+            branch_signal=self._core.branch_signal(self._branch),
+            claim_generation=lambda: self._actor.claim_generation,
+            wait_claim_change=lambda generation: self._actor.wait_claim_change(generation),
+            recorded_reader=lambda: self._actor.record,
+            may_work=self._may_work,
+            run_unit=self._run_unit,
+            lease_wait=lambda: self._lease_wait,
+            answers=lambda: self._answers,
+            started=self._drain_started,
+            ended=self._drain_ended,
+        )
 
     async def _stop_drain(self) -> None:
         drain, self._drain = self._drain, None

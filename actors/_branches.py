@@ -12,7 +12,7 @@ from ..store._errors import BranchExistsError
 from ..store._model import MISSING
 from ..store._model_parts import fork_point
 from ..store._names import check_branch
-from ..strategies._base import STRATEGY_KEY
+from ..strategies._base import STRATEGY_KEY, check_marks_reads
 from ..strategies._recorded import strategy_record
 from ._errors import ReaderClaimError, ReaderRecordError
 from ._manager_parts import ManagerParts
@@ -50,7 +50,7 @@ class BranchMoves(ManagerParts):
         reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
         self._check("switch_branch", started=False)
         self._store.branch_info(check_branch(name))
-        self._runtime.actor(name, self._namespace).check(self._reader, "switch_branch")
+        self._core.actor(name, self._namespace).check(self._reader, "switch_branch")
         await self._move(name, self._strategy, "switch_branch")
 
     async def set_strategy(self, strategy: ContextStrategy) -> None:
@@ -58,7 +58,7 @@ class BranchMoves(ManagerParts):
         this manager may not work here or the new strategy does not mark its compression reads
         under a reader (R1, R2, R4, R7, N7)."""
         self._check("set_strategy", started=False)
-        self.require_capability(strategy, "set_strategy")
+        check_marks_reads(self._reader, strategy, "set_strategy")
         await self._move(self._branch, strategy, "set_strategy")
 
     async def _move(self, branch: str, strategy: ContextStrategy, action: str) -> None:
@@ -70,9 +70,9 @@ class BranchMoves(ManagerParts):
         call with the manager where it was and its old strategy. Once anything is
         written the move completes, even if cancelled meanwhile."""
         me = cast("ContextManager", self)
-        self._runtime.check_strategy_free(strategy, me)
+        self._core.check_strategy_free(strategy, me)
         await self._stop_drain()
-        target = self._runtime.actor(branch, self._namespace)
+        target = self._core.actor(branch, self._namespace)
         target.attach()  # held across the awaits below; the manager holds it itself once bound
         moved = False
 
@@ -90,7 +90,7 @@ class BranchMoves(ManagerParts):
                 self._view = self._make_view(branch)
                 self._strategy = strategy
                 self._started = False
-                self._runtime.hold_strategy(strategy, me)
+                self._core.hold_strategy(strategy, me)
                 if self._reader is not None:
                     await target.claim(self._reader, action)
                 await self._record_strategy()
@@ -110,8 +110,8 @@ class BranchMoves(ManagerParts):
         its strategy failed to start (D4), when the record is not a reader's name (R7), or when
         the strategy does not mark its compression reads under a reader (N7)."""
         self._check("derive")
-        self.require_capability(strategy, "derive")
-        self._runtime.check_strategy_free(strategy)
+        check_marks_reads(self._reader, strategy, "derive")
+        self._core.check_strategy_free(strategy)
         if self._store.has_branch(check_branch(branch)):
             raise BranchExistsError(branch)
         at = fork_point(at_sequence, self._store.head(self._branch), self._branch)
@@ -135,18 +135,18 @@ class BranchMoves(ManagerParts):
         return child
 
     async def _start_child(self, strategy: ContextStrategy, branch: str, derivation: Derivation) -> ContextManager:
-        from ._manager import ContextManager
+        from ._manager import open_context_manager  # the manager module imports this one
 
-        child = ContextManager(
-            self._runtime,
+        return await open_context_manager(
+            self._core,
             namespace=self._namespace,
             strategy=strategy,
             reader=self._reader,
             view_filter=self._filter,
             branch=branch,
             model=self._model,
+            claim=self._reader,
+            action="derive",
             derivation=derivation,
         )
-        await self._runtime.start_manager(child, claim=self._reader, action="derive")
-        return child
 

@@ -23,7 +23,8 @@ import logging
 import math
 import random
 import time
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import attrs
@@ -60,53 +61,36 @@ class ModelFailure:
         return f"model failing since {since} ({self.error}), next try in {wait:.0f} s"
 
 
-class DrainTarget(Protocol):
-    """What a drain needs of the manager it works for."""
+@attrs.frozen
+class DrainTarget:
+    """What a drain needs of the manager it works for, handed to it by the manager when it starts
+    the drain: the namespace and branch, the branch's signal, and callables the drain calls."""
 
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def branch(self) -> str: ...
-
-    @property
-    def branch_signal(self) -> Signal: ...
-
-    @property
-    def claim_generation(self) -> int: ...
-
-    async def wait_claim_change(self, generation: int) -> None: ...
-
-    @property
-    def recorded_reader(self) -> object: ...
-
-    def may_work(self) -> bool: ...
-
-    async def run_unit(self) -> bool:
-        """Catch up and run one unit of work; whether there was one. Raises what the unit raised."""
-        ...
-
-    @property
-    def lease_wait(self) -> float | None:
-        """After a unit that did nothing: seconds until it asks again for the namespace's
-        compression lease, which another process holds (``None``: no other process holds it)."""
-        ...
-
-    def drain_started(self) -> Any:
-        """The drain began; returns what :meth:`drain_ended` is to be given (the drain keeps its
-        namespace's actor alive meanwhile)."""
-        ...
-
-    async def drain_ended(self, started: Any, *, give_up_lease: bool) -> None:
-        """The drain's loop ended; with ``give_up_lease`` (it was neither stopped in the middle
-        of a unit nor failing) the compression lease is given up, if this was the last drain of
-        the namespace here."""
-        ...
-
-    @property
-    def answers(self) -> int:
-        """How many answers the model has given this manager."""
-        ...
+    namespace: str
+    branch: str
+    #: Raised by every write on the branch.
+    branch_signal: Signal
+    #: The namespace's claim generation now, and a wait until it differs from a given one.
+    claim_generation: Callable[[], int]
+    wait_claim_change: Callable[[int], Awaitable[None]]
+    #: The reader the namespace records on the branch (``None`` when unclaimed), for the log.
+    recorded_reader: Callable[[], object]
+    #: Whether the namespace's claim still lets the manager work here.
+    may_work: Callable[[], bool]
+    #: Catch up and run one unit of work; whether there was one. Raises what the unit raised.
+    run_unit: Callable[[], Awaitable[bool]]
+    #: After a unit that did nothing: seconds until it asks again for the namespace's
+    #: compression lease, which another process holds (``None``: no other process holds it).
+    lease_wait: Callable[[], float | None]
+    #: How many answers the model has given the manager.
+    answers: Callable[[], int]
+    #: The drain began; returns what ``ended`` is to be given (the drain keeps its namespace's
+    #: actor alive meanwhile).
+    started: Callable[[], Any]
+    #: The drain's loop ended; with ``give_up_lease`` (it was neither stopped in the middle of a
+    #: unit nor failing) the compression lease is given up, if this was the last drain of the
+    #: namespace here.
+    ended: Callable[[Any, bool], Awaitable[None]]
 
 
 class Drain:
@@ -149,7 +133,7 @@ class Drain:
             self._done.set()
             self.progress.raise_()
             return
-        started = target.drain_started()
+        started = target.started()
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -160,7 +144,7 @@ class Drain:
         finally:
             self.stopped = True
             with anyio.CancelScope(shield=True), anyio.move_on_after(LEASE_RELEASE_SECONDS):
-                await target.drain_ended(started, give_up_lease=not self._in_unit and self.failure is None)
+                await target.ended(started, not self._in_unit and self.failure is None)
             self._done.set()
             self.progress.raise_()
             log.debug("drain of namespace %r on %r ended", target.namespace, target.branch)
@@ -168,14 +152,14 @@ class Drain:
     async def _watch_claim(self, scope: anyio.CancelScope) -> None:
         target = self._target
         while True:
-            generation = target.claim_generation
+            generation = target.claim_generation()
             await target.wait_claim_change(generation)
             if not target.may_work():
                 log.warning(
                     "namespace %r on branch %r was claimed by %r; the drain of a manager that does not compile for that reader stops",
                     target.namespace,
                     target.branch,
-                    target.recorded_reader,
+                    target.recorded_reader(),
                 )
                 scope.cancel()
                 return
@@ -203,7 +187,7 @@ class Drain:
         backoff = policy.first_backoff
         while True:
             version = target.branch_signal.version
-            answered = target.answers
+            answered = target.answers()
             try:
                 did = await self._one_unit()
             except (ReaderClaimError, ReaderRecordError) as exc:
@@ -215,7 +199,7 @@ class Drain:
                 log.error("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
                 return
             except Exception as exc:
-                if target.answers != answered and not isinstance(exc, AnswerRejectedError):
+                if target.answers() != answered and not isinstance(exc, AnswerRejectedError):
                     backoff = policy.first_backoff
                 wait = backoff * (0.5 + 0.5 * self._random.random())
                 previous = self.failure
@@ -240,8 +224,8 @@ class Drain:
                 await anyio.sleep(wait)
                 backoff = min(backoff * 2, policy.max_backoff)
                 continue
-            lease_wait = None if did else target.lease_wait
-            if target.answers != answered or (not did and lease_wait is None):
+            lease_wait = None if did else target.lease_wait()
+            if target.answers() != answered or (not did and lease_wait is None):
                 # The model answered (it is healthy again), or nothing is left to do here (the
                 # units that failed for good are reported by the strategy, not as a failing model).
                 backoff = policy.first_backoff

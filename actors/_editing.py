@@ -14,6 +14,7 @@ from ..store._narrowing import narrowing_of
 from ._errors import NarrowingRefusedError
 from ._manager_parts import ManagerParts
 from ._protocol import ContextEntryWrite, Edit
+from ._records import reader_keys
 
 if TYPE_CHECKING:
     from ._manager import ContextEntry
@@ -55,7 +56,7 @@ class Editing(ManagerParts):
             if stored is None:
                 raise UnknownMessageError(message_id, self._branch)
             self._check_narrowing(stored, blocks)
-            copies = self._runtime.context_copies(self._branch, message_id, stored, blocks)
+            copies = self._core.context_copies(self._branch, message_id, stored, blocks)
 
             def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
                 # At commit, after every earlier commit (on a shared store another process
@@ -63,7 +64,7 @@ class Editing(ManagerParts):
                 self._actor.adopt_stored_records()
                 current = self._store.get_message(self._branch, message_id) or stored
                 self._check_narrowing(current, blocks)
-                if self._runtime.context_copies(self._branch, message_id, current, blocks) != copies:
+                if self._core.context_copies(self._branch, message_id, current, blocks) != copies:
                     raise _CopiesMoved
 
             try:
@@ -99,11 +100,9 @@ class Editing(ManagerParts):
             refuse((reader,), "the record of what compression has read cannot be read")
         if stored.sequence <= floor:
             refuse((reader,), f"compression may have read it (the narrowing floor is {floor}, the message's sequence {stored.sequence})")
-        for key in self._store.model.state_keys_ending(self._branch, "/reader"):
-            namespace = key[: -len("/reader")]
+        for namespace, value in reader_keys(self._store.model, self._branch):
             if namespace == self._namespace:
                 continue
-            value = self._store.model.get_state(self._branch, key)
             if not isinstance(value, str) or not value:
                 refuse((reader,), f"namespace {namespace!r} on this branch has a reader record that cannot be read")
             if value == reader:
@@ -134,7 +133,7 @@ class Editing(ManagerParts):
             from ._manager import ContextEntry  # the manager module imports this one
 
             entry = ContextEntry(index, blocks, source_message_id)
-            await self._runtime.write_context_entry(self._branch, self._namespace, entry)
+            await self._core.write_context_entry(self._branch, self._namespace, entry)
             return entry
 
         return await self._actor.execute(ContextEntryWrite(), in_the_actor)
@@ -142,5 +141,5 @@ class Editing(ManagerParts):
     def get_context_entries(self) -> tuple[ContextEntry, ...]:
         """This namespace's context log on this branch, oldest first (dropped entries left out)."""
         self._check("get_context_entries", started=False)
-        return self._runtime.context_entries(self._branch, self._namespace)
+        return self._core.context_entries(self._branch, self._namespace)
 

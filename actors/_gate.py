@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 import math
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -143,25 +143,35 @@ class GateOwner(Protocol):
     def closed(self) -> bool: ...
 
     @property
-    def epoch(self) -> int: ...
-
-    async def disclose(self, message_ids: Sequence[str], via: str) -> None: ...
-
-    @property
     def strategy_name(self) -> str: ...
 
 
 class ModelGate:
     """The model as a strategy sees it (``ctx.model``)."""
 
-    def __init__(self, owner: GateOwner, actor: NamespaceActor, model: Model, policy: ModelPolicy, on_answer: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        owner: GateOwner,
+        actor: NamespaceActor,
+        model: Model,
+        policy: ModelPolicy,
+        *,
+        on_answer: Callable[[], None],
+        epoch: Callable[[], int],
+        disclose: Callable[[Sequence[str], str], Awaitable[None]],
+    ) -> None:
+        """``epoch``: the owner's move count now (raised by one on every fork, switch and strategy
+        change); ``disclose`` records that message ids were shown through a way (here: to the
+        model provider, before the request is sent)."""
         self._owner = owner
         self._actor = actor
         self._model = model
         self._policy = policy
-        self._epoch = owner.epoch
+        self._current_epoch = epoch
+        self._epoch = epoch()
         self._generation = actor.claim_generation
         self._on_answer = on_answer
+        self._disclose = disclose
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
@@ -193,14 +203,14 @@ class ModelGate:
     async def _complete(self, request: CompletionRequest) -> Completion:
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
-        await owner.disclose(request.source_ids, "compression")  # recorded before it is sent
+        await self._disclose(request.source_ids, "compression")  # recorded before it is sent
         actor.request_began()
         try:
             completion = await actor.outside_turn(lambda: self._ask(request))
         finally:
             actor.request_finished()
         self._on_answer()
-        if owner.epoch != self._epoch:
+        if self._current_epoch() != self._epoch:
             raise AnswerStale("the manager moved while the request was out; its answer is discarded")
         if owner.closed:
             raise AnswerStale("the manager closed while the request was out; its answer is discarded")

@@ -30,9 +30,9 @@ from ..strategies._base import (
     ContextStrategy,
     StrategyContext,
     StrategyState,
+    check_marks_reads,
 )
 from ..strategies._capabilities import HasEstimator, ShardsMessages
-from ..strategies._errors import StrategyCapabilityError
 from ..strategies._models import Model
 from ..strategies._recorded import record_to_write
 from ..strategies._tokens import default_estimate
@@ -47,13 +47,14 @@ from ._errors import (
 )
 from ._gate import ModelGate
 from ._namespace import NamespaceActor
-from ._protocol import Claim, Signal, StartStrategy
+from ._protocol import Claim, StartStrategy
 from ._reading import Reading
+from ._records import NAMESPACE_RECORDS
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from ._core import RuntimeCore
 
-__all__ = ["ContextManager", "ContextEntry", "Derivation"]
+__all__ = ["ContextManager", "ContextEntry", "Derivation", "open_context_manager"]
 
 log = logging.getLogger("asides.actors")
 
@@ -96,7 +97,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
 
     def __init__(
         self,
-        runtime: Runtime,
+        core: RuntimeCore,
         *,
         namespace: str,
         strategy: ContextStrategy,
@@ -106,8 +107,8 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         model: Model | None,
         derivation: Derivation | None = None,
     ) -> None:
-        self._runtime = runtime
-        self._store = runtime.store
+        self._core = core
+        self._store = core.store
         self._namespace = namespace
         self._strategy = strategy
         self._reader = reader
@@ -115,7 +116,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._branch = branch
         self._model = model
         self._derivation = derivation
-        self._actor: NamespaceActor = runtime.actor(branch, namespace)
+        self._actor: NamespaceActor = core.actor(branch, namespace)
         self._attached: NamespaceActor | None = None  # the actor this manager keeps alive
         self._hold(self._actor)
         self._view = self._make_view(branch)
@@ -128,7 +129,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._shards_messages = False
         self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
         self._answers = 0  # model answers received (drains reset their back-off on one)
-        self._erasures_seen = runtime.store.model.erasure_count  # see _catch_up
+        self._erasures_seen = core.store.model.erasure_count  # see _catch_up
         self._last_disclosed: str | None = None  # the way of the last compile recorded (Reading._disclose)
 
     # -- properties ----------------------------------------------------------------------------
@@ -155,60 +156,30 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
 
     @property
     def strategy(self) -> ContextStrategy:
+        """The strategy this manager runs (``set_strategy`` replaces it)."""
         return self._strategy
 
     @property
     def closed(self) -> bool:
+        """Whether the manager is closed (every call but ``aclose`` then raises
+        ``ManagerClosedError``)."""
         return self._closed
 
     @property
     def derivation(self) -> Derivation | None:
-        """Where a derived manager came from, or ``None``."""
+        """Where a derived manager came from (``derive``, ``Runtime.reopen_derived``), or
+        ``None``."""
         return self._derivation
-
-    @derivation.setter
-    def derivation(self, value: Derivation | None) -> None:
-        self._derivation = value
 
     @property
     def model(self) -> Model | None:
         """The model this manager compresses with: its own, else the runtime's, else none."""
-        return self._model if self._model is not None else self._runtime.model
+        return self._model if self._model is not None else self._core.model
 
     def __repr__(self) -> str:
         return f"<ContextManager {self._namespace!r} on {self._branch!r} reader={self._reader!r}>"
 
-    # -- what its drain and model gate ask of it ------------------------------------------------
-
-    @property
-    def epoch(self) -> int:
-        """Raised by one on every move (fork, switch, strategy change)."""
-        return self._epoch
-
-    @property
-    def branch_signal(self) -> Signal:
-        """Raised by every write on this manager's branch."""
-        return self._runtime.branch_signal(self._branch)
-
-    @property
-    def claim_generation(self) -> int:
-        return self._actor.claim_generation
-
-    async def wait_claim_change(self, generation: int) -> None:
-        await self._actor.wait_claim_change(generation)
-
-    @property
-    def recorded_reader(self) -> object:
-        """The reader the namespace records on this branch (``None`` when unclaimed)."""
-        return self._actor.record
-
-    def may_work(self) -> bool:
-        """Whether the namespace's claim still lets this manager work here."""
-        return not self._closed and self._actor.may_work(self._reader)
-
-    @property
-    def answers(self) -> int:
-        return self._answers
+    # -- what its drain and model gate ask of it (handed to them as callables) -----------------
 
     def _count_answer(self) -> None:
         self._answers += 1
@@ -236,7 +207,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
             reader=self._reader,
             view_filter=self._filter,
             check=self._check_read,
-            shared=self._runtime.view_projections,
+            shared=self._core.view_projections,
         )
 
     def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
@@ -249,13 +220,24 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         model = self.model
         return StrategyContext(
             view=view or self._view,
-            model=ModelGate(self, actor, model, self._runtime.model_policy, self._count_answer) if model is not None else None,
+            model=ModelGate(
+                self,
+                actor,
+                model,
+                self._core.model_policy,
+                on_answer=self._count_answer,
+                epoch=lambda: self._epoch,
+                disclose=self._disclose_request,
+            )
+            if model is not None
+            else None,
             namespace=self._namespace,
             branch=self._branch,
             state=StrategyState(
                 self._store,
                 self._branch,
                 self._namespace,
+                keys=NAMESPACE_RECORDS,
                 written=lambda: actor.written,
                 read_only=preview,
                 writer=actor.write_states,
@@ -272,15 +254,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
 
     # -- starting a strategy -------------------------------------------------------------------
 
-    def require_capability(self, strategy: ContextStrategy, action: str) -> None:
-        if self._reader is not None and not getattr(strategy, "marks_compression_reads", False):
-            raise StrategyCapabilityError(
-                f"{action} was refused: strategy {getattr(strategy, 'name', type(strategy).__name__)!r} does not say it "
-                f"marks its compression reads (marks_compression_reads), and this manager compiles for reader "
-                f"{self._reader!r}; an edit could then hide a block compression already read"
-            )
-
-    async def open(self, *, claim: str | None, action: str) -> None:
+    async def _open(self, *, claim: str | None, action: str) -> None:
         """Claim the namespace for ``claim`` (when given), record the strategy (see
         :meth:`_record_strategy`) and start it, in one turn of the namespace actor. Once the
         claim is written the open completes, even if cancelled meanwhile (the cancellation
@@ -295,7 +269,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
 
         await self._actor.execute(Claim(), in_the_actor)
 
-    def abandon(self) -> None:
+    def _abandon(self) -> None:
         """An open that failed: the manager is closed and runs nothing."""
         self._closed = True
         self._detach()
@@ -424,6 +398,43 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         self._closed = True
         try:
             await self._stop_drain()
-            self._runtime.forget(self)
+            self._core.forget(self)
         finally:
             self._let_go()
+
+
+async def open_context_manager(
+    core: RuntimeCore,
+    *,
+    namespace: str,
+    strategy: ContextStrategy,
+    reader: str | None,
+    view_filter: ViewFilter | None,
+    branch: str,
+    model: Model | None,
+    claim: str | None,
+    action: str,
+    derivation: Derivation | None = None,
+) -> ContextManager:
+    """Make a manager, register it with ``core``, claim its namespace (when ``claim`` names a
+    reader) and start its strategy, in one turn of the namespace actor. Refused or failed:
+    nothing registered, and the manager holds no actor."""
+    check_marks_reads(reader, strategy, action)
+    manager = ContextManager(
+        core,
+        namespace=namespace,
+        strategy=strategy,
+        reader=reader,
+        view_filter=view_filter,
+        branch=branch,
+        model=model,
+        derivation=derivation,
+    )
+    try:
+        core.register(manager)
+        await manager._open(claim=claim, action=action)
+    except BaseException:
+        core.forget(manager)
+        manager._abandon()
+        raise
+    return manager

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from ..strategies._base import ContextStrategy, StrategyContext
     from ..strategies._models import Model
     from ._compiled import AssemblyCache
+    from ._core import RuntimeCore
     from ._drains import Drain
     from ._manager import Derivation
     from ._namespace import NamespaceActor
-    from ._runtime import Runtime
 
 __all__ = ["ManagerParts"]
 
@@ -26,7 +26,7 @@ class ManagerParts:
     """Declarations only (for the type checker); ``ContextManager`` provides all of it."""
 
     # What the manager (``ContextManager``) holds; this part reads and changes it.
-    _runtime: Runtime
+    _core: RuntimeCore
     _store: SqliteStore
     _namespace: str
     _strategy: ContextStrategy
@@ -72,8 +72,6 @@ class ManagerParts:
         def _make_view(self, branch: str) -> MessageView: ...
 
         def _hold(self, actor: NamespaceActor) -> None: ...
-
-        def require_capability(self, strategy: ContextStrategy, action: str) -> None: ...
 
         def _start_drain(self) -> None: ...
 

@@ -51,17 +51,16 @@ import attrs
 from ..store._errors import ArgumentTypeError
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
-from ..store._state_keys import context_index, context_prefix, strategy_state_key
-from ..strategies._base import FLOOR_KEY, LEASE_KEY, READER_KEY
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
 from ._lease import CompressionLease, LeaseLost, current_task_id
 from ._protocol import Signal, TurnRequest, Wake
+from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, strategy_state_key
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
 
-__all__ = ["FLOOR_KEY", "LEASE_KEY", "READER_KEY", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
+__all__ = ["NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
 log = logging.getLogger("asides.actors")
 T = TypeVar("T")

@@ -26,7 +26,7 @@ from ..store._names import check_participant
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
-    from ._protocol import Signal
+    from ._core import RuntimeCore
 
 __all__ = ["Disclosure", "PrivacyParts", "RETENTION_REASON", "check_retain_for"]
 
@@ -62,7 +62,7 @@ class PrivacyParts:
 
     if TYPE_CHECKING:
         _store: SqliteStore
-        _signals: dict[str, Signal]
+        _core: RuntimeCore
         _retain_seconds: float | None
 
     async def erase(self, message_ids: Iterable[str], *, reason: str) -> Erasure:
@@ -124,15 +124,10 @@ class PrivacyParts:
             done.summaries_invalidated,
             reason,
         )
-        self.wake_all_branches()
+        self._core.wake_all_branches()  # drains look again
         return done
 
-    def wake_all_branches(self) -> None:
-        """Raise every branch's signal: drains look again (after an erasure)."""
-        for signal in self._signals.values():
-            signal.raise_()
-
-    async def run_retention(self, every: float) -> None:
+    async def _run_retention(self, every: float) -> None:
         """The supervised background task ``retain_for`` starts: enforce retention now and then
         every ``every`` seconds until the runtime closes. A failure is logged and tried again
         at the next turn."""

@@ -145,10 +145,10 @@ class Reading(ManagerParts):
 
         return await self._actor.execute(Compile(), in_the_actor)
 
-    async def disclose(self, message_ids: Sequence[str], via: str) -> None:
+    async def _disclose_request(self, message_ids: Sequence[str], via: str) -> None:
         """Record that ``message_ids`` were shown through ``via`` (a compression request: to the
         model provider) for this manager's reader (``Runtime.disclosures``)."""
-        if self._runtime.records_disclosures:
+        if self._core.records_disclosures:
             await self._store.record_disclosure(self._namespace, self._reader, self._branch, via, message_ids)
 
     async def _disclose(self, sources: Sequence[SourceEntry], via: str) -> None:
@@ -156,7 +156,7 @@ class Reading(ManagerParts):
         (``Runtime.disclosures``). Only entries the assembly cache did not reuse from this
         manager's previous compile of the same way are looked at: those were recorded then, so
         a compile after one new message looks at one entry."""
-        if not self._runtime.records_disclosures:
+        if not self._core.records_disclosures:
             return
         reused = self._assembly.reused if self._last_disclosed == via else 0
         self._last_disclosed = via

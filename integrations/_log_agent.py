@@ -42,7 +42,7 @@ class LogAgent:
     """A reader on the shared log for an integration named ``key`` (see the module docstring)."""
 
     def __init__(self, runtime: Any, namespace: str, *, reader: str, strategy: Any, key: str, private_tool_calls: bool) -> None:
-        if not hasattr(runtime, "open_manager") or not hasattr(runtime, "spawn"):
+        if not hasattr(runtime, "open_manager") or not hasattr(runtime, "start_soon"):
             raise ArgumentTypeError("runtime", f"must be an asides Runtime (from open_runtime), not {type(runtime).__name__}")
         if not isinstance(namespace, str):
             raise ArgumentTypeError("namespace", f"must be a string, not {type(namespace).__name__}")

@@ -31,7 +31,7 @@ it says after them is a turn of its own); thinking is left out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -51,6 +51,9 @@ from ..store._blocks import (
 from ..store._messages import Message
 from ..strategies._base import CompiledMessage, SourceEntry
 from ..strategies._provider_plan import IMAGE_TEXT, Segment, foreign_call_text, orphan_result_text, plan, system_change_text
+
+if TYPE_CHECKING:
+    from ..actors._runtime import Runtime
 
 __all__ = ["Said", "Prepared", "LoggedIds", "batches", "hub", "prepare", "plan_for", "private_blocks"]
 
@@ -143,13 +146,23 @@ class LoggedIds:
         return message_id in self._ids
 
 
-def hub(runtime: Any, key: str, branch: str) -> LoggedIds:
+class LoggedIdsByBranch:
+    """A runtime's :class:`LoggedIds`, one per integration key and branch; the runtime keeps one
+    (``Runtime.attachment``)."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[str, str], LoggedIds] = {}
+
+    def of(self, key: str, branch: str) -> LoggedIds:
+        found = self._tables.get((key, branch))
+        if found is None:
+            found = self._tables[key, branch] = LoggedIds(key, branch)
+        return found
+
+
+def hub(runtime: Runtime, key: str, branch: str) -> LoggedIds:
     """The runtime's :class:`LoggedIds` of ``branch`` for the integration ``key``."""
-    tables = runtime.integrations.setdefault(key, {})
-    found = tables.get(branch)
-    if not isinstance(found, LoggedIds):
-        found = tables[branch] = LoggedIds(key, branch)
-    return found
+    return runtime.attachment(LoggedIdsByBranch).of(key, branch)
 
 
 def _own_parts(message: Message, key: str, reader: str) -> list[tuple[ContentBlock, ...]] | None:

@@ -32,9 +32,9 @@ from typing import Any
 
 import anyio
 
+from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
-from ._state_keys import key_number
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key"]
 

@@ -1,7 +1,7 @@
 """asides's strategies: what of the history a compile holds, and the models they compress with."""
 
 from ._adapters import AnthropicModel, OpenAIModel
-from ._autobiographical import AutobiographicalStrategy, Summary
+from ._autobiographical import AutobiographicalStrategy
 from ._base import (
     CompiledMessage,
     ContextStrategy,
@@ -21,6 +21,7 @@ from ._capabilities import (
     ReadsSummaries,
     ReportsFailedUnits,
     ShardsMessages,
+    Summary,
 )
 from ._errors import (
     ArgumentTypeError,

@@ -21,7 +21,7 @@ the small protocols of ``_capabilities``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -30,13 +30,8 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedCo
 from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
-from ..store._state_keys import FLOOR_KEY as FLOOR_KEY
-from ..store._state_keys import LEASE_KEY as LEASE_KEY
-from ..store._state_keys import NAMESPACE_KEYS as NAMESPACE_KEYS
-from ..store._state_keys import READER_KEY as READER_KEY
-from ..store._state_keys import STRATEGY_KEY as STRATEGY_KEY
-from ..store._state_keys import own_record, strategy_state_key
 from ..store._views import MessageView
+from ._errors import StrategyCapabilityError
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
@@ -55,8 +50,12 @@ __all__ = [
     "StrategyState",
     "ContextStrategy",
     "UNREADABLE",
+    "RecordKeys",
+    "STRATEGY_KEY",
     "check_injections",
     "check_budget",
+    "check_marks_reads",
+    "check_strategy",
 ]
 
 SourceKind = Literal["raw", "summary", "injection", "repair"]
@@ -197,9 +196,26 @@ class Selection:
             raise ValueError("a Selection needs exactly one source entry per compiled message")
 
 
-#: The records a namespace keeps beside its strategy's (``<namespace>/reader`` and so on) are
-#: named in ``store._state_keys``, their one home with the rule that no strategy key spells one;
-#: re-exported here for the layers above.
+#: The tail of the key under which a namespace records the strategy it runs (``<namespace>/strategy``,
+#: ``strategies._recorded``). The namespace's other own records (reader, floor, lease, context
+#: log) and the rule that no strategy key spells one belong to the actors layer
+#: (``actors._records``), which hands the rule to every :class:`StrategyState` it makes.
+STRATEGY_KEY: Final = "strategy"
+
+
+class RecordKeys(Protocol):
+    """The rule that keeps a namespace's own records apart from its strategy's records, as the
+    runtime hands it to a :class:`StrategyState`."""
+
+    def strategy_key(self, namespace: str, key: object) -> str:
+        """The full key of a strategy's record ``key`` in ``namespace``; refuses, with
+        ``InvalidArgumentError`` at ``key``, one that is no non-empty string or that would spell
+        a namespace's own record."""
+        ...
+
+    def is_own_record(self, key: str) -> bool:
+        """Whether the full key ``key`` is a namespace's own record (no strategy reads it)."""
+        ...
 
 
 class StrategyState:
@@ -208,7 +224,8 @@ class StrategyState:
     Keys are relative to the namespace (``autobiographical/chunk/12`` is stored as
     ``<namespace>/autobiographical/chunk/12``). Values are JSON. Every write is a state record
     that raises the branch sequence by one. The namespace's reader record, narrowing floor and
-    context log are not reachable through here.
+    context log are not reachable through here: the runtime, which makes every ``StrategyState``,
+    hands it the rule that keeps them apart as ``keys`` (a :class:`RecordKeys`).
     """
 
     def __init__(
@@ -217,6 +234,7 @@ class StrategyState:
         branch: str,
         namespace: str,
         *,
+        keys: RecordKeys,
         written: Callable[[], Sequence[str]] | None = None,
         read_only: bool = False,
         writer: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None,
@@ -224,6 +242,7 @@ class StrategyState:
         self._store = store
         self._branch = branch
         self._namespace = namespace
+        self._keys = keys
         self._prefix = f"{namespace}/"
         self._written = written
         self._read_only = read_only
@@ -236,8 +255,8 @@ class StrategyState:
 
     def _key(self, key: str) -> str:
         # ``agents/context`` + ``5`` would be context entry 5 of namespace ``agents``: no strategy
-        # key may spell a namespace's own record, in any namespace (store._state_keys).
-        return strategy_state_key(self._namespace, key)
+        # key may spell a namespace's own record, in any namespace (``RecordKeys``).
+        return self._keys.strategy_key(self._namespace, key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The record under ``key``; ``default`` when absent; ``UNREADABLE`` when its JSON is
@@ -251,7 +270,7 @@ class StrategyState:
         no key :meth:`get` may read)."""
         full = self._prefix + prefix
         cut = len(self._prefix)
-        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items() if own_record(k) is None}
+        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items() if not self._keys.is_own_record(k)}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""
@@ -352,3 +371,14 @@ def check_strategy(strategy: object, path: str = "strategy") -> None:
     missing = [name for name in _STRATEGY_METHODS if not callable(getattr(strategy, name, None))]
     if missing:
         raise ArgumentTypeError(path, f"a {type(strategy).__name__} is no strategy: it has no {', '.join(missing)} (see ContextStrategy)")
+
+
+def check_marks_reads(reader: str | None, strategy: ContextStrategy, action: str) -> None:
+    """Refuse (``StrategyCapabilityError``) a strategy that does not say it marks its compression
+    reads for a manager compiling for ``reader`` (N7), before it is handed anything."""
+    if reader is not None and not getattr(strategy, "marks_compression_reads", False):
+        raise StrategyCapabilityError(
+            f"{action} was refused: strategy {getattr(strategy, 'name', type(strategy).__name__)!r} does not say it "
+            f"marks its compression reads (marks_compression_reads), and this manager compiles for reader "
+            f"{reader!r}; an edit could then hide a block compression already read"
+        )

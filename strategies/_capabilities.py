@@ -13,6 +13,14 @@ by defining its methods, with no base class to inherit):
   failed for good, and why (``pending_work()`` and ``drain()`` report them);
 * :class:`FollowsStoredState`: ``follow_stored_state``, to take in state records another process
   wrote (on a shared store) before the runtime asks it whether work waits.
+
+One capability is a flag, as ``marks_compression_reads`` is: ``has_background_work = False``
+says the strategy never has background work (ready always, ``tick`` does nothing), so the
+runtime starts no drain for it (:func:`has_background_work` asks it; a strategy without the
+attribute may have some). ``NoBackgroundWork`` (``strategies._passthrough``) sets it, and
+subclassing it keeps working as before.
+
+:class:`Summary` is what :class:`ReadsSummaries` returns (and ``ContextManager``'s summary reads).
 """
 
 from __future__ import annotations
@@ -21,8 +29,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import attrs
+
 from ..store._blocks import ContentBlock
-from ._autobiographical.records import Summary
 from ._base import StrategyContext
 from ._tokens import Estimator
 
@@ -34,7 +43,30 @@ __all__ = [
     "HasEstimator",
     "FollowsStoredState",
     "ReportsFailedUnits",
+    "Summary",
+    "has_background_work",
 ]
+
+
+@attrs.frozen(slots=True)
+class Summary:
+    """A summary as hosts read it: ``id`` is ``L<level>-<n>`` (``n`` counts every summary this
+    namespace wrote on the branch, all levels together); level 1 summarises one chunk, level k+1
+    merges a run of level-k summaries. ``message_ids`` are every message it covers, in order, and
+    the sequences are the oldest and newest of theirs."""
+
+    id: str
+    level: int
+    text: str
+    message_ids: tuple[str, ...]
+    first_sequence: int
+    last_sequence: int
+
+
+def has_background_work(strategy: object) -> bool:
+    """Whether ``strategy`` may have background work (a drain runs for it): true unless it says
+    ``has_background_work = False`` (see the module docstring)."""
+    return getattr(strategy, "has_background_work", True) is not False
 
 
 @runtime_checkable

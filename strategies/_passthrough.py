@@ -32,10 +32,13 @@ def selection_of(items: list[Emitted], extra_incomplete: set[str] | None = None)
 
 class NoBackgroundWork:
     """Base for strategies that keep nothing in memory between calls and have no background
-    work: ready always, ``tick`` does nothing. They make no compression reads, so they may
-    run under a reader (``marks_compression_reads``)."""
+    work: ready always, ``tick`` does nothing, so the runtime starts no drain for them
+    (``has_background_work = False``, the capability the runtime asks: see
+    ``strategies._capabilities``). They make no compression reads, so they may run under a
+    reader (``marks_compression_reads``)."""
 
     marks_compression_reads = True
+    has_background_work = False
 
     async def initialize(self, ctx: StrategyContext) -> None:
         return None

@@ -15,6 +15,7 @@
   ``docs/testing.md``).
 """
 
+from .._public import home_names
 from ._answers import Answer, Respond
 from ._errors import AnswerTypeError, HarnessError, LeaksFound, NothingHeldError, ScriptExhaustedError
 from ._failing import FailingModel
@@ -39,3 +40,5 @@ __all__ = [
     "ScriptedModel",
     "open_test_runtime",
 ]
+
+home_names(__name__, __all__, globals())

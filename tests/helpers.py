@@ -147,3 +147,23 @@ def make_deaf(monkeypatch: Any) -> None:
     from asides.store._postgres import PostgresStore
 
     monkeypatch.setattr(PostgresStore, "_hear", lambda self, newest: None)
+
+
+# -- test-only reaches into the runtime's private plumbing (``actors._core``, docs/DESIGN.md) ----
+
+
+def namespace_actor(runtime: Any, branch: str, namespace: str) -> Any:
+    """Test-only: the namespace actor of ``namespace`` on ``branch`` (started when none runs), as
+    the runtime's private core holds it. No public call hands an actor out."""
+    return runtime._core.actor(branch, namespace)
+
+
+def abandon(manager: Any) -> None:
+    """Test-only: what a failed open does to its manager (closed at once, its drain cancelled and
+    not waited for, its actor let go), for tests of an actor's life."""
+    manager._abandon()
+
+
+def registered_managers(runtime: Any) -> int:
+    """Test-only: how many managers the runtime's private core has registered (open, or opening)."""
+    return int(runtime._core.open_managers)

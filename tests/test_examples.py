@@ -139,7 +139,7 @@ def test_examples_import_public_names_only():
             code = source.read()
         imports = re.findall(r"^\s*(?:from|import) (asides[\w.]*)", code, re.MULTILINE)
         assert imports, name
-        public = {"asides", "asides.testing", "asides.integrations.langchain", "asides.integrations.pydantic_ai"}
+        public = {"asides", "asides.lowlevel", "asides.testing", "asides.integrations.langchain", "asides.integrations.pydantic_ai"}
         assert set(imports) <= public, (name, imports)
         assert "sys.path" not in code, name
 

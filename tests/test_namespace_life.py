@@ -19,6 +19,7 @@ import sys
 import pytest
 import trio
 import trio.testing
+from helpers import abandon, namespace_actor
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._namespace import NamespaceActor
@@ -84,7 +85,7 @@ async def test_a_namespace_brought_back_keeps_its_claim_its_floor_and_its_strate
         shared = await host.add_message("user", [text("for ann and bob", ["ann", "bob"]), text("for all")])
         await write_conversation(host, 30, private={"ann": 4})
         await ann.drain()
-        floor = rt.actor("main", "agents/ann").floor
+        floor = namespace_actor(rt, "main", "agents/ann").floor
         summaries = [s.id for s in ann.get_summaries_in_range()]
         compiled = compiled_text(await ann.compile(**BIG))
         assert isinstance(floor, int) and floor > shared.sequence and summaries
@@ -97,7 +98,7 @@ async def test_a_namespace_brought_back_keeps_its_claim_its_floor_and_its_strate
         assert refused.value.recorded == "ann"
         again = await rt.open_manager("agents/ann", strategy=memory(), model=marker_model("AGAIN"))
         assert again.view_reader == "ann", "the claim came back from the store"
-        assert rt.actor("main", "agents/ann").floor == floor, "the floor came back from the store"
+        assert namespace_actor(rt, "main", "agents/ann").floor == floor, "the floor came back from the store"
         assert [s.id for s in again.get_summaries_in_range()] == summaries, "the strategy state came back"
         assert compiled_text(await again.compile(**BIG)) == compiled
         with pytest.raises(NarrowingRefusedError, match="narrowing floor"):
@@ -107,13 +108,13 @@ async def test_a_namespace_brought_back_keeps_its_claim_its_floor_and_its_strate
 async def test_a_manager_opening_while_the_actor_ends_gets_a_running_actor(store_path):
     async with open_runtime(store_path) as rt:
         first = await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
-        actor = rt.actor("main", "agents/x")
+        actor = namespace_actor(rt, "main", "agents/x")
         await first.aclose()
         # The actor has been told to look whether it may end, and has not looked yet: this open
         # binds to it first, so it stays.
         second = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
         await settle()
-        assert rt.actor("main", "agents/x") is actor and not actor.ended
+        assert namespace_actor(rt, "main", "agents/x") is actor and not actor.ended
         await second.add_message("user", [text("hello")])
         assert [m.content for m in second.view_messages()] == [(text("hello"),)]
         await second.aclose()
@@ -121,7 +122,7 @@ async def test_a_manager_opening_while_the_actor_ends_gets_a_running_actor(store
         assert actor.ended and rt.running_actors == 0
         # Once it ended, an open starts another, from the store.
         third = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
-        assert rt.actor("main", "agents/x") is not actor and third.view_reader == "ann"
+        assert namespace_actor(rt, "main", "agents/x") is not actor and third.view_reader == "ann"
         # Many tasks opening and closing the namespace at once: every one sees the claim.
         readers: list[str | None] = []
 
@@ -147,10 +148,10 @@ async def test_an_actor_stays_while_a_drain_of_its_namespace_runs_and_ends_after
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=blocking)
         await write_conversation(host, 30)
         await blocking.wait_for_request()
-        actor = rt.actor("main", "agents/s")
-        manager.abandon()  # let go at once, its drain cancelled but still waiting for the shielded request
+        actor = namespace_actor(rt, "main", "agents/s")
+        abandon(manager)  # let go at once, its drain cancelled but still waiting for the shielded request
         await settle()
-        assert not actor.ended and rt.actor("main", "agents/s") is actor, "the drain still runs: the actor stays"
+        assert not actor.ended and namespace_actor(rt, "main", "agents/s") is actor, "the drain still runs: the actor stays"
         blocking.open()
         await settle()
         assert actor.ended, "the drain ended: nothing uses the actor"

@@ -25,6 +25,7 @@ from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtur
 
 from asides.actors import ModelPolicy, open_runtime
 from asides.actors._lease import lease_holders
+from asides.actors._records import NAMESPACE_RECORDS  # test-only: the rule the runtime hands a StrategyState
 from asides.store import InvalidArgumentError
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
@@ -246,11 +247,11 @@ async def test_on_a_store_file_the_lease_costs_nothing(tmp_path):
         await write_conversation(host, 30)
         await manager.drain()
         assert manager.get_summaries_in_range(), "compression works as before"
-        assert "another process" not in (manager.pending_work() or "")
+        assert "another process" not in (manager.pending_work() or ""), "no other process holds a lease"
         assert rt.store.get_state("main", f"{NAMESPACE}/compression-lease") is None, "no lease record"
         assert await lease_holders(rt.store, [("main", NAMESPACE)]) == {}, "a store file records no holder"
         # the name is the namespace's own: no strategy may write a key that ends like it
-        state = StrategyState(rt.store, "main", NAMESPACE)
+        state = StrategyState(rt.store, "main", NAMESPACE, keys=NAMESPACE_RECORDS)
         with pytest.raises(ValueError, match="compression-lease"):
             await state.set("mine/compression-lease", 1)
 

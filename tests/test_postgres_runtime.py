@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from helpers import make_deaf
+from helpers import make_deaf, namespace_actor
 from pg_checks import rows
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
@@ -71,7 +71,7 @@ async def test_a_claim_made_elsewhere_stops_the_drain_here_and_its_late_answer_i
         stale = await here.open_manager("agents/s", strategy=memory(), model=blocking)
         await write_conversation(host, 30, private={"ann": 3})
         await blocking.wait_for_request()
-        actor = here.actor("main", "agents/s")
+        actor = namespace_actor(here, "main", "agents/s")
         generation = actor.claim_generation
         ann = await elsewhere.open_manager("agents/s", strategy=memory(), view_reader="ann", model=marker_model("ANN-SUMMARY"))
         with trio.fail_after(30):
@@ -112,11 +112,11 @@ async def test_a_floor_raised_elsewhere_before_an_edit_commits_refuses_it(pg_url
         # Another process's actor records a compression read past the message; this runtime,
         # deaf, still holds floor 0 when the edit is checked, and learns of the raise at commit.
         await elsewhere.store.set_state("main", "agents/s/narrowing-floor", message.sequence + 1)
-        assert here.actor("main", "agents/s").floor == 0
+        assert namespace_actor(here, "main", "agents/s").floor == 0
         with pytest.raises(NarrowingRefusedError, match="narrowing floor"):
             await ann.edit_message(message.id, NARROWED)
         assert here.store.get_message("main", message.id).content == message.content
-        assert here.actor("main", "agents/s").floor == message.sequence + 1
+        assert namespace_actor(here, "main", "agents/s").floor == message.sequence + 1
     async with open_runtime(pg_url) as reopened:
         assert reopened.store.get_message("main", message.id).content == message.content
         assert reopened.store.model.edit_count("main") == 0
@@ -139,7 +139,7 @@ async def test_a_floor_raise_never_lowers_the_floor_another_runtime_raised(pg_ur
             await writer.add_message("user", [text(f"m{i}")])
         for rt in (first, second):  # a manager keeps each runtime's actor of the namespace running
             await rt.open_manager("agents/s", strategy=PassthroughStrategy())
-        high, low = (rt.actor("main", "agents/s") for rt in (first, second))
+        high, low = (namespace_actor(rt, "main", "agents/s") for rt in (first, second))
 
         async def raise_to(actor, sequence: int) -> None:
             async with actor.turn(Unit()):

@@ -16,8 +16,8 @@ from test_cli import run
 from test_narrowing import StateWriter
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
+from asides.actors._records import NAMESPACE_KEYS, own_record, strategy_state_key
 from asides.store import MalformedContentError, open_store
-from asides.store._state_keys import NAMESPACE_KEYS, own_record, strategy_state_key
 
 BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
 
@@ -132,7 +132,7 @@ _PATHS = st.lists(_SEGMENTS, min_size=1, max_size=5).map("/".join).filter(bool)
 
 def _spells_own_record(full: str) -> bool:
     """Whether some cut of ``full`` is (a namespace, one of its own records), told without
-    ``store._state_keys``: the tails are the four names and ``context/<str(n)>``."""
+    ``actors._records``: the tails are the four names and ``context/<str(n)>``."""
     for cut in range(len(full)):
         if full[cut] != "/" or cut == 0:
             continue

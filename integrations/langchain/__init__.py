@@ -14,7 +14,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"asides.integrations.langchain needs LangChain v1: pip install 'asides[langchain]' ({exc})") from exc
 
+from ..._public import home_names
 from ._middleware import AsidesMiddleware, LoopError
 from ._scripted import ScriptedChatModel
 
 __all__ = ["AsidesMiddleware", "LoopError", "ScriptedChatModel"]
+
+home_names(__name__, __all__, globals())

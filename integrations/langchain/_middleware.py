@@ -54,7 +54,7 @@ class AsidesMiddleware(AgentMiddleware):
         super().__init__()
         self._agent = LogAgent(runtime, namespace, reader=reader, strategy=strategy, key=KEY, private_tool_calls=private_tool_calls)
         try:
-            self._loop = LoopHandle.here(runtime.spawn)
+            self._loop = LoopHandle.here(runtime.start_soon)
         except Exception:
             raise LoopError(
                 "AsidesMiddleware", "make it inside the runtime's block, in its event loop (async with open_runtime(...))"

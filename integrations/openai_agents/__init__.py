@@ -8,6 +8,7 @@ items (``add_items(items, audience=[...])``) and memories written in the agent's
 :class:`ScriptedAgentModel` is an offline SDK model for examples and tests.
 """
 
+from ..._public import home_names
 from ._errors import AsyncioRequiredError, ConversationMismatchError, ReservedReaderError
 from ._loop import SessionClosedError
 from ._scripted import ScriptedAgentModel
@@ -21,3 +22,5 @@ __all__ = [
     "ScriptedAgentModel",
     "SessionClosedError",
 ]
+
+home_names(__name__, __all__, globals())

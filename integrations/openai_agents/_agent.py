@@ -91,8 +91,8 @@ class ViewRule:
 
 
 class _Hub:
-    """Per runtime: one lock per conversation, held by every session call on it, so that a batch
-    of items stays together and a pop sees the newest item."""
+    """Per runtime (``Runtime.attachment``): one lock per conversation, held by every session
+    call on it, so that a batch of items stays together and a pop sees the newest item."""
 
     def __init__(self) -> None:
         self._locks: dict[str, anyio.Lock] = {}
@@ -105,10 +105,7 @@ class _Hub:
 
 
 def _hub(runtime: Runtime) -> _Hub:
-    hub = runtime.integrations.get(PREFIX)
-    if not isinstance(hub, _Hub):
-        hub = runtime.integrations[PREFIX] = _Hub()
-    return hub
+    return runtime.attachment(_Hub)
 
 
 class Agent:

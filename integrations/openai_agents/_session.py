@@ -134,7 +134,7 @@ class AsidesSession:
         self = cls.__new__(cls)
         self._setup(session_id, session_settings, reader)
         self._host = None
-        self._loop = session_loop(runtime.spawn)
+        self._loop = session_loop(runtime.start_soon)
         self._agent = Agent(runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
         await self._agent.open()
         return self

@@ -13,6 +13,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"asides.integrations.pydantic_ai needs Pydantic AI: pip install 'asides[pydantic-ai]' ({exc})") from exc
 
+from ..._public import home_names
 from ._history import AsidesHistory, LoopError
 
 __all__ = ["AsidesHistory", "LoopError"]
+
+home_names(__name__, __all__, globals())

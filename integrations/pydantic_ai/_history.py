@@ -56,7 +56,7 @@ class AsidesHistory(AbstractCapability[Any]):
     def __init__(self, runtime: Any, namespace: str, *, reader: str, strategy: Any = None, private_tool_calls: bool = True) -> None:
         self._agent = LogAgent(runtime, namespace, reader=reader, strategy=strategy, key=KEY, private_tool_calls=private_tool_calls)
         try:
-            self._loop = LoopHandle.here(runtime.spawn)
+            self._loop = LoopHandle.here(runtime.start_soon)
         except Exception:
             raise LoopError(
                 "AsidesHistory", "make it inside the runtime's block, in its event loop (async with open_runtime(...))"

@@ -29,7 +29,8 @@ from typing import Any
 
 import attrs
 
-from ...store._state_keys import key_number
+from ...store._key_numbers import key_number
+from .._capabilities import Summary as Summary  # its home; imported here by the autobiographical modules
 
 __all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "summary_n"]
 
@@ -41,21 +42,6 @@ _SUMMARY_ID = re.compile(r"^L([1-9][0-9]*)-([0-9]+)$")
 def summary_n(summary_id: str) -> int | None:
     found = _SUMMARY_ID.match(summary_id)
     return int(found.group(2)) if found else None
-
-
-@attrs.frozen(slots=True)
-class Summary:
-    """A summary as hosts read it: ``id`` is ``L<level>-<n>`` (``n`` counts every summary this
-    namespace wrote on the branch, all levels together); level 1 summarises one chunk, level k+1
-    merges a run of level-k summaries. ``message_ids`` are every message it covers, in order, and
-    the sequences are the oldest and newest of theirs."""
-
-    id: str
-    level: int
-    text: str
-    message_ids: tuple[str, ...]
-    first_sequence: int
-    last_sequence: int
 
 
 @attrs.frozen(slots=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...store._key_numbers import key_number
 from ...store._messages import Message
-from ...store._state_keys import key_number
 from ...store._views import MessageView
 from .._base import StrategyContext, StrategyState
 from .._windowed import first_position_at_or_after

@@ -1,5 +1,6 @@
-"""How the state keys of a namespace are spelled, and the one rule that keeps a namespace's own
-records apart from every strategy's records (pure logic).
+"""A namespace's own records, which the actors layer owns: how their keys are spelled, the one
+rule that keeps them apart from every strategy's records, and how the reader record is read
+(pure logic).
 
 Every state key of a namespace is ``<namespace>/<tail>``. A namespace may hold ``/``
 (``agents/ann``) and so may a strategy's own key (``autobiographical/chunk/12``), so where the
@@ -23,9 +24,15 @@ read fail-closed: skipped and reported by the reader that finds it.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ._errors import InvalidArgumentError
+from ..store._errors import InvalidArgumentError
+from ..store._key_numbers import key_number
+from ..store._model import MISSING
+from ..strategies._base import STRATEGY_KEY
+
+if TYPE_CHECKING:
+    from ..store._model import LogModel
 
 __all__ = [
     "CONTEXT",
@@ -36,16 +43,18 @@ __all__ = [
     "STRATEGY_KEY",
     "context_index",
     "context_key",
+    "NAMESPACE_RECORDS",
+    "NamespaceRecords",
     "context_prefix",
-    "key_number",
     "namespace_key",
     "own_record",
+    "reader_keys",
+    "reader_of",
     "strategy_state_key",
 ]
 
 READER_KEY: Final = "reader"  # the reader the namespace is claimed for
 FLOOR_KEY: Final = "narrowing-floor"  # the newest sequence compression may have read
-STRATEGY_KEY: Final = "strategy"  # the name of the strategy the namespace runs
 LEASE_KEY: Final = "compression-lease"  # reserved: the lease record of earlier versions (now a session lock), ignored
 #: The one-segment tails of a namespace's own records.
 NAMESPACE_KEYS: Final = (READER_KEY, FLOOR_KEY, STRATEGY_KEY, LEASE_KEY)
@@ -66,16 +75,6 @@ def context_prefix(namespace: str) -> str:
 def context_key(namespace: str, index: int) -> str:
     """The key of entry ``index`` of ``namespace``'s context log."""
     return f"{context_prefix(namespace)}{index:d}"
-
-
-def key_number(text: str) -> int | None:
-    """``text`` as the number a key spells, when it is one: ASCII decimal digits in canonical
-    form (no leading zero but in ``0`` itself), as ``str(n)`` writes it; else ``None``. This is
-    the rule for every number read out of a key (``str.isdigit`` also takes ``²`` and ``٣``,
-    and ``int`` then fails or reads another number)."""
-    if not text or not (text.isascii() and text.isdigit()) or (text[0] == "0" and text != "0"):
-        return None
-    return int(text)
 
 
 def context_index(text: str) -> int | None:
@@ -115,3 +114,38 @@ def strategy_state_key(namespace: str, key: object) -> str:
             f"records ({', '.join(NAMESPACE_KEYS)}, {CONTEXT}/<n>); choose another",
         )
     return full
+
+
+def reader_keys(model: LogModel, branch: str) -> list[tuple[str, object]]:
+    """``(namespace, record)`` for every namespace with a reader record visible on ``branch``,
+    sorted by namespace (the record as stored: a reader's name, or anything else)."""
+    tail = f"/{READER_KEY}"
+    return [(key[: -len(tail)], model.get_state(branch, key)) for key in model.state_keys_ending(branch, tail)]
+
+
+def reader_of(model: LogModel, branch: str, namespace: str) -> tuple[bool, str | None]:
+    """``(readable, reader)``: the reader ``namespace`` records on ``branch`` (``None`` when it
+    records none); ``readable`` is false for a record that is not a reader's name, which every
+    caller reads fail-closed."""
+    record = model.get_state(branch, namespace_key(namespace, READER_KEY))
+    if record is MISSING:
+        return True, None
+    if isinstance(record, str) and record:
+        return True, record
+    return False, None
+
+
+class NamespaceRecords:
+    """The rule above as the strategies layer is handed it (``StrategyState(keys=...)``)."""
+
+    def strategy_key(self, namespace: str, key: object) -> str:
+        """:func:`strategy_state_key`."""
+        return strategy_state_key(namespace, key)
+
+    def is_own_record(self, key: str) -> bool:
+        """Whether ``key`` is a namespace's own record (:func:`own_record`)."""
+        return own_record(key) is not None
+
+
+#: The one :class:`NamespaceRecords` (it holds nothing).
+NAMESPACE_RECORDS: Final = NamespaceRecords()

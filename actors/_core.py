@@ -1,0 +1,291 @@
+"""What the managers of one runtime share, and the runtime's plumbing: its namespace actors,
+the branch signals, the supervised tasks, which manager holds which strategy, and the index of
+the context log's copies of messages.
+
+``Runtime`` (the public handle, ``_runtime.py``) owns one ``RuntimeCore`` and hands it to the
+managers it opens; nothing here is API. A manager asks the core for its namespace's actor and for
+the branch signal, and tells it when it opens and closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio.abc
+import attrs
+
+from ..store._blocks import content_to_json, decode_stored_content
+from ..store._messages import Message
+from ..store._model import MISSING
+from ..store._pg_rows import FromElsewhere
+from ..store._sqlite import BranchCreated, MessagesErased, SqliteStore, StatesWritten, StoreEvent
+from ..store._views import Projections, reader_view
+from ..strategies._base import check_strategy
+from ..strategies._models import Model
+from ._errors import StrategyInUseError
+from ._gate import ModelPolicy
+from ._namespace import NamespaceActor
+from ._protocol import Signal
+from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, context_index, context_key, context_prefix, own_record, reader_of
+
+if TYPE_CHECKING:
+    from ._manager import ContextEntry, ContextManager
+
+__all__ = ["RuntimeCore"]
+
+log = logging.getLogger("asides.actors")
+
+T = TypeVar("T")
+
+
+class RuntimeCore:
+    """The plumbing of one runtime (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        tasks: anyio.abc.TaskGroup,
+        model: Model | None,
+        model_policy: ModelPolicy,
+        *,
+        record_disclosures: bool,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.model_policy = model_policy
+        #: Whether compiles, previews and compression requests record what they showed.
+        self.records_disclosures = record_disclosures
+        #: The reader projections the managers' views share: one per branch and reader (views
+        #: with no filter), and the projected copies of each branch's messages, shared by
+        #: readers who see a message alike (see ``asides.store._views``).
+        self.view_projections = Projections(store.model)
+        self._tasks = tasks
+        self._actors: dict[tuple[str, str], NamespaceActor] = {}
+        self._signals: dict[str, Signal] = {}
+        self._managers: set[ContextManager] = set()
+        #: Which open manager holds each strategy object (by identity): one manager at a time.
+        self._strategy_holders: dict[int, ContextManager] = {}
+        self._copies: dict[str, dict[str, list[str]]] = {}
+        self._attachments: dict[type[Any], Any] = {}
+        self.closing = False
+        self._unlisten = store.add_listener(self._on_store_event)
+
+    # -- actors, signals, tasks ------------------------------------------------------------------
+
+    def actor(self, branch: str, namespace: str) -> NamespaceActor:
+        """The namespace actor of ``namespace`` on ``branch``, started (from what the store
+        holds) when none runs. It ends by itself once nothing uses it: a caller that keeps it
+        across an ``await`` holds it with ``attach()`` first (see ``NamespaceActor``)."""
+        key = (branch, namespace)
+        actor = self._actors.get(key)
+        if actor is None:
+            actor = NamespaceActor(self.store, branch, namespace, on_end=self._actor_ended)
+            self._actors[key] = actor
+            self._tasks.start_soon(actor.run)
+        return actor
+
+    def _actor_ended(self, actor: NamespaceActor) -> None:
+        """An actor ended (nothing used it): forget it, so that the next use starts a new one."""
+        key = (actor.branch, actor.namespace)
+        if self._actors.get(key) is actor:
+            del self._actors[key]
+
+    @property
+    def running_actors(self) -> int:
+        """How many namespace actors run now."""
+        return len(self._actors)
+
+    def branch_signal(self, branch: str) -> Signal:
+        """The signal every write on ``branch`` raises."""
+        signal = self._signals.get(branch)
+        if signal is None:
+            signal = self._signals[branch] = Signal()
+        return signal
+
+    def wake_all_branches(self) -> None:
+        """Raise every branch's signal: drains look again (after an erasure)."""
+        for signal in self._signals.values():
+            signal.raise_()
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``fn`` as a supervised task of the runtime's task group."""
+        self._tasks.start_soon(fn)
+
+    def attachment(self, cls: type[T]) -> T:
+        """The one ``cls()`` of this runtime, made on first ask (``Runtime.attachment``)."""
+        found = self._attachments.get(cls)
+        if found is None:
+            found = self._attachments[cls] = cls()
+        return found
+
+    # -- managers and the strategies they hold ---------------------------------------------------
+
+    def check_strategy_free(self, strategy: object, manager: ContextManager | None = None) -> None:
+        """Refuse a strategy object that another open manager holds: its in-memory state would
+        carry one reader's view into another's compiles, and what is no strategy at all
+        (``check_strategy``: every path that takes a strategy comes through here)."""
+        check_strategy(strategy)
+        holder = self._strategy_holders.get(id(strategy))
+        if holder is not None and holder is not manager and not holder.closed:
+            raise StrategyInUseError(strategy=strategy, holder=repr(holder))
+
+    def hold_strategy(self, strategy: object, manager: ContextManager) -> None:
+        """Record that ``manager`` holds ``strategy`` (and no longer holds any other)."""
+        self.check_strategy_free(strategy, manager)
+        self.release_strategy(manager)
+        self._strategy_holders[id(strategy)] = manager
+
+    def release_strategy(self, manager: ContextManager) -> None:
+        """``manager`` holds no strategy any more."""
+        for key, holder in list(self._strategy_holders.items()):
+            if holder is manager:
+                del self._strategy_holders[key]
+
+    @property
+    def open_managers(self) -> int:
+        """How many managers are registered (open, or opening)."""
+        return len(self._managers)
+
+    def register(self, manager: ContextManager) -> None:
+        """``manager`` is opening: it holds its strategy, and closes with the runtime."""
+        self.hold_strategy(manager.strategy, manager)
+        self._managers.add(manager)
+
+    def forget(self, manager: ContextManager) -> None:
+        """A manager closed (or its open failed): it holds nothing any more."""
+        self._managers.discard(manager)
+        self.release_strategy(manager)
+
+    # -- what the store tells -------------------------------------------------------------------
+
+    def _on_store_event(self, event: StoreEvent) -> None:
+        # Constant time however many managers are open: strategies catch up when they next run.
+        if isinstance(event, BranchCreated):
+            return
+        if isinstance(event, MessagesErased):
+            self.wake_all_branches()  # managers start their strategies again when they next run
+            return
+        if isinstance(event, StatesWritten):
+            # A reader record or floor written by another process (on a shared store) reaches its
+            # actor: a claim made elsewhere stops drains here as a local claim does; strategy
+            # state another process wrote is listed for the namespace's strategies to take in.
+            # A lease record (written by earlier versions, see ._lease) is ignored.
+            elsewhere = isinstance(event, FromElsewhere)
+            for key in event.keys:
+                namespace, _, tail = key.rpartition("/")
+                if tail in NAMESPACE_KEYS and namespace:
+                    actor = self._actors.get((event.branch, namespace))
+                    if actor is not None and tail in (READER_KEY, FLOOR_KEY):
+                        actor.adopt_stored_records()
+                elif elsewhere:
+                    self._adopt_written_elsewhere(event.branch, key)
+        signal = self._signals.get(event.branch)
+        if signal is not None:
+            signal.raise_()
+
+    def _adopt_written_elsewhere(self, branch: str, key: str) -> None:
+        """Hand a strategy-state record another process wrote to its namespace's actor, if it
+        runs here. A namespace may hold ``/`` (``agents/ann``), so each ``/`` of the key is tried
+        as the end of the namespace (the strategies read only keys under their own kind)."""
+        owned = own_record(key)
+        if owned is not None and owned[1] not in NAMESPACE_KEYS:
+            self._note_context_copy(branch, key)  # a context-log entry, not strategy state
+            return
+        cut = key.find("/")
+        while cut != -1:
+            actor = self._actors.get((branch, key[:cut]))
+            if actor is not None:
+                actor.adopt_written_elsewhere(key[cut + 1 :])
+            cut = key.find("/", cut + 1)
+
+    # -- the context log ------------------------------------------------------------------------
+
+    def _copy_index(self, branch: str) -> dict[str, list[str]]:
+        index = self._copies.get(branch)
+        if index is None:
+            index = {}
+            for key in self.store.model.state_keys(branch, ""):
+                owned = own_record(key)
+                if owned is None or owned[1] in NAMESPACE_KEYS:
+                    continue  # not a context-log entry
+                value = self.store.model.get_state(branch, key)
+                if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
+                    index.setdefault(value["source_message_id"], []).append(key)
+            self._copies[branch] = index
+        return index
+
+    def _note_context_copy(self, branch: str, key: str) -> None:
+        """Index a context-log entry another process wrote, if it copies a message: this
+        process's edits of that message rewrite it too."""
+        index = self._copies.get(branch)
+        if index is None:
+            return  # built from the model when first needed
+        value = self.store.model.get_state(branch, key)
+        if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
+            keys = index.setdefault(value["source_message_id"], [])
+            if key not in keys:
+                keys.append(key)
+
+    async def write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
+        """Write ``entry`` of ``namespace``'s context log on ``branch`` (and index it when it
+        copies a message)."""
+        key = context_key(namespace, entry.index)
+        value = {"content": content_to_json(entry.content), "source_message_id": entry.source_message_id}
+        if entry.source_message_id is not None:
+            self._copy_index(branch).setdefault(entry.source_message_id, []).append(key)
+        await self.store.set_state(branch, key, value)
+
+    def context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
+        """``namespace``'s context log on ``branch``, oldest first, read fail-closed."""
+        from ._manager import ContextEntry  # the manager module imports this one
+
+        prefix = context_prefix(namespace)
+        entries = []
+        for key, value in self.store.model.state_items(branch, prefix).items():
+            rest = key[len(prefix) :]
+            index = context_index(rest)
+            if index is None:
+                if rest.isdigit():  # ``²``, ``07``: digits, but no context index (actors._records)
+                    log.warning("state %r on %r is no context entry (its index is not ASCII decimal); read fail-closed", key, branch)
+                continue
+            if not isinstance(value, dict):
+                continue
+            content, problems = decode_stored_content(value.get("content"))
+            if problems:
+                log.warning("context entry %s on %r is malformed, read fail-closed: %s", key, branch, problems)
+            source = value.get("source_message_id")
+            entries.append(ContextEntry(index, content, source if isinstance(source, str) else None))
+        entries.sort(key=lambda e: e.index)
+        return tuple(entries)
+
+    def context_copies(self, branch: str, message_id: str, stored: Message, content: tuple[Any, ...]) -> dict[str, Any]:
+        """The rewrites an edit makes to context-log copies of ``message_id`` on ``branch``: each
+        as its namespace's reader sees the new content, dropped (``None``) where it sees nothing."""
+        rewrites: dict[str, Any] = {}
+        edited = attrs.evolve(stored, content=content)
+        for key in self._copy_index(branch).get(message_id, ()):
+            if self.store.model.get_state(branch, key) in (None, MISSING):
+                continue
+            owned = own_record(key)
+            if owned is None:
+                continue
+            readable, reader = reader_of(self.store.model, branch, owned[0])
+            if not readable:
+                rewrites[key] = None  # whose view it holds cannot be told: fail closed
+                continue
+            seen, _ = reader_view(edited, reader)
+            rewrites[key] = None if seen is None else {"content": content_to_json(seen.content), "source_message_id": message_id}
+        return rewrites
+
+    # -- closing --------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every manager and actor, and stop listening to the store."""
+        self.closing = True
+        for manager in list(self._managers):
+            await manager.aclose()
+        for actor in list(self._actors.values()):
+            actor.close()
+        self._unlisten()

@@ -1,0 +1,77 @@
+"""``asides.lowlevel``: the names for strategy authors and store-level code, as ``trio.lowlevel``.
+
+A host needs none of these: ``import asides`` gives the runtime, managers, content, models and
+errors. Writing a strategy of your own, you get a :class:`StrategyContext` on every call (its
+``view`` a :class:`MessageView`, its ``state`` a :class:`StrategyState`) and return a
+:class:`Selection`; the optional capabilities are the small protocols below, and
+:class:`NoBackgroundWork` is a base for a strategy with no background work. Code that works on a
+store itself (tools, importers, the CLI) uses :func:`open_store` and :class:`SqliteStore`, the
+JSON codecs of content, and the reader-view functions.
+
+Every name here has this module as its one public home (its ``__module__``); the layer packages
+(``asides.store``, ``asides.strategies``) and ``asides`` itself still export the ones they
+exported before, as the same objects.
+"""
+
+from ._public import home_names
+from .store._blocks import (
+    UnreadableBlock,
+    block_from_json,
+    block_to_json,
+    check_content,
+    coerce_content,
+    content_from_json,
+    content_to_json,
+    has_audience,
+)
+from .store._open import open_store
+from .store._sqlite import SqliteStore
+from .store._views import MessageView, reader_body, reader_view
+from .strategies._base import Selection, SelectOptions, StrategyContext, StrategyState
+from .strategies._capabilities import (
+    DescribesPendingWork,
+    FollowsStoredState,
+    HasEstimator,
+    HasHeadWindow,
+    ReadsSummaries,
+    ReportsFailedUnits,
+    ShardsMessages,
+)
+from .strategies._passthrough import NoBackgroundWork
+from .strategies._tokens import default_estimate, estimate_text
+
+__all__ = [
+    # what a strategy is handed and returns
+    "MessageView",
+    "SelectOptions",
+    "Selection",
+    "StrategyContext",
+    "StrategyState",
+    # the optional capabilities of a strategy
+    "DescribesPendingWork",
+    "FollowsStoredState",
+    "HasEstimator",
+    "HasHeadWindow",
+    "NoBackgroundWork",
+    "ReadsSummaries",
+    "ReportsFailedUnits",
+    "ShardsMessages",
+    # token estimates
+    "default_estimate",
+    "estimate_text",
+    # the store, and content as the store keeps it
+    "SqliteStore",
+    "UnreadableBlock",
+    "block_from_json",
+    "block_to_json",
+    "check_content",
+    "coerce_content",
+    "content_from_json",
+    "content_to_json",
+    "has_audience",
+    "open_store",
+    "reader_body",
+    "reader_view",
+]
+
+home_names(__name__, __all__, globals())
