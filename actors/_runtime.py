@@ -94,6 +94,17 @@ class Runtime(PrivacyParts):
         return self._core.records_disclosures
 
     @property
+    def lease_holder(self) -> str:
+        """How this runtime's compression leases show on a shared store: the application name its
+        connections give the server (``asides pid <pid>``, unless the URL sets
+        ``application_name``), which ``asides inspect`` and ``asides serve`` print beside the
+        server process holding a lease (docs/postgres.md). The lease itself is a session lock,
+        written nowhere."""
+        import os
+
+        return f"asides pid {os.getpid()}"
+
+    @property
     def running_actors(self) -> int:
         """How many namespace actors run now (each ends once no manager, drain or request of its
         namespace is left)."""
