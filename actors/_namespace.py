@@ -452,13 +452,18 @@ class NamespaceActor:
         """Whether the current task holds this actor's turn."""
         return self._holder is not None and self._holder == current_task_id()
 
-    async def _acquire(self, request: TurnRequest) -> None:
-        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks for nothing
-        me = current_task_id()
+    async def _post(self, request: TurnRequest) -> None:
+        """Queue ``request`` for the actor's loop; a cancelled caller asks for nothing, and a
+        request after the loop ended is refused."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
         try:
             self._send.send_nowait(request)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._refuse(request)
+
+    async def _acquire(self, request: TurnRequest) -> None:
+        me = current_task_id()
+        await self._post(request)
         try:
             await request.granted.wait()
         except BaseException:
@@ -502,12 +507,8 @@ class NamespaceActor:
         way. Refused (``ManagerClosedError``, or the store's failure) once the actor ended."""
         if self.holds_turn():
             return await work()
-        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks for nothing
         request.work = work
-        try:
-            self._send.send_nowait(request)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._refuse(request)
+        await self._post(request)
         try:
             await request.granted.wait()
         except BaseException:

@@ -200,8 +200,8 @@ async def test_an_actor_that_ends_gives_its_compression_lease_up(pg_url):
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=blocking)
         await write_conversation(host, 30)
         await blocking.wait_for_request()
-        actor = rt.actor("main", "agents/s")
-        manager.abandon()
+        actor = namespace_actor(rt, "main", "agents/s")
+        abandon(manager)
         await settle()
         assert not actor.ended
         assert await lease_holders(rt.store, [("main", "agents/s")]), "still held while the unit's request is out"
