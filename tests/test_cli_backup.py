@@ -138,7 +138,7 @@ async def test_a_restored_store_reopens_for_writing(capsys, full_store, tmp_path
     async with open_runtime(copy) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         added = await ann.add_message("user", [text("after the restore")])
-        assert int(added.id) == rows(full_store)[-1][0] + 1
+        assert int(added.id) > rows(full_store)[-1][0], "ids go on after the restored ones, none reused"
         compiled = await ann.compile()
         assert "BOB-ONLY" not in json.dumps([m.participant + str(m.content) for m in compiled.messages])
 

@@ -45,10 +45,18 @@ def chars(content: Any) -> int:
     return sum(len(b.text) for b in content if isinstance(b, TextBlock))
 
 
-def test_the_protocols_are_public_in_both_places():
+def test_the_protocols_are_public_in_their_home_and_the_strategies_layer():
+    """Each protocol has one public home, ``asides.lowlevel`` (for strategy authors; its
+    ``__module__``), is exported by the strategies layer too, and stays importable from
+    ``asides`` as the same object (docs/api.md)."""
+    import asides.lowlevel
+
     for protocol in (ContextStrategy, *CAPABILITIES):
         name = protocol.__name__
-        assert name in asides.__all__ and name in asides.strategies.__all__
+        assert name in asides.strategies.__all__
+        assert (name in asides.lowlevel.__all__ and protocol.__module__ == "asides.lowlevel") or (
+            name in asides.__all__ and protocol.__module__ == "asides"
+        )
         assert getattr(asides, name) is getattr(asides.strategies, name) is protocol
 
 

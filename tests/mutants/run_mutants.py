@@ -209,9 +209,9 @@ MUTANTS = [
         "            pass  # MUTANT N3-in-memory\n",
         more=(
             (
-                "actors/_runtime.py",
-                "                    actor.adopt_stored_records()\n",
-                "                    pass  # MUTANT N3-in-memory\n",
+                "actors/_core.py",
+                "                        actor.adopt_stored_records()\n",
+                "                        pass  # MUTANT N3-in-memory\n",
             ),
             (MANAGER, "                self._actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
         ),
