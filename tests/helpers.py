@@ -10,15 +10,25 @@ in ``asides.testing``; only what reaches below the public API stays here.
 * :func:`sibling_store` names one more fresh store of the same backend as a test's ``store_path``.
 * :func:`dump` captures everything a runtime's store holds, for "a refusal writes nothing"
   comparisons (take one before, one after, assert equal).
+* :func:`reaped_child` and :func:`read_child_line` run a crash test's child process (a writer
+  the test kills) and read its lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
 import urllib.parse
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 from asides.store._postgres import is_postgres_url
 
@@ -167,3 +177,45 @@ def abandon(manager: Any) -> None:
 def registered_managers(runtime: Any) -> int:
     """Test-only: how many managers the runtime's private core has registered (open, or opening)."""
     return int(runtime._core.open_managers)
+
+
+#: How long a child process of a crash test may run: only ever reached by a hung child.
+CHILD_WATCHDOG_SECONDS = 120
+
+
+@contextmanager
+def reaped_child(script: str, *args: str, stderr_path: str) -> Iterator[subprocess.Popen[str]]:
+    """Run ``python SCRIPT ARGS`` from the project root, its stdout a line-buffered pipe and its
+    stderr in ``stderr_path``; killed after :data:`CHILD_WATCHDOG_SECONDS`, always reaped."""
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, script, *args],
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            bufsize=1,
+        )
+    watchdog = threading.Timer(CHILD_WATCHDOG_SECONDS, proc.kill)
+    watchdog.start()
+    try:
+        yield proc
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def read_child_line(proc: subprocess.Popen[str], stderr_path: str) -> str:
+    """The child's next line of output; fails the test, with the child's stderr, if it ended."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait()
+        with open(stderr_path) as err:
+            pytest.fail(f"the child ended (code {proc.returncode}) before it was killed:\n{err.read()}")
+    return line.rstrip("\n")

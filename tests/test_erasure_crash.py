@@ -7,56 +7,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from erasure_checks import files_holding
+from helpers import read_child_line, reaped_child
 
 from asides import PassthroughStrategy, open_runtime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "erase_crash_writer.py")
 COUNT = 3_000
-WATCHDOG_SECONDS = 120  # only ever reached by a hung child
-
-
-@contextmanager
-def child(path: str, stderr_path: str) -> Iterator[subprocess.Popen[str]]:
-    with open(stderr_path, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, CHILD, path, str(COUNT)],
-            cwd=os.path.dirname(HERE),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            bufsize=1,
-        )
-    watchdog = threading.Timer(WATCHDOG_SECONDS, proc.kill)
-    watchdog.start()
-    try:
-        yield proc
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
-
-
-def read_line(proc: subprocess.Popen[str], stderr_path: str) -> str:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait()
-        with open(stderr_path) as err:
-            pytest.fail(f"the child ended (code {proc.returncode}) before it was killed:\n{err.read()}")
-    return line.rstrip("\n")
 
 
 @pytest.mark.slow
@@ -66,12 +26,12 @@ async def test_kill_9_mid_erasure_is_all_or_nothing(tmp_path, point):
     kills the child (``None``: once the erasure returned)."""
     path = str(tmp_path / "store.db")
     stderr_path = str(tmp_path / "child.err")
-    with child(path, stderr_path) as proc:
-        while read_line(proc, stderr_path) != "ERASING":
+    with reaped_child(CHILD, path, str(COUNT), stderr_path=stderr_path) as proc:
+        while read_child_line(proc, stderr_path) != "ERASING":
             pass
         seen = 0
         while point is None or seen < point:
-            line = read_line(proc, stderr_path)
+            line = read_child_line(proc, stderr_path)
             if line == "ERASED":
                 break
             seen += 1

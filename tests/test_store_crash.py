@@ -26,46 +26,12 @@ import pytest
 from asides import PassthroughStrategy, content_for_reader, open_runtime
 from asides.store import StoreLockedError, open_store, text
 from tests.crash_writer import digest
+from tests.helpers import CHILD_WATCHDOG_SECONDS, read_child_line, reaped_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CHILD = os.path.join(HERE, "crash_writer.py")
 PAD = "x" * 200
-WATCHDOG_SECONDS = 120  # only ever reached by a hung child
-
-
-@contextmanager
-def child(path: str, *args: str, stderr_path: str) -> Iterator[subprocess.Popen]:
-    """Run ``python tests/crash_writer.py PATH ARGS`` from the project root; always reaped."""
-    with open(stderr_path, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, CHILD, path, *args],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            bufsize=1,
-        )
-    watchdog = threading.Timer(WATCHDOG_SECONDS, proc.kill)
-    watchdog.start()
-    try:
-        yield proc
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()
-
-
-def read_line(proc: subprocess.Popen, stderr_path: str) -> str:
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait()
-        with open(stderr_path) as err:
-            pytest.fail(f"the child ended (code {proc.returncode}) before it was killed:\n{err.read()}")
-    return line.rstrip("\n")
 
 
 def kill(proc: subprocess.Popen) -> None:
@@ -92,9 +58,9 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path, seed):
     for _round in range(2):
         wanted = rng.randint(50, 300)
         acknowledged = 0
-        with child(path, stderr_path=stderr_path) as proc:
+        with reaped_child(CHILD, path, stderr_path=stderr_path) as proc:
             while acknowledged < wanted:
-                kind, branch, *rest = read_line(proc, stderr_path).split(" ")
+                kind, branch, *rest = read_child_line(proc, stderr_path).split(" ")
                 if kind == "M":
                     message_id, sequence, task, n = rest
                     assert message_id not in messages, "a message id was handed out twice"
@@ -145,8 +111,8 @@ async def test_a_second_process_is_refused_with_store_locked(tmp_path):
     store opens here with what the other process wrote."""
     path = str(tmp_path / "locked.db")
     stderr_path = str(tmp_path / "child.err")
-    with child(path, "--hold", stderr_path=stderr_path) as proc:
-        ready = read_line(proc, stderr_path)
+    with reaped_child(CHILD, path, "--hold", stderr_path=stderr_path) as proc:
+        ready = read_child_line(proc, stderr_path)
         assert ready.startswith("READY ")
         held_id = ready.split(" ")[1]
         for _ in range(2):  # a refused open leaves no lock behind in this process either
@@ -187,7 +153,7 @@ class Writers:
         first = self.read_line()
         assert first.startswith("PID "), first
         self.pid = int(first.split(" ")[1])
-        self.watchdog = threading.Timer(WATCHDOG_SECONDS, self._kill_writer)
+        self.watchdog = threading.Timer(CHILD_WATCHDOG_SECONDS, self._kill_writer)
         self.watchdog.start()
 
     def read_line(self) -> str:
@@ -237,7 +203,7 @@ def writers(stderr_path: str) -> Iterator[Writers]:
             served.kill()
         proc.stdin.close()  # the server ends at the end of its input
         try:
-            proc.wait(timeout=WATCHDOG_SECONDS)
+            proc.wait(timeout=CHILD_WATCHDOG_SECONDS)
         finally:
             if proc.poll() is None:
                 proc.kill()
