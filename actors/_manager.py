@@ -299,8 +299,6 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
             self._seen_length = self._store.length(self._branch)
             self._erasures_seen = self._store.model.erasure_count
             await self._strategy.initialize(self._context())
-            if action == "set_strategy":
-                await self._record_strategy()
 
         try:
             await actor.execute(StartStrategy(), in_the_actor)
@@ -316,8 +314,8 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         """Record the strategy and its options under the namespace, so that an operator (``asides
         inspect``, ``asides compile``) sees which strategy it runs, when
         ``strategies._recorded.record_to_write`` says so (one state write). An open and a move
-        record it right after their claim, before the strategy starts (a start that fails keeps
-        both, as it keeps the claim); ``set_strategy`` once the new strategy started."""
+        (``set_strategy`` is one) record it right after their claim, before the strategy starts:
+        a start that fails keeps both, as it keeps the claim."""
         if self._store.read_only:
             return
         record = record_to_write(self._store.model, self._branch, self._namespace, self._strategy)
