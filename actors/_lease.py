@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from ..store._postgres import PostgresStore
     from ..store._sqlite import SqliteStore
 
-__all__ = ["CompressionLease", "LeaseLost", "current_task_id", "is_shared_store", "lease_holders", "lease_name"]
+__all__ = ["CompressionLease", "LeaseLost", "current_task_id", "lease_holders", "lease_name"]
 
 log = logging.getLogger("asides.actors")
 
@@ -70,14 +70,6 @@ def current_task_id() -> int:
     return id(asyncio.current_task())
 
 
-def is_shared_store(store: SqliteStore) -> bool:
-    """Whether other processes may write ``store`` (a PostgreSQL store) rather than this
-    process alone (a store file, which one process holds with an exclusive lock)."""
-    from ..store._postgres import PostgresStore  # no driver is imported by this
-
-    return isinstance(store, PostgresStore)
-
-
 def lease_name(branch: str, namespace: str) -> str:
     """The name of the session lock that is the compression lease of ``namespace`` on ``branch``."""
     return "compression lease " + json.dumps([branch, namespace])
@@ -88,7 +80,7 @@ async def lease_holders(store: SqliteStore, namespaces: Iterable[tuple[str, str]
     server process and what ``pg_stat_activity`` says of it), for reading tools; a lease nobody
     holds is left out, and on a store file, which records nothing while its process runs, every
     one is."""
-    if not is_shared_store(store):
+    if not store.shared:
         return {}
     wanted = {lease_name(branch, namespace): (branch, namespace) for branch, namespace in namespaces}
     found = await cast("PostgresStore", store).session_lock_holders(wanted)
@@ -110,7 +102,7 @@ class CompressionLease:
         self.branch = branch
         self.namespace = namespace
         self.name = lease_name(branch, namespace)
-        self.shared = is_shared_store(store)
+        self.shared = store.shared
         #: Takes refused because another session held the lease (for tests and measurements).
         self.refusals = 0
         self._next_try = -math.inf  # on the runtime's clock: no take is asked before it

@@ -111,6 +111,8 @@ class _NoDriver:
 class PostgresStore(Committer, SqliteStore):
     """A store in a PostgreSQL database, shared by every process that opens the same URL."""
 
+    shared = True
+
     def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str = "NORMAL") -> None:
         super().__init__(redact_url(url), _NoDriver(), model)
         self.read_only = read_only

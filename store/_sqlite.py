@@ -93,6 +93,12 @@ class SqliteStore:
     awaited, in write order; a listener's exception is logged, never raised (:meth:`_tell`).
     """
 
+    #: Whether other processes may write the store while this one has it open: ``False`` for a
+    #: store file, which one process holds with an exclusive lock; ``True`` for a PostgreSQL store.
+    #: The runtime asks this (for the compression lease, and whether a write may come from
+    #: elsewhere), never the store's class.
+    shared = False
+
     def __init__(self, path: str, driver: Driver, model: LogModel, *, read_only: bool = False) -> None:
         self.path = path
         #: Opened with ``read_only=True``: every write raises ``StoreReadOnlyError``.

@@ -1249,3 +1249,9 @@ async def test_unencodable_text_is_refused_without_stopping_the_store(store_path
             assert not store.failed
         m = await store.append_message("main", "u", body("u", 3))
         assert m.id == store.messages("main")[-1].id
+
+
+async def test_a_store_says_whether_other_processes_may_write_it(store_path: str) -> None:
+    """``shared``: a store file is held by one process; a PostgreSQL store is shared."""
+    async with open_store(store_path) as store:
+        assert store.shared is store_path.startswith("postgresql://")
