@@ -23,8 +23,6 @@ render after a change prices and truncates only what changed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
 from ...store._blocks import ToolResultBlock, ToolUseBlock
@@ -35,16 +33,25 @@ from .._base import CompiledMessage, Selection, SelectOptions, SourceEntry, Stra
 from .._budget import over_budget
 from .._passthrough import selection_of
 from .._repair import Emitted, repair_pairing
+from .._tokens import Estimator
 from .._truncation import truncate_content
 from .compression import recall_messages
 from .records import Summary
 from .regions import Regions
+from .scheduling import pending_chunks
 from .tracking import Tracker
 
-if TYPE_CHECKING:
-    from .strategy import AutobiographicalStrategy
+__all__ = ["RawItem", "RenderCache", "RenderSettings", "SummaryItem", "middle_items", "render"]
 
-__all__ = ["RawItem", "RenderCache", "SummaryItem", "middle_items", "render"]
+
+@attrs.frozen(slots=True)
+class RenderSettings:
+    """The strategy options a compile reads (the strategy itself is not handed to it)."""
+
+    max_message_tokens: int | None
+    estimator: Estimator
+    summary_participant: str
+    holdback_chunks: int
 
 
 @attrs.frozen(slots=True)
@@ -112,14 +119,15 @@ class RenderCache:
     #: message id -> (the message object rendered, its emitted form, its price)
     raws: dict[str, tuple[Message, Emitted, int]] = attrs.Factory(dict)
 
-    def raw(self, strategy: AutobiographicalStrategy, message: Message) -> tuple[Emitted, int]:
-        """A raw message as a compile shows it, and its price; computed once per message object."""
+    def raw(self, settings: RenderSettings, tracker: Tracker, message: Message) -> tuple[Emitted, int]:
+        """A raw message as a compile shows it, and its price (``tracker.price``); computed once
+        per message object."""
         found = self.raws.get(message.id)
         if found is not None and found[0] is message:
             return found[1], found[2]
-        shown, cut = truncate_content(message.content, strategy.max_message_tokens, strategy.estimator)
+        shown, cut = truncate_content(message.content, settings.max_message_tokens, settings.estimator)
         item = Emitted(CompiledMessage(message.participant, shown), SourceEntry("raw", (message.id,)), complete=not cut)
-        price = strategy.price(message)
+        price = tracker.price(message)
         self.raws[message.id] = (message, item, price)
         return item, price
 
@@ -139,7 +147,7 @@ def _signature(tracker: Tracker, view: MessageView, regions: Regions) -> tuple[o
 
 
 def _render_all(
-    strategy: AutobiographicalStrategy, cache: RenderCache, tracker: Tracker, view: MessageView, regions: Regions
+    settings: RenderSettings, cache: RenderCache, tracker: Tracker, view: MessageView, regions: Regions
 ) -> tuple[list[Emitted], list[int], tuple[int, int, int]]:
     """Every item of the compile, in order, with its price, and the head, middle and recent totals."""
     emitted: list[Emitted] = []
@@ -148,7 +156,7 @@ def _render_all(
     used: dict[str, tuple[Message, Emitted, int]] = {}
 
     def raw(message: Message) -> int:
-        item, cost = cache.raw(strategy, message)
+        item, cost = cache.raw(settings, tracker, message)
         used[message.id] = cache.raws[message.id]
         emitted.append(item)
         costs.append(cost)
@@ -159,8 +167,8 @@ def _render_all(
     for middle in middle_items(tracker, view, regions):
         if isinstance(middle, SummaryItem):
             source = SourceEntry("summary", middle.summary.message_ids, middle.summary.id)
-            for recalled in recall_messages(middle.summary, strategy.summary_participant):
-                cost = strategy.estimator(recalled.content)
+            for recalled in recall_messages(middle.summary, settings.summary_participant):
+                cost = settings.estimator(recalled.content)
                 emitted.append(Emitted(recalled, source))
                 costs.append(cost)
                 middle_tokens += cost
@@ -172,12 +180,13 @@ def _render_all(
     return emitted, costs, (head_tokens, middle_tokens, recent_tokens)
 
 
-def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
-    """The compile (see the module docstring). Writes nothing."""
-    tracker = strategy.tracker
+def render(
+    settings: RenderSettings, tracker: Tracker, cache: RenderCache, ctx: StrategyContext, budget: int, options: SelectOptions
+) -> Selection:
+    """The compile (see the module docstring), from the strategy's ``settings``, its ``tracker``
+    (brought up to date with ``ctx``) and its last render, ``cache``. Writes nothing."""
     regions = tracker.sync(ctx)
     view = ctx.view
-    cache = strategy.render_cache
     signature = _signature(tracker, view, regions)
     if (
         cache.signature == signature
@@ -189,13 +198,13 @@ def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int
         # Only appends since the last render, and nothing they derive from changed: the messages
         # that left the recent window stay raw in the middle, in the same order.
         for message in view.slice(cache.length, regions.length):
-            item, cost = cache.raw(strategy, message)
+            item, cost = cache.raw(settings, tracker, message)
             cache.emitted.append(item)
             cache.costs.append(cost)
             cache.total += cost
             cache.tool_items += _has_tool_block(item)
     else:
-        emitted, costs, _ = _render_all(strategy, cache, tracker, view, regions)
+        emitted, costs, _ = _render_all(settings, cache, tracker, view, regions)
         cache.emitted, cache.costs = emitted, costs
         cache.total = sum(costs)
         cache.tool_items = sum(1 for item in emitted if _has_tool_block(item))
@@ -204,12 +213,12 @@ def render(strategy: AutobiographicalStrategy, ctx: StrategyContext, budget: int
     if cache.tool_items:
         repaired = repair_pairing(cache.emitted)
         priced = {id(item): cost for item, cost in zip(cache.emitted, cache.costs, strict=True)}
-        total = sum(priced[id(i)] if id(i) in priced else strategy.estimator(i.message.content) for i in repaired)
+        total = sum(priced[id(i)] if id(i) in priced else settings.estimator(i.message.content) for i in repaired)
     else:
         repaired, total = cache.emitted, cache.total
     if total > budget and not options.preview:
-        _emitted, _costs, (head_tokens, middle_tokens, recent_tokens) = _render_all(strategy, cache, tracker, view, regions)
-        pending = strategy.pending_chunks()
+        _emitted, _costs, (head_tokens, middle_tokens, recent_tokens) = _render_all(settings, cache, tracker, view, regions)
+        pending = pending_chunks(tracker, settings.holdback_chunks)
         awaiting = f"{counted(pending, 'chunk')} {'awaits' if pending == 1 else 'await'} compression"
         details = f"head {head_tokens}, middle {middle_tokens}, recent {recent_tokens}; {awaiting}"
         remedies = []

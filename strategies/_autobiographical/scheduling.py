@@ -34,6 +34,7 @@ __all__ = [
     "Unit",
     "ScheduleOptions",
     "queued",
+    "pending_chunks",
     "merge_group",
     "pending_merges",
     "next_unit",
@@ -89,6 +90,11 @@ def queued(tracker: Tracker, holdback: int) -> list[str]:
     waiting = [c for c in tracker.unsummarised if c not in held and not memory.failed(c)]
     waiting.sort(key=lambda c: memory.chunks[c].first_sequence)
     return waiting
+
+
+def pending_chunks(tracker: Tracker, holdback: int) -> int:
+    """Chunks queued for a level-1 summary plus chunks the walk has cut but not recorded."""
+    return len(queued(tracker, holdback)) + len(tracker.walk.closable)
 
 
 def merge_group(tracker: Tracker, level: int, threshold: int) -> list[str] | None:

@@ -30,8 +30,8 @@ from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .records import Summary
-from .rendering import RenderCache, render
-from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, queued
+from .rendering import RenderCache, RenderSettings, render
+from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
 from .tracking import Tracker
 from .units import run_unit, transition_text
@@ -109,6 +109,8 @@ class AutobiographicalStrategy:
         self._shown_costs: dict[str, tuple[object, int]] = {}
         self.tracker = self._new_tracker()
         self.render_cache = RenderCache()
+        #: What a compile reads of the options (rendering is handed these, not the strategy).
+        self.render_settings = RenderSettings(self.max_message_tokens, self.estimator, self.summary_participant, self.holdback_chunks)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as JSON, recorded when a manager starts this strategy (so that ``asides
@@ -197,7 +199,7 @@ class AutobiographicalStrategy:
 
     def pending_chunks(self) -> int:
         """Chunks queued for a level-1 summary plus chunks the walk has cut but not recorded."""
-        return len(queued(self.tracker, self.holdback_chunks)) + len(self.tracker.walk.closable)
+        return pending_chunks(self.tracker, self.holdback_chunks)
 
     async def tick(self, ctx: StrategyContext) -> bool:
         """Run the highest-priority unit to its end; ``False`` when there is none, when a request
@@ -216,7 +218,7 @@ class AutobiographicalStrategy:
         """Render head, then summaries and uncovered raw messages in order, then the recent
         window. Writes nothing; over budget a compile raises ``OverBudgetError``, a preview
         returns the selection."""
-        return render(self, ctx, budget, options)
+        return render(self.render_settings, self.tracker, self.render_cache, ctx, budget, options)
 
     # -- summary reads -------------------------------------------------------------------------
 
