@@ -322,9 +322,11 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         if record is not None:
             await self._store.set_state(self._branch, f"{self._namespace}/{STRATEGY_KEY}", record)
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self) -> StrategyContext | None:
         """Hand the strategy the reader's view of the messages written since it last looked
-        (in the actor's turn). A message the reader sees nothing of is not handed over.
+        (in the actor's turn). A message the reader sees nothing of is not handed over. Returns
+        the context the strategy was handed (a compile goes on with it), or ``None`` when there
+        was nothing to hand.
 
         After an erasure (store/_erasure.py) the strategy starts again from the store instead: a
         new view, a new assembly cache, ``initialize`` again, so nothing it kept in memory of an
@@ -335,11 +337,12 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
             self._view = self._make_view(self._branch)
             self._assembly = AssemblyCache()
             self._seen_length = self._store.length(self._branch)
-            await self._strategy.initialize(self._context())
-            return
+            ctx = self._context()
+            await self._strategy.initialize(ctx)
+            return ctx
         length = self._store.length(self._branch)
         if length == self._seen_length:
-            return
+            return None
         new = self._store.messages(self._branch, self._seen_length, length)
         self._seen_length = length
         ctx = self._context()
@@ -351,6 +354,7 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
                 await self._strategy.on_new_message(projected, ctx)
             except Exception:
                 log.exception("strategy %r: on_new_message failed for message %s", getattr(self._strategy, "name", "?"), message.id)
+        return ctx
 
     def _detach(self) -> None:
         """Stop this manager's drain (it ends before the manager moves or closes)."""

@@ -129,8 +129,12 @@ class Reading(ManagerParts):
 
         async def in_the_actor() -> CompiledContext:
             self._check(action)
-            await self._catch_up()
-            selection = await self._strategy.select(self._context(preview=preview), budget, options)
+            # One context for the compile: the catch-up's, when it made one (a preview's state
+            # is read-only, so a preview makes its own).
+            ctx = await self._catch_up()
+            if ctx is None or preview:
+                ctx = self._context(preview=preview)
+            selection = await self._strategy.select(ctx, budget, options)
             compiled = assemble(
                 selection,
                 injections=checked,

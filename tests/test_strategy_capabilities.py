@@ -229,3 +229,42 @@ async def test_windowed_over_budget_shows_where_the_budget_went(store_path):
             "compile for agents/w on main needs 50 tokens for its newest message (with its tool partners) but the budget "
             "is 30: raise max_tokens or set max_message_tokens."
         )
+
+
+class ContextsSeen(Newest):
+    """Newest, keeping every context it is handed, by call; no drain runs for it."""
+
+    has_background_work = False
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, StrategyContext]] = []
+
+    async def on_new_message(self, message: Any, ctx: StrategyContext) -> None:
+        self.seen.append(("on_new_message", ctx))
+
+    async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
+        self.seen.append(("select", ctx))
+        return await super().select(ctx, budget, options)
+
+
+async def test_a_compile_hands_its_catch_up_and_its_select_one_context(store_path: str) -> None:
+    """A compile that catches up with new messages (another namespace's, here) builds one
+    strategy context: the catch-up and the selection get the same one. A preview's context is
+    its own (its state is read-only)."""
+    strategy = ContextsSeen()
+    async with open_runtime(store_path) as runtime:
+        manager = await runtime.open_manager("ns", strategy=strategy)
+        other = await runtime.open_manager("other", strategy=PassthroughStrategy())
+        await other.add_message("user", [asides.text("one")])
+        await other.add_message("user", [asides.text("two")])
+        strategy.seen.clear()
+        await manager.compile(max_tokens=10_000, reserve_for_response=0)
+        assert [name for name, _ in strategy.seen] == ["on_new_message", "on_new_message", "select"]
+        assert len({id(ctx) for _, ctx in strategy.seen}) == 1
+        await other.add_message("user", [asides.text("three")])
+        strategy.seen.clear()
+        await manager.preview_context(max_tokens=10_000, reserve_for_response=0)
+        (_, caught_up), (_, selected) = strategy.seen
+        assert selected.preview and not caught_up.preview
+        await other.aclose()
+        await manager.aclose()
