@@ -12,11 +12,15 @@ import logging
 import re
 from collections.abc import Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import anyio
+import anyio.lowlevel
 
 from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
+from ..strategies._autobiographical.plans import Ask, Close, PlansUnits, Rejected, Superseded, plans_units
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
@@ -26,9 +30,9 @@ from ..strategies._capabilities import (
     Summary,
     has_background_work,
 )
-from ..strategies._errors import CompressionError, StrategyCapabilityError
+from ..strategies._errors import AnswerRejectedError, CompressionError, ModelError, StrategyCapabilityError
 from ._drains import Drain, DrainTarget
-from ._gate import AnswerStale
+from ._gate import AnswerStale, ModelGate
 from ._lease import LeaseLost
 from ._manager_parts import ManagerParts
 from ._namespace import NamespaceActor
@@ -39,6 +43,10 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger("asides.actors")
+
+#: Raises of the floor a planned unit makes before its request leaves, at most: a plan made again
+#: after a raise that shows newer messages than the raise covered raises again.
+RAISES_BEFORE_A_REQUEST = 3
 
 __all__ = ["BackgroundWork"]
 
@@ -64,39 +72,167 @@ class BackgroundWork(ManagerParts):
             return did
 
     async def _unit_traced(self, *, needs_model: bool) -> bool:
+        strategy = self._strategy
+        if plans_units(strategy):
+            return await self._planned_unit(cast(PlansUnits, strategy), needs_model=needs_model)
         actor = self._actor
         async with actor.turn(Unit()):
-            self._check("tick")
-            await self._catch_up()
-            self._follow_elsewhere()
-            self._lease_wait = None
-            if needs_model and (self.model is None or self._strategy.is_ready()):
+            leased = await self._begin_unit(needs_model=needs_model)
+            if leased is None:
                 return False
-            leased = self.model is not None  # a unit that may ask the model compresses under the lease
-            if leased:
-                self._lease_wait = await actor.take_lease(self._core.model_policy.lease_retry)
-                if self._lease_wait is not None:
-                    return False  # another process compresses this namespace now
             try:
                 with actor.fenced() if leased else nullcontext():
-                    did = bool(await self._strategy.tick(self._context()))
+                    return bool(await strategy.tick(self._context()))
             except AnswerStale:
-                did = False
-            except LeaseLost as exc:  # the connection's session ended (or the lease was given up) meanwhile
-                log.warning("namespace %r on %r: %s", self._namespace, self._branch, exc)
-                self._lease_wait = actor.lease.wait()
-                return self._lease_wait is None  # not refused lately: look again at once
+                return False
+            except LeaseLost as exc:
+                return self._lease_lost(actor, exc)
             except Exception:
-                # A model failing more than ``drain_failures`` times in a row (past the point
-                # where drain() raises) gives the lease up after each further failure, so that a
-                # process whose model answers may take over; this one asks again after its
-                # back-off. (Before that, its retries cost no round trip.)
-                failure = self._drain.failure if self._drain is not None else None
-                failing = failure is not None and failure.count >= self._core.model_policy.drain_failures
-                if leased and failing and actor.holds_turn():
+                if leased and self._model_failing():
                     await self._release_lease_if_idle()
                 raise
+
+    async def _begin_unit(self, *, needs_model: bool) -> bool | None:
+        """The start of every unit, in the actor's turn: check the manager, bring the strategy up
+        to date, and take the compression lease when the unit may ask the model. ``None`` when
+        there is no unit to run (no model or nothing pending with ``needs_model``, or another
+        process holds the lease); else whether the unit runs under the lease."""
+        self._check("tick")
+        await self._catch_up()
+        self._follow_elsewhere()
+        self._lease_wait = None
+        if needs_model and (self.model is None or self._strategy.is_ready()):
+            return None
+        leased = self.model is not None  # a unit that may ask the model compresses under the lease
+        if leased:
+            self._lease_wait = await self._actor.take_lease(self._core.model_policy.lease_retry)
+            if self._lease_wait is not None:
+                return None  # another process compresses this namespace now
+        return leased
+
+    def _lease_lost(self, actor: NamespaceActor, exc: LeaseLost) -> bool:
+        """A unit's write was refused: the connection's session ended, or the lease was given up,
+        meanwhile. Whether to look again at once (the lease was not refused lately)."""
+        log.warning("namespace %r on %r: %s", self._namespace, self._branch, exc)
+        self._lease_wait = actor.lease.wait()
+        return self._lease_wait is None
+
+    def _model_failing(self) -> bool:
+        """Whether the model has failed more than ``drain_failures`` times in a row (past the
+        point where drain() raises): a unit failing then gives the lease up, so that a process
+        whose model answers may take over; this one asks again after its back-off. (Before that,
+        its retries cost no round trip.)"""
+        failure = self._drain.failure if self._drain is not None else None
+        return failure is not None and failure.count >= self._core.model_policy.drain_failures
+
+    async def _planned_unit(self, strategy: PlansUnits, *, needs_model: bool) -> bool:
+        """One unit of a strategy that returns its units as effects (``plans``): the actor plans
+        it and performs the plan (the floor, a close's records, the request's disclosure) in one
+        command; the request goes out from this task, holding no turn; a second command hands the
+        answer back, and the actor throws it away if it is stale (a move, a close, a claim
+        change), or judges it and writes what it makes."""
+        actor = self._actor
+        leased = False
+        if needs_model and self.model is None:
+            return False  # a drain with no model has nothing to do: it costs the namespace nothing
+
+        async def plan() -> tuple[Ask, ModelGate] | bool:
+            nonlocal leased
+            began = await self._begin_unit(needs_model=needs_model)
+            if began is None:
+                return False
+            leased = began
+            with actor.fenced() if leased else nullcontext():
+                ctx = self._context()
+                step = strategy.plan_next(ctx)
+                if step is None:
+                    return False
+                await ctx.mark_compression_read(step.floor)  # a raise that fails counts as no attempt
+                if isinstance(step, Close):
+                    await ctx.state.set_many(step.records)
+                    strategy.took(step, ctx)
+                    return True
+                for _ in range(RAISES_BEFORE_A_REQUEST):
+                    again = strategy.replan(ctx, step)  # from the view as it stands after the raise
+                    covered, step = step.floor, again
+                    if again.floor <= covered:
+                        break
+                    await ctx.mark_compression_read(again.floor)
+                gate = ctx.model
+                assert isinstance(gate, ModelGate)
+                await gate.prepare(step.request)
+                strategy.asking(step)
+                return step, gate
+
+        try:
+            planned = await actor.execute(Unit(), plan)
+            if not isinstance(planned, tuple):
+                return planned
+            step, gate = planned
+            answer = await self._send(strategy, actor, step, gate)
+
+            async def commit() -> bool:
+                gate.finished(answered=True)
+                strategy.asking(None)
+                gate.check_fresh()
+                judged: object = answer
+                try:
+                    gate.check_answer(answer, step.request)
+                except AnswerRejectedError as exc:
+                    judged = exc
+                with actor.fenced() if leased else nullcontext():
+                    ctx = self._context()
+                    outcome = strategy.judge(ctx, step, judged)
+                    if isinstance(outcome, Superseded):
+                        if outcome.error is not None:
+                            raise outcome.error
+                        return True
+                    await ctx.state.set_many(outcome.records)
+                    strategy.took(outcome, ctx)
+                    if isinstance(outcome, Rejected):
+                        raise outcome.error
+                    return True
+
+            did = False
+            with anyio.CancelScope(shield=True):  # the answer is handed back even to a cancelled drain
+                did = await actor.execute(Unit(), commit)
             return did
+        except AnswerStale:
+            return False
+        except LeaseLost as exc:
+            return self._lease_lost(actor, exc)
+        except Exception:
+            if leased and self._model_failing():
+                try:
+                    await actor.execute(Unit(), self._release_lease_if_idle)
+                except Exception as exc:  # the actor or the store ended: the lease ends with them
+                    log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+            raise
+
+    async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask, gate: ModelGate) -> object:
+        """In this task, holding no turn: send the planned request and return the model's answer
+        (unchecked). A request that fails or is cancelled is handed back as given up (in the
+        actor: no longer out, no longer in flight) before its error propagates, a model error
+        naming the unit; so is an answer that arrives once this task was cancelled (a move or a
+        close stopped the drain)."""
+        try:
+            answer = await gate.send(step.request)
+            await anyio.lowlevel.checkpoint_if_cancelled()  # a drain stopped meanwhile hands nothing back
+            return answer
+        except BaseException as exc:
+
+            async def given_up() -> None:
+                gate.finished(answered=False)
+                strategy.asking(None)
+
+            with anyio.CancelScope(shield=True):
+                try:
+                    await actor.execute(Unit(), given_up)
+                except Exception:  # the actor ended (the runtime closes): nothing else uses it now
+                    await given_up()
+            if isinstance(exc, ModelError):
+                raise ModelError(f"{step.describe}: {exc}") from exc
+            raise
 
     async def _release_lease_if_idle(self) -> None:
         """Give the compression lease up (in the actor's turn) when this process holds it and no
@@ -232,9 +368,10 @@ class BackgroundWork(ManagerParts):
                 start_failures = 0
             if not waiting:
                 drain.poke()
+            begun = drain.units_begun  # an outcome counts only from a unit begun after the catch-up above
             await drain.progress.wait_beyond(progress)
             self._check("drain")  # the drain may have stopped because the store did
-            if drain.last_outcome == "idle" and self._actor.requests_out == 0:
+            if drain.last_outcome == "idle" and drain.last_unit > begun and self._actor.requests_out == 0:
                 await self._catch_up_now(done=True)
                 return self._raise_if_failed(before)  # the drain found nothing it can do now
 

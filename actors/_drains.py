@@ -105,6 +105,11 @@ class Drain:
         #: What the newest unit did: ``"did"`` work, found nothing (``"idle"``), ``"failed"``, or
         #: found another process compressing the namespace (``"waiting"`` for its lease).
         self.last_outcome = "idle"
+        #: Units begun so far, and the number of the one whose outcome ``last_outcome`` is (0:
+        #: none yet), so that a caller waiting for an outcome can tell one of a unit begun after
+        #: it looked from one begun before.
+        self.units_begun = 0
+        self.last_unit = 0
         self.stopped = False
         self._scope: anyio.CancelScope | None = None
         self._done = anyio.Event()
@@ -188,6 +193,8 @@ class Drain:
         while True:
             version = target.branch_signal.version
             answered = target.answers()
+            self.units_begun += 1
+            unit = self.units_begun
             try:
                 did = await self._one_unit()
             except (ReaderClaimError, ReaderRecordError) as exc:
@@ -219,7 +226,7 @@ class Drain:
                     "the next unit in" if isinstance(exc, AnswerRejectedError) and exc.unit_failed else "it stays pending, retrying in",
                     wait,
                 )
-                self.last_outcome = "failed"
+                self.last_outcome, self.last_unit = "failed", unit
                 self.progress.raise_()
                 await anyio.sleep(wait)
                 backoff = min(backoff * 2, policy.max_backoff)
@@ -231,6 +238,7 @@ class Drain:
                 backoff = policy.first_backoff
                 self.failure = None
             self.last_outcome = "did" if did else "idle" if lease_wait is None else "waiting"
+            self.last_unit = unit
             self.progress.raise_()
             if not did:
                 # Waiting for another process's lease: its records are writes on the branch and

@@ -21,7 +21,8 @@ import asyncio
 import logging
 import math
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import anyio
@@ -190,7 +191,9 @@ class ModelGate:
                 raise
             raise ModelError(f"the model failed ({describe_error(exc)})") from exc
 
-    async def complete(self, request: CompletionRequest) -> Completion:
+    @contextmanager
+    def _traced(self, request: CompletionRequest) -> Iterator[None]:
+        """The ``model_request`` span of ``request`` (docs/tracing.md), for the block."""
         owner = self._owner
         with span(
             "model_request", namespace=owner.namespace, reader=owner.view_reader, branch=owner.branch, strategy=owner.strategy_name
@@ -198,18 +201,56 @@ class ModelGate:
             traced.set("messages", len(request.messages))
             traced.set("tokens", request.max_tokens)
             traced.set("sources", len(request.source_ids))
+            yield
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        with self._traced(request):
             return await self._complete(request)
 
     async def _complete(self, request: CompletionRequest) -> Completion:
+        await self.prepare(request)
+        try:
+            completion = await self._actor.outside_turn(lambda: self._ask(request))
+        except BaseException:
+            self.finished(answered=False)
+            raise
+        self.finished(answered=True)
+        self.check_fresh()
+        self.check_answer(completion, request)
+        return completion
+
+    # -- a request in steps (the drains of strategies that return their units as effects) -------
+    #
+    # ``prepare`` and ``finished``, ``check_fresh`` and ``check_answer`` run in the namespace
+    # actor's task (a command's work); ``send`` runs in the drain's task, with no turn held.
+
+    async def prepare(self, request: CompletionRequest) -> None:
+        """Before ``request`` leaves: refuse it when the claim no longer lets the manager read
+        (``ReaderClaimError``), record what it shows as disclosed to the provider, and count it
+        as out (the namespace's ``requests_out``)."""
         owner, actor = self._owner, self._actor
         actor.check(owner.view_reader, "a compression request")
         await self._disclose(request.source_ids, "compression")  # recorded before it is sent
         actor.request_began()
-        try:
-            completion = await actor.outside_turn(lambda: self._ask(request))
-        finally:
-            actor.request_finished()
-        self._on_answer()
+
+    async def send(self, request: CompletionRequest) -> Completion:
+        """The request alone, bounded by the policy's timeout: the model's answer, unchecked, or
+        ``ModelError`` (see the module docstring). Call it between :meth:`prepare` and
+        :meth:`finished`, holding no turn."""
+        with self._traced(request):
+            return await self._ask(request)
+
+    def finished(self, *, answered: bool) -> None:
+        """The request is back (``answered``: with an answer) or given up: no longer out."""
+        self._actor.request_finished()
+        if answered:
+            self._on_answer()
+
+    def check_fresh(self) -> None:
+        """Raise :class:`AnswerStale` when the answer is to be thrown away: the manager moved or
+        closed, or the namespace's claim changed (``ReaderClaimError`` when the new claim no
+        longer lets the manager read), while the request was out."""
+        owner, actor = self._owner, self._actor
         if self._current_epoch() != self._epoch:
             raise AnswerStale("the manager moved while the request was out; its answer is discarded")
         if owner.closed:
@@ -224,10 +265,8 @@ class ModelGate:
             )
             actor.check(owner.view_reader, "storing a compression result")
             raise AnswerStale("the namespace's claim changed while the request was out; its answer is discarded")
-        self._check_answer(completion, request)
-        return completion
 
-    def _check_answer(self, completion: object, request: CompletionRequest) -> None:
+    def check_answer(self, completion: object, request: CompletionRequest) -> None:
         """The one rule for an answer (:func:`~asides.strategies._models.accepted_text`), with
         the policy's size limit: ``AnswerRejectedError`` naming the reason."""
         accepted_text(completion, max_tokens=request.max_tokens, limit_factor=self._policy.answer_limit_factor)

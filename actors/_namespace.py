@@ -10,12 +10,15 @@ store, written nowhere: see :mod:`._lease`) and its strategy state on its branch
   replies with the outcome, so every strategy call serving them (``initialize``,
   ``on_new_message`` in a catch-up, ``select``) runs in the actor's task, whichever manager or
   task asked.
-* **Grants** (:meth:`NamespaceActor.turn`): a unit of background work (a drain's or a ``tick``'s)
-  and a head-window reset. Their work sends a model request, which must never hold the actor's
-  task: the requester gets the turn and works in its own task, lending the turn back while the
-  request is out (:meth:`NamespaceActor.outside_turn`), so that the namespace keeps serving
-  compiles, writes and opens meanwhile. (Their planning and commit steps run in the requester's
-  task too: the built-in strategies do not yet return their plans as effects, issue 20 item 2.)
+* A unit of a strategy that returns its units as effects (the built-in compressing strategies)
+  is two commands: one plans it and performs the plan, one judges the answer and writes what it
+  makes; the model request goes out between them from the drain's own task, holding no turn
+  (``actors/_background.py``).
+* **Grants** (:meth:`NamespaceActor.turn`): a head-window reset, and a unit of a strategy that
+  runs its units itself through ``tick(ctx)``. Their work sends a model request, which must
+  never hold the actor's task: the requester gets the turn and works in its own task, lending
+  the turn back while the request is out (:meth:`NamespaceActor.outside_turn`), so that the
+  namespace keeps serving compiles, writes and opens meanwhile.
 
 The claim, the floor and the strategy state change only in the turn, and the actor checks that
 on every such change.

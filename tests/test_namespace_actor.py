@@ -1,8 +1,9 @@
 """The namespace is an actor (issue 20, item 1): the strategy calls that serve a namespace's
-opens, compiles and catch-ups run in the actor's own task, whichever manager or caller task
-asked; another namespace's run in another task; a model request runs in neither (the drain that
-asks it holds the namespace's turn, never the actor's task). Checked through the public API,
-on both backends, by recording the task of each strategy call."""
+opens, compiles and catch-ups, and the built-in strategies' planning and commit steps of a
+compression unit, run in the actor's own task, whichever manager or caller task asked; another
+namespace's run in another task; a model request runs in neither (the drain sends it from its own
+task, holding no turn). Checked through the public API, on both backends, by recording the task
+of each strategy call."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from typing import Any
 import pytest
 import trio
 
-from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
+from asides import (
+    AutobiographicalStrategy,
+    CompiledMessage,
+    CompletionRequest,
+    ExtractiveModel,
+    PassthroughStrategy,
+    completion_text,
+    open_runtime,
+    text,
+)
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 
@@ -54,6 +64,32 @@ class RecordingAutobiographical(AutobiographicalStrategy):
         self.tasks.note(self.who)
         return await super().select(ctx, budget, options)
 
+    async def initialize(self, ctx: Any) -> None:
+        self.tasks.note(self.who)
+        await super().initialize(ctx)
+
+    async def on_new_message(self, message: Any, ctx: Any) -> None:
+        self.tasks.note(self.who)
+        await super().on_new_message(message, ctx)
+
+    # The planning and commit steps of a unit (the strategy returns its units as effects).
+
+    def plan_next(self, ctx: Any) -> Any:
+        self.tasks.note(self.who)
+        plan = super().plan_next(ctx)
+        if plan is not None:
+            self.tasks.note("c planned")
+        return plan
+
+    def judge(self, ctx: Any, plan: Any, answer: Any) -> Any:
+        self.tasks.note(self.who)
+        self.tasks.note("c judged")
+        return super().judge(ctx, plan, answer)
+
+    def took(self, written: Any, ctx: Any) -> None:
+        self.tasks.note(self.who)
+        super().took(written, ctx)
+
 
 class RecordingModel(ExtractiveModel):
     def __init__(self, tasks: Tasks) -> None:
@@ -93,6 +129,7 @@ async def test_strategy_calls_of_one_namespace_run_in_its_actors_task_and_model_
         await cleo.compile(**BIG)
         tasks.note("callers")  # this task called too
 
+    assert tasks.by["c planned"] and tasks.by["c judged"], "the premise: units were planned and answers judged"
     a, b, c = tasks.by["a"], tasks.by["b"], tasks.by["c"]
     assert len(a) == 1, "every strategy call of agents/a ran in one task, whichever of two managers and five tasks asked"
     assert len(b) == 1 and len(c) == 1
@@ -143,3 +180,55 @@ async def test_a_caller_that_gives_up_cancels_its_own_work_and_the_actor_serves_
         assert rt.store.head("main") == head, "the cancelled compile wrote nothing"
         compiled = await ann.compile(**BIG)  # the actor serves the next command
         assert len(compiled.messages) == len(ann.get_all_messages()) == 1
+
+
+class OldWayNotes(PassthroughStrategy):
+    """A host's own strategy written against SPEC 3.3's ``tick(ctx)``: it marks what it reads,
+    asks the model through ``ctx.model`` and writes a state record through ``ctx.state``, all
+    from its own ``tick``, once."""
+
+    has_background_work = True
+    marks_compression_reads = True
+
+    def __init__(self, tasks: Tasks) -> None:
+        super().__init__()
+        self.tasks = tasks
+        self.done = False
+
+    def is_ready(self) -> bool:
+        return self.done
+
+    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
+        self.tasks.note("select")
+        return await super().select(ctx, budget, options)
+
+    async def tick(self, ctx: Any) -> bool:
+        if self.done or ctx.model is None or ctx.view.length() < 3:
+            return False
+        self.tasks.note("tick")
+        newest = ctx.view.at(ctx.view.length() - 1)
+        await ctx.mark_compression_read(newest.sequence)
+        answer = await ctx.model.complete(CompletionRequest((CompiledMessage("user", newest.content),), max_tokens=50))
+        await ctx.state.set("old-way/note", completion_text(answer))
+        self.done = True
+        return True
+
+
+@pytest.mark.timeout(60)
+async def test_a_strategy_written_the_old_way_runs_its_tick_outside_the_actors_task(store_path):
+    """SPEC 3.3's ``tick(ctx)`` keeps working unchanged: it runs in the drain's task, not the
+    actor's, and its context calls (a floor raise, a model request, a state write) do what they
+    did: the floor rose to what it read, and the record is written."""
+    tasks = Tasks()
+    strategy = OldWayNotes(tasks)
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/o", strategy=strategy, view_reader="ann", model=RecordingModel(tasks))
+        for number in range(3):
+            await manager.add_message("user", [text(f"line {number} for the old way")])
+        await manager.drain()
+        await manager.compile(**BIG)
+        assert rt.store.get_state("main", "agents/o/old-way/note"), "the tick wrote its record"
+        assert rt.store.get_state("main", "agents/o/narrowing-floor") == manager.get_all_messages()[-1].sequence
+    assert len(tasks.by["tick"]) == 1 and len(tasks.by["select"]) == 1
+    assert not tasks.by["tick"] & tasks.by["select"], "the tick ran outside the actor's task"
+    assert tasks.by["model"] == tasks.by["tick"], "its model request went out from the tick's own task"

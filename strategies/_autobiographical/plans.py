@@ -27,15 +27,15 @@ marker, the target, and the instruction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
 from ...store._blocks import TextBlock
 from ...store._messages import Message
 from ...store._views import MessageView
-from .._base import CompiledMessage
+from .._base import CompiledMessage, StrategyContext
 from .._errors import AnswerRejectedError, CompressionError
 from .._models import CompletionRequest, accepted_text
 from .._windowed import first_position_at_or_after
@@ -54,11 +54,14 @@ __all__ = [
     "Ask",
     "Close",
     "Outcome",
+    "PlansUnits",
     "Rejected",
     "Superseded",
     "TransitionPlan",
     "judge_answer",
     "judge_transition",
+    "performs_plans",
+    "plans_units",
     "plan_transition",
     "plan_unit",
     "take_written",
@@ -128,6 +131,43 @@ class TransitionPlan:
 
     floor: int
     request: CompletionRequest
+
+
+@runtime_checkable
+class PlansUnits(Protocol):
+    """A strategy whose units the runtime performs as effects: the namespace actor plans the next
+    unit and performs the plan (the floor, a close's records), the drain sends the request from
+    its own task, and the actor judges the answer and writes what it makes. (A strategy without
+    these methods runs its units itself through ``tick(ctx)``.)"""
+
+    def plan_next(self, ctx: StrategyContext) -> Close | Ask | None: ...
+
+    def replan(self, ctx: StrategyContext, plan: Ask) -> Ask: ...
+
+    def asking(self, plan: Ask | None) -> None: ...
+
+    def judge(self, ctx: StrategyContext, plan: Ask, answer: object) -> Outcome: ...
+
+    def took(self, written: Close | Accepted | Rejected, ctx: StrategyContext) -> None: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def performs_plans(tick: F) -> F:
+    """Mark a strategy's ``tick`` as the one that performs the strategy's own plans (see
+    :func:`plans_units`)."""
+    tick.performs_plans = True  # type: ignore[attr-defined]
+    return tick
+
+
+def plans_units(strategy: object) -> bool:
+    """Whether the runtime may perform ``strategy``'s units as effects (:class:`PlansUnits`): it
+    offers the methods, and its ``tick`` is the one that performs those plans. A subclass that
+    overrides ``tick`` runs its units through it, as every strategy written against SPEC 3.3's
+    ``tick(ctx)`` does."""
+    tick = getattr(type(strategy), "tick", None)
+    return bool(getattr(tick, "performs_plans", False)) and isinstance(strategy, PlansUnits)
 
 
 # -- planning ----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from .._base import Selection, SelectOptions, StrategyContext
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
+from .plans import Accepted, Ask, Close, Outcome, Rejected, judge_answer, performs_plans, plan_unit, take_written
 from .records import Summary
 from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
@@ -201,6 +202,7 @@ class AutobiographicalStrategy:
         """Chunks queued for a level-1 summary plus chunks the walk has cut but not recorded."""
         return pending_chunks(self.tracker, self.holdback_chunks)
 
+    @performs_plans
     async def tick(self, ctx: StrategyContext) -> bool:
         """Run the highest-priority unit to its end; ``False`` when there is none, when a request
         is already out for this namespace and branch, or when there is no model."""
@@ -213,6 +215,41 @@ class AutobiographicalStrategy:
             return False
         await run_unit(self, ctx, unit)
         return True
+
+    # -- units as effects (the runtime's drains use these; ``tick`` performs them itself) ----------
+
+    def plan_next(self, ctx: StrategyContext) -> Close | Ask | None:
+        """The next unit's plan (``plans``): the floor to raise and the chunk records to write
+        (a close), or the floor to raise and the request to send; ``None`` under the same
+        conditions as :meth:`tick` finds nothing to run. Writes nothing; the caller performs the
+        plan and, for a request, hands the answer to :meth:`judge`."""
+        tracker = self.tracker
+        tracker.sync(ctx)
+        if ctx.model is None or tracker.in_flight is not None or ctx.compression_in_flight:
+            return None
+        unit = next_unit(tracker, self)
+        return None if unit is None else plan_unit(self, ctx.view, unit)
+
+    def replan(self, ctx: StrategyContext, plan: Ask) -> Ask:
+        """``plan``'s unit planned again from the view as it stands (after the floor rose)."""
+        again = plan_unit(self, ctx.view, plan.unit)
+        assert isinstance(again, Ask)
+        return again
+
+    def asking(self, plan: Ask | None) -> None:
+        """``plan``'s request is out (``pending_work()`` says what it does), or, ``None``, no
+        request is out any more."""
+        self.tracker.in_flight = None if plan is None else plan.describe
+
+    def judge(self, ctx: StrategyContext, plan: Ask, answer: object) -> Outcome:
+        """What ``answer`` to ``plan``'s request makes (``plans.judge_answer``), once the strategy
+        took in what other managers wrote meanwhile. Writes nothing."""
+        self.tracker.catch_up(ctx.state)
+        return judge_answer(self, plan, answer)
+
+    def took(self, written: Close | Accepted | Rejected, ctx: StrategyContext) -> None:
+        """The records of ``written`` were written: take them in (memory only)."""
+        take_written(self, written, ctx.view)
 
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         """Render head, then summaries and uncovered raw messages in order, then the recent
