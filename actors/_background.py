@@ -20,7 +20,7 @@ import anyio.lowlevel
 from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..strategies._autobiographical.plans import Ask, Close, PlansUnits, Rejected, Superseded, plans_units
+from ..strategies._autobiographical.plans import Ask, Close, PlansUnits, plans_units
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
@@ -44,9 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("asides.actors")
 
-#: Raises of the floor a planned unit makes before its request leaves, at most: a plan made again
-#: after a raise that shows newer messages than the raise covered raises again.
-RAISES_BEFORE_A_REQUEST = 3
 
 __all__ = ["BackgroundWork"]
 
@@ -147,17 +144,9 @@ class BackgroundWork(ManagerParts):
                 step = strategy.plan_next(ctx)
                 if step is None:
                     return False
-                await ctx.mark_compression_read(step.floor)  # a raise that fails counts as no attempt
+                step = await strategy.prepare(ctx, step)  # the floor raise; a close's records
                 if isinstance(step, Close):
-                    await ctx.state.set_many(step.records)
-                    strategy.took(step, ctx)
                     return True
-                for _ in range(RAISES_BEFORE_A_REQUEST):
-                    again = strategy.replan(ctx, step)  # from the view as it stands after the raise
-                    covered, step = step.floor, again
-                    if again.floor <= covered:
-                        break
-                    await ctx.mark_compression_read(again.floor)
                 gate = ctx.model
                 assert isinstance(gate, ModelGate)
                 await gate.prepare(step.request)
@@ -181,17 +170,8 @@ class BackgroundWork(ManagerParts):
                 except AnswerRejectedError as exc:
                     judged = exc
                 with actor.fenced() if leased else nullcontext():
-                    ctx = self._context()
-                    outcome = strategy.judge(ctx, step, judged)
-                    if isinstance(outcome, Superseded):
-                        if outcome.error is not None:
-                            raise outcome.error
-                        return True
-                    await ctx.state.set_many(outcome.records)
-                    strategy.took(outcome, ctx)
-                    if isinstance(outcome, Rejected):
-                        raise outcome.error
-                    return True
+                    await strategy.commit(self._context(), step, judged)
+                return True
 
             did = False
             with anyio.CancelScope(shield=True):  # the answer is handed back even to a cancelled drain

@@ -81,14 +81,14 @@ class RecordingAutobiographical(AutobiographicalStrategy):
             self.tasks.note("c planned")
         return plan
 
-    def judge(self, ctx: Any, plan: Any, answer: Any) -> Any:
+    async def prepare(self, ctx: Any, plan: Any) -> Any:
+        self.tasks.note(self.who)
+        return await super().prepare(ctx, plan)
+
+    async def commit(self, ctx: Any, plan: Any, answer: Any) -> None:
         self.tasks.note(self.who)
         self.tasks.note("c judged")
-        return super().judge(ctx, plan, answer)
-
-    def took(self, written: Any, ctx: Any) -> None:
-        self.tasks.note(self.who)
-        super().took(written, ctx)
+        await super().commit(ctx, plan, answer)
 
 
 class RecordingModel(ExtractiveModel):

@@ -135,20 +135,19 @@ class TransitionPlan:
 
 @runtime_checkable
 class PlansUnits(Protocol):
-    """A strategy whose units the runtime performs as effects: the namespace actor plans the next
-    unit and performs the plan (the floor, a close's records), the drain sends the request from
-    its own task, and the actor judges the answer and writes what it makes. (A strategy without
+    """A strategy whose units the runtime drives in steps: the namespace actor plans the next unit
+    (``plan_next``, writing nothing) and performs the plan (``prepare``: the floor, a close's
+    records), the drain sends the request from its own task, and the actor hands the answer back
+    (``commit``: judged by ``judge_answer``, and what it makes written). (A strategy without
     these methods runs its units itself through ``tick(ctx)``.)"""
 
     def plan_next(self, ctx: StrategyContext) -> Close | Ask | None: ...
 
-    def replan(self, ctx: StrategyContext, plan: Ask) -> Ask: ...
+    async def prepare(self, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask: ...
 
     def asking(self, plan: Ask | None) -> None: ...
 
-    def judge(self, ctx: StrategyContext, plan: Ask, answer: object) -> Outcome: ...
-
-    def took(self, written: Close | Accepted | Rejected, ctx: StrategyContext) -> None: ...
+    async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None: ...
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -29,13 +29,13 @@ from .._base import Selection, SelectOptions, StrategyContext
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
-from .plans import Accepted, Ask, Close, Outcome, Rejected, judge_answer, performs_plans, plan_unit, take_written
+from .plans import Ask, Close, performs_plans, plan_unit
 from .records import Summary
 from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
 from .tracking import Tracker
-from .units import run_unit, transition_text
+from .units import commit, prepare, run_unit, transition_text
 
 __all__ = ["AutobiographicalStrategy"]
 
@@ -230,26 +230,20 @@ class AutobiographicalStrategy:
         unit = next_unit(tracker, self)
         return None if unit is None else plan_unit(self, ctx.view, unit)
 
-    def replan(self, ctx: StrategyContext, plan: Ask) -> Ask:
-        """``plan``'s unit planned again from the view as it stands (after the floor rose)."""
-        again = plan_unit(self, ctx.view, plan.unit)
-        assert isinstance(again, Ask)
-        return again
+    async def prepare(self, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
+        """Perform what ``plan`` asks before a request (``units.prepare``: the floor raise, a
+        close's records); the request to send, planned again after the raise, or the close."""
+        return await prepare(self, ctx, plan)
 
     def asking(self, plan: Ask | None) -> None:
         """``plan``'s request is out (``pending_work()`` says what it does), or, ``None``, no
         request is out any more."""
         self.tracker.in_flight = None if plan is None else plan.describe
 
-    def judge(self, ctx: StrategyContext, plan: Ask, answer: object) -> Outcome:
-        """What ``answer`` to ``plan``'s request makes (``plans.judge_answer``), once the strategy
-        took in what other managers wrote meanwhile. Writes nothing."""
-        self.tracker.catch_up(ctx.state)
-        return judge_answer(self, plan, answer)
-
-    def took(self, written: Close | Accepted | Rejected, ctx: StrategyContext) -> None:
-        """The records of ``written`` were written: take them in (memory only)."""
-        take_written(self, written, ctx.view)
+    async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None:
+        """Perform what ``answer`` to ``plan``'s request makes (``units.commit``: the summary, or
+        the counted rejection, then raised)."""
+        await commit(self, ctx, plan, answer)
 
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         """Render head, then summaries and uncovered raw messages in order, then the recent

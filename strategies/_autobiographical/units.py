@@ -25,7 +25,7 @@ from .scheduling import Unit
 if TYPE_CHECKING:
     from .strategy import AutobiographicalStrategy
 
-__all__ = ["run_unit", "transition_text"]
+__all__ = ["commit", "prepare", "run_unit", "transition_text"]
 
 #: Raises of the floor a unit makes before its request leaves, at most: a plan made again after
 #: a raise that shows newer messages than the raise covered raises again.
@@ -33,23 +33,36 @@ _RAISES = 3
 
 
 async def run_unit(strategy: AutobiographicalStrategy, ctx: StrategyContext, unit: Unit) -> None:
-    """Run one unit to its end. A raise that fails counts as no attempt: it propagates before
-    anything is counted."""
-    plan = plan_unit(strategy, ctx.view, unit)
+    """Run one unit to its end (``tick``): :func:`prepare`, the request, :func:`commit`."""
+    plan = await prepare(strategy, ctx, plan_unit(strategy, ctx.view, unit))
+    if isinstance(plan, Ask):
+        await commit(strategy, ctx, plan, await _ask(strategy, ctx, plan))
+
+
+async def prepare(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
+    """Perform what ``plan`` asks before any request: raise the floor; for a close, write its
+    records and take them in; for a request, plan it again from the view as it stands after the
+    raise (raising again if it shows more). Returns the plan performed, or the request to send.
+    A raise that fails counts as no attempt: it propagates before anything is counted."""
     await ctx.mark_compression_read(plan.floor)
     if isinstance(plan, Close):
         await ctx.state.set_many(plan.records)
         take_written(strategy, plan, ctx.view)
-        return
+        return plan
     for _ in range(_RAISES):
-        # The request is built from the view as it stands after the raise.
-        again = plan_unit(strategy, ctx.view, unit)
+        again = plan_unit(strategy, ctx.view, plan.unit)
         assert isinstance(again, Ask)
         covered, plan = plan.floor, again
         if again.floor <= covered:
             break
         await ctx.mark_compression_read(again.floor)
-    answer = await _ask(strategy, ctx, plan)
+    return plan
+
+
+async def commit(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Ask, answer: object) -> None:
+    """Perform what the answer to ``plan``'s request makes, once the strategy took in what other
+    managers wrote meanwhile: write the summary, or the counted rejection and then raise it
+    (``AnswerRejectedError`` naming the unit and the reason), or nothing."""
     strategy.tracker.catch_up(ctx.state)
     outcome = judge_answer(strategy, plan, answer)
     if isinstance(outcome, Superseded):
