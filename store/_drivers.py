@@ -34,7 +34,9 @@ Rows = list[tuple[Any, ...]]
 
 
 class Driver(Protocol):
-    """What the store needs of a SQLite connection."""
+    """What the store needs of a SQLite connection. A statement that was sent always finishes
+    before its caller goes on: a cancelled caller waits for it, shielded, and sees the
+    cancellation afterwards (so a commit never stops halfway)."""
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows: ...
 
@@ -48,7 +50,10 @@ class AiosqliteDriver:
         self._connection = connection
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        return list(await self._connection.execute_fetchall(sql, params))
+        rows: Rows = []
+        with anyio.CancelScope(shield=True):  # see Driver: a statement sent always finishes
+            rows = list(await self._connection.execute_fetchall(sql, params))
+        return rows
 
     async def close(self) -> None:
         await self._connection.close()
@@ -104,7 +109,7 @@ class ThreadDriver:
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         if self._may_run_inline(sql, params):
-            rows = self._execute(sql, tuple(params))
+            rows = self._execute(sql, params if type(params) is tuple else tuple(params))
             self._since_checkpoint += 1
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._since_checkpoint = 0

@@ -62,11 +62,12 @@ def check_message_items(items: object, timestamp: object = None) -> None:
     Unicode, the timestamps finite numbers. Content is the caller's to check (the block types
     refuse what cannot be stored). Errors name the field: ``participant``, ``metadata.<key>``,
     ``timestamp``."""
-    check_timestamp(timestamp)
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+    if timestamp is not None:
+        check_timestamp(timestamp)
+    if type(items) is not list and type(items) is not tuple and (isinstance(items, (str, bytes)) or not isinstance(items, Sequence)):
         raise ArgumentTypeError("items", f"must be a list of (participant, content, metadata) tuples, not {type(items).__name__}")
     for index, item in enumerate(items):
-        if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+        if (type(item) is not tuple and not isinstance(item, (tuple, list))) or len(item) not in (3, 4):
             raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])")
         check_participant(item[0])
         freeze_metadata(item[2])

@@ -176,6 +176,10 @@ class LogModel:
                 check_branch(name)  # a name of the wrong type: InvalidNameError, naming it
             raise UnknownBranchError(name) from None
 
+    def check_branch(self, name: str) -> None:
+        """Refuse an unknown branch (``UnknownBranchError``), or a name of the wrong type."""
+        self._branch(name)
+
     def has_branch(self, name: str) -> bool:
         if not isinstance(name, str):
             check_branch(name)

@@ -36,8 +36,14 @@ log = logging.getLogger("asides.store")
 _STORABLE_BLOCKS: Final = (*typing.get_args(ContentBlock), UnreadableBlock)
 
 
+#: The one encoder of stored JSON (``json.dumps`` with these options makes an encoder per call).
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def encodable(body: str, path: str) -> str:
     """Refuse text SQLite could not store (a lone surrogate), before anything changes."""
+    if body.isascii():
+        return body
     try:
         body.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -49,7 +55,7 @@ def json_text(value: Any, path: str) -> str:
     """The stored JSON text of ``value``: refused, naming ``path``, if it is not JSON (NaN
     included), nests too deep to encode, or holds text SQLite could not store."""
     try:
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        body = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise MalformedContentError(path, f"must be JSON: {exc}") from None
     except RecursionError:
@@ -60,9 +66,9 @@ def json_text(value: Any, path: str) -> str:
 def blocks_to_store(content: object) -> tuple[ContentBlock, ...]:
     """A message's content as the model keeps it: a tuple of blocks (a private copy of the
     caller's sequence). Refuses anything else, naming ``content[i]``."""
-    if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+    if type(content) is not tuple and (isinstance(content, (str, bytes)) or not isinstance(content, Sequence)):
         raise ArgumentTypeError("content", f"must be a sequence of content blocks, not {type(content).__name__}")
-    blocks = tuple(content)
+    blocks = content if type(content) is tuple else tuple(content)  # a tuple is already a private copy
     for index, block in enumerate(blocks):
         if not isinstance(block, _STORABLE_BLOCKS):
             raise ArgumentTypeError(

@@ -21,6 +21,7 @@ interface (``store._drivers``): under Trio a dedicated thread owning a ``sqlite3
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import time
@@ -74,14 +75,34 @@ _ROWS_PER_STATEMENT = 2000
 
 
 class _Batch:
-    __slots__ = ("rows", "erasures", "done", "error")
+    """The rows of one commit, and how its writers learn that it ended."""
+
+    __slots__ = ("rows", "erasures", "error", "ended", "_ended_event")
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
         #: Statements overwriting erased records, run after the batch's inserts in its transaction.
         self.erasures: list[tuple[str, list[Any]]] = []
-        self.done = anyio.Event()
         self.error: BaseException | None = None
+        self.ended = False
+        self._ended_event: anyio.Event | None = None  # made only when a writer waits (a lone writer never does)
+
+    def end(self, error: BaseException | None = None) -> None:
+        """The commit ended (``error``: it failed); wake every writer waiting for it."""
+        if error is not None:
+            self.error = error
+        self.ended = True
+        if self._ended_event is not None:
+            self._ended_event.set()
+
+    async def wait(self) -> None:
+        """Wait, shielded, until the commit ended (so a cancelled writer still waits for it)."""
+        if self.ended:
+            return
+        if self._ended_event is None:
+            self._ended_event = anyio.Event()
+        with anyio.CancelScope(shield=True):
+            await self._ended_event.wait()
 
 
 class SqliteStore:
@@ -192,7 +213,7 @@ class SqliteStore:
             finally:
                 self._committing = False
             self.commits += 1
-            batch.done.set()
+            batch.end()
 
     def _stop(self, exc: BaseException, records: int, batch: _Batch | None) -> None:
         """Fail-stop after a failed commit: fail ``batch`` and the one filling behind it, so
@@ -200,8 +221,7 @@ class SqliteStore:
         self._failure = exc
         for failed in (batch, self._batch):
             if failed is not None:
-                failed.error = exc
-                failed.done.set()
+                failed.end(exc)
         self._batch = None
         self._wakeup.set()
         log.critical("commit of %d record(s) to %r failed; the store stops: %r", records, self.path, exc)
@@ -213,17 +233,18 @@ class SqliteStore:
         queue in the next batch, which the committer takes when this one is done."""
         self._committing = True
         try:
-            with anyio.CancelScope(shield=True):
-                await anyio.lowlevel.checkpoint()
-                if self._batch is batch:
-                    self._batch = None
-                try:
-                    await self._commit_batch(batch)
-                except BaseException as exc:
-                    self._stop(exc, len(batch.rows), batch)
-                    raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
+            await anyio.lowlevel.cancel_shielded_checkpoint()  # a scheduling point that is never a cancel point
+            if self._batch is batch:
+                self._batch = None
+            try:
+                # Not cancellable: a statement sent to a driver always finishes before its caller
+                # goes on (``Driver``), and nothing else here awaits.
+                await self._commit_batch(batch)
+            except BaseException as exc:
+                self._stop(exc, len(batch.rows), batch)
+                raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
-            batch.done.set()
+            batch.end()
         finally:
             self._committing = False
             if self._batch is not None or self._closing:
@@ -237,6 +258,9 @@ class SqliteStore:
             await self._insert(batch.rows)
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        if len(rows) == 1:
+            await self._driver.execute(_insert_sql(1), rows[0])
+            return
         if len(rows) <= _ROWS_PER_STATEMENT:
             await self._driver.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
             return
@@ -299,8 +323,9 @@ class SqliteStore:
         opened = batch is None
         if batch is None:
             batch = self._batch = _Batch()
-        batch.rows.extend(row.as_tuple() for row in rows)
-        batch.erasures.extend(erasures)
+        batch.rows.extend([row.as_tuple() for row in rows])
+        if erasures:
+            batch.erasures.extend(erasures)
         for event in events:
             self._tell(event)
         if opened and not self._committing and not self._closing:
@@ -308,8 +333,7 @@ class SqliteStore:
             return
         if not self._committing:
             self._wakeup.set()  # a running commit wakes the committer when it is done
-        with anyio.CancelScope(shield=True):
-            await batch.done.wait()
+        await batch.wait()
         if batch.error is not None:
             raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
 
@@ -346,7 +370,7 @@ class SqliteStore:
         Content must already be validated by the caller; metadata must be a JSON object.
         """
         self._check_usable()
-        self._model.branch_info(branch)  # refuses an unknown branch before anything changes
+        self._model.check_branch(branch)  # refuses an unknown branch before anything changes
         check_message_items(items, timestamp)  # and anything that could not be stored
         entries = [(item[0], item[1], item[2], item[3] if len(item) == 4 and item[3] is not None else timestamp) for item in items]
         messages, rows = self._model.append_messages(branch, entries)  # all or nothing
@@ -498,8 +522,7 @@ class SqliteStore:
         self._check_not_failed()
         pending = self._batch
         if pending is not None:
-            with anyio.CancelScope(shield=True):
-                await pending.done.wait()
+            await pending.wait()
             self._check_not_failed()
         if not self._has_log:
             return []
@@ -665,5 +688,6 @@ def _erase_statements(erasure: Erasure, states: Sequence[int]) -> list[tuple[str
     return statements
 
 
+@functools.lru_cache(maxsize=64)
 def _insert_sql(count: int) -> str:
     return "INSERT INTO log (id, branch, seq, kind, ref, body) VALUES " + ",".join(["(?,?,?,?,?,?)"] * count)
