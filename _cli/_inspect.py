@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from ..actors._lease import lease_holders
-from ..actors._records import FLOOR_KEY, LEASE_KEY, READER_KEY, own_record
+from ..actors._records import FLOOR_KEY, LEASE_KEY, READER_KEY, is_floor_record, is_reader_record, own_record
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
@@ -57,7 +57,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def _non_negative_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_floor_record(value)  # the floor's rule; a head start or an anchor is the same shape
 
 
 #: How ``asides`` knows a namespace's strategy (see :func:`find_strategy`).
@@ -119,7 +119,7 @@ def _describe_namespace(
     reader_status = "unclaimed"
     if READER_KEY in records:
         value = records[READER_KEY]
-        if isinstance(value, str) and value:
+        if is_reader_record(value):
             reader, reader_status = value, "claimed"
         else:
             reader_status = "unreadable"

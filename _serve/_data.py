@@ -18,6 +18,7 @@ from .._cli._compile import STRATEGIES, block_line, compile_as_json
 from .._cli._inspect import MessageCounts, describe_store, find_strategy, namespace_lease_holders, split_state_key
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
+from ..actors._records import is_reader_record
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
 from ..store._blocks.reader import content_for_reader, effective_audience, has_audience, is_thinking
@@ -266,7 +267,7 @@ def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
             split = split_state_key(state_key)
             if split is not None and split[1] == "reader":
                 value = model.get_state(branch, state_key)
-                if isinstance(value, str) and value:
+                if is_reader_record(value):
                     names.add(value)
         found = snapshot.cache[key] = sorted(names)
     return list(found)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, cast
 
@@ -77,17 +77,31 @@ class BackgroundWork(ManagerParts):
             leased = await self._begin_unit(needs_model=needs_model)
             if leased is None:
                 return False
-            try:
+
+            async def run() -> bool:
                 with actor.fenced() if leased else nullcontext():
                     return bool(await strategy.tick(self._context()))
-            except AnswerStale:
-                return False
-            except LeaseLost as exc:
-                return self._lease_lost(actor, exc)
-            except Exception:
-                if leased and self._model_failing():
-                    await self._release_lease_if_idle()
-                raise
+
+            return await self._ended_unit(actor, lambda: bool(leased), run)
+
+    async def _ended_unit(self, actor: NamespaceActor, leased: Callable[[], bool], run: Callable[[], Awaitable[bool]]) -> bool:
+        """``run()``, the body of a unit, and what its end means for the drain, whichever way the
+        unit runs: a stale answer is no work done; a write refused because the lease was lost
+        says whether to look again at once; any other error, once the model has been failing
+        (``_model_failing``), gives the lease up first, if the unit ran under it, and propagates."""
+        try:
+            return await run()
+        except AnswerStale:
+            return False
+        except LeaseLost as exc:
+            return self._lease_lost(actor, exc)
+        except Exception:
+            if leased() and self._model_failing():
+                try:
+                    await actor.execute(Unit(), self._release_lease_if_idle)  # at once, in a turn held already
+                except Exception as exc:  # the actor or the store ended: the lease ends with them
+                    log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+            raise
 
     async def _begin_unit(self, *, needs_model: bool) -> bool | None:
         """The start of every unit, in the actor's turn: check the manager, bring the strategy up
@@ -153,7 +167,7 @@ class BackgroundWork(ManagerParts):
                 strategy.asking(step)
                 return step, gate
 
-        try:
+        async def run() -> bool:
             planned = await actor.execute(Unit(), plan)
             if not isinstance(planned, tuple):
                 return planned
@@ -177,17 +191,8 @@ class BackgroundWork(ManagerParts):
             with anyio.CancelScope(shield=True):  # the answer is handed back even to a cancelled drain
                 did = await actor.execute(Unit(), commit)
             return did
-        except AnswerStale:
-            return False
-        except LeaseLost as exc:
-            return self._lease_lost(actor, exc)
-        except Exception:
-            if leased and self._model_failing():
-                try:
-                    await actor.execute(Unit(), self._release_lease_if_idle)
-                except Exception as exc:  # the actor or the store ended: the lease ends with them
-                    log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
-            raise
+
+        return await self._ended_unit(actor, lambda: leased, run)
 
     async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask, gate: ModelGate) -> object:
         """In this task, holding no turn: send the planned request and return the model's answer

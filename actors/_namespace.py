@@ -46,7 +46,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import anyio
 import attrs
@@ -58,7 +58,7 @@ from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
 from ._lease import CompressionLease, LeaseLost, current_task_id
 from ._protocol import Signal, TurnRequest, Wake
-from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, strategy_state_key
+from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, is_floor_record, is_reader_record, strategy_state_key
 
 if TYPE_CHECKING:
     from ..store._sqlite import SqliteStore
@@ -256,8 +256,8 @@ class NamespaceActor:
         value = self.store.model.get_state(self.branch, self.reader_key)
         if value is MISSING:
             return None
-        if isinstance(value, str) and value:
-            return value
+        if is_reader_record(value):
+            return cast(str, value)
         self._report("reader record", value)
         return UnreadableRecord(None if value is UNREADABLE else value)
 
@@ -278,8 +278,8 @@ class NamespaceActor:
         value = self.store.model.get_state(self.branch, self.floor_key)
         if value is MISSING:
             return 0
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
+        if is_floor_record(value):
+            return cast(int, value)
         self._report("narrowing floor", value)
         return UNREADABLE
 
@@ -377,7 +377,7 @@ class NamespaceActor:
             if fence is not None:
                 fence()  # a unit's raise, once another process took the lease over: refused
             stored = self.store.model.get_state(self.branch, self.floor_key)
-            if isinstance(stored, int) and not isinstance(stored, bool) and stored >= sequence:
+            if is_floor_record(stored) and stored >= sequence:
                 raise _Covered
 
         try:

@@ -24,7 +24,7 @@ read fail-closed: skipped and reported by the reader that finds it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from ..store._errors import InvalidArgumentError
 from ..store._key_numbers import key_number
@@ -46,6 +46,8 @@ __all__ = [
     "NAMESPACE_RECORDS",
     "NamespaceRecords",
     "context_prefix",
+    "is_floor_record",
+    "is_reader_record",
     "namespace_key",
     "own_record",
     "reader_keys",
@@ -123,6 +125,18 @@ def reader_keys(model: LogModel, branch: str) -> list[tuple[str, object]]:
     return [(key[: -len(tail)], model.get_state(branch, key)) for key in model.state_keys_ending(branch, tail)]
 
 
+def is_reader_record(value: object) -> bool:
+    """The rule for a namespace's reader record: a reader's name is a non-empty string; anything
+    else stored there is unreadable, and read fail-closed by everyone who reads it."""
+    return isinstance(value, str) and bool(value)
+
+
+def is_floor_record(value: object) -> bool:
+    """The rule for a namespace's narrowing floor: a non-negative integer (not a bool); anything
+    else stored there is unreadable, and no compression read may be recorded past it."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def reader_of(model: LogModel, branch: str, namespace: str) -> tuple[bool, str | None]:
     """``(readable, reader)``: the reader ``namespace`` records on ``branch`` (``None`` when it
     records none); ``readable`` is false for a record that is not a reader's name, which every
@@ -130,8 +144,8 @@ def reader_of(model: LogModel, branch: str, namespace: str) -> tuple[bool, str |
     record = model.get_state(branch, namespace_key(namespace, READER_KEY))
     if record is MISSING:
         return True, None
-    if isinstance(record, str) and record:
-        return True, record
+    if is_reader_record(record):
+        return True, cast(str, record)
     return False, None
 
 

@@ -37,40 +37,35 @@ class Tasks:
         self.by[who].add(id(trio.lowlevel.current_task()))
 
 
-class RecordingPassthrough(PassthroughStrategy):
+class RecordsCoreCalls:
+    """Notes the task of each core strategy call (mixed in before the strategy's class)."""
+
+    tasks: Tasks
+    who: str
+
+    async def initialize(self, ctx: Any) -> None:
+        self.tasks.note(self.who)
+        await super().initialize(ctx)  # type: ignore[misc]
+
+    async def on_new_message(self, message: Any, ctx: Any) -> None:
+        self.tasks.note(self.who)
+        await super().on_new_message(message, ctx)  # type: ignore[misc]
+
+    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
+        self.tasks.note(self.who)
+        return await super().select(ctx, budget, options)  # type: ignore[misc]
+
+
+class RecordingPassthrough(RecordsCoreCalls, PassthroughStrategy):
     def __init__(self, tasks: Tasks, who: str) -> None:
         super().__init__()
         self.tasks, self.who = tasks, who
 
-    async def initialize(self, ctx: Any) -> None:
-        self.tasks.note(self.who)
-        await super().initialize(ctx)
 
-    async def on_new_message(self, message: Any, ctx: Any) -> None:
-        self.tasks.note(self.who)
-        await super().on_new_message(message, ctx)
-
-    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
-        self.tasks.note(self.who)
-        return await super().select(ctx, budget, options)
-
-
-class RecordingAutobiographical(AutobiographicalStrategy):
+class RecordingAutobiographical(RecordsCoreCalls, AutobiographicalStrategy):
     def __init__(self, tasks: Tasks, who: str) -> None:
         super().__init__(target_chunk_tokens=60, recent_window_tokens=0, head_window_tokens=0)
         self.tasks, self.who = tasks, who
-
-    async def select(self, ctx: Any, budget: int, options: Any) -> Any:
-        self.tasks.note(self.who)
-        return await super().select(ctx, budget, options)
-
-    async def initialize(self, ctx: Any) -> None:
-        self.tasks.note(self.who)
-        await super().initialize(ctx)
-
-    async def on_new_message(self, message: Any, ctx: Any) -> None:
-        self.tasks.note(self.who)
-        await super().on_new_message(message, ctx)
 
     # The planning and commit steps of a unit (the strategy returns its units as effects).
 

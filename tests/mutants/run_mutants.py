@@ -186,7 +186,7 @@ MUTANTS = [
         more=(
             (
                 NAMESPACE,
-                "            if isinstance(stored, int) and not isinstance(stored, bool) and stored >= sequence:\n"
+                "            if is_floor_record(stored) and stored >= sequence:\n"
                 "                raise _Covered\n",
                 "            pass  # MUTANT N2-never-lowers (the commit-time check)\n",
             ),
