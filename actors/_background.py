@@ -20,7 +20,7 @@ import anyio.lowlevel
 from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..strategies._autobiographical.plans import Ask, Close, PlansUnits, plans_units
+from ..strategies._autobiographical.plans import NO_EARLIER_CONTEXT, Ask, Close, PlansUnits, TransitionPlan, judge_transition, plans_units
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
@@ -194,7 +194,7 @@ class BackgroundWork(ManagerParts):
 
         return await self._ended_unit(actor, lambda: leased, run)
 
-    async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask, gate: ModelGate) -> object:
+    async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask | TransitionPlan, gate: ModelGate) -> object:
         """In this task, holding no turn: send the planned request and return the model's answer
         (unchecked). A request that fails or is cancelled is handed back as given up (in the
         actor: no longer out, no longer in flight) before its error propagates, a model error
@@ -458,11 +458,69 @@ class BackgroundWork(ManagerParts):
             )
         if text is not None and not isinstance(text, str):
             raise ArgumentTypeError("text", f"reset_head_window takes a string or None, not {type(text).__name__}")
+        if plans_units(strategy):
+            return await self._planned_reset(cast(PlansUnits, strategy), text)
         async with self._actor.turn(HeadReset()):
             self._check("reset_head_window")
-            generated = text is None
             body = text if text is not None else await strategy.transition_text(self._context())
-            block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
-            message = await self._store.append_message(self._branch, "Context Manager", (block,))
-            await strategy.start_head_at(self._context(), message.sequence)
+            await self._start_head_with(body, generated=text is None)
+        return body
+
+    async def _start_head_with(self, body: str, *, generated: bool) -> None:
+        """In the actor's turn: append the ``[Topic Transition]`` message holding ``body`` (kept
+        to this manager's reader when the model wrote it from the reader's view) and start the
+        head window there."""
+        strategy = cast(HasHeadWindow, self._strategy)
+        block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
+        message = await self._store.append_message(self._branch, "Context Manager", (block,))
+        await strategy.start_head_at(self._context(), message.sequence)
+
+    async def _planned_reset(self, strategy: PlansUnits, text: str | None) -> str:
+        """``reset_head_window`` for a strategy that returns its units as effects: the actor plans
+        the note's request and raises the floor in one command; the request goes out from the
+        caller's task, holding no turn; a second command throws a stale answer away (raising
+        ``AnswerStale``'s reason as ``CompressionError``), judges the note and starts the head."""
+        actor = self._actor
+
+        async def plan() -> tuple[TransitionPlan, ModelGate] | str:
+            self._check("reset_head_window")
+            if text is not None:
+                await self._start_head_with(text, generated=False)
+                return text
+            ctx = self._context()
+            step = await strategy.prepare_transition(ctx)
+            if step is None:
+                await self._start_head_with(NO_EARLIER_CONTEXT, generated=True)
+                return NO_EARLIER_CONTEXT
+            gate = ctx.model
+            assert isinstance(gate, ModelGate)
+            await gate.prepare(step.request)
+            strategy.asking(step)
+            return step, gate
+
+        planned = await actor.execute(HeadReset(), plan)
+        if isinstance(planned, str):
+            return planned
+        step, gate = planned
+        answer = await self._send(strategy, actor, step, gate)
+
+        async def commit() -> str:
+            gate.finished(answered=True)
+            strategy.asking(None)
+            try:
+                gate.check_fresh()
+            except AnswerStale as exc:
+                raise CompressionError(f"reset_head_window: {exc}; nothing was written") from exc
+            judged: object = answer
+            try:
+                gate.check_answer(answer, step.request)
+            except AnswerRejectedError as exc:
+                judged = exc
+            body = judge_transition(judged)
+            await self._start_head_with(body, generated=True)
+            return body
+
+        body = ""
+        with anyio.CancelScope(shield=True):  # the answer is handed back even to a cancelled caller
+            body = await actor.execute(HeadReset(), commit)
         return body

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .strategy import AutobiographicalStrategy
 
 __all__ = [
+    "NO_EARLIER_CONTEXT",
     "Accepted",
     "Ask",
     "Close",
@@ -123,6 +124,9 @@ class Superseded:
 
 Outcome = Accepted | Rejected | Superseded
 
+#: The transition note when there is nothing to read (no head, no summary).
+NO_EARLIER_CONTEXT = "No earlier context."
+
 
 @attrs.frozen(eq=False)
 class TransitionPlan:
@@ -131,6 +135,7 @@ class TransitionPlan:
 
     floor: int
     request: CompletionRequest
+    describe: str = "writing a topic transition note"
 
 
 @runtime_checkable
@@ -145,9 +150,11 @@ class PlansUnits(Protocol):
 
     async def prepare(self, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask: ...
 
-    def asking(self, plan: Ask | None) -> None: ...
+    def asking(self, plan: Ask | TransitionPlan | None) -> None: ...
 
     async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None: ...
+
+    async def prepare_transition(self, ctx: StrategyContext) -> TransitionPlan | None: ...
 
 
 F = TypeVar("F", bound=Callable[..., Any])

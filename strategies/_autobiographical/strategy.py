@@ -29,13 +29,13 @@ from .._base import Selection, SelectOptions, StrategyContext
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
-from .plans import Ask, Close, performs_plans, plan_unit
+from .plans import Ask, Close, TransitionPlan, performs_plans, plan_unit
 from .records import Summary
 from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
 from .tracking import Tracker
-from .units import commit, prepare, run_unit, transition_text
+from .units import commit, prepare, prepare_transition, run_unit, transition_text
 
 __all__ = ["AutobiographicalStrategy"]
 
@@ -235,10 +235,15 @@ class AutobiographicalStrategy:
         close's records); the request to send, planned again after the raise, or the close."""
         return await prepare(self, ctx, plan)
 
-    def asking(self, plan: Ask | None) -> None:
+    def asking(self, plan: Ask | TransitionPlan | None) -> None:
         """``plan``'s request is out (``pending_work()`` says what it does), or, ``None``, no
         request is out any more."""
         self.tracker.in_flight = None if plan is None else plan.describe
+
+    async def prepare_transition(self, ctx: StrategyContext) -> TransitionPlan | None:
+        """The request for a transition note, the floor raised to what it shows
+        (``units.prepare_transition``); ``None`` when there is nothing to read."""
+        return await prepare_transition(self, ctx)
 
     async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None:
         """Perform what ``answer`` to ``plan``'s request makes (``units.commit``: the summary, or

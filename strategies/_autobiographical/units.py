@@ -19,13 +19,25 @@ from typing import TYPE_CHECKING
 
 from .._base import StrategyContext
 from .._errors import AnswerRejectedError, CompressionError, ModelError
-from .plans import Ask, Close, Rejected, Superseded, judge_answer, judge_transition, plan_transition, plan_unit, take_written
+from .plans import (
+    NO_EARLIER_CONTEXT,
+    Ask,
+    Close,
+    Rejected,
+    Superseded,
+    TransitionPlan,
+    judge_answer,
+    judge_transition,
+    plan_transition,
+    plan_unit,
+    take_written,
+)
 from .scheduling import Unit
 
 if TYPE_CHECKING:
     from .strategy import AutobiographicalStrategy
 
-__all__ = ["commit", "prepare", "run_unit", "transition_text"]
+__all__ = ["commit", "prepare", "prepare_transition", "run_unit", "transition_text"]
 
 #: Raises of the floor a unit makes before its request leaves, at most: a plan made again after
 #: a raise that shows newer messages than the raise covered raises again.
@@ -42,14 +54,18 @@ async def run_unit(strategy: AutobiographicalStrategy, ctx: StrategyContext, uni
 async def prepare(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
     """Perform what ``plan`` asks before any request: raise the floor; for a close, write its
     records and take them in; for a request, plan it again from the view as it stands after the
-    raise (raising again if it shows more). Returns the plan performed, or the request to send.
+    raise when the view changed meanwhile (raising again if it shows more). Returns the plan performed, or the request to send.
     A raise that fails counts as no attempt: it propagates before anything is counted."""
+    seen = ctx.view.revision
     await ctx.mark_compression_read(plan.floor)
     if isinstance(plan, Close):
         await ctx.state.set_many(plan.records)
         take_written(strategy, plan, ctx.view)
         return plan
     for _ in range(_RAISES):
+        if ctx.view.revision == seen:
+            break  # the view is as it was planned from: the plan stands
+        seen = ctx.view.revision
         again = plan_unit(strategy, ctx.view, plan.unit)
         assert isinstance(again, Ask)
         covered, plan = plan.floor, again
@@ -94,27 +110,38 @@ async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: A
         tracker.in_flight = None
 
 
-async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> str:
-    """A transition note written by the model from the head and up to three summaries (raising
-    the floor first); ``No earlier context.`` when there is nothing to read. Writes nothing."""
+async def prepare_transition(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> TransitionPlan | None:
+    """The request for a transition note from the head and up to three summaries, with the floor
+    raised to what it shows; ``None`` when there is nothing to read (the note is then ``No
+    earlier context.``). Refused with ``CompressionError`` when there is no model to ask."""
     regions = strategy.tracker.sync(ctx)
     plan = plan_transition(strategy, ctx.view, regions)
     if plan is None:
-        return "No earlier context."
+        return None
     if ctx.model is None:
         raise CompressionError(
             f"reset_head_window() with no text needs a compression model to write the transition note "
             f"(namespace {ctx.namespace} on {ctx.branch}); pass text or configure a model"
         )
     await ctx.mark_compression_read(plan.floor)
+    return plan
+
+
+async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> str:
+    """A transition note written by the model from the head and up to three summaries (raising
+    the floor first); ``No earlier context.`` when there is nothing to read. Writes nothing."""
+    plan = await prepare_transition(strategy, ctx)
+    if plan is None:
+        return NO_EARLIER_CONTEXT
+    assert ctx.model is not None
     tracker = strategy.tracker
-    tracker.in_flight = "writing a topic transition note"
+    tracker.in_flight = plan.describe
     try:
         answer: object = await ctx.model.complete(plan.request)
     except AnswerRejectedError as exc:
         answer = exc
     except ModelError as exc:
-        raise ModelError(f"writing a topic transition note: {exc}") from exc
+        raise ModelError(f"{plan.describe}: {exc}") from exc
     finally:
         tracker.in_flight = None
     return judge_transition(answer)
