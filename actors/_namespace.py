@@ -15,10 +15,11 @@ store, written nowhere: see :mod:`._lease`) and its strategy state on its branch
   makes; the model request goes out between them from the drain's own task, holding no turn
   (``actors/_background.py``).
 * **Grants** (:meth:`NamespaceActor.turn`): a head-window reset and a unit of a strategy that
-  runs its units itself through ``tick(ctx)`` (the built-in strategies' resets are commands too). Their work sends a model request, which must
-  never hold the actor's task: the requester gets the turn and works in its own task, lending
-  the turn back while the request is out (:meth:`NamespaceActor.outside_turn`), so that the
-  namespace keeps serving compiles, writes and opens meanwhile.
+  runs its units itself through ``tick(ctx)`` (the built-in strategies' resets are commands
+  too). Their work sends a model request, which must never hold the actor's task: the
+  requester gets the turn and works in its own task, lending the turn back while the request
+  is out (:meth:`NamespaceActor.outside_turn`), so that the namespace keeps serving compiles,
+  writes and opens meanwhile.
 
 The claim, the floor and the strategy state change only in the turn, and the actor checks that
 on every such change.

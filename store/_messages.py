@@ -55,24 +55,27 @@ def check_timestamp(value: object, path: str = "timestamp") -> float | None:
     return stamp
 
 
-def check_message_items(items: object, timestamp: object = None) -> None:
+def check_message_items(items: object, timestamp: object = None) -> list[Mapping[str, Any]]:
     """Refuse, before anything changes, a batch of messages to append that could not be stored:
     each item is ``(participant, content, metadata)`` or ``(participant, content, metadata,
     timestamp)``; the participant is a name, the metadata a JSON object of names and valid
     Unicode, the timestamps finite numbers. Content is the caller's to check (the block types
     refuse what cannot be stored). Errors name the field: ``participant``, ``metadata.<key>``,
-    ``timestamp``."""
+    ``timestamp``. Returns each item's metadata as its read-only private copy
+    (:func:`freeze_metadata`), in order, for the caller to store as it is."""
     if timestamp is not None:
         check_timestamp(timestamp)
     if type(items) is not list and type(items) is not tuple and (isinstance(items, (str, bytes)) or not isinstance(items, Sequence)):
         raise ArgumentTypeError("items", f"must be a list of (participant, content, metadata) tuples, not {type(items).__name__}")
+    frozen: list[Mapping[str, Any]] = []
     for index, item in enumerate(items):
         if (type(item) is not tuple and not isinstance(item, (tuple, list))) or len(item) not in (3, 4):
             raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])")
         check_participant(item[0])
-        freeze_metadata(item[2])
+        frozen.append(freeze_metadata(item[2]))
         if len(item) == 4:
             check_timestamp(item[3])
+    return frozen
 
 
 #: Where metadata holds a copy of the message's content: the entry, and the field in it (the OpenAI

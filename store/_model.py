@@ -227,12 +227,17 @@ class LogModel:
         return record_id
 
     def append_messages(
-        self, branch_name: str, items: Sequence[tuple[str, Sequence[ContentBlock], Mapping[str, Any] | None, float | None]]
+        self,
+        branch_name: str,
+        items: Sequence[tuple[str, Sequence[ContentBlock], Mapping[str, Any] | None, float | None]],
+        *,
+        metadata_frozen: bool = False,
     ) -> tuple[list[Message], list[Row]]:
         """Append messages ``(participant, content, metadata, timestamp)``, each taking the
-        branch's next sequence; all or none (see above)."""
+        branch's next sequence; all or none (see above). ``metadata_frozen``: each metadata is
+        the private copy ``check_message_items`` returned for it."""
         branch = self._branch(branch_name)
-        encoded = [encode_message(*item) for item in items]
+        encoded = [encode_message(*item, metadata_frozen=metadata_frozen) for item in items]
         messages: list[Message] = []
         rows: list[Row] = []
         for item in encoded:

@@ -124,9 +124,15 @@ class PendingWrite:
 
 
 def message_row(
-    branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None, timestamp: float | None
+    branch: str,
+    participant: str,
+    content: tuple[ContentBlock, ...],
+    metadata: Mapping[str, Any] | None,
+    timestamp: float | None,
+    *,
+    metadata_frozen: bool = False,
 ) -> PendingRow:
-    encoded = encode_message(participant, content, metadata, timestamp)
+    encoded = encode_message(participant, content, metadata, timestamp, metadata_frozen=metadata_frozen)
     return PendingRow(branch, MESSAGE, None, encoded[4], encoded=encoded)
 
 

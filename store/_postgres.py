@@ -205,12 +205,12 @@ class PostgresStore(Committer, SqliteStore):
         takes its sequence at commit, after every message committed before it by any process."""
         self._check_usable()
         self._model.branch_info(branch)
-        check_message_items(items, timestamp)
+        frozen = check_message_items(items, timestamp)
         rows = []
-        for item in items:
-            participant, content, metadata = item[:3]
+        for item, metadata in zip(items, frozen, strict=True):
+            participant, content = item[:2]
             stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
-            rows.append(message_row(branch, participant, content, metadata, stamp))
+            rows.append(message_row(branch, participant, content, metadata, stamp, metadata_frozen=True))
         if not rows:
             return ()
         ids = await self._submit(PendingWrite(rows))

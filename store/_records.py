@@ -82,12 +82,18 @@ EncodedMessage = tuple[str, tuple[ContentBlock, ...], Mapping[str, Any], float, 
 
 
 def encode_message(
-    participant: str, content: Sequence[ContentBlock], metadata: Mapping[str, Any] | None, timestamp: float | None
+    participant: str,
+    content: Sequence[ContentBlock],
+    metadata: Mapping[str, Any] | None,
+    timestamp: float | None,
+    *,
+    metadata_frozen: bool = False,
 ) -> EncodedMessage:
     """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
-    before anything changes, if any of them cannot be stored)."""
+    before anything changes, if any of them cannot be stored). ``metadata_frozen``: ``metadata``
+    is already the private copy ``check_message_items`` returned for it, kept as it is."""
     blocks = blocks_to_store(content)
-    frozen = freeze_metadata(metadata)
+    frozen = metadata if metadata_frozen and metadata is not None else freeze_metadata(metadata)
     stamp = time.time() if timestamp is None else float(timestamp)
     record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
     return participant, blocks, frozen, stamp, json_text(record, "content")

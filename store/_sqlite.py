@@ -371,9 +371,12 @@ class SqliteStore:
         """
         self._check_usable()
         self._model.check_branch(branch)  # refuses an unknown branch before anything changes
-        check_message_items(items, timestamp)  # and anything that could not be stored
-        entries = [(item[0], item[1], item[2], item[3] if len(item) == 4 and item[3] is not None else timestamp) for item in items]
-        messages, rows = self._model.append_messages(branch, entries)  # all or nothing
+        frozen = check_message_items(items, timestamp)  # and anything that could not be stored
+        entries = [
+            (item[0], item[1], metadata, item[3] if len(item) == 4 and item[3] is not None else timestamp)
+            for item, metadata in zip(items, frozen, strict=True)
+        ]
+        messages, rows = self._model.append_messages(branch, entries, metadata_frozen=True)  # all or nothing
         appended = tuple(messages)
         await self._persist(rows, MessagesAppended(branch, appended))
         return appended

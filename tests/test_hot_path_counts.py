@@ -193,3 +193,27 @@ async def test_an_autobiographical_compile_after_one_message_does_not_grow_with_
     assert got[1]["json_encodings"] <= got[0]["json_encodings"], got
     if backend(store_path) == "sqlite":
         assert got[1]["task_steps"] <= got[0]["task_steps"], got
+
+
+@pytest.mark.timeout(60)
+async def test_one_add_message_with_metadata_encodes_the_metadata_twice_and_the_body_once(store_path, monkeypatch):
+    """The manager checks the caller's metadata (one encoding), the store checks its items and
+    keeps the copy it made (one more), and the record's body is encoded once: three in all, on
+    both backends, and one commit."""
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await manager.add_message("user", [text("warm")], metadata={"source": "warm"})
+        work = Work(monkeypatch, rt.store)
+        try:
+            got = fewest(
+                [
+                    await work.around(lambda: manager.add_message("user", [text("one")], metadata={"source": "sdk", "n": 1}))
+                    for _ in range(TRIES[backend(store_path)])
+                ]
+            )
+        finally:
+            work.close()
+        message = manager.get_all_messages()[-1]
+        assert dict(message.metadata) == {"source": "sdk", "n": 1}
+        await manager.aclose()
+    assert got["json_encodings"] == 3 and got["commits"] == 1, got
