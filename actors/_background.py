@@ -21,6 +21,7 @@ from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._autobiographical.plans import NO_EARLIER_CONTEXT, Ask, Close, PlansUnits, TransitionPlan, judge_transition, plans_units
+from ..strategies._base import StrategyContext
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
@@ -161,11 +162,7 @@ class BackgroundWork(ManagerParts):
                 step = await strategy.prepare(ctx, step)  # the floor raise; a close's records
                 if isinstance(step, Close):
                     return True
-                gate = ctx.model
-                assert isinstance(gate, ModelGate)
-                await gate.prepare(step.request)
-                strategy.asking(step)
-                return step, gate
+                return step, await self._request_out(strategy, ctx, step)
 
         async def run() -> bool:
             planned = await actor.execute(Unit(), plan)
@@ -175,14 +172,7 @@ class BackgroundWork(ManagerParts):
             answer = await self._send(strategy, actor, step, gate)
 
             async def commit() -> bool:
-                gate.finished(answered=True)
-                strategy.asking(None)
-                gate.check_fresh()
-                judged: object = answer
-                try:
-                    gate.check_answer(answer, step.request)
-                except AnswerRejectedError as exc:
-                    judged = exc
+                judged = self._answer_back(strategy, gate, step, answer)
                 with actor.fenced() if leased else nullcontext():
                     await strategy.commit(self._context(), step, judged)
                 return True
@@ -193,6 +183,29 @@ class BackgroundWork(ManagerParts):
             return did
 
         return await self._ended_unit(actor, lambda: leased, run)
+
+    async def _request_out(self, strategy: PlansUnits, ctx: StrategyContext, step: Ask | TransitionPlan) -> ModelGate:
+        """In the actor's turn, before a planned request leaves: record what it shows as
+        disclosed, count it as out, and let ``pending_work()`` say what it does. Returns the
+        gate it goes through."""
+        gate = ctx.model
+        assert isinstance(gate, ModelGate)
+        await gate.prepare(step.request)
+        strategy.asking(step)
+        return gate
+
+    def _answer_back(self, strategy: PlansUnits, gate: ModelGate, step: Ask | TransitionPlan, answer: object) -> object:
+        """In the actor's turn, once a planned request is back with ``answer``: no longer out;
+        ``AnswerStale`` when it is to be thrown away (a move, a close, a claim change); else the
+        answer to judge, or the ``AnswerRejectedError`` the gate's size limit makes of it."""
+        gate.finished(answered=True)
+        strategy.asking(None)
+        gate.check_fresh()
+        try:
+            gate.check_answer(answer, step.request)
+        except AnswerRejectedError as exc:
+            return exc
+        return answer
 
     async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask | TransitionPlan, gate: ModelGate) -> object:
         """In this task, holding no turn: send the planned request and return the model's answer
@@ -492,11 +505,7 @@ class BackgroundWork(ManagerParts):
             if step is None:
                 await self._start_head_with(NO_EARLIER_CONTEXT, generated=True)
                 return NO_EARLIER_CONTEXT
-            gate = ctx.model
-            assert isinstance(gate, ModelGate)
-            await gate.prepare(step.request)
-            strategy.asking(step)
-            return step, gate
+            return step, await self._request_out(strategy, ctx, step)
 
         planned = await actor.execute(HeadReset(), plan)
         if isinstance(planned, str):
@@ -505,17 +514,10 @@ class BackgroundWork(ManagerParts):
         answer = await self._send(strategy, actor, step, gate)
 
         async def commit() -> str:
-            gate.finished(answered=True)
-            strategy.asking(None)
             try:
-                gate.check_fresh()
+                judged = self._answer_back(strategy, gate, step, answer)
             except AnswerStale as exc:
                 raise CompressionError(f"reset_head_window: {exc}; nothing was written") from exc
-            judged: object = answer
-            try:
-                gate.check_answer(answer, step.request)
-            except AnswerRejectedError as exc:
-                judged = exc
             body = judge_transition(judged)
             await self._start_head_with(body, generated=True)
             return body
