@@ -176,7 +176,7 @@ class LogModel:
                 check_branch(name)  # a name of the wrong type: InvalidNameError, naming it
             raise UnknownBranchError(name) from None
 
-    def check_branch(self, name: str) -> None:
+    def require_branch(self, name: str) -> None:
         """Refuse an unknown branch (``UnknownBranchError``), or a name of the wrong type."""
         self._branch(name)
 

@@ -258,9 +258,6 @@ class SqliteStore:
             await self._insert(batch.rows)
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
-        if len(rows) == 1:
-            await self._driver.execute(_insert_sql(1), rows[0])
-            return
         if len(rows) <= _ROWS_PER_STATEMENT:
             await self._driver.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
             return
@@ -370,7 +367,7 @@ class SqliteStore:
         Content must already be validated by the caller; metadata must be a JSON object.
         """
         self._check_usable()
-        self._model.check_branch(branch)  # refuses an unknown branch before anything changes
+        self._model.require_branch(branch)  # refuses an unknown branch before anything changes
         frozen = check_message_items(items, timestamp)  # and anything that could not be stored
         entries = [
             (item[0], item[1], metadata, item[3] if len(item) == 4 and item[3] is not None else timestamp)

@@ -3,7 +3,7 @@
 A unit is planned from the tracker and the reader's view (:func:`plan_unit`), and its answer is
 judged against the tracker as it stands then (:func:`judge_answer`). Neither awaits, writes,
 reads the store or asks a model: each returns a value saying what to do, and the caller performs
-it (``units.run_unit`` in the namespace's turn; a test with no runtime at all), as hypercorn's
+it (``units.run_plan`` in the namespace's turn; a test with no runtime at all), as hypercorn's
 protocol core takes events and returns effects. What a plan or an outcome asks:
 
 - :class:`Close`: raise the narrowing floor to ``floor``, then write ``records`` (the chunk

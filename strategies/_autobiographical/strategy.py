@@ -35,7 +35,7 @@ from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
 from .tracking import Tracker
-from .units import commit, prepare, prepare_transition, run_unit, transition_text
+from .units import commit, prepare, prepare_transition, run_plan, transition_text
 
 __all__ = ["AutobiographicalStrategy"]
 
@@ -206,23 +206,20 @@ class AutobiographicalStrategy:
     async def tick(self, ctx: StrategyContext) -> bool:
         """Run the highest-priority unit to its end; ``False`` when there is none, when a request
         is already out for this namespace and branch, or when there is no model."""
-        tracker = self.tracker
-        tracker.sync(ctx)
-        if ctx.model is None or tracker.in_flight is not None or ctx.compression_in_flight:
+        plan = self.plan_next(ctx)
+        if plan is None:
             return False
-        unit = next_unit(tracker, self)
-        if unit is None:
-            return False
-        await run_unit(self, ctx, unit)
+        await run_plan(self, ctx, plan)
         return True
 
     # -- units as effects (the runtime's drains use these; ``tick`` performs them itself) ----------
 
     def plan_next(self, ctx: StrategyContext) -> Close | Ask | None:
         """The next unit's plan (``plans``): the floor to raise and the chunk records to write
-        (a close), or the floor to raise and the request to send; ``None`` under the same
-        conditions as :meth:`tick` finds nothing to run. Writes nothing; the caller performs the
-        plan and, for a request, hands the answer to :meth:`judge`."""
+        (a close), or the floor to raise and the request to send; ``None`` when there is no unit,
+        when a request is already out for this namespace and branch, or when there is no model.
+        Writes nothing; the caller performs the plan (:meth:`prepare`) and, for a request, hands
+        the answer to :meth:`commit`."""
         tracker = self.tracker
         tracker.sync(ctx)
         if ctx.model is None or tracker.in_flight is not None or ctx.compression_in_flight:

@@ -32,21 +32,20 @@ from .plans import (
     plan_unit,
     take_written,
 )
-from .scheduling import Unit
 
 if TYPE_CHECKING:
     from .strategy import AutobiographicalStrategy
 
-__all__ = ["commit", "prepare", "prepare_transition", "run_unit", "transition_text"]
+__all__ = ["commit", "prepare", "prepare_transition", "run_plan", "transition_text"]
 
 #: Raises of the floor a unit makes before its request leaves, at most: a plan made again after
 #: a raise that shows newer messages than the raise covered raises again.
 _RAISES = 3
 
 
-async def run_unit(strategy: AutobiographicalStrategy, ctx: StrategyContext, unit: Unit) -> None:
-    """Run one unit to its end (``tick``): :func:`prepare`, the request, :func:`commit`."""
-    plan = await prepare(strategy, ctx, plan_unit(strategy, ctx.view, unit))
+async def run_plan(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> None:
+    """Run a planned unit to its end (``tick``): :func:`prepare`, the request, :func:`commit`."""
+    plan = await prepare(strategy, ctx, plan)
     if isinstance(plan, Ask):
         await commit(strategy, ctx, plan, await _ask(strategy, ctx, plan))
 
@@ -54,8 +53,9 @@ async def run_unit(strategy: AutobiographicalStrategy, ctx: StrategyContext, uni
 async def prepare(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
     """Perform what ``plan`` asks before any request: raise the floor; for a close, write its
     records and take them in; for a request, plan it again from the view as it stands after the
-    raise when the view changed meanwhile (raising again if it shows more). Returns the plan performed, or the request to send.
-    A raise that fails counts as no attempt: it propagates before anything is counted."""
+    raise when the view changed meanwhile (raising again if it shows more). Returns the plan
+    performed, or the request to send. A raise that fails counts as no attempt: it propagates
+    before anything is counted."""
     seen = ctx.view.revision
     await ctx.mark_compression_read(plan.floor)
     if isinstance(plan, Close):
@@ -91,15 +91,14 @@ async def commit(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan:
         raise outcome.error
 
 
-async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Ask) -> object:
+async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Ask | TransitionPlan) -> object:
     """Send the plan's request; the model's answer, or the ``AnswerRejectedError`` the model
     gate raised for it. ``plan.describe`` is what ``pending_work()`` says while it is out, and
     what a model error names."""
     model = ctx.model
     if model is None:
         raise CompressionError(f"no compression model is configured for {ctx.namespace} on {ctx.branch}")
-    tracker = strategy.tracker
-    tracker.in_flight = plan.describe
+    strategy.asking(plan)
     try:
         return await model.complete(plan.request)
     except AnswerRejectedError as exc:
@@ -107,7 +106,7 @@ async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: A
     except ModelError as exc:
         raise ModelError(f"{plan.describe}: {exc}") from exc
     finally:
-        tracker.in_flight = None
+        strategy.asking(None)
 
 
 async def prepare_transition(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> TransitionPlan | None:
@@ -133,15 +132,4 @@ async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyConte
     plan = await prepare_transition(strategy, ctx)
     if plan is None:
         return NO_EARLIER_CONTEXT
-    assert ctx.model is not None
-    tracker = strategy.tracker
-    tracker.in_flight = plan.describe
-    try:
-        answer: object = await ctx.model.complete(plan.request)
-    except AnswerRejectedError as exc:
-        answer = exc
-    except ModelError as exc:
-        raise ModelError(f"{plan.describe}: {exc}") from exc
-    finally:
-        tracker.in_flight = None
-    return judge_transition(answer)
+    return judge_transition(await _ask(strategy, ctx, plan))
