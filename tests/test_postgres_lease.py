@@ -219,13 +219,17 @@ async def test_a_drain_writes_its_strategys_records_and_nothing_else(store_path)
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 40)
         for namespace, reader in (("agents/ann", "ann"), ("agents/nobody", None)):
-            manager = await rt.open_manager(namespace, strategy=memory(), view_reader=reader, model=marker_model())
+            # Read before the open: the open's drain may begin its work before open_manager returns.
             head = rt.store.head("main")
+            manager = await rt.open_manager(namespace, strategy=memory(), view_reader=reader, model=marker_model())
             await manager.drain()
             written = [row for row in await rt.store.records() if row[1] == "main" and row[2] > head]
-            assert rt.store.head("main") == head + len(written), "every sequence the drain took is one of its records"
+            assert rt.store.head("main") == head + len(written), "every sequence the open and the drain took is one of their records"
             assert all(kind == "state" for _i, _b, _s, kind, _r, _body in written), "a drain appends no message"
-            keys = [ref for _i, _b, _s, _k, ref, _body in written]
+            opened = [f"{namespace}/strategy"] + ([f"{namespace}/reader"] if reader is not None else [])
+            every = [ref for _i, _b, _s, _k, ref, _body in written]
+            assert sorted(k for k in every if k in opened) == sorted(opened), "the open wrote its claim and its strategy record, once each"
+            keys = [k for k in every if k not in opened]
             assert any("/summary/" in k for k in keys), "the premise: it compressed"
             assert all(k.startswith(f"{namespace}/autobiographical/") or k == f"{namespace}/narrowing-floor" for k in keys), keys
             floors = [json.loads(body) for _i, _b, _s, _k, ref, body in written if ref == f"{namespace}/narrowing-floor"]
