@@ -1,5 +1,12 @@
-"""A manager's background work: units of compression, readiness, its drain, and the
-summaries its strategy keeps (part of ``ContextManager``).
+"""A manager's background work: units of compression, readiness, its drain, and the head
+window's reset.
+
+:class:`BackgroundWork` is one part of a ``ContextManager``: it holds the manager's binding, and
+owns the manager's drain and what its newest unit learnt of the compression lease. A unit of a
+built-in strategy is two commands of the namespace actor, planning it and committing its answer,
+with the model request sent between them from the drain's task, holding no turn; a strategy
+written against ``tick(ctx)`` runs its ``tick`` in a turn of the actor, lent back while its
+request is out.
 
 On a shared store a unit first takes its namespace's compression lease (:mod:`._lease`) and runs
 fenced by it; a process that cannot take it compresses nothing there meanwhile: its drain waits,
@@ -9,39 +16,31 @@ and its strategy takes in the holder's records as they arrive.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import anyio
 import anyio.lowlevel
 
-from ..store._arguments import check_int, check_str
 from ..store._blocks import TextBlock
-from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._autobiographical.plans import NO_EARLIER_CONTEXT, Ask, Close, PlansUnits, TransitionPlan, judge_transition, plans_units
 from ..strategies._base import StrategyContext
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
     HasHeadWindow,
-    ReadsSummaries,
     ReportsFailedUnits,
-    Summary,
     has_background_work,
 )
 from ..strategies._errors import AnswerRejectedError, CompressionError, ModelError, StrategyCapabilityError
+from ._binding import Binding
 from ._drains import Drain, DrainTarget
 from ._gate import AnswerStale, ModelGate
 from ._lease import LeaseLost
-from ._manager_parts import ManagerParts
 from ._namespace import NamespaceActor
 from ._protocol import HeadReset, Unit
 from ._tracing import span
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("asides.actors")
 
@@ -49,14 +48,17 @@ log = logging.getLogger("asides.actors")
 __all__ = ["BackgroundWork"]
 
 
-class BackgroundWork(ManagerParts):
-    """Background work of a :class:`~asides.actors.ContextManager`."""
+class BackgroundWork:
+    """The background work of one manager (see the module docstring)."""
 
-    #: Seconds until the namespace's compression lease may be free, when the newest unit found
-    #: another process holding it; ``None`` otherwise.
-    _lease_wait: float | None = None
-    #: How many records written elsewhere the strategy had been handed (``written_elsewhere``).
-    _followed_elsewhere = 0
+    def __init__(self, binding: Binding) -> None:
+        self._binding = binding
+        self._drain: Drain | None = None
+        #: Seconds until the namespace's compression lease may be free, when the newest unit found
+        #: another process holding it; ``None`` otherwise.
+        self._lease_wait: float | None = None
+        #: How many records written elsewhere the strategy had been handed (``written_elsewhere``).
+        self._followed_elsewhere = 0
 
     async def _run_unit(self) -> bool:
         """Bring the strategy up to date and run one unit of its background work (when there
@@ -64,16 +66,20 @@ class BackgroundWork(ManagerParts):
         return await self._unit(needs_model=True)
 
     async def _unit(self, *, needs_model: bool) -> bool:
-        with span("drain_unit", namespace=self._namespace, reader=self._reader, branch=self._branch, strategy=self.strategy_name) as traced:
+        binding = self._binding
+        with span(
+            "drain_unit", namespace=binding.namespace, reader=binding.view_reader, branch=binding.branch, strategy=binding.strategy_name
+        ) as traced:
             did = await self._unit_traced(needs_model=needs_model)
             traced.set("did_work", did)
             return did
 
     async def _unit_traced(self, *, needs_model: bool) -> bool:
-        strategy = self._strategy
+        binding = self._binding
+        strategy = binding.strategy
         if plans_units(strategy):
             return await self._planned_unit(cast(PlansUnits, strategy), needs_model=needs_model)
-        actor = self._actor
+        actor = binding.actor
         async with actor.turn(Unit()):
             leased = await self._begin_unit(needs_model=needs_model)
             if leased is None:
@@ -81,7 +87,7 @@ class BackgroundWork(ManagerParts):
 
             async def run() -> bool:
                 with actor.fenced() if leased else nullcontext():
-                    return bool(await strategy.tick(self._context()))
+                    return bool(await strategy.tick(binding.context()))
 
             return await self._ended_unit(actor, lambda: bool(leased), run)
 
@@ -101,7 +107,12 @@ class BackgroundWork(ManagerParts):
                 try:
                     await actor.execute(Unit(), self._release_lease_if_idle)  # at once, in a turn held already
                 except Exception as exc:  # the actor or the store ended: the lease ends with them
-                    log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+                    log.debug(
+                        "namespace %r on %r: the compression lease was not released (%r)",
+                        self._binding.namespace,
+                        self._binding.branch,
+                        exc,
+                    )
             raise
 
     async def _begin_unit(self, *, needs_model: bool) -> bool | None:
@@ -109,15 +120,16 @@ class BackgroundWork(ManagerParts):
         to date, and take the compression lease when the unit may ask the model. ``None`` when
         there is no unit to run (no model or nothing pending with ``needs_model``, or another
         process holds the lease); else whether the unit runs under the lease."""
-        self._check("tick")
-        await self._catch_up()
+        binding = self._binding
+        binding.check("tick")
+        await binding.catch_up()
         self._follow_elsewhere()
         self._lease_wait = None
-        if needs_model and (self.model is None or self._strategy.is_ready()):
+        if needs_model and (binding.model is None or binding.strategy.is_ready()):
             return None
-        leased = self.model is not None  # a unit that may ask the model compresses under the lease
+        leased = binding.model is not None  # a unit that may ask the model compresses under the lease
         if leased:
-            self._lease_wait = await self._actor.take_lease(self._core.model_policy.lease_retry)
+            self._lease_wait = await binding.actor.take_lease(binding.core.model_policy.lease_retry)
             if self._lease_wait is not None:
                 return None  # another process compresses this namespace now
         return leased
@@ -125,7 +137,7 @@ class BackgroundWork(ManagerParts):
     def _lease_lost(self, actor: NamespaceActor, exc: LeaseLost) -> bool:
         """A unit's write was refused: the connection's session ended, or the lease was given up,
         meanwhile. Whether to look again at once (the lease was not refused lately)."""
-        log.warning("namespace %r on %r: %s", self._namespace, self._branch, exc)
+        log.warning("namespace %r on %r: %s", self._binding.namespace, self._binding.branch, exc)
         self._lease_wait = actor.lease.wait()
         return self._lease_wait is None
 
@@ -135,7 +147,7 @@ class BackgroundWork(ManagerParts):
         whose model answers may take over; this one asks again after its back-off. (Before that,
         its retries cost no round trip.)"""
         failure = self._drain.failure if self._drain is not None else None
-        return failure is not None and failure.count >= self._core.model_policy.drain_failures
+        return failure is not None and failure.count >= self._binding.core.model_policy.drain_failures
 
     async def _planned_unit(self, strategy: PlansUnits, *, needs_model: bool) -> bool:
         """One unit of a strategy that returns its units as effects (``plans``): the actor plans
@@ -143,9 +155,10 @@ class BackgroundWork(ManagerParts):
         command; the request goes out from this task, holding no turn; a second command hands the
         answer back, and the actor throws it away if it is stale (a move, a close, a claim
         change), or judges it and writes what it makes."""
-        actor = self._actor
+        binding = self._binding
+        actor = binding.actor
         leased = False
-        if needs_model and self.model is None:
+        if needs_model and binding.model is None:
             return False  # a drain with no model has nothing to do: it costs the namespace nothing
 
         async def plan() -> tuple[Ask, ModelGate] | bool:
@@ -155,7 +168,7 @@ class BackgroundWork(ManagerParts):
                 return False
             leased = began
             with actor.fenced() if leased else nullcontext():
-                ctx = self._context()
+                ctx = binding.context()
                 step = strategy.plan_next(ctx)
                 if step is None:
                     return False
@@ -174,7 +187,7 @@ class BackgroundWork(ManagerParts):
             async def commit() -> bool:
                 judged = self._answer_back(strategy, gate, step, answer)
                 with actor.fenced() if leased else nullcontext():
-                    await strategy.commit(self._context(), step, judged)
+                    await strategy.commit(binding.context(), step, judged)
                 return True
 
             did = False
@@ -235,7 +248,7 @@ class BackgroundWork(ManagerParts):
     async def _release_lease_if_idle(self) -> None:
         """Give the compression lease up (in the actor's turn) when this process holds it and no
         unit of the namespace is at work here (``drain()`` found nothing more to do)."""
-        actor = self._actor
+        actor = self._binding.actor
         lease = actor.lease
         if lease.shared and actor.requests_out == 0 and not lease.busy and lease.held_here():
             await actor.release_lease()
@@ -243,16 +256,17 @@ class BackgroundWork(ManagerParts):
     def _follow_elsewhere(self) -> None:
         """Hand the strategy the state records other processes wrote since it last looked (in
         the actor's turn); nothing to do on a store only this process writes."""
-        seen = self._actor.written_elsewhere
+        binding = self._binding
+        seen = binding.actor.written_elsewhere
         if seen != self._followed_elsewhere:
             self._followed_elsewhere = seen
-            if isinstance(self._strategy, FollowsStoredState):
-                self._strategy.follow_stored_state(self._context())
+            if isinstance(binding.strategy, FollowsStoredState):
+                binding.strategy.follow_stored_state(binding.context())
 
     def _drain_started(self) -> NamespaceActor:
         """This manager's drain began: its namespace actor stays until the drain ends (the
         actor returned is the one :meth:`_drain_ended` is given)."""
-        actor = self._actor
+        actor = self._binding.actor
         actor.drain_began()
         return actor
 
@@ -270,35 +284,36 @@ class BackgroundWork(ManagerParts):
                 async with actor.turn(Unit()):
                     await actor.release_lease()
             except Exception as exc:  # the store or the runtime stopped: its session, and the lease, end with it
-                log.debug("namespace %r on %r: the compression lease was not released (%r)", self._namespace, self._branch, exc)
+                log.debug(
+                    "namespace %r on %r: the compression lease was not released (%r)", self._binding.namespace, self._binding.branch, exc
+                )
         finally:
             actor.drain_finished()
 
     # -- background work -----------------------------------------------------------------------
 
     async def tick(self) -> bool:
-        """Run one unit of the strategy's background work; whether it did any."""
-        self._check("tick")
+        """One unit of the strategy's background work, with or without a model; whether it did
+        any (``ContextManager.tick``)."""
+        self._binding.check("tick")
         return await self._unit(needs_model=False)
 
     def is_ready(self) -> bool:
-        """Whether the strategy has no background work left."""
-        self._check("is_ready")
-        return bool(self._strategy.is_ready())
+        """Whether the strategy has no background work left (``ContextManager.is_ready``)."""
+        self._binding.check("is_ready")
+        return bool(self._binding.strategy.is_ready())
 
     def pending_work(self) -> str | None:
-        """What background work is waiting, in words, and which units failed for good and why
-        (``3 stretches could not be compressed: the model's answers were rejected (stop_reason
-        'stop' is not 'end_turn')``); ``None`` when ready with nothing failed. Says so when no
-        model is configured, and when the model has been failing."""
-        self._check("pending_work")
-        strategy = self._strategy
+        """The pending work and the failed units, in words (``ContextManager.pending_work``)."""
+        binding = self._binding
+        binding.check("pending_work")
+        strategy = binding.strategy
         failed = strategy.describe_failed() if isinstance(strategy, ReportsFailedUnits) else None
         if strategy.is_ready():
             return failed
         text = strategy.pending_work() if isinstance(strategy, DescribesPendingWork) else None
         text = text or "background work pending"
-        if self.model is None:
+        if binding.model is None:
             text += " (no compression model)"
         elif self._drain is not None and self._drain.failure is not None:
             text += "; " + self._drain.failure.describe()
@@ -307,40 +322,30 @@ class BackgroundWork(ManagerParts):
         return text if failed is None else f"{text}; {failed}"
 
     def _failed_units(self) -> frozenset[str]:
-        strategy = self._strategy
+        strategy = self._binding.strategy
         return strategy.failed_units() if isinstance(strategy, ReportsFailedUnits) else frozenset()
 
     def _raise_if_failed(self, before: frozenset[str]) -> None:
         """``drain()`` is done: raise ``CompressionError`` if units failed for good since
         ``before`` (during the call), naming them and why."""
+        binding = self._binding
         failed = self._failed_units() - before
-        strategy = self._strategy
+        strategy = binding.strategy
         if failed and isinstance(strategy, ReportsFailedUnits):
             raise CompressionError(
-                f"namespace {self._namespace!r} on branch {self._branch!r}: {strategy.describe_failed(failed)}; "
+                f"namespace {binding.namespace!r} on branch {binding.branch!r}: {strategy.describe_failed(failed)}; "
                 "what they cover renders raw, and they are not asked again"
             )
 
     async def drain(self) -> None:
-        """Wait until the strategy is ready; return at once when there is no model. While
-        another process holds the namespace's compression lease (a shared store) it waits for
-        that process's records (or for the lease to be free, and the drain to take it over).
-
-        Raises ``CompressionError`` naming the reason when a unit it waited on failed for good
-        during the call (its answers were rejected up to the attempt limit: it renders raw and is
-        never asked again, so a second ``drain()`` finds it no longer pending). Raises
-        ``CompressionError``, naming the last error, once the model has failed to answer (it
-        raised or timed out) the runtime's ``ModelPolicy.drain_failures`` times in a row during
-        this call (the background drain goes on retrying). Raises what refuses the manager (for
-        example ``ReaderClaimError`` when another reader claimed the namespace,
-        ``StoreFailedError`` once the store stopped).
-        """
-        self._check("drain")
+        """Wait until the strategy is ready, or raise why it cannot be (``ContextManager.drain``)."""
+        binding = self._binding
+        binding.check("drain")
         before = self._failed_units()
         start_failures: int | None = None
         while True:
-            self._check("drain")
-            if self.model is None:
+            binding.check("drain")
+            if binding.model is None:
                 return
             drain = self._drain
             if drain is None or drain.stopped:
@@ -349,16 +354,16 @@ class BackgroundWork(ManagerParts):
                     return self._raise_if_failed(before)
                 continue
             progress = drain.progress.version
-            if await self._catch_up_now() and self._actor.requests_out == 0:
+            if await self._catch_up_now() and binding.actor.requests_out == 0:
                 return self._raise_if_failed(before)
             waiting = drain.last_outcome == "waiting"  # another process compresses: its records wake the drain
             failure = drain.failure
             if failure is not None and failure.outages:
                 if start_failures is None:
                     start_failures = failure.outages - 1
-                if failure.outages - start_failures >= self._core.model_policy.drain_failures:
+                if failure.outages - start_failures >= binding.core.model_policy.drain_failures:
                     raise CompressionError(
-                        f"the compression model of namespace {self._namespace!r} on branch {self._branch!r} failed "
+                        f"the compression model of namespace {binding.namespace!r} on branch {binding.branch!r} failed "
                         f"{failure.outages - start_failures} times in a row (last: {failure.error}); the background drain "
                         "keeps retrying"
                     )
@@ -368,8 +373,8 @@ class BackgroundWork(ManagerParts):
                 drain.poke()
             begun = drain.units_begun  # an outcome counts only from a unit begun after the catch-up above
             await drain.progress.wait_beyond(progress)
-            self._check("drain")  # the drain may have stopped because the store did
-            if drain.last_outcome == "idle" and drain.last_unit > begun and self._actor.requests_out == 0:
+            binding.check("drain")  # the drain may have stopped because the store did
+            if drain.last_outcome == "idle" and drain.last_unit > begun and binding.actor.requests_out == 0:
                 await self._catch_up_now(done=True)
                 return self._raise_if_failed(before)  # the drain found nothing it can do now
 
@@ -377,105 +382,75 @@ class BackgroundWork(ManagerParts):
         """Catch the strategy up (in the actor's turn); whether it is ready. Ready, or ``done``
         (``drain()`` returns), it gives the compression lease up, if held and no unit is at work,
         so that the namespace's next work may go to any process."""
-        async with self._actor.turn(Unit()):
-            self._check("drain")
-            await self._catch_up()
+        binding = self._binding
+        async with binding.actor.turn(Unit()):
+            binding.check("drain")
+            await binding.catch_up()
             self._follow_elsewhere()
-            ready = bool(self._strategy.is_ready())
+            ready = bool(binding.strategy.is_ready())
             if ready or done:
                 await self._release_lease_if_idle()
             return ready
 
-    def _start_drain(self) -> None:
+    def start_drain(self) -> None:
         """Start this manager's drain, if its strategy has background work and none runs."""
         if self._drain is not None and not self._drain.stopped:
             return
-        if self._closed or not self._started or self._start_error is not None or self._core.closing:
+        binding = self._binding
+        if binding.closed or not binding.started or binding.core.closing:
             return
-        if not has_background_work(self._strategy):
+        if not has_background_work(self._binding.strategy):
             return
-        drain = Drain(self._drain_target(), self._core.model_policy)
+        drain = Drain(self._drain_target(), self._binding.core.model_policy)
         self._drain = drain
-        self._core.spawn(drain.run)
-
-    def _may_work(self) -> bool:
-        """Whether the namespace's claim still lets this manager work here."""
-        return not self._closed and self._actor.may_work(self._reader)
+        self._binding.core.spawn(drain.run)
 
     def _drain_target(self) -> DrainTarget:
         """What the drain needs of this manager, as callables (it reads them while it runs)."""
+        binding = self._binding
         return DrainTarget(
-            namespace=self._namespace,
-            branch=self._branch,
-            branch_signal=self._core.branch_signal(self._branch),
-            claim_generation=lambda: self._actor.claim_generation,
-            wait_claim_change=lambda generation: self._actor.wait_claim_change(generation),
-            recorded_reader=lambda: self._actor.record,
-            may_work=self._may_work,
+            namespace=self._binding.namespace,
+            branch=self._binding.branch,
+            branch_signal=self._binding.core.branch_signal(self._binding.branch),
+            claim_generation=lambda: self._binding.actor.claim_generation,
+            wait_claim_change=lambda generation: self._binding.actor.wait_claim_change(generation),
+            recorded_reader=lambda: self._binding.actor.record,
+            may_work=self._binding.may_work,
             run_unit=self._run_unit,
             lease_wait=lambda: self._lease_wait,
-            answers=lambda: self._answers,
+            answers=lambda: binding.answers,
             started=self._drain_started,
             ended=self._drain_ended,
         )
 
-    async def _stop_drain(self) -> None:
+    async def stop_drain(self) -> None:
+        """Stop the manager's drain and wait for it to end."""
         drain, self._drain = self._drain, None
         if drain is not None:
             await drain.stop()
 
-    # -- summaries -----------------------------------------------------------------------------
+    def cancel_drain(self) -> None:
+        """Cancel the manager's drain, not waiting for it (it ends before the manager moves or
+        closes)."""
+        drain, self._drain = self._drain, None
+        if drain is not None:
+            drain.cancel()
 
-    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Summary, ...]:
-        """Summaries matching ``pattern`` (checked like a view read)."""
-        self._check("search_summaries", started=False)
-        if not isinstance(pattern, (str, re.Pattern)):
-            raise ArgumentTypeError("pattern", f"must be a string or a compiled pattern, not {type(pattern).__name__}")
-        if check_int(limit, "limit") < 0:  # type: ignore[operator]
-            raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
-        strategy = self._strategy
-        return self._not_erased(strategy.search_summaries(pattern, limit=limit)) if isinstance(strategy, ReadsSummaries) else ()
+    # -- the head window -----------------------------------------------------------------
 
-    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
-        """Summaries overlapping the sequence range [start, end] (checked)."""
-        self._check("get_summaries_in_range", started=False)
-        check_int(start, "start", optional=True)
-        check_int(end, "end", optional=True)
-        strategy = self._strategy
-        return self._not_erased(strategy.get_summaries_in_range(start, end)) if isinstance(strategy, ReadsSummaries) else ()
-
-    def get_summary(self, summary_id: str) -> Summary | None:
-        """The summary with that id, or ``None`` (checked)."""
-        self._check("get_summary", started=False)
-        check_str(summary_id, "summary_id")
-        strategy = self._strategy
-        found = strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
-        return found if found is not None and self._not_erased((found,)) else None
-
-    def _not_erased(self, summaries: Iterable[Summary]) -> tuple[Summary, ...]:
-        """Leave out summaries made from an erased message: the strategy may hold them in memory
-        until it next runs (and starts again, see ``_catch_up``); the store no longer does."""
-        model = self._store.model
-        if not model.erasure_count:
-            return tuple(summaries)
-        return tuple(s for s in summaries if not any(model.is_erased(m) for m in s.message_ids))
-
-    async def reset_head_window(self, text: str | None = None) -> str:
-        """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
-        model writes from this reader's view) and start the head window there."""
-        self._check("reset_head_window")
-        strategy = self._strategy
+    async def reset_head_window(self, text: str | None) -> str:
+        """Start the head window at a new ``[Topic Transition]`` message holding ``text`` (checked
+        already), or the note the model writes (``ContextManager.reset_head_window``)."""
+        binding = self._binding
+        binding.check("reset_head_window")
+        strategy = binding.strategy
         if not isinstance(strategy, HasHeadWindow):
-            raise StrategyCapabilityError(
-                f"reset_head_window was refused: strategy {getattr(self._strategy, 'name', '?')!r} has no head window"
-            )
-        if text is not None and not isinstance(text, str):
-            raise ArgumentTypeError("text", f"reset_head_window takes a string or None, not {type(text).__name__}")
+            raise StrategyCapabilityError(f"reset_head_window was refused: strategy {binding.strategy_name!r} has no head window")
         if plans_units(strategy):
             return await self._planned_reset(cast(PlansUnits, strategy), text)
-        async with self._actor.turn(HeadReset()):
-            self._check("reset_head_window")
-            body = text if text is not None else await strategy.transition_text(self._context())
+        async with binding.actor.turn(HeadReset()):
+            binding.check("reset_head_window")
+            body = text if text is not None else await strategy.transition_text(binding.context())
             await self._start_head_with(body, generated=text is None)
         return body
 
@@ -483,24 +458,26 @@ class BackgroundWork(ManagerParts):
         """In the actor's turn: append the ``[Topic Transition]`` message holding ``body`` (kept
         to this manager's reader when the model wrote it from the reader's view) and start the
         head window there."""
-        strategy = cast(HasHeadWindow, self._strategy)
-        block = TextBlock(f"[Topic Transition]\n\n{body}", (self._reader,) if generated and self._reader else None)
-        message = await self._store.append_message(self._branch, "Context Manager", (block,))
-        await strategy.start_head_at(self._context(), message.sequence)
+        binding = self._binding
+        strategy = cast(HasHeadWindow, binding.strategy)
+        block = TextBlock(f"[Topic Transition]\n\n{body}", (binding.view_reader,) if generated and binding.view_reader else None)
+        message = await binding.store.append_message(binding.branch, "Context Manager", (block,))
+        await strategy.start_head_at(binding.context(), message.sequence)
 
     async def _planned_reset(self, strategy: PlansUnits, text: str | None) -> str:
         """``reset_head_window`` for a strategy that returns its units as effects: the actor plans
         the note's request and raises the floor in one command; the request goes out from the
         caller's task, holding no turn; a second command throws a stale answer away (raising
         ``AnswerStale``'s reason as ``CompressionError``), judges the note and starts the head."""
-        actor = self._actor
+        binding = self._binding
+        actor = binding.actor
 
         async def plan() -> tuple[TransitionPlan, ModelGate] | str:
-            self._check("reset_head_window")
+            binding.check("reset_head_window")
             if text is not None:
                 await self._start_head_with(text, generated=False)
                 return text
-            ctx = self._context()
+            ctx = binding.context()
             step = await strategy.prepare_transition(ctx)
             if step is None:
                 await self._start_head_with(NO_EARLIER_CONTEXT, generated=True)

@@ -29,9 +29,10 @@ from ._gate import ModelPolicy
 from ._namespace import NamespaceActor
 from ._protocol import Signal
 from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, context_index, context_key, context_prefix, own_record, reader_of
+from ._values import ContextEntry
 
 if TYPE_CHECKING:
-    from ._manager import ContextEntry, ContextManager
+    from ._manager import ContextManager
 
 __all__ = ["RuntimeCore"]
 
@@ -239,8 +240,6 @@ class RuntimeCore:
 
     def context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
         """``namespace``'s context log on ``branch``, oldest first, read fail-closed."""
-        from ._manager import ContextEntry  # the manager module imports this one
-
         prefix = context_prefix(namespace)
         entries = []
         for key, value in self.store.model.state_items(branch, prefix).items():

@@ -3,95 +3,53 @@ namespace, on one branch, for at most one reader.
 
 Reads are synchronous and served from memory; writes are async and durable when they return.
 Everything that touches the namespace (strategy starts, compiles, edits, units of compression)
-runs in the namespace actor's turn, so it never overlaps with another manager's work there.
+runs as a command of the namespace actor, so it never overlaps with another manager's work there.
 
 A manager's reader is fixed when it opens: the ``view_reader`` it was given, else the reader its
 namespace records, else none. Every call but ``aclose`` checks the namespace's
 record first: a manager whose namespace was claimed by a reader it does not compile for
 is stale and refused everything with ``ReaderClaimError``; reopen it.
+
+The handle checks a call's arguments and hands it to the part whose job it is: its binding
+(``actors._binding``: what it is bound to, and its strategy's progress), its compiles
+(``actors._reading``), its edits and context log (``actors._editing``), its background work
+(``actors._background``) and its moves (``actors._branches``).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import attrs
+import anyio.lowlevel
 
-from ..store._blocks import ContentBlock, check_content, coerce_content, has_audience
-from ..store._errors import MalformedContentError
+from ..store._arguments import check_int, check_message_id, check_str
+from ..store._blocks import ContentBlock, check_content, coerce_content
+from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError, UnknownMessageError
 from ..store._messages import Message, freeze_metadata
-from ..store._names import check_participant
-from ..store._views import MessageView, ViewFilter
-from ..strategies._base import (
-    STRATEGY_KEY,
-    ContextStrategy,
-    StrategyContext,
-    StrategyState,
-    check_marks_reads,
-)
-from ..strategies._capabilities import HasEstimator, ShardsMessages
+from ..store._names import check_branch
+from ..store._views import ViewFilter
+from ..strategies._base import ContextStrategy, Injection, MessageInjection, check_marks_reads
+from ..strategies._capabilities import ReadsSummaries, Summary
 from ..strategies._models import Model
-from ..strategies._recorded import record_to_write
-from ..strategies._tokens import default_estimate
 from ._background import BackgroundWork
-from ._branches import BranchMoves
-from ._compiled import AssemblyCache
-from ._drains import Drain
-from ._editing import Editing
-from ._errors import (
-    ManagerClosedError,
-    StrategyNotStartedError,
-)
-from ._gate import ModelGate
-from ._namespace import NamespaceActor
-from ._protocol import Claim, StartStrategy
-from ._reading import Reading
-from ._records import NAMESPACE_RECORDS
+from ._binding import Binding
+from ._branches import Moves
+from ._compiled import CompiledContext
+from ._editing import Edits
+from ._reading import Compiles
+from ._values import ContextEntry, Derivation
 
 if TYPE_CHECKING:
+    from ..store._model import LogModel
     from ._core import RuntimeCore
 
 __all__ = ["ContextManager", "ContextEntry", "Derivation", "open_context_manager"]
 
-log = logging.getLogger("asides.actors")
 
-
-@attrs.frozen(slots=True)
-class Derivation:
-    """Where a derived manager came from: the parent's branch, the child's branch, the sequence
-    it was derived at, and the namespace."""
-
-    parent_branch: str
-    branch: str
-    at_sequence: int
-    namespace: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"parent_branch": self.parent_branch, "branch": self.branch, "at_sequence": self.at_sequence, "namespace": self.namespace}
-
-    @classmethod
-    def from_json(cls, value: object) -> Derivation | None:
-        if not isinstance(value, dict):
-            return None
-        try:
-            return cls(str(value["parent_branch"]), str(value["branch"]), int(value["at_sequence"]), str(value["namespace"]))
-        except (KeyError, TypeError, ValueError):
-            return None
-
-
-@attrs.frozen(slots=True)
-class ContextEntry:
-    """An entry of a namespace's context log."""
-
-    index: int
-    content: tuple[ContentBlock, ...]
-    source_message_id: str | None = None
-
-
-class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
+class ContextManager:
     """A host's handle on one namespace (see the module docstring). Made by
     :meth:`Runtime.manager` / :meth:`Runtime.open_manager`, never directly."""
 
@@ -108,62 +66,47 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         derivation: Derivation | None = None,
     ) -> None:
         self._core = core
-        self._store = core.store
-        self._namespace = namespace
-        self._strategy = strategy
-        self._reader = reader
-        self._filter = view_filter
-        self._branch = branch
-        self._model = model
         self._derivation = derivation
-        self._actor: NamespaceActor = core.actor(branch, namespace)
-        self._attached: NamespaceActor | None = None  # the actor this manager keeps alive
-        self._hold(self._actor)
-        self._view = self._make_view(branch)
-        self._closed = False
-        self._started = False
-        self._start_error: BaseException | None = None
-        self._epoch = 0
-        self._seen_length = 0  # how many of the branch's messages the strategy has been handed
-        self._drain: Drain | None = None
-        self._shards_messages = False
-        self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
-        self._answers = 0  # model answers received (drains reset their back-off on one)
-        self._erasures_seen = core.store.model.erasure_count  # see _catch_up
-        self._last_disclosed: str | None = None  # the way of the last compile recorded (Reading._disclose)
+        self._binding = binding = Binding(
+            core, namespace=namespace, strategy=strategy, reader=reader, view_filter=view_filter, branch=branch, model=model
+        )
+        self._compiles = Compiles(binding)
+        self._edits = Edits(binding)
+        self._background = BackgroundWork(binding)
+        self._moves = Moves(binding, self._background, self)
 
     # -- properties ----------------------------------------------------------------------------
 
     @property
     def namespace(self) -> str:
         """The namespace (``None``, ``""`` and ``"default"`` are all ``"default"``)."""
-        return self._namespace
+        return self._binding.namespace
 
     @property
     def branch(self) -> str:
         """The branch this manager is bound to."""
-        return self._branch
+        return self._binding.branch
 
     @property
     def view_reader(self) -> str | None:
         """The reader this manager compiles for, or ``None``."""
-        return self._reader
+        return self._binding.view_reader
 
     @property
     def strategy_name(self) -> str:
         """The strategy's name (its ``name``, else its class name), as traces and records say it."""
-        return str(getattr(self._strategy, "name", type(self._strategy).__name__))
+        return self._binding.strategy_name
 
     @property
     def strategy(self) -> ContextStrategy:
         """The strategy this manager runs (``set_strategy`` replaces it)."""
-        return self._strategy
+        return self._binding.strategy
 
     @property
     def closed(self) -> bool:
         """Whether the manager is closed (every call but ``aclose`` then raises
         ``ManagerClosedError``)."""
-        return self._closed
+        return self._binding.closed
 
     @property
     def derivation(self) -> Derivation | None:
@@ -174,193 +117,82 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
     @property
     def model(self) -> Model | None:
         """The model this manager compresses with: its own, else the runtime's, else none."""
-        return self._model if self._model is not None else self._core.model
+        return self._binding.model
 
     def __repr__(self) -> str:
-        return f"<ContextManager {self._namespace!r} on {self._branch!r} reader={self._reader!r}>"
+        binding = self._binding
+        return f"<ContextManager {binding.namespace!r} on {binding.branch!r} reader={binding.view_reader!r}>"
 
-    # -- what its drain and model gate ask of it (handed to them as callables) -----------------
+    # -- reads ---------------------------------------------------------------------------------
 
-    def _count_answer(self) -> None:
-        self._answers += 1
+    def get_message(self, message_id: str) -> Message | None:
+        """The message as stored, or ``None``. An erased message comes back as its tombstone: no
+        content, participant ``""``, ``metadata["asides_erased"] = {"at", "reason", "erasure"}``.
 
-    # -- checks --------------------------------------------------------------------------------
+        Warning: as stored means with every block, including blocks whose audience leaves out
+        this manager's reader. Never pass it to that reader; use :meth:`view_message`.
+        """
+        binding = self._binding
+        binding.check("get_message", started=False)
+        return binding.store.get_message(binding.branch, message_id)
 
-    def _check(self, action: str, *, started: bool = True) -> None:
-        self._store.raise_if_failed()  # first: after a failed commit every call says so
-        if self._closed:
-            raise ManagerClosedError(action, self._namespace)
-        self._actor.check(self._reader, action)
-        if started and self._start_error is not None:
-            raise StrategyNotStartedError(action, self._namespace, self._branch, self._start_error)
+    def get_all_messages(self) -> tuple[Message, ...]:
+        """Every message on the branch, as stored.
 
-    def _check_read(self) -> None:
-        self._store.raise_if_failed()
-        if self._closed:
-            raise ManagerClosedError("a read through the view", self._namespace)
-        self._actor.check(self._reader, "a read through the view")
+        Warning: this is the whole log, other readers' private blocks included, even on a manager
+        bound to a reader. It is for hosts and operators that need the log itself. To show a
+        reader its own view, use :meth:`view_messages` (or :meth:`compile`).
+        """
+        binding = self._binding
+        binding.check("get_all_messages", started=False)
+        messages = binding.store.messages(binding.branch)
+        model = binding.store.model
+        if model.erasure_count:  # an erased message is left out (its tombstone: Runtime.tombstone)
+            return tuple(m for m in messages if not model.is_erased(m.id))
+        return tuple(messages)
 
-    def _make_view(self, branch: str) -> MessageView:
-        return MessageView(
-            self._store.model,
-            branch,
-            reader=self._reader,
-            view_filter=self._filter,
-            check=self._check_read,
-            shared=self._core.view_projections,
+    def view_message(self, message_id: str) -> Message | None:
+        """The message as this manager's reader sees it (blocks meant for other readers left
+        out), or ``None`` when the reader sees nothing of it or there is no such message."""
+        self._binding.check("view_message", started=False)
+        return self._binding.view.get(message_id)
+
+    def view_messages(self) -> tuple[Message, ...]:
+        """Every message of the branch as this manager's reader sees it, oldest first."""
+        self._binding.check("view_messages", started=False)
+        return self._binding.view.get_all()
+
+    # -- compile -------------------------------------------------------------------------------
+
+    async def compile(
+        self,
+        *,
+        max_tokens: int = 100_000,
+        reserve_for_response: int = 4_000,
+        injections: Sequence[Injection] = (),
+        message_injections: Sequence[MessageInjection] = (),
+    ) -> CompiledContext:
+        """What this manager's reader is to be sent now.
+
+        Refuses, before the strategy selects anything, an audience in any injection (W2) and a
+        negative budget. Writes only the strategy state it must (the windowed anchor when it
+        moves).
+        """
+        return await self._compiles.compile("compile", max_tokens, reserve_for_response, injections, message_injections, preview=False)
+
+    async def preview_context(
+        self,
+        *,
+        max_tokens: int = 100_000,
+        reserve_for_response: int = 4_000,
+        injections: Sequence[Injection] = (),
+        message_injections: Sequence[MessageInjection] = (),
+    ) -> CompiledContext:
+        """The compile that :meth:`compile` would return now, without writing anything and
+        without raising ``OverBudgetError``."""
+        return await self._compiles.compile(
+            "preview_context", max_tokens, reserve_for_response, injections, message_injections, preview=True
         )
-
-    def _estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
-        return (self._strategy.estimator if isinstance(self._strategy, HasEstimator) else None) or default_estimate
-
-    def _context(
-        self, *, preview: bool = False, strategy: ContextStrategy | None = None, view: MessageView | None = None
-    ) -> StrategyContext:
-        actor = self._actor
-        model = self.model
-        return StrategyContext(
-            view=view or self._view,
-            model=ModelGate(
-                self,
-                actor,
-                model,
-                self._core.model_policy,
-                on_answer=self._count_answer,
-                epoch=lambda: self._epoch,
-                disclose=self._disclose_request,
-            )
-            if model is not None
-            else None,
-            namespace=self._namespace,
-            branch=self._branch,
-            state=StrategyState(
-                self._store,
-                self._branch,
-                self._namespace,
-                keys=NAMESPACE_RECORDS,
-                written=lambda: actor.written,
-                read_only=preview,
-                writer=actor.write_states,
-            ),
-            reader=self._reader,
-            preview=preview,
-            mark=self._mark,
-            in_flight=lambda: actor.requests_out > 0,
-        )
-
-    async def _mark(self, sequence: int) -> None:
-        self._check("mark_compression_read")
-        await self._actor.raise_floor(sequence, self._reader)
-
-    # -- starting a strategy -------------------------------------------------------------------
-
-    async def _open(self, *, claim: str | None, action: str) -> None:
-        """Claim the namespace for ``claim`` (when given), record the strategy (see
-        :meth:`_record_strategy`) and start it, in one turn of the namespace actor. Once the
-        claim is written the open completes, even if cancelled meanwhile (the cancellation
-        reaches the caller at its next checkpoint)."""
-
-        async def in_the_actor() -> None:
-            with anyio.CancelScope(shield=True):
-                if claim is not None:
-                    await self._actor.claim(claim, action)
-                await self._record_strategy()
-                await self._start(action)
-
-        await self._actor.execute(Claim(), in_the_actor)
-
-    def _abandon(self) -> None:
-        """An open that failed: the manager is closed and runs nothing."""
-        self._closed = True
-        self._detach()
-        self._let_go()
-
-    def _hold(self, actor: NamespaceActor) -> None:
-        """Bind to ``actor``: it stays while this manager is open (see ``NamespaceActor.attach``);
-        the actor held before is let go."""
-        actor.attach()
-        previous, self._attached = self._attached, actor
-        if previous is not None:
-            previous.detach()
-
-    def _let_go(self) -> None:
-        """The manager closed: its actor may end once nothing else uses it."""
-        previous, self._attached = self._attached, None
-        if previous is not None:
-            previous.detach()
-
-    async def _start(self, action: str) -> None:
-        """Attach to the actor and run the strategy's ``initialize`` in the actor's turn."""
-        actor = self._actor
-
-        async def in_the_actor() -> None:
-            self._check(action, started=False)
-            self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
-            self._seen_length = self._store.length(self._branch)
-            self._erasures_seen = self._store.model.erasure_count
-            await self._strategy.initialize(self._context())
-
-        try:
-            await actor.execute(StartStrategy(), in_the_actor)
-        except BaseException as exc:
-            self._started = False
-            self._start_error = exc
-            raise
-        self._started = True
-        self._start_error = None
-        self._start_drain()
-
-    async def _record_strategy(self) -> None:
-        """Record the strategy and its options under the namespace, so that an operator (``asides
-        inspect``, ``asides compile``) sees which strategy it runs, when
-        ``strategies._recorded.record_to_write`` says so (one state write). An open and a move
-        (``set_strategy`` is one) record it right after their claim, before the strategy starts:
-        a start that fails keeps both, as it keeps the claim."""
-        if self._store.read_only:
-            return
-        record = record_to_write(self._store.model, self._branch, self._namespace, self._strategy)
-        if record is not None:
-            await self._store.set_state(self._branch, f"{self._namespace}/{STRATEGY_KEY}", record)
-
-    async def _catch_up(self) -> StrategyContext | None:
-        """Hand the strategy the reader's view of the messages written since it last looked
-        (in the actor's turn). A message the reader sees nothing of is not handed over. Returns
-        the context the strategy was handed (a compile goes on with it), or ``None`` when there
-        was nothing to hand.
-
-        After an erasure (store/_erasure.py) the strategy starts again from the store instead: a
-        new view, a new assembly cache, ``initialize`` again, so nothing it kept in memory of an
-        erased message (or of a summary made from one) is compiled again; the summaries erased
-        with it show as raw messages until a drain writes them again."""
-        if self._store.model.erasure_count != self._erasures_seen:
-            self._erasures_seen = self._store.model.erasure_count
-            self._view = self._make_view(self._branch)
-            self._assembly = AssemblyCache()
-            self._seen_length = self._store.length(self._branch)
-            ctx = self._context()
-            await self._strategy.initialize(ctx)
-            return ctx
-        length = self._store.length(self._branch)
-        if length == self._seen_length:
-            return None
-        new = self._store.messages(self._branch, self._seen_length, length)
-        self._seen_length = length
-        ctx = self._context()
-        for message in new:
-            projected = self._view.get(message.id)
-            if projected is None:
-                continue
-            try:
-                await self._strategy.on_new_message(projected, ctx)
-            except Exception:
-                log.exception("strategy %r: on_new_message failed for message %s", getattr(self._strategy, "name", "?"), message.id)
-        return ctx
-
-    def _detach(self) -> None:
-        """Stop this manager's drain (it ends before the manager moves or closes)."""
-        drain, self._drain = self._drain, None
-        if drain is not None:
-            drain.cancel()
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -374,35 +206,189 @@ class ContextManager(Editing, Reading, BackgroundWork, BranchMoves):
         branch hears of the message, in its reader's view. With a strategy that shards long
         messages the first shard is returned.
         """
-        self._check("add_message")
-        check_participant(participant)
-        blocks = coerce_content(content)
-        check_content(blocks, path="content", allow_audience=True)
-        if not blocks:
-            raise MalformedContentError("content", "a message needs at least one block")
-        frozen = freeze_metadata(metadata)
-        items: list[tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]] = [(participant, blocks, frozen)]
-        strategy = self._strategy
-        if self._shards_messages and isinstance(strategy, ShardsMessages) and not has_audience(blocks):
-            shards = strategy.shard_message(participant, blocks, frozen)  # an audience block keeps it whole
-            if shards:
-                items = list(shards)
+        binding = self._binding
+        binding.check("add_message")
+        blocks = _message_content(content)
+        items = binding.message_items(participant, blocks, freeze_metadata(metadata))
         await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the write: nothing written
-        messages = await self._store.append_messages(self._branch, items)
+        messages = await binding.store.append_messages(binding.branch, items)
         return messages[0]
 
-    # -- closing -------------------------------------------------------------------------------
+    async def edit_message(self, message_id: str, content: Sequence[ContentBlock | Mapping[str, Any]]) -> Message:
+        """Replace a message's content on this branch, keeping its id and sequence.
+
+        Refused, leaving the message unchanged, when it would narrow an audience where the narrowing rules
+        say so (``NarrowingRefusedError``), or when the content is malformed (W1). Copies of the
+        message in the context logs of namespaces on this branch are rewritten as each
+        namespace's reader sees the new content, and dropped where it sees nothing (P2).
+        """
+        self._binding.check("edit_message")
+        return await self._edits.edit_message(message_id, _message_content(content))
+
+    async def append_context_entry(
+        self, content: Sequence[ContentBlock | Mapping[str, Any]], *, source_message_id: str | None = None
+    ) -> ContextEntry:
+        """Append an entry to this namespace's context log on this branch. An audience anywhere
+        in it is refused: no view reads one there."""
+        binding = self._binding
+        binding.check("append_context_entry", started=False)
+        blocks = coerce_content(content)
+        check_content(blocks, path="content", allow_audience=False)
+        if source_message_id is not None:
+            check_message_id(source_message_id, "source_message_id")
+            if binding.store.get_message(binding.branch, source_message_id) is None:
+                raise UnknownMessageError(source_message_id, binding.branch)
+        return await self._edits.append_context_entry(blocks, source_message_id)
+
+    def get_context_entries(self) -> tuple[ContextEntry, ...]:
+        """This namespace's context log on this branch, oldest first (dropped entries left out)."""
+        return self._edits.context_entries()
+
+    # -- background work -----------------------------------------------------------------------
+
+    async def tick(self) -> bool:
+        """Run one unit of the strategy's background work; whether it did any."""
+        return await self._background.tick()
+
+    def is_ready(self) -> bool:
+        """Whether the strategy has no background work left."""
+        return self._background.is_ready()
+
+    def pending_work(self) -> str | None:
+        """What background work is waiting, in words, and which units failed for good and why
+        (``3 stretches could not be compressed: the model's answers were rejected (stop_reason
+        'stop' is not 'end_turn')``); ``None`` when ready with nothing failed. Says so when no
+        model is configured, and when the model has been failing."""
+        return self._background.pending_work()
+
+    async def drain(self) -> None:
+        """Wait until the strategy is ready; return at once when there is no model. While
+        another process holds the namespace's compression lease (a shared store) it waits for
+        that process's records (or for the lease to be free, and the drain to take it over).
+
+        Raises ``CompressionError`` naming the reason when a unit it waited on failed for good
+        during the call (its answers were rejected up to the attempt limit: it renders raw and is
+        never asked again, so a second ``drain()`` finds it no longer pending). Raises
+        ``CompressionError``, naming the last error, once the model has failed to answer (it
+        raised or timed out) the runtime's ``ModelPolicy.drain_failures`` times in a row during
+        this call (the background drain goes on retrying). Raises what refuses the manager (for
+        example ``ReaderClaimError`` when another reader claimed the namespace,
+        ``StoreFailedError`` once the store stopped).
+        """
+        await self._background.drain()
+
+    async def reset_head_window(self, text: str | None = None) -> str:
+        """Append a ``[Topic Transition]`` message holding ``text`` (or a transition summary the
+        model writes from this reader's view) and start the head window there."""
+        self._binding.check("reset_head_window")
+        if text is not None and not isinstance(text, str):
+            raise ArgumentTypeError("text", f"reset_head_window takes a string or None, not {type(text).__name__}")
+        return await self._background.reset_head_window(text)
+
+    # -- summaries -----------------------------------------------------------------------------
+
+    def search_summaries(self, pattern: str | re.Pattern[str], *, limit: int = 50) -> tuple[Summary, ...]:
+        """Summaries matching ``pattern`` (checked like a view read)."""
+        self._binding.check("search_summaries", started=False)
+        if not isinstance(pattern, (str, re.Pattern)):
+            raise ArgumentTypeError("pattern", f"must be a string or a compiled pattern, not {type(pattern).__name__}")
+        if check_int(limit, "limit") < 0:  # type: ignore[operator]
+            raise InvalidArgumentError("limit", f"must be a non-negative int, got {limit!r}")
+        strategy = self._binding.strategy
+        found = strategy.search_summaries(pattern, limit=limit) if isinstance(strategy, ReadsSummaries) else ()
+        return _not_erased(self._binding.store.model, found)
+
+    def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
+        """Summaries overlapping the sequence range [start, end] (checked)."""
+        self._binding.check("get_summaries_in_range", started=False)
+        check_int(start, "start", optional=True)
+        check_int(end, "end", optional=True)
+        strategy = self._binding.strategy
+        found = strategy.get_summaries_in_range(start, end) if isinstance(strategy, ReadsSummaries) else ()
+        return _not_erased(self._binding.store.model, found)
+
+    def get_summary(self, summary_id: str) -> Summary | None:
+        """The summary with that id, or ``None`` (checked)."""
+        self._binding.check("get_summary", started=False)
+        check_str(summary_id, "summary_id")
+        strategy = self._binding.strategy
+        found = strategy.get_summary(summary_id) if isinstance(strategy, ReadsSummaries) else None
+        return found if found is not None and _not_erased(self._binding.store.model, (found,)) else None
+
+    # -- branches ------------------------------------------------------------------------------
+
+    async def fork(self, name: str) -> None:
+        """Make branch ``name`` at this manager's head and move this manager onto it (only this
+        one). Refused before the branch is made when the namespace's record names
+        another reader, or any reader for a manager with no reader (R1, R2, R4, R7)."""
+        self._binding.check("fork")
+        await self._moves.fork(check_branch(name))
+
+    async def switch_branch(self, name: str) -> None:
+        """Move this manager (only this one) to branch ``name`` and restart its strategy
+        there. Refused, leaving the manager where it was, when the namespace records another
+        reader there, or any reader for a manager with no reader (R1, R2, R4, R7)."""
+        self._binding.check("switch_branch", started=False)
+        await self._moves.switch_branch(check_branch(name))
+
+    async def set_strategy(self, strategy: ContextStrategy) -> None:
+        """Replace the strategy and start it here. Refused, keeping the old strategy running, when
+        this manager may not work here or the new strategy does not mark its compression reads
+        under a reader (R1, R2, R4, R7, N7)."""
+        self._binding.check("set_strategy", started=False)
+        check_marks_reads(self._binding.view_reader, strategy, "set_strategy")
+        await self._moves.move(self._binding.branch, strategy, "set_strategy")
+
+    async def derive(self, *, branch: str, strategy: ContextStrategy, at_sequence: int | None = None) -> ContextManager:
+        """A new manager of this namespace on a new child branch made from this manager's head (or
+        from ``at_sequence``). The child records and compiles for the reader this manager compiles
+        for. Refused before the child's branch is written when this manager is closed or
+        its strategy failed to start (D4), when the record is not a reader's name (R7), or when
+        the strategy does not mark its compression reads under a reader (N7)."""
+        binding = self._binding
+        binding.check("derive")
+        check_marks_reads(binding.view_reader, strategy, "derive")
+        derivation = self._moves.derivation(check_branch(branch), strategy, at_sequence)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        with anyio.CancelScope(shield=True):  # once the branch is written, the derive completes
+            await self._moves.write_derived_branch(derivation, strategy)
+            child = await open_context_manager(
+                self._core,
+                namespace=binding.namespace,
+                strategy=strategy,
+                reader=binding.view_reader,
+                view_filter=binding.view_filter,
+                branch=branch,
+                model=binding.own_model,
+                claim=binding.view_reader,
+                action="derive",
+                derivation=derivation,
+            )
+        return child
+
+    # -- opening and closing -------------------------------------------------------------------
+
+    async def _open(self, *, claim: str | None, action: str) -> None:
+        """Claim, record and start (``Binding.open``), then start the drain."""
+        await self._binding.open(claim=claim, action=action)
+        self._background.start_drain()
+
+    def _abandon(self) -> None:
+        """An open that failed: the manager is closed and runs nothing."""
+        self._binding.close()
+        self._background.cancel_drain()
+        self._binding.let_go()
 
     async def aclose(self) -> None:
         """Close the manager: cancel its drain and wait for it. Idempotent."""
-        if self._closed:
+        if self._binding.closed:
             return
-        self._closed = True
+        self._binding.close()
         try:
-            await self._stop_drain()
+            await self._background.stop_drain()
             self._core.forget(self)
         finally:
-            self._let_go()
+            self._binding.let_go()
 
 
 async def open_context_manager(
@@ -419,7 +405,7 @@ async def open_context_manager(
     derivation: Derivation | None = None,
 ) -> ContextManager:
     """Make a manager, register it with ``core``, claim its namespace (when ``claim`` names a
-    reader) and start its strategy, in one turn of the namespace actor. Refused or failed:
+    reader) and start its strategy, in one command of the namespace actor. Refused or failed:
     nothing registered, and the manager holds no actor."""
     check_marks_reads(reader, strategy, action)
     manager = ContextManager(
@@ -440,3 +426,21 @@ async def open_context_manager(
         manager._abandon()
         raise
     return manager
+
+
+def _message_content(content: Sequence[ContentBlock | Mapping[str, Any]]) -> tuple[ContentBlock, ...]:
+    """A message's content, checked: at least one block, an audience only where a message may
+    carry one (``MalformedContentError`` naming the path)."""
+    blocks = coerce_content(content)
+    check_content(blocks, path="content", allow_audience=True)
+    if not blocks:
+        raise MalformedContentError("content", "a message needs at least one block")
+    return blocks
+
+
+def _not_erased(model: LogModel, summaries: Iterable[Summary]) -> tuple[Summary, ...]:
+    """Leave out summaries made from an erased message: the strategy may hold them in memory
+    until it next runs (and starts again, see ``Binding.catch_up``); the store no longer does."""
+    if not model.erasure_count:
+        return tuple(summaries)
+    return tuple(s for s in summaries if not any(model.is_erased(m) for m in s.message_ids))

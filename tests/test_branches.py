@@ -44,7 +44,7 @@ from asides.actors._namespace import UnreadableRecord
 from asides.store import BranchInfo, text
 from asides.store._model import MISSING
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.helpers import dump, message_body, seed_records
+from tests.helpers import dump, message_body, namespace_actor, seed_records
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -269,7 +269,7 @@ async def test_row40_derive_refused_over_unreadable_head_record_with_and_without
         nobody = await rt.open_manager("agents/y", strategy=PassthroughStrategy())
         branches, before = rt.list_branches(), dump(rt.store)
         for manager in (ann, nobody):
-            actor = manager._actor
+            actor = namespace_actor(rt, manager.branch, manager.namespace)
             saved = actor.record
             actor._record = UnreadableRecord(42)
             with pytest.raises(ReaderRecordError) as error:

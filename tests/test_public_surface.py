@@ -193,6 +193,11 @@ def test_the_handles_carry_only_their_documented_api(cls, api):
         assert _doc(member), f"{cls.__name__}.{name} has no docstring"
 
 
+def test_the_manager_is_one_class_with_no_base_to_share_private_parts_with():
+    """Issue 20, item 3: a thin handle over part objects, not one class spread over mixins."""
+    assert asides.ContextManager.__mro__ == (asides.ContextManager, object)
+
+
 async def test_open_handles_hold_no_public_attribute_beyond_their_api(store_path):
     async with open_runtime(store_path) as rt:
         manager = await rt.open_manager("agents/ann", strategy=asides.PassthroughStrategy(), view_reader="ann")

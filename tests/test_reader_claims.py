@@ -44,7 +44,7 @@ from asides.store import text
 from asides.strategies._base import CompiledMessage
 from asides.strategies._models import CompletionRequest
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.helpers import dump, raw_rows, seed_records, sibling_store
+from tests.helpers import dump, namespace_actor, raw_rows, seed_records, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -296,7 +296,7 @@ async def test_row25_fork_set_strategy_switch_refused_on_unreadable_record(store
         # (c) white-box: the record of ann's own branch becomes unreadable in its actor
         from asides.actors._namespace import UnreadableRecord
 
-        ann._actor._record = UnreadableRecord(42)
+        namespace_actor(rt, ann.branch, ann.namespace)._record = UnreadableRecord(42)
         branches = rt.list_branches()
         with pytest.raises(ReaderRecordError) as info:
             await ann.fork("c")
@@ -860,11 +860,11 @@ async def test_row24_refuses_a_fork_when_the_head_records_another_reader(store_p
         assert [b.name for b in rt.list_branches()] == ["main"]
 
         ann = await rt.open_manager("agents/y", strategy=PassthroughStrategy(), view_reader="ann")
-        ann._actor._record = "bob"  # foreign data in memory, see the docstring
+        namespace_actor(rt, ann.branch, ann.namespace)._record = "bob"  # foreign data in memory, see the docstring
         before = dump(rt.store)
         with pytest.raises(ReaderClaimError) as refused:
             await ann.fork("from-ann")
         assert "'ann'" in str(refused.value) and "'bob'" in str(refused.value)
         assert dump(rt.store) == before
         assert [b.name for b in rt.list_branches()] == ["main"]
-        ann._actor._record = "ann"
+        namespace_actor(rt, ann.branch, ann.namespace)._record = "ann"

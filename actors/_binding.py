@@ -1,0 +1,353 @@
+"""What one ``ContextManager`` is bound to, and how far its strategy has read: the one owner of
+that state.
+
+A binding holds the manager's namespace, reader and view filter (fixed at its open), its branch,
+namespace actor, view and strategy (changed together, only by :meth:`Binding.rebind`, in a move),
+and its strategy's progress through the branch (how many messages it was handed, whether it
+started). The manager's parts (its compiles, edits, background work and moves) each hold the
+binding and ask it; none of them keeps a copy of what it holds.
+
+Contracts:
+
+- :meth:`Binding.check` refuses every call of a manager that is closed, whose store stopped, or
+  whose namespace's record names a reader it does not compile for (``ReaderClaimError``); with
+  ``started`` also one whose strategy failed to start (``StrategyNotStartedError``).
+- :meth:`Binding.catch_up` and :meth:`Binding.start` run in the namespace actor's turn (a
+  command's work): they call the strategy's ``on_new_message`` and ``initialize``.
+- :meth:`Binding.context` builds the one strategy context a piece of work uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..store._blocks import ContentBlock, has_audience
+from ..store._views import MessageView, ViewFilter
+from ..strategies._base import STRATEGY_KEY, ContextStrategy, StrategyContext, StrategyState
+from ..strategies._capabilities import HasEstimator, ShardsMessages
+from ..strategies._models import Model
+from ..strategies._recorded import record_to_write
+from ..strategies._tokens import default_estimate
+from ._errors import ManagerClosedError, StrategyNotStartedError
+from ._gate import ModelGate
+from ._namespace import NamespaceActor
+from ._protocol import Claim, StartStrategy
+from ._records import NAMESPACE_RECORDS
+
+if TYPE_CHECKING:
+    from ..store._sqlite import SqliteStore
+    from ._core import RuntimeCore
+
+__all__ = ["Binding", "MessageItem"]
+
+log = logging.getLogger("asides.actors")
+
+#: One message to append: participant, content, metadata.
+MessageItem = tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]
+
+
+class Binding:
+    """A manager's namespace, reader, branch, actor, view and strategy, and its strategy's
+    progress (see the module docstring)."""
+
+    def __init__(
+        self,
+        core: RuntimeCore,
+        *,
+        namespace: str,
+        strategy: ContextStrategy,
+        reader: str | None,
+        view_filter: ViewFilter | None,
+        branch: str,
+        model: Model | None,
+    ) -> None:
+        self.core = core
+        self.store: SqliteStore = core.store
+        #: Fixed at the open.
+        self.namespace = namespace
+        self.view_reader = reader
+        self.view_filter = view_filter
+        #: The manager's own model (``None``: the runtime's, see :attr:`model`).
+        self.own_model = model
+        self._branch = branch
+        self._strategy = strategy
+        self._actor: NamespaceActor = core.actor(branch, namespace)
+        self._held: NamespaceActor | None = None  # the actor this binding keeps alive
+        self._hold(self._actor)
+        self._views_made = 0
+        self._view = self._make_view(branch)
+        self._closed = False
+        self._started = False
+        self._start_error: BaseException | None = None
+        self._epoch = 0
+        self._seen_length = 0  # how many of the branch's messages the strategy has been handed
+        self._erasures_seen = core.store.model.erasure_count  # see catch_up
+        self._shards_messages = False
+        self._answers = 0
+
+    # -- what it is bound to ---------------------------------------------------------------------
+
+    @property
+    def branch(self) -> str:
+        return self._branch
+
+    @property
+    def actor(self) -> NamespaceActor:
+        """The namespace actor of the namespace on the branch."""
+        return self._actor
+
+    @property
+    def view(self) -> MessageView:
+        """The reader's view of the branch (a new one after a move or an erasure)."""
+        return self._view
+
+    @property
+    def views_made(self) -> int:
+        """How many times the view was replaced: what a compile kept of an older one is stale."""
+        return self._views_made
+
+    @property
+    def strategy(self) -> ContextStrategy:
+        return self._strategy
+
+    @property
+    def strategy_name(self) -> str:
+        """The strategy's name (its ``name``, else its class name), as traces and records say it."""
+        return str(getattr(self._strategy, "name", type(self._strategy).__name__))
+
+    @property
+    def model(self) -> Model | None:
+        """The model the manager compresses with: its own, else the runtime's, else none."""
+        return self.own_model if self.own_model is not None else self.core.model
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def started(self) -> bool:
+        """Whether the strategy started, and did not fail to."""
+        return self._started and self._start_error is None
+
+    @property
+    def epoch(self) -> int:
+        """How many times the manager moved (a fork, a switch, a strategy change)."""
+        return self._epoch
+
+    @property
+    def answers(self) -> int:
+        """How many model answers the manager's requests received."""
+        return self._answers
+
+    def count_answer(self) -> None:
+        self._answers += 1
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def check(self, action: str, *, started: bool = True) -> None:
+        """Refuse ``action`` (see the module docstring)."""
+        self.store.raise_if_failed()  # first: after a failed commit every call says so
+        if self._closed:
+            raise ManagerClosedError(action, self.namespace)
+        self._actor.check(self.view_reader, action)
+        if started and self._start_error is not None:
+            raise StrategyNotStartedError(action, self.namespace, self._branch, self._start_error)
+
+    def _check_read(self) -> None:
+        self.check("a read through the view", started=False)
+
+    def may_work(self) -> bool:
+        """Whether the namespace's claim still lets the manager work here."""
+        return not self._closed and self._actor.may_work(self.view_reader)
+
+    # -- what a piece of work uses -----------------------------------------------------------
+
+    def estimator(self) -> Callable[[Sequence[ContentBlock]], int]:
+        strategy = self._strategy
+        return (strategy.estimator if isinstance(strategy, HasEstimator) else None) or default_estimate
+
+    def context(self, *, preview: bool = False) -> StrategyContext:
+        """A strategy context over the view (``preview``: its state read-only)."""
+        actor = self._actor
+        model = self.model
+        return StrategyContext(
+            view=self._view,
+            model=ModelGate(
+                self,
+                actor,
+                model,
+                self.core.model_policy,
+                on_answer=self.count_answer,
+                epoch=lambda: self._epoch,
+                disclose=self.disclose,
+            )
+            if model is not None
+            else None,
+            namespace=self.namespace,
+            branch=self._branch,
+            state=StrategyState(
+                self.store,
+                self._branch,
+                self.namespace,
+                keys=NAMESPACE_RECORDS,
+                written=lambda: actor.written,
+                read_only=preview,
+                writer=actor.write_states,
+            ),
+            reader=self.view_reader,
+            preview=preview,
+            mark=self._mark,
+            in_flight=lambda: actor.requests_out > 0,
+        )
+
+    async def _mark(self, sequence: int) -> None:
+        self.check("mark_compression_read")
+        await self._actor.raise_floor(sequence, self.view_reader)
+
+    async def disclose(self, message_ids: Sequence[str], via: str) -> None:
+        """Record that ``message_ids`` were shown through ``via`` to the manager's reader
+        (``Runtime.disclosures``), when the runtime records disclosures."""
+        if self.core.records_disclosures:
+            await self.store.record_disclosure(self.namespace, self.view_reader, self._branch, via, message_ids)
+
+    def message_items(self, participant: str, blocks: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None) -> list[MessageItem]:
+        """What one message becomes in the log: itself, or the shards of a strategy that shards
+        long messages (a message with an audience block stays whole). The participant is the
+        store's to check (``check_message_items``): a participant that is no string is not
+        handed to the strategy, and any other is refused by the store for every shard alike."""
+        strategy = self._strategy
+        if self._shards_messages and isinstance(strategy, ShardsMessages) and isinstance(participant, str) and not has_audience(blocks):
+            shards = strategy.shard_message(participant, blocks, metadata)
+            if shards:
+                return list(shards)
+        return [(participant, blocks, metadata)]
+
+    # -- the strategy's progress (in the actor's turn) ----------------------------------------
+
+    async def open(self, *, claim: str | None, action: str) -> None:
+        """Claim the namespace for ``claim`` (when given), record the strategy and start it, in
+        one command of the namespace actor. Once the claim is written the open completes, even if
+        cancelled meanwhile (the cancellation reaches the caller at its next checkpoint)."""
+
+        async def in_the_actor() -> None:
+            with anyio.CancelScope(shield=True):
+                if claim is not None:
+                    await self._actor.claim(claim, action)
+                await self.record_strategy()
+                await self.start(action)
+
+        await self._actor.execute(Claim(), in_the_actor)
+
+    async def start(self, action: str) -> None:
+        """Run the strategy's ``initialize``, in the actor's turn (a nested command when the
+        caller holds it); a start that fails leaves every later call refused with
+        ``StrategyNotStartedError``."""
+
+        async def in_the_actor() -> None:
+            self.check(action, started=False)
+            self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
+            self._seen_length = self.store.length(self._branch)
+            self._erasures_seen = self.store.model.erasure_count
+            await self._strategy.initialize(self.context())
+
+        try:
+            await self._actor.execute(StartStrategy(), in_the_actor)
+        except BaseException as exc:
+            self._started = False
+            self._start_error = exc
+            raise
+        self._started = True
+        self._start_error = None
+
+    async def record_strategy(self) -> None:
+        """Record the strategy and its options under the namespace, so that an operator (``asides
+        inspect``, ``asides compile``) sees which strategy it runs, when
+        ``strategies._recorded.record_to_write`` says so (one state write). An open and a move
+        record it right after their claim, before the strategy starts: a start that fails keeps
+        both, as it keeps the claim."""
+        if self.store.read_only:
+            return
+        record = record_to_write(self.store.model, self._branch, self.namespace, self._strategy)
+        if record is not None:
+            await self.store.set_state(self._branch, f"{self.namespace}/{STRATEGY_KEY}", record)
+
+    async def catch_up(self) -> StrategyContext | None:
+        """Hand the strategy the reader's view of the messages written since it last looked
+        (in the actor's turn). A message the reader sees nothing of is not handed over. Returns
+        the context the strategy was handed (a compile goes on with it), or ``None`` when there
+        was nothing to hand.
+
+        After an erasure (store/_erasure.py) the strategy starts again from the store instead: a
+        new view, ``initialize`` again, so nothing it kept in memory of an erased message (or of
+        a summary made from one) is compiled again; the summaries erased with it show as raw
+        messages until a drain writes them again."""
+        store = self.store
+        if store.model.erasure_count != self._erasures_seen:
+            self._erasures_seen = store.model.erasure_count
+            self._view = self._make_view(self._branch)
+            self._seen_length = store.length(self._branch)
+            ctx = self.context()
+            await self._strategy.initialize(ctx)
+            return ctx
+        length = store.length(self._branch)
+        if length == self._seen_length:
+            return None
+        new = store.messages(self._branch, self._seen_length, length)
+        self._seen_length = length
+        ctx = self.context()
+        for message in new:
+            projected = self._view.get(message.id)
+            if projected is None:
+                continue
+            try:
+                await self._strategy.on_new_message(projected, ctx)
+            except Exception:
+                log.exception("strategy %r: on_new_message failed for message %s", self.strategy_name, message.id)
+        return ctx
+
+    # -- a move, and the end ------------------------------------------------------------------
+
+    def rebind(self, branch: str, actor: NamespaceActor, strategy: ContextStrategy) -> None:
+        """Bind to ``branch`` (its namespace actor ``actor``) and ``strategy``, not started yet;
+        an answer to a request made before is stale from now on (the epoch rose)."""
+        self._epoch += 1
+        self._branch = branch
+        self._actor = actor
+        if not self._closed:  # closed meanwhile: it holds no actor any more
+            self._hold(actor)
+        self._view = self._make_view(branch)
+        self._strategy = strategy
+        self._started = False
+
+    def close(self) -> None:
+        """The manager closed: every later call is refused."""
+        self._closed = True
+
+    def let_go(self) -> None:
+        """The manager closed and its drain ended: its actor may end once nothing else uses it."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.detach()
+
+    def _hold(self, actor: NamespaceActor) -> None:
+        """Keep ``actor`` alive while bound (see ``NamespaceActor.attach``); let the one held
+        before go."""
+        actor.attach()
+        previous, self._held = self._held, actor
+        if previous is not None:
+            previous.detach()
+
+    def _make_view(self, branch: str) -> MessageView:
+        self._views_made += 1
+        return MessageView(
+            self.store.model,
+            branch,
+            reader=self.view_reader,
+            view_filter=self.view_filter,
+            check=self._check_read,
+            shared=self.core.view_projections,
+        )
