@@ -5,8 +5,8 @@ window's reset.
 owns the manager's drain and what its newest unit learnt of the compression lease. A unit of a
 built-in strategy is two commands of the namespace actor, planning it and committing its answer,
 with the model request sent between them from the drain's task, holding no turn; a strategy
-written against ``tick(ctx)`` runs its ``tick`` in a turn of the actor, lent back while its
-request is out.
+written against ``tick(ctx)`` runs its ``tick`` in the drain's task, a command beginning the
+unit and each of its context calls that changes what the actor owns being a command too.
 
 On a shared store a unit first takes its namespace's compression lease (:mod:`._lease`) and runs
 fenced by it; a process that cannot take it compresses nothing there meanwhile: its drain waits,
@@ -25,7 +25,7 @@ import anyio.lowlevel
 
 from ..store._blocks import TextBlock
 from ..strategies._autobiographical.plans import NO_EARLIER_CONTEXT, Ask, Close, PlansUnits, TransitionPlan, judge_transition, plans_units
-from ..strategies._base import StrategyContext
+from ..strategies._base import ContextStrategy, StrategyContext
 from ..strategies._capabilities import (
     DescribesPendingWork,
     FollowsStoredState,
@@ -79,17 +79,24 @@ class BackgroundWork:
         strategy = binding.strategy
         if plans_units(strategy):
             return await self._planned_unit(cast(PlansUnits, strategy), needs_model=needs_model)
+        return await self._ticked_unit(strategy, needs_model=needs_model)
+
+    async def _ticked_unit(self, strategy: ContextStrategy, *, needs_model: bool) -> bool:
+        """One unit of a strategy that runs its units itself (SPEC 3.3's ``tick(ctx)``): a
+        command begins it (catch-up, lease); the ``tick`` runs in this task, outside the actor's,
+        and each of its context calls that changes what the actor owns is a command, fenced by
+        the lease when the unit holds it; its model request goes out from this task."""
+        binding = self._binding
         actor = binding.actor
-        async with actor.turn(Unit()):
-            leased = await self._begin_unit(needs_model=needs_model)
-            if leased is None:
-                return False
+        leased = await actor.execute(Unit(), lambda: self._begin_unit(needs_model=needs_model))
+        if leased is None:
+            return False
 
-            async def run() -> bool:
-                with actor.fenced() if leased else nullcontext():
-                    return bool(await strategy.tick(binding.context()))
+        async def run() -> bool:
+            with actor.fenced() if leased else nullcontext():  # the lease stays busy until the unit ends
+                return bool(await strategy.tick(binding.context(fenced=bool(leased))))
 
-            return await self._ended_unit(actor, lambda: bool(leased), run)
+        return await self._ended_unit(actor, lambda: bool(leased), run)
 
     async def _ended_unit(self, actor: NamespaceActor, leased: Callable[[], bool], run: Callable[[], Awaitable[bool]]) -> bool:
         """``run()``, the body of a unit, and what its end means for the drain, whichever way the
@@ -281,8 +288,7 @@ class BackgroundWork:
             if not give_up_lease or actor.drains > 1 or not actor.lease.shared or not actor.lease.held_here():
                 return
             try:
-                async with actor.turn(Unit()):
-                    await actor.release_lease()
+                await actor.execute(Unit(), actor.release_lease)
             except Exception as exc:  # the store or the runtime stopped: its session, and the lease, end with it
                 log.debug(
                     "namespace %r on %r: the compression lease was not released (%r)", self._binding.namespace, self._binding.branch, exc
@@ -383,7 +389,8 @@ class BackgroundWork:
         (``drain()`` returns), it gives the compression lease up, if held and no unit is at work,
         so that the namespace's next work may go to any process."""
         binding = self._binding
-        async with binding.actor.turn(Unit()):
+
+        async def catch_up() -> bool:
             binding.check("drain")
             await binding.catch_up()
             self._follow_elsewhere()
@@ -391,6 +398,8 @@ class BackgroundWork:
             if ready or done:
                 await self._release_lease_if_idle()
             return ready
+
+        return await binding.actor.execute(Unit(), catch_up)
 
     def start_drain(self) -> None:
         """Start this manager's drain, if its strategy has background work and none runs."""
@@ -448,10 +457,14 @@ class BackgroundWork:
             raise StrategyCapabilityError(f"reset_head_window was refused: strategy {binding.strategy_name!r} has no head window")
         if plans_units(strategy):
             return await self._planned_reset(cast(PlansUnits, strategy), text)
-        async with binding.actor.turn(HeadReset()):
+        # A strategy's own transition_text runs in this task, its context calls as commands.
+        body = text if text is not None else await strategy.transition_text(binding.context())
+
+        async def start() -> None:
             binding.check("reset_head_window")
-            body = text if text is not None else await strategy.transition_text(binding.context())
             await self._start_head_with(body, generated=text is None)
+
+        await binding.actor.execute(HeadReset(), start)
         return body
 
     async def _start_head_with(self, body: str, *, generated: bool) -> None:

@@ -20,8 +20,9 @@ Contracts:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -35,7 +36,7 @@ from ..strategies._tokens import default_estimate
 from ._errors import ManagerClosedError, StrategyNotStartedError
 from ._gate import ModelGate
 from ._namespace import NamespaceActor
-from ._protocol import Claim, StartStrategy
+from ._protocol import Claim, StartStrategy, Unit
 from ._records import NAMESPACE_RECORDS
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Binding", "MessageItem"]
 
 log = logging.getLogger("asides.actors")
+T = TypeVar("T")
 
 #: One message to append: participant, content, metadata.
 MessageItem = tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]
@@ -170,10 +172,21 @@ class Binding:
         strategy = self._strategy
         return (strategy.estimator if isinstance(strategy, HasEstimator) else None) or default_estimate
 
-    def context(self, *, preview: bool = False) -> StrategyContext:
-        """A strategy context over the view (``preview``: its state read-only)."""
+    def context(self, *, preview: bool = False, fenced: bool = False) -> StrategyContext:
+        """A strategy context over the view (``preview``: its state read-only). Its calls that
+        change what the actor owns (``mark_compression_read``, state writes) and its model's
+        steps are the actor's work: made in the actor's task, they run at once; made from
+        another task (a strategy's own ``tick``), each is a command, carrying the compression
+        lease's fence when ``fenced``."""
         actor = self._actor
         model = self.model
+
+        def writer(records: Mapping[str, Any]) -> Awaitable[None]:
+            return self.in_the_actor(lambda: actor.write_states(records), fenced=fenced)
+
+        def mark(sequence: int) -> Awaitable[None]:
+            return self.in_the_actor(lambda: self._mark(sequence), fenced=fenced)
+
         return StrategyContext(
             view=self._view,
             model=ModelGate(
@@ -196,13 +209,26 @@ class Binding:
                 keys=NAMESPACE_RECORDS,
                 written=lambda: actor.written,
                 read_only=preview,
-                writer=actor.write_states,
+                writer=writer,
             ),
             reader=self.view_reader,
             preview=preview,
-            mark=self._mark,
+            mark=mark,
             in_flight=lambda: actor.requests_out > 0,
         )
+
+    async def in_the_actor(self, work: Callable[[], Awaitable[T]], *, fenced: bool = False) -> T:
+        """``work`` as the actor's: at once in the actor's own task (a command's work calling
+        it), else as a command (under the compression lease's fence when ``fenced``)."""
+        actor = self._actor
+        if actor.holds_turn():
+            return await work()
+
+        async def command() -> T:
+            with actor.fenced() if fenced else nullcontext():
+                return await work()
+
+        return await actor.execute(Unit(), command)
 
     async def _mark(self, sequence: int) -> None:
         self.check("mark_compression_read")

@@ -170,16 +170,17 @@ class RuntimeCore:
             return
         if isinstance(event, StatesWritten):
             # A reader record or floor written by another process (on a shared store) reaches its
-            # actor: a claim made elsewhere stops drains here as a local claim does; strategy
-            # state another process wrote is listed for the namespace's strategies to take in.
-            # A lease record (written by earlier versions, see ._lease) is ignored.
+            # actor, as a command: a claim made elsewhere stops drains here as a local claim
+            # does (here, only the namespace's own actor writes them, so it knows them already);
+            # strategy state another process wrote is listed for the namespace's strategies to
+            # take in. A lease record (written by earlier versions, see ._lease) is ignored.
             elsewhere = isinstance(event, FromElsewhere)
             for key in event.keys:
                 namespace, _, tail = key.rpartition("/")
                 if tail in NAMESPACE_KEYS and namespace:
-                    actor = self._actors.get((event.branch, namespace))
+                    actor = self._actors.get((event.branch, namespace)) if elsewhere else None
                     if actor is not None and tail in (READER_KEY, FLOOR_KEY):
-                        actor.adopt_stored_records()
+                        actor.store_changed()
                 elif elsewhere:
                     self._adopt_written_elsewhere(event.branch, key)
         signal = self._signals.get(event.branch)
@@ -198,7 +199,7 @@ class RuntimeCore:
         while cut != -1:
             actor = self._actors.get((branch, key[:cut]))
             if actor is not None:
-                actor.adopt_written_elsewhere(key[cut + 1 :])
+                actor.store_changed(written_elsewhere=key[cut + 1 :])
             cut = key.find("/", cut + 1)
 
     # -- the context log ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._errors import ModelError
 from ..strategies._models import Completion, CompletionRequest, Model, accepted_text
 from ._namespace import NamespaceActor
+from ._protocol import ModelRequest
 from ._tracing import span
 
 __all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
@@ -208,16 +209,44 @@ class ModelGate:
             return await self._complete(request)
 
     async def _complete(self, request: CompletionRequest) -> Completion:
-        await self.prepare(request)
+        """The request in its steps: ``prepare`` as the actor's work, the request from this task,
+        then the answer handed back as the actor's work (stale: ``AnswerStale``), and checked.
+        Asked in the actor's own task (a command's work), every step runs there, the request too,
+        and the namespace waits meanwhile (no built-in strategy asks the model there)."""
+        await self._as_actor(lambda: self.prepare(request))
         try:
-            completion = await self._actor.outside_turn(lambda: self._ask(request))
+            completion = await self._ask(request)
         except BaseException:
-            self.finished(answered=False)
+            with anyio.CancelScope(shield=True):
+                await self._given_up()
             raise
-        self.finished(answered=True)
-        self.check_fresh()
+
+        async def answered() -> None:
+            self.finished(answered=True)
+            self.check_fresh()
+
+        await self._as_actor(answered)
         self.check_answer(completion, request)
         return completion
+
+    async def _as_actor(self, work: Callable[[], Awaitable[None]]) -> None:
+        actor = self._actor
+        if actor.holds_turn():
+            await work()
+        else:
+            await actor.execute(ModelRequest(), work)
+
+    async def _given_up(self) -> None:
+        """A request that failed or was cancelled is no longer out; when the actor ended (the
+        runtime closes) nothing else uses it now, and this task says so itself."""
+
+        async def given_up() -> None:
+            self.finished(answered=False)
+
+        try:
+            await self._as_actor(given_up)
+        except Exception:
+            await given_up()
 
     # -- a request in steps (the drains of strategies that return their units as effects) -------
     #

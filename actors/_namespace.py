@@ -6,23 +6,25 @@ store, written nowhere: see :mod:`._lease`) and its strategy state on its branch
 (:mod:`._protocol`) at a time, so nothing else touches the namespace meanwhile:
 
 * **Commands** (:meth:`NamespaceActor.execute`): opens (claims and strategy starts), compiles and
-  previews, edits, context-log entries, moves. The actor runs their work in its own task and
-  replies with the outcome, so every strategy call serving them (``initialize``,
-  ``on_new_message`` in a catch-up, ``select``) runs in the actor's task, whichever manager or
-  task asked.
-* A unit of a strategy that returns its units as effects (the built-in compressing strategies)
-  is two commands: one plans it and performs the plan, one judges the answer and writes what it
-  makes; the model request goes out between them from the drain's own task, holding no turn
-  (``actors/_background.py``).
-* **Grants** (:meth:`NamespaceActor.turn`): a head-window reset and a unit of a strategy that
-  runs its units itself through ``tick(ctx)`` (the built-in strategies' resets are commands
-  too). Their work sends a model request, which must never hold the actor's task: the
-  requester gets the turn and works in its own task, lending the turn back while the request
-  is out (:meth:`NamespaceActor.outside_turn`), so that the namespace keeps serving compiles,
-  writes and opens meanwhile.
+  previews, edits, context-log entries, moves, the steps of a unit of compression and of a
+  head-window reset. The actor runs their work in its own task and replies with the outcome, so
+  every strategy call serving them (``initialize``, ``on_new_message`` in a catch-up, ``select``,
+  the built-in strategies' planning and commit steps) runs in the actor's task, whichever
+  manager or task asked.
+* **Store events** reach it as commands too (:meth:`NamespaceActor.store_changed`): a reader
+  record or a floor another process wrote, and the strategy state it wrote. Until the actor has
+  followed one, a check made outside its task reads the record as the store holds it.
+* **A model request never runs in the actor's task.** A unit of a strategy that returns its
+  units as effects (the built-in compressing strategies) is two commands: one plans it and
+  performs the plan, one judges the answer and writes what it makes; the request goes out
+  between them from the drain's own task (``actors/_background.py``). A strategy that runs its
+  units itself through SPEC 3.3's ``tick(ctx)`` runs its ``tick`` in the drain's task: a command
+  begins the unit, and each of its context calls that changes what the actor owns
+  (``mark_compression_read``, state writes, the model request's steps) is a command. So the
+  namespace keeps serving compiles, writes, edits and opens while a request is out.
 
-The claim, the floor and the strategy state change only in the turn, and the actor checks that
-on every such change.
+Only a command's work changes the claim, the floor and the strategy state, and the actor checks
+that on every such change.
 
 A claim change raises the actor's claim *generation* (:attr:`NamespaceActor.claim_generation`):
 a drain started under one generation stops when it changes, and an answer it gets afterwards is
@@ -34,7 +36,7 @@ actor with no manager attached costs nothing.
 
 **Its life.** The runtime starts an actor when a manager first needs its namespace, and the actor
 ends by itself once nothing uses it: no manager bound to it (:meth:`NamespaceActor.attach`), no
-drain running, no model request out and no turn granted or asked for. Its task then ends and its
+drain running, no model request out and no command running or waiting. Its task then ends and its
 memory goes; the runtime forgets it in the same step, with no checkpoint between, so an open
 that comes later starts a new actor. What the actor holds is read back from the store when it
 starts again: the reader claim, the floor and (by the strategies) the strategy state. Anything
@@ -45,8 +47,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import anyio
@@ -58,7 +60,7 @@ from ..store._names import check_namespace
 from ..strategies._errors import FloorUnavailableError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
 from ._lease import CompressionLease, LeaseLost, current_task_id
-from ._protocol import Signal, TurnRequest, Wake
+from ._protocol import Signal, StoreChanged, TurnRequest, Wake
 from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, is_floor_record, is_reader_record, strategy_state_key
 
 if TYPE_CHECKING:
@@ -110,8 +112,12 @@ class NamespaceActor:
         self._drains = 0
         self._users = 0  # managers bound to the actor, and callers holding it across an await
         self._on_end = on_end  # the runtime forgets the actor (called once, when it ends)
-        #: Strategy-state records of this namespace that other processes wrote, heard of so far.
-        self.written_elsewhere = 0
+        #: Strategy-state records of this namespace that other processes wrote, followed so far.
+        self._written_elsewhere = 0
+        #: Store changes told (:meth:`store_changed`) and not yet followed in the actor's task:
+        #: ``None`` for the reader record or floor, else a strategy-state key another process wrote.
+        self._changes: list[str | None] = []
+        self._follow_sent = False  # a StoreChanged command is on its way
         self._send, self._receive = anyio.create_memory_object_stream[TurnRequest](math.inf)
         self._record: str | None | UnreadableRecord = self._load_record()
         self._floor: int | object = self._load_floor()
@@ -122,14 +128,14 @@ class NamespaceActor:
         self.requests_out = 0
         self._holder: int | None = None
         self._current: TurnRequest | None = None
-        self._stopped = False  # the loop ended: no turn is granted any more
+        self._stopped = False  # the loop ended: no command is run any more
         self._context_next: int | None = None
 
     # -- its life (see the module docstring) -----------------------------------------------------
 
     @property
     def ended(self) -> bool:
-        """Whether the actor's loop has ended (it grants no turn any more)."""
+        """Whether the actor's loop has ended (it runs no command any more)."""
         return self._stopped
 
     @property
@@ -193,7 +199,7 @@ class NamespaceActor:
                 pass  # closing: the loop ends anyway
 
     def _end_if_idle(self) -> bool:
-        """End the actor if nothing uses it: from here on it grants nothing, and the runtime
+        """End the actor if nothing uses it: from here on it runs nothing, and the runtime
         forgets it. No checkpoint between the check and the end."""
         if not self._idle():
             return False
@@ -216,13 +222,31 @@ class NamespaceActor:
 
     @property
     def record(self) -> str | None | UnreadableRecord:
-        """The reader the namespace records on this branch, ``None``, or an unreadable record."""
+        """The reader the namespace records on this branch, ``None``, or an unreadable record.
+        Read outside the actor's task while a store change is still to be followed, it is the
+        record as the store holds it (what following the change makes it)."""
+        if self._changes and not self.holds_turn():
+            stored = self._load_record()
+            if stored is not None:
+                return stored
         return self._record
 
     @property
     def floor(self) -> int | object:
-        """The narrowing floor (an int), or ``UNREADABLE``."""
+        """The narrowing floor (an int), or ``UNREADABLE``; read as :attr:`record` is."""
+        if self._changes and not self.holds_turn():
+            stored = self._load_floor()
+            if isinstance(stored, int) and isinstance(self._floor, int) and stored > self._floor:
+                return stored
         return self._floor
+
+    @property
+    def written_elsewhere(self) -> int:
+        """How many strategy-state records of this namespace other processes wrote, followed (read
+        in the actor's turn, it first follows what the store told of since)."""
+        if self._changes and self.holds_turn():
+            self.follow_store()
+        return self._written_elsewhere
 
     @property
     def claim_generation(self) -> int:
@@ -236,16 +260,53 @@ class NamespaceActor:
     @property
     def written(self) -> list[str]:
         """Strategy-state keys (relative to the namespace) written since the actor started, here
-        or (on a shared store) by another process, in the order this process learnt of them."""
+        or (on a shared store) by another process, in the order this process learnt of them. Read
+        in the actor's turn, it first follows what the store told of since."""
+        if self._changes and self.holds_turn():
+            self.follow_store()
         return self._written
 
-    def adopt_written_elsewhere(self, key: str) -> None:
-        """A strategy-state record of this namespace (``key`` relative to it) that another process
-        committed, now in the store's memory: listed in :attr:`written`, so that this process's
-        strategies take it in (in the actor's turn) before they next compile or compress, as they
-        take in what another manager here wrote."""
-        self._written.append(key)
-        self.written_elsewhere += 1
+    def store_changed(self, written_elsewhere: str | None = None) -> None:
+        """The store holds a write touching this namespace: its reader record or floor (on a
+        shared store another process may have written them), or, with ``written_elsewhere``, a
+        strategy-state record of it that another process committed (the key relative to the
+        namespace). The actor follows it in its own task (:meth:`follow_store`): at the start of
+        its next command, or, when none comes, in a :class:`StoreChanged` command sent now
+        without waiting. Nothing is kept once the actor ended (a new one reads the store)."""
+        if self._stopped:
+            return
+        self._changes.append(written_elsewhere)
+        if self._follow_sent:
+            return
+        request = StoreChanged()
+        request.work = self._follow_sent_changes
+        try:
+            self._send.send_nowait(request)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # closing: nothing follows the store any more
+        self._follow_sent = True
+
+    async def _follow_sent_changes(self) -> None:
+        self._follow_sent = False
+        self.follow_store()
+
+    def follow_store(self) -> None:
+        """In the actor's turn: follow every change the store told of (:meth:`store_changed`)
+        and not yet followed: the reader record and the floor as the store holds them, and the
+        records another process wrote listed in :attr:`written`, so that this process's
+        strategies take them in before they next compile or compress, as they take in what
+        another manager here wrote."""
+        self._require_turn("following the store")
+        changes, self._changes = self._changes, []
+        records = False
+        for key in changes:
+            if key is None:
+                records = True
+            else:
+                self._written.append(key)
+                self._written_elsewhere += 1
+        if records:
+            self.adopt_stored_records()
 
     def _require_turn(self, what: str) -> None:
         if not self.holds_turn():
@@ -266,7 +327,8 @@ class NamespaceActor:
         """Follow the reader record and the narrowing floor as the store holds them now (on a
         shared store another process may have written them): a record only appears (a claim of
         this process still being written is kept), a floor only rises. A changed record raises
-        the claim generation, as a claim made here does."""
+        the claim generation, as a claim made here does. Called only by the actor's own work: a
+        :class:`StoreChanged` command, or the guard of a write it sent, at that write's commit."""
         stored = self._load_record()
         if stored is not None and stored != self._record:
             self._record = stored
@@ -297,7 +359,7 @@ class NamespaceActor:
     def resolve_reader(self, requested: str | None, action: str) -> str | None:
         """The reader a manager opened with ``requested`` compiles for here, or an error naming
         both readers. Writes nothing."""
-        record = self._record
+        record = self.record
         if isinstance(record, UnreadableRecord):
             raise ReaderRecordError(namespace=self.namespace, branch=self.branch, record=record.value, action=action)
         if record is None:
@@ -309,7 +371,7 @@ class NamespaceActor:
     def check(self, reader: str | None, action: str) -> None:
         """Refuse a manager compiling for ``reader`` when the record names another reader, or any
         reader while ``reader`` is ``None``, or is unreadable. In memory only."""
-        record = self._record
+        record = self.record
         if record is None or record == reader:
             return
         if isinstance(record, UnreadableRecord):
@@ -317,7 +379,8 @@ class NamespaceActor:
         raise ReaderClaimError(namespace=self.namespace, branch=self.branch, recorded=record, requested=reader, action=action)
 
     def may_work(self, reader: str | None) -> bool:
-        record = self._record
+        """Whether the record lets a manager compiling for ``reader`` work here."""
+        record = self.record
         return record is None or record == reader
 
     # -- changes (in a turn) --------------------------------------------------------------------
@@ -465,40 +528,6 @@ class NamespaceActor:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._refuse(request)
 
-    async def _acquire(self, request: TurnRequest) -> None:
-        me = current_task_id()
-        await self._post(request)
-        try:
-            await request.granted.wait()
-        except BaseException:
-            request.abandoned = True
-            if request.granted.is_set():
-                request.released.set()
-            raise
-        if self._stopped:  # woken by the loop's end, not granted
-            self._refuse(request)
-        self._holder = me
-        self._current = request
-
-    def _release(self) -> None:
-        request = self._current
-        if request is not None and self._holder == current_task_id():
-            self._holder = None
-            self._current = None
-            request.released.set()
-
-    @asynccontextmanager
-    async def turn(self, request: TurnRequest) -> AsyncIterator[None]:
-        """Send ``request`` and hold the actor's turn for the block (re-entrant within a task)."""
-        if self.holds_turn():
-            yield
-            return
-        await self._acquire(request)
-        try:
-            yield
-        finally:
-            self._release()
-
     async def execute(self, request: TurnRequest, work: Callable[[], Awaitable[T]]) -> T:
         """Send ``request`` as a command: the actor runs ``work`` in its own task, in its turn,
         and this returns what the work returned, or raises what it raised. Within the turn (the
@@ -552,6 +581,8 @@ class NamespaceActor:
         request.taken = True
         self._holder = current_task_id()
         self._current = request
+        if self._changes:
+            self.follow_store()
         try:
             with anyio.CancelScope() as scope:
                 request.scope = scope
@@ -568,22 +599,8 @@ class NamespaceActor:
             self._current = None
             request.granted.set()
 
-    async def outside_turn(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` with the turn released (a model request, which may take minutes), then take
-        the turn back, with a request of the same kind, before returning. In a command's work
-        (which runs in the actor's own task) the turn cannot be lent: ``fn`` runs in it, and the
-        namespace waits meanwhile (no built-in strategy asks the model there)."""
-        current = self._current
-        if current is None or not self.holds_turn() or current.taken:
-            return await fn()
-        self._release()
-        try:
-            return await fn()
-        finally:
-            await self._acquire(type(current)())
-
     async def run(self) -> None:
-        """The actor's loop: serve one request at a time (run a command, or grant a turn), until nothing uses the actor any more
+        """The actor's loop: run one command at a time, until nothing uses the actor any more
         (it ends, see the module docstring), the runtime closes, or its task group is cancelled
         (as when the store stops). Requests still waiting then are refused."""
         async with self._receive:
@@ -595,11 +612,7 @@ class NamespaceActor:
                         break
                     if request.abandoned:  # given up by its requester, or a wake-up
                         continue
-                    if request.work is not None:
-                        await self._run_command(request)
-                        continue
-                    request.granted.set()
-                    await request.released.wait()
+                    await self._run_command(request)
             finally:
                 self._stop()
                 while True:

@@ -1,16 +1,14 @@
 """The messages a namespace actor receives, and the signals it and the runtime publish.
 
-A namespace actor handles one request at a time, in order. Each request names what it is for
-(:class:`Claim`, :class:`StartStrategy`, :class:`Compile`, :class:`Edit`, :class:`Unit`, ...).
-A *command* carries its work, and the actor runs it in its own task and replies with the outcome
-(compiles, claims, strategy starts, edits, context-log entries, moves): so every strategy call
-serving them runs in the actor's task, whichever manager or task asked. A *grant* (a unit of
-background work, a head-window reset: work that sends a model request) gives the requester the
-turn, and the actor waits until it is released, the work running in the requester's own task so
-that the request never runs in the actor's. A requester that gives up before the actor takes its
-request is skipped. While a turn is
-held, only the holder may change what the actor owns (the reader claim, the narrowing floor,
-the namespace's strategy state); the actor enforces that with an assertion.
+A namespace actor handles one command at a time, in order. Each command names what it is for
+(:class:`Claim`, :class:`StartStrategy`, :class:`Compile`, :class:`Edit`, :class:`Unit`,
+:class:`StoreChanged`, ...) and carries its work; the actor runs the work in its own task and
+replies with the outcome: so every strategy call serving it runs in the actor's task, whichever
+manager or task asked. A model request is never a command's work: it goes out between two
+commands, from the drain's or the caller's task. A requester that gives up before the actor
+takes its command is skipped. Only a command's work (the actor's *turn*) may change what the
+actor owns (the reader claim, the narrowing floor, the namespace's strategy state); the actor
+enforces that with an assertion.
 
 Two signals replace calls between objects:
 
@@ -33,9 +31,11 @@ __all__ = [
     "ContextEntryWrite",
     "Edit",
     "HeadReset",
+    "ModelRequest",
     "Move",
     "Signal",
     "StartStrategy",
+    "StoreChanged",
     "TurnRequest",
     "Unit",
     "Wake",
@@ -43,19 +43,16 @@ __all__ = [
 
 
 class TurnRequest:
-    """A request for the actor's turn; subclasses say what the turn is for.
-
-    Sent by ``NamespaceActor.turn`` it is a *grant*: the actor sets ``granted`` and waits for
-    ``released`` while the requester works in its own task. Sent by ``NamespaceActor.execute``
-    it is a *command*: it carries its ``work``, which the actor runs in its own task, and the
-    actor sets ``granted`` once the work ended, with its ``result`` or ``error``."""
+    """A command for the actor; subclasses say what it is for. Sent by
+    ``NamespaceActor.execute`` (or, answered to no one, ``NamespaceActor.store_changed``), it
+    carries its ``work``, which the actor runs in its own task; the actor sets ``granted`` once
+    the work ended, with its ``result`` or ``error``."""
 
     purpose: ClassVar[str] = "work"
-    __slots__ = ("granted", "released", "abandoned", "work", "taken", "completed", "result", "error", "scope")
+    __slots__ = ("granted", "abandoned", "work", "taken", "completed", "result", "error", "scope")
 
     def __init__(self) -> None:
         self.granted = anyio.Event()
-        self.released = anyio.Event()
         self.abandoned = False
         self.work: Callable[[], Awaitable[Any]] | None = None
         self.taken = False  # a command the actor began to run (its requester may no longer abandon it)
@@ -93,6 +90,14 @@ class Unit(TurnRequest):
     __slots__ = ()
 
 
+class ModelRequest(TurnRequest):
+    """A step of a model request made through ``ctx.model`` from outside the actor's task: the
+    request leaving, or its answer coming back."""
+
+    purpose = "a compression request"
+    __slots__ = ()
+
+
 class ContextEntryWrite(TurnRequest):
     purpose = "a context-log entry"
     __slots__ = ()
@@ -105,6 +110,14 @@ class HeadReset(TurnRequest):
 
 class Move(TurnRequest):
     purpose = "a move (fork, switch or strategy change)"
+    __slots__ = ()
+
+
+class StoreChanged(TurnRequest):
+    """The store holds a write touching the namespace (its reader record or floor, or strategy
+    state another process wrote): sent by the runtime's store listener, answered to no one."""
+
+    purpose = "following the store"
     __slots__ = ()
 
 

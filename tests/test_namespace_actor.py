@@ -213,10 +213,21 @@ class OldWayNotes(PassthroughStrategy):
 async def test_a_strategy_written_the_old_way_runs_its_tick_outside_the_actors_task(store_path):
     """SPEC 3.3's ``tick(ctx)`` keeps working unchanged: it runs in the drain's task, not the
     actor's, and its context calls (a floor raise, a model request, a state write) do what they
-    did: the floor rose to what it read, and the record is written."""
+    did: the floor rose to what it read, and the record is written. The calls that change what
+    the actor owns are commands: the floor raise and the state write are made in the actor's
+    task (on a store file a listener hears each write in the task that wrote it; a PostgreSQL
+    store may tell it from its committer's task)."""
     tasks = Tasks()
     strategy = OldWayNotes(tasks)
     async with open_runtime(store_path) as rt:
+
+        def heard(event: Any) -> None:
+            keys = getattr(event, "keys", ())
+            if "agents/o/old-way/note" in keys or "agents/o/narrowing-floor" in keys:
+                tasks.note("owned writes")
+
+        rt.store.add_listener(heard)
+        shared = rt.store.shared
         manager = await rt.open_manager("agents/o", strategy=strategy, view_reader="ann", model=RecordingModel(tasks))
         for number in range(3):
             await manager.add_message("user", [text(f"line {number} for the old way")])
@@ -227,3 +238,5 @@ async def test_a_strategy_written_the_old_way_runs_its_tick_outside_the_actors_t
     assert len(tasks.by["tick"]) == 1 and len(tasks.by["select"]) == 1
     assert not tasks.by["tick"] & tasks.by["select"], "the tick ran outside the actor's task"
     assert tasks.by["model"] == tasks.by["tick"], "its model request went out from the tick's own task"
+    if not shared:
+        assert tasks.by["owned writes"] == tasks.by["select"], "its floor raise and state write ran as commands, in the actor's task"

@@ -142,8 +142,7 @@ async def test_a_floor_raise_never_lowers_the_floor_another_runtime_raised(pg_ur
         high, low = (namespace_actor(rt, "main", "agents/s") for rt in (first, second))
 
         async def raise_to(actor, sequence: int) -> None:
-            async with actor.turn(Unit()):
-                await actor.raise_floor(sequence, "ann")
+            await actor.execute(Unit(), lambda: actor.raise_floor(sequence, "ann"))
 
         await raise_to(high, 9)
         assert low.floor == 0  # deaf: it has not heard of the raise to 9

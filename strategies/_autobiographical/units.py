@@ -3,8 +3,8 @@ context (``plans`` holds the sans-IO core that decides them).
 
 A unit that asks the model runs in three steps: *prepare* (in the namespace actor's turn: raise
 the narrowing floor to the newest message the request will show, then plan the request again
-from the reader's view as it stands after the raise), *request* (``await model.complete``, the
-actor's turn released by the model gate), and *commit* (back in the turn: catch up with what
+from the reader's view as it stands after the raise), *request* (sent by the runtime from the
+drain's task, between two commands of the namespace actor), and *commit* (back in the turn: catch up with what
 other managers wrote, judge the answer, and write what the judgement says). A close raises the
 floor first and writes its chunk records only once the floor rose.
 

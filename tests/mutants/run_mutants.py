@@ -210,7 +210,7 @@ MUTANTS = [
         more=(
             (
                 "actors/_core.py",
-                "                        actor.adopt_stored_records()\n",
+                "                        actor.store_changed()\n",
                 "                        pass  # MUTANT N3-in-memory\n",
             ),
             (MANAGER, "                binding.actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
