@@ -112,7 +112,7 @@ class BackgroundWork:
         except Exception:
             if leased() and self._model_failing():
                 try:
-                    await actor.execute(Unit(), self._release_lease_if_idle)  # at once, in a turn held already
+                    await actor.execute(Unit(), actor.release_lease_if_idle)
                 except Exception as exc:  # the actor or the store ended: the lease ends with them
                     log.debug(
                         "namespace %r on %r: the compression lease was not released (%r)",
@@ -145,7 +145,7 @@ class BackgroundWork:
         """A unit's write was refused: the connection's session ended, or the lease was given up,
         meanwhile. Whether to look again at once (the lease was not refused lately)."""
         log.warning("namespace %r on %r: %s", self._binding.namespace, self._binding.branch, exc)
-        self._lease_wait = actor.lease.wait()
+        self._lease_wait = actor.lease_retry_in()
         return self._lease_wait is None
 
     def _model_failing(self) -> bool:
@@ -252,14 +252,6 @@ class BackgroundWork:
                 raise ModelError(f"{step.describe}: {exc}") from exc
             raise
 
-    async def _release_lease_if_idle(self) -> None:
-        """Give the compression lease up (in the actor's turn) when this process holds it and no
-        unit of the namespace is at work here (``drain()`` found nothing more to do)."""
-        actor = self._binding.actor
-        lease = actor.lease
-        if lease.shared and actor.requests_out == 0 and not lease.busy and lease.held_here():
-            await actor.release_lease()
-
     def _follow_elsewhere(self) -> None:
         """Hand the strategy the state records other processes wrote since it last looked (in
         the actor's turn); nothing to do on a store only this process writes."""
@@ -285,7 +277,7 @@ class BackgroundWork:
         unit's request is back). The actor is let go last, so it cannot end before the lease is
         given up."""
         try:
-            if not give_up_lease or actor.drains > 1 or not actor.lease.shared or not actor.lease.held_here():
+            if not give_up_lease or actor.drains > 1 or not actor.holds_lease:
                 return
             try:
                 await actor.execute(Unit(), actor.release_lease)
@@ -396,7 +388,7 @@ class BackgroundWork:
             self._follow_elsewhere()
             ready = bool(binding.strategy.is_ready())
             if ready or done:
-                await self._release_lease_if_idle()
+                await binding.actor.release_lease_if_idle()
             return ready
 
         return await binding.actor.execute(Unit(), catch_up)

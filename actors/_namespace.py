@@ -107,7 +107,7 @@ class NamespaceActor:
         self.reader_key = f"{namespace}/{READER_KEY}"
         self.floor_key = f"{namespace}/{FLOOR_KEY}"
         #: The compression lease (a session lock of a shared store; nothing on a store file).
-        self.lease = CompressionLease(store, branch, namespace)
+        self._lease = CompressionLease(store, branch, namespace)
         #: Drains of this namespace and branch running in this process (any manager).
         self._drains = 0
         self._users = 0  # managers bound to the actor, and callers holding it across an await
@@ -125,7 +125,7 @@ class NamespaceActor:
         #: Strategy-state keys (relative) written under this namespace on this branch, in order.
         self._written: list[str] = []
         #: Compression requests of this namespace and branch now out (any manager).
-        self.requests_out = 0
+        self._requests_out = 0
         self._holder: int | None = None
         self._current: TurnRequest | None = None
         self._stopped = False  # the loop ended: no command is run any more
@@ -137,6 +137,11 @@ class NamespaceActor:
     def ended(self) -> bool:
         """Whether the actor's loop has ended (it runs no command any more)."""
         return self._stopped
+
+    @property
+    def requests_out(self) -> int:
+        """Compression requests of this namespace and branch now out (any manager)."""
+        return self._requests_out
 
     @property
     def drains(self) -> int:
@@ -166,10 +171,10 @@ class NamespaceActor:
 
     def request_began(self) -> None:
         """A compression request of this namespace left for the model (see :attr:`requests_out`)."""
-        self.requests_out += 1
+        self._requests_out += 1
 
     def request_finished(self) -> None:
-        self.requests_out -= 1
+        self._requests_out -= 1
         self._release_lease_if_unused()
         self._wake_if_idle()
 
@@ -178,21 +183,21 @@ class NamespaceActor:
         out and no unit is at work (a drain stopped by a claim change or a close, once the
         request it left out is back; a host's own ``tick()``), so another process may compress
         the namespace: whatever would use it next takes it again."""
-        if self._drains == 0 and self.requests_out == 0 and not self.lease.busy:
-            self.lease.release()
+        if self._drains == 0 and self._requests_out == 0 and not self._lease.busy:
+            self._lease.release()
 
     def _idle(self) -> bool:
         return (
             self._users == 0
             and self._drains == 0
-            and self.requests_out == 0
+            and self._requests_out == 0
             and self._current is None
             and self._receive.statistics().current_buffer_used == 0
         )
 
     def _wake_if_idle(self) -> None:
         """Make the loop look whether it may end (it looks between turns, and when woken)."""
-        if self._users == 0 and self._drains == 0 and self.requests_out == 0 and not self._stopped:
+        if self._users == 0 and self._drains == 0 and self._requests_out == 0 and not self._stopped:
             try:
                 self._send.send_nowait(Wake())
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -211,7 +216,7 @@ class NamespaceActor:
             return
         self._stopped = True
         self._send.close()
-        self.lease.release()  # nothing of this process uses the namespace now: another may compress it
+        self._lease.release()  # nothing of this process uses the namespace now: another may compress it
         if self._on_end is not None:
             self._on_end(self)
 
@@ -435,7 +440,7 @@ class NamespaceActor:
             )
         if sequence <= current:
             return
-        fence = self.lease.fence()
+        fence = self._lease.fence()
 
         def still_below() -> None:  # at commit: on a shared store another process may have raised it
             if fence is not None:
@@ -465,7 +470,7 @@ class NamespaceActor:
         written) when another process took the lease over."""
         self._require_turn("a strategy-state write")
         keyed = {strategy_state_key(self.namespace, k): v for k, v in records.items()}
-        await self.store.set_states(self.branch, keyed, guard=self.lease.fence())
+        await self.store.set_states(self.branch, keyed, guard=self._lease.fence())
         self._written.extend(records)
 
     # -- the compression lease (see ._lease) ----------------------------------------------------
@@ -477,14 +482,31 @@ class NamespaceActor:
         before then). One round trip when it asks the server, none when held; nothing is
         written, and nothing is asked on a store only this process writes. Call it in a turn."""
         self._require_turn("a compression lease")
-        return await self.lease.take(retry)
+        return await self._lease.take(retry)
+
+    @property
+    def holds_lease(self) -> bool:
+        """Whether this process holds the namespace's compression lease (a shared store only)."""
+        return self._lease.shared and self._lease.held_here()
+
+    def lease_retry_in(self) -> float | None:
+        """Seconds until this process asks for the lease again (it was refused lately), or
+        ``None`` when it may ask now."""
+        return self._lease.wait()
+
+    async def release_lease_if_idle(self) -> None:
+        """Give the compression lease up, if this process holds it and no unit of the namespace
+        is at work here (no request out, no fenced unit). Call it in a turn."""
+        self._require_turn("a compression lease")
+        if self.holds_lease and self._requests_out == 0 and not self._lease.busy:
+            self._lease.release()
 
     async def release_lease(self) -> None:
         """Give the compression lease up, if this process holds it (its last drain of the
         namespace stopped, ``drain()`` is done, a unit failed), so another process may compress
         at once. Writes nothing. Call it in a turn."""
         self._require_turn("a compression lease")
-        self.lease.release()
+        self._lease.release()
 
     def fenced(self) -> AbstractContextManager[None]:
         """For the block, this task's strategy-state writes and floor raises carry the lease's
@@ -495,7 +517,7 @@ class NamespaceActor:
     @contextmanager
     def _fenced_unit(self) -> Iterator[None]:
         try:
-            with self.lease.fenced():
+            with self._lease.fenced():
                 yield
         finally:
             self._release_lease_if_unused()
