@@ -99,6 +99,10 @@ class LogAgent:
         store = self.runtime.store
         return plan_for(ctx, key=self.key, reader=self.reader, stored=lambda i: store.get_message(BRANCH, i))
 
+    async def drain(self) -> None:
+        """Wait until the agent's strategy has caught up with its background compression."""
+        await (await self.manager()).drain()
+
     async def aclose(self) -> None:
         async with self._opening:
             manager, self._manager = self._manager, None

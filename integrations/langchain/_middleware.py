@@ -115,11 +115,7 @@ class AsidesMiddleware(AgentMiddleware):
 
     async def drain(self) -> None:
         """Wait until the strategy's background compression has caught up."""
-
-        async def drained() -> None:
-            await (await self._agent.manager()).drain()
-
-        await self._loop.run(drained)
+        await self._loop.run(self._agent.drain)
 
     async def aclose(self) -> None:
         """Close the agent's manager (leaving the runtime's block closes it too)."""
