@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from ..store._blocks import ContentBlock
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
     from ..store._views import MessageView, ViewFilter
     from ..strategies._base import ContextStrategy, StrategyContext
     from ..strategies._models import Model
@@ -27,7 +27,7 @@ class ManagerParts:
 
     # What the manager (``ContextManager``) holds; this part reads and changes it.
     _core: RuntimeCore
-    _store: SqliteStore
+    _store: Store
     _namespace: str
     _strategy: ContextStrategy
     _reader: str | None

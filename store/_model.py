@@ -249,7 +249,8 @@ class LogModel:
     def replay_message(self, record_id: int, branch_name: str, seq: int, encoded: EncodedMessage) -> Message:
         """Replay a committed message record from ``encode_message``'s encoding of it, as
         :meth:`replay` would from its body, without decoding the body again."""
-        self.next_id = max(self.next_id, record_id + 1)
+        if record_id >= self.next_id:
+            self.next_id = record_id + 1
         return self._add_message(self._branch(branch_name), record_id, seq, encoded)
 
     def _add_message(self, branch: Branch, record_id: int, seq: int, encoded: EncodedMessage) -> Message:
@@ -577,6 +578,14 @@ class LogModel:
         """A message as its own branch stored it (its newest edits aside), wherever it is."""
         found = self._owner.get(message_id)
         return None if found is None else self._base(*found)
+
+    def message_record(self, record_id: int) -> Message | None:
+        """:meth:`stored_message` by record id (``None``: no message has it)."""
+        found = self._owner.of_record(record_id)
+        if found is None:
+            return None
+        entry = found[0].own[found[1]]
+        return entry if type(entry) is Message else self._base(*found)
 
     def plan_erasure(self, message_ids: Sequence[str], reason: str, at: float) -> tuple[Erasure, str, tuple[int, ...]] | None:
         """The erasure of ``message_ids`` against the model as it is: the erasure, its record's
