@@ -25,7 +25,6 @@ __all__ = [
     "decode_message",
     "encodable",
     "encode_message",
-    "encode_state",
     "json_text",
     "report_problems",
     "unsafe_content",
@@ -97,16 +96,6 @@ def encode_message(
     stamp = time.time() if timestamp is None else float(timestamp)
     record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
     return participant, blocks, frozen, stamp, json_text(record, "content")
-
-
-def encode_state(key: str, value: Any) -> tuple[str, str, Any]:
-    """A state record ready to apply: its key, body and the private copy memory keeps."""
-    body = json_text(value, key)
-    try:
-        kept = json.loads(body)
-    except RecursionError:
-        raise MalformedContentError(key, "nests too deep to be stored") from None
-    return key, body, kept
 
 
 def body_may_hold_audience(body: str) -> bool:

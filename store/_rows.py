@@ -12,7 +12,6 @@ from its encoding, not decoded again.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from ._blocks import ContentBlock, content_to_json
 from ._erasure import ERASURE, ERASURE_BRANCH, parse_erasure
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
-from ._records import EncodedMessage, blocks_to_store, encodable, encode_message
+from ._records import EncodedMessage, blocks_to_store, encode_message, json_text
 
 __all__ = [
     "BranchCreatedElsewhere",
@@ -106,18 +105,17 @@ def message_row(
 
 
 def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
-    body = json.dumps({"content": content_to_json(blocks_to_store(content))}, ensure_ascii=False)
-    return PendingRow(branch, EDIT, message_id, encodable(body, "content"))
+    return PendingRow(branch, EDIT, message_id, json_text({"content": content_to_json(blocks_to_store(content))}, "content"))
 
 
 def state_row(branch: str, key: str, value: Any) -> PendingRow:
-    return PendingRow(branch, STATE, key, encodable(json.dumps(value, ensure_ascii=False, allow_nan=False), key))
+    return PendingRow(branch, STATE, key, json_text(value, key))
 
 
 def branch_row(name: str, parent: str, at: int, meta: Mapping[str, Any] | None) -> PendingRow:
     record = dict(meta or {})
     record["created"] = time.time()
-    return PendingRow(name, BRANCH, parent, encodable(json.dumps(record, ensure_ascii=False), "meta"), fork=at)
+    return PendingRow(name, BRANCH, parent, json_text(record, "meta"), fork=at)
 
 
 def number_rows(model: LogModel, first_id: int, writes: Sequence[Sequence[PendingRow]]) -> tuple[list[RowTuple], dict[int, EncodedMessage]]:
