@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import sniffio
 
 from ._drivers import Driver, ImmutableCheck
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
@@ -115,6 +116,7 @@ class SqliteJournal:
         self._driver = driver
         self._model = model
         self._tell: Tell = _nobody
+        self._scheduling_point: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
         self._closing = False
@@ -146,6 +148,7 @@ class SqliteJournal:
     @asynccontextmanager
     async def serving(self, tell: Tell) -> AsyncIterator[None]:
         self._tell = tell
+        self._scheduling_point = scheduling_point()
         try:
             async with running(self._committer, self._shutdown):
                 yield
@@ -210,7 +213,7 @@ class SqliteJournal:
         queue in the next batch, which the committer takes when this one is done."""
         self._committing = True
         try:
-            await anyio.lowlevel.cancel_shielded_checkpoint()  # a scheduling point that is never a cancel point
+            await self._scheduling_point()
             if self._batch is batch:
                 self._batch = None
             try:
@@ -421,6 +424,16 @@ class SqliteStore(Store):
         """Copy the write-ahead log into the database file and empty it (``TRUNCATE``); whether
         it could (a reader in another process holding an old snapshot stops it). Logged when not."""
         return await self._file.checkpoint_truncate()
+
+
+def scheduling_point() -> Callable[[], Awaitable[None]]:
+    """The running library's scheduling point that is never a cancel point: under Trio its own
+    (anyio's looks the library up on every call, 0.8 µs of a lone write's 30), else anyio's."""
+    if sniffio.current_async_library() == "trio":
+        import trio.lowlevel
+
+        return trio.lowlevel.cancel_shielded_checkpoint
+    return anyio.lowlevel.cancel_shielded_checkpoint
 
 
 def _nobody(event: StoreEvent) -> None:

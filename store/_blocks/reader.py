@@ -44,8 +44,10 @@ def effective_audience(block: object) -> object:
     """
     if isinstance(block, UnreadableBlock):
         return UNREADABLE_AUDIENCE
-    names: frozenset[str] | None = None
     own = getattr(block, "audience", None)
+    if own is None and not isinstance(block, ToolResultBlock):
+        return None  # no audience of its own, and none nested
+    names: frozenset[str] | None = None
     candidates = [own] if own is not None else []
     if isinstance(block, ToolResultBlock) and isinstance(block.content, tuple):
         candidates.extend(inner.audience for inner in block.content if getattr(inner, "audience", None) is not None)
