@@ -27,7 +27,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
     this works while a writer (another process, or a runtime in this one) holds the store, and
     every write raises :class:`StoreReadOnlyError`. The store is read as it is at the open;
-    ``store.catch_up()`` reads what was committed since (:meth:`SqliteStore.catch_up`). A
+    ``store.catch_up()`` reads what was committed since (:meth:`SqliteJournal.catch_up`). A
     missing file is refused with ``StoreFailedError``.
 
     Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving

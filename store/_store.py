@@ -52,6 +52,8 @@ class Store:
     """
 
     def __init__(self, journal: Journal, model: LogModel) -> None:
+        """The store over ``journal``, whose records ``model`` holds (the journal replays and
+        applies them into it; nothing else writes it)."""
         self._journal = journal
         self._model = model
         self._listeners: list[Callable[[StoreEvent], None]] = []
@@ -332,7 +334,7 @@ class Store:
         the model and tell the listeners (the ``...Elsewhere`` events); returns how many (also
         added to :attr:`caught_up_records`). A store file catches up only when opened read-only,
         in one read transaction (a commit is read whole or not at all); ``StoreFailedError`` when
-        it cannot (see :meth:`SqliteStore.catch_up`). A shared store catches up as :meth:`sync`."""
+        it cannot (see ``store._sqlite.SqliteJournal.catch_up``). A shared store catches up as :meth:`sync`."""
         self.raise_if_failed()
         return await self._journal.catch_up()
 
