@@ -34,9 +34,9 @@ session locks) are reached through the store class that chose it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ._erasure import Erasure
     from ._model import LogModel
 
-__all__ = ["Journal", "Recheck", "Tell", "running", "stopped"]
+__all__ = ["Journal", "Recheck", "Serving", "Tell", "stopped"]
 
 #: How a journal tells the store's listeners of a write it applied to the model.
 Tell = Callable[[StoreEvent], None]
@@ -131,14 +131,32 @@ def stopped(path: str, failure: BaseException) -> StoreFailedError:
     return error
 
 
-@asynccontextmanager
-async def running(committer: Callable[[], Coroutine[Any, Any, None]], shutdown: Callable[[], None]) -> AsyncIterator[None]:
-    """Run a journal's ``committer`` task for the block; leaving it calls ``shutdown`` (which
-    has the committer commit what is queued and return) and waits for the committer."""
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(committer)
+class Serving:
+    """A journal's life, for both journals: while it serves, its committer task runs; leaving
+    the block stops new writes (``closed``), has the committer commit what is queued and return,
+    and waits for it."""
+
+    closed: bool = False
+    _closing: bool = False  # the committer is to commit what is queued and return
+    _tell: Tell
+
+    if TYPE_CHECKING:  # what a journal provides
+
+        async def _committer(self) -> None: ...
+
+        def _wake_committer(self) -> None: ...
+
+    @asynccontextmanager
+    async def serving(self, tell: Tell) -> AsyncIterator[None]:
+        self._tell = tell
         try:
-            yield
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._committer)
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        self._closing = self.closed = True
+                        self._wake_committer()
         finally:
-            with anyio.CancelScope(shield=True):
-                shutdown()
+            self.closed = True

@@ -55,7 +55,7 @@ from ._erasure import Erasure
 from ._errors import StoreFailedError
 from ._events import StoreEvent
 from ._groups import collapsing
-from ._journal import Recheck, Tell, running
+from ._journal import Recheck, Serving, Tell
 from ._model import LogModel
 from ._pg_commit import RELISTEN_FIRST, Committer, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
@@ -93,7 +93,7 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
-class PostgresJournal(Committer):
+class PostgresJournal(Committer, Serving):
     """The journal of a store in a PostgreSQL database, shared by every process that opens the
     same URL (see the module docstring)."""
 
@@ -116,8 +116,6 @@ class PostgresJournal(Committer):
         self._wake = anyio.Event()
         self._in_round = False
         self._committer_idle = False
-        self._closing = False
-        self.closed = False
         self.failure: BaseException | None = None
         self._notices = Notices()
         self._relisten_delay = RELISTEN_FIRST
@@ -139,19 +137,7 @@ class PostgresJournal(Committer):
         self._model.replay(rows)
         self._applied = self._announced = rows[-1][0] if rows else 0
 
-    @asynccontextmanager
-    async def serving(self, tell: Tell) -> AsyncIterator[None]:
-        """Commit and listen for the block; leaving it commits what is queued."""
-        self._tell = tell
-        try:
-            async with running(self._committer, self._shutdown):
-                yield
-        finally:
-            self.closed = True
-
-    def _shutdown(self) -> None:
-        self._closing = True
-        self.closed = True
+    def _wake_committer(self) -> None:
         self._wake_up()
 
     async def close(self) -> None:

@@ -26,8 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -39,7 +38,7 @@ from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
-from ._journal import Recheck, Tell, running, stopped
+from ._journal import Recheck, Serving, Tell, stopped
 from ._model import LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._store import Store
@@ -105,7 +104,7 @@ class _Batch:
             await self._ended_event.wait()
 
 
-class SqliteJournal:
+class SqliteJournal(Serving):
     """The journal of a store file (or ``:memory:``): see the module docstring."""
 
     shared = False
@@ -116,11 +115,9 @@ class SqliteJournal:
         self._driver = driver
         self._model = model
         self._tell: Tell = _nobody
-        self._scheduling_point: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
+        self._scheduling_point = scheduling_point()
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
-        self._closing = False
-        self.closed = False
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
         self.failure: BaseException | None = None
         self.commits = 0
@@ -145,19 +142,7 @@ class SqliteJournal:
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
 
-    @asynccontextmanager
-    async def serving(self, tell: Tell) -> AsyncIterator[None]:
-        self._tell = tell
-        self._scheduling_point = scheduling_point()
-        try:
-            async with running(self._committer, self._shutdown):
-                yield
-        finally:
-            self.closed = True
-
-    def _shutdown(self) -> None:
-        self._closing = True
-        self.closed = True
+    def _wake_committer(self) -> None:
         self._wakeup.set()
 
     def log_made(self) -> None:
