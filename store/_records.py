@@ -142,7 +142,12 @@ def body_may_hold_audience(body: str) -> bool:
 
 def unsafe_content(content: Sequence[ContentBlock]) -> bool:
     """Content no view may pass on as it is: empty, or holding an unreadable block."""
-    return not content or any(isinstance(b, UnreadableBlock) for b in content)
+    if not content:
+        return True
+    for block in content:  # a loop, not any() over a generator: this runs for every message written
+        if isinstance(block, UnreadableBlock):
+            return True
+    return False
 
 
 def report_problems(record_id: int, problems: Sequence[str]) -> None:

@@ -109,7 +109,10 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
 
 def has_audience(blocks: Sequence[ContentBlock]) -> bool:
     """Whether any block (or a block nested in a tool result) carries an audience, or is unreadable."""
-    return any(effective_audience(block) is not None for block in blocks)
+    for block in blocks:  # a loop, not any() over a generator: this runs for every message written
+        if effective_audience(block) is not None:
+            return True
+    return False
 
 
 def is_thinking(block: object) -> bool:
