@@ -105,8 +105,9 @@ class Journal(Protocol):
         once the write is applied and queued, before its commit."""
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
-        """Plan an erasure where it takes its place (``None``: nothing left to erase), commit it
-        with its overwrites, and apply it."""
+        """Plan an erasure where it takes its place (``None``: nothing left to erase; unknown ids
+        refused with ``UnknownMessagesError``, writing nothing), commit it with its overwrites,
+        and apply it."""
 
     async def restore(self, rows: Sequence[RowTuple]) -> None:
         """Apply a backup's records, checked by the store, and commit them with their ids into a

@@ -262,8 +262,6 @@ class Store:
         a claim or a floor: it removes the data rather than hiding it. Planned where it takes its
         place, against every record committed before it."""
         self._check_usable()
-        if self._model.plan_erasure(message_ids, reason, at) is None:  # unknown ids refused now
-            return None
         return await self._journal.erase(list(message_ids), reason, at)
 
     async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
