@@ -139,7 +139,7 @@ class Serving:
 
     closed: bool = False
     _closing: bool = False  # the committer is to commit what is queued and return
-    _tell: Tell
+    _tell: Tell = staticmethod(lambda event: None)  # until it serves, a journal tells no one
 
     if TYPE_CHECKING:  # what a journal provides
 

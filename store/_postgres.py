@@ -53,9 +53,8 @@ import anyio.to_thread
 
 from ._erasure import Erasure
 from ._errors import StoreFailedError
-from ._events import StoreEvent
 from ._groups import collapsing
-from ._journal import Recheck, Serving, Tell
+from ._journal import Recheck, Serving
 from ._model import LogModel
 from ._pg_commit import RELISTEN_FIRST, Committer, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
@@ -104,7 +103,6 @@ class PostgresJournal(Committer, Serving):
         self.read_only = read_only
         self.url = url
         self._model = model
-        self._tell: Tell = _nobody
         self._connection: Connection | None = connection
         self._schema = connection.schema
         self._worker = WorkerThread("asides-postgres")
@@ -355,9 +353,6 @@ class PostgresStore(Store):
         self.raise_if_failed()
         return await self._database.session_lock_holders(names)
 
-
-def _nobody(event: StoreEvent) -> None:
-    """The listeners of a journal not yet served: none."""
 
 
 @asynccontextmanager

@@ -38,7 +38,7 @@ from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
-from ._journal import Recheck, Serving, Tell, stopped
+from ._journal import Recheck, Serving, stopped
 from ._model import LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._store import Store
@@ -114,7 +114,6 @@ class SqliteJournal(Serving):
         self.read_only = read_only
         self._driver = driver
         self._model = model
-        self._tell: Tell = _nobody
         self._scheduling_point = scheduling_point()
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
@@ -420,9 +419,6 @@ def scheduling_point() -> Callable[[], Awaitable[None]]:
         return trio.lowlevel.cancel_shielded_checkpoint
     return anyio.lowlevel.cancel_shielded_checkpoint
 
-
-def _nobody(event: StoreEvent) -> None:
-    """The listeners of a journal not yet served: none."""
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
