@@ -5,8 +5,9 @@ errors. Writing a strategy of your own, you get a :class:`StrategyContext` on ev
 ``view`` a :class:`MessageView`, its ``state`` a :class:`StrategyState`) and return a
 :class:`Selection`; the optional capabilities are the small protocols below, and
 :class:`NoBackgroundWork` is a base for a strategy with no background work. Code that works on a
-store itself (tools, importers, the CLI) uses :func:`open_store` and :class:`SqliteStore`, the
-JSON codecs of content, and the reader-view functions.
+store itself (tools, importers, the CLI) uses :func:`open_store` (which gives a :class:`Store`; a
+store file's is a :class:`SqliteStore`), the JSON codecs of content, and the reader-view
+functions.
 
 Every name here has this module as its one public home (its ``__module__``); the layer packages
 (``asides.store``, ``asides.strategies``) and ``asides`` itself still export the ones they
@@ -26,6 +27,7 @@ from .store._blocks import (
 )
 from .store._open import open_store
 from .store._sqlite import SqliteStore
+from .store._store import Store
 from .store._views import MessageView, reader_body, reader_view
 from .strategies._base import Selection, SelectOptions, StrategyContext, StrategyState
 from .strategies._capabilities import (
@@ -61,6 +63,7 @@ __all__ = [
     "estimate_text",
     # the store, and content as the store keeps it
     "SqliteStore",
+    "Store",
     "UnreadableBlock",
     "block_from_json",
     "block_to_json",

@@ -40,7 +40,7 @@ from ._protocol import Claim, StartStrategy, Unit
 from ._records import NAMESPACE_RECORDS
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
     from ._core import RuntimeCore
 
 __all__ = ["Binding", "MessageItem"]
@@ -68,7 +68,7 @@ class Binding:
         model: Model | None,
     ) -> None:
         self.core = core
-        self.store: SqliteStore = core.store
+        self.store: Store = core.store
         #: Fixed at the open.
         self.namespace = namespace
         self.view_reader = reader

@@ -17,10 +17,11 @@ import anyio.abc
 import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
+from ..store._events import BranchCreated, MessagesErased, StatesWritten, StoreEvent
 from ..store._messages import Message
 from ..store._model import MISSING
-from ..store._pg_rows import FromElsewhere
-from ..store._sqlite import BranchCreated, MessagesErased, SqliteStore, StatesWritten, StoreEvent
+from ..store._rows import FromElsewhere
+from ..store._store import Store
 from ..store._views import Projections, reader_view
 from ..strategies._base import check_strategy
 from ..strategies._models import Model
@@ -46,7 +47,7 @@ class RuntimeCore:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         tasks: anyio.abc.TaskGroup,
         model: Model | None,
         model_policy: ModelPolicy,

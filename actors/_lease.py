@@ -53,7 +53,7 @@ import sniffio
 
 if TYPE_CHECKING:
     from ..store._postgres import PostgresStore
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
 
 __all__ = ["CompressionLease", "LeaseLost", "current_task_id", "lease_holders", "lease_name"]
 
@@ -75,7 +75,7 @@ def lease_name(branch: str, namespace: str) -> str:
     return "compression lease " + json.dumps([branch, namespace])
 
 
-async def lease_holders(store: SqliteStore, namespaces: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+async def lease_holders(store: Store, namespaces: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Who holds the compression lease of each ``(branch, namespace)`` now, in words (the
     server process and what ``pg_stat_activity`` says of it), for reading tools; a lease nobody
     holds is left out, and on a store file, which records nothing while its process runs, every
@@ -97,7 +97,7 @@ class CompressionLease:
     """The compression lease of one namespace on one branch, as this runtime holds it. Part of
     the namespace actor, which calls :meth:`take` and :meth:`release` in its turn."""
 
-    def __init__(self, store: SqliteStore, branch: str, namespace: str) -> None:
+    def __init__(self, store: Store, branch: str, namespace: str) -> None:
         self.store = store
         self.branch = branch
         self.namespace = namespace

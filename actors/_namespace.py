@@ -64,7 +64,7 @@ from ._protocol import Signal, StoreChanged, TurnRequest, Wake
 from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, is_floor_record, is_reader_record, strategy_state_key
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
 
 __all__ = ["NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
@@ -95,7 +95,7 @@ class NamespaceActor:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         branch: str,
         namespace: str,
         *,

@@ -25,7 +25,7 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..store._names import check_participant
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
     from ._core import RuntimeCore
 
 __all__ = ["Disclosure", "PrivacyParts", "RETENTION_REASON", "check_retain_for"]
@@ -61,7 +61,7 @@ class PrivacyParts:
     the branch signals)."""
 
     if TYPE_CHECKING:
-        _store: SqliteStore
+        _store: Store
         _core: RuntimeCore
         _retain_seconds: float | None
 

@@ -21,7 +21,7 @@ from ..store._groups import collapsing
 from ..store._model import BranchInfo
 from ..store._names import check_branch, check_optional_reader
 from ..store._open import open_store
-from ..store._sqlite import SqliteStore
+from ..store._store import Store
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, check_strategy
 from ..strategies._models import Model
@@ -54,7 +54,7 @@ class Runtime(PrivacyParts):
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         tasks: anyio.abc.TaskGroup,
         model: Model | None,
         model_policy: ModelPolicy | None = None,
@@ -73,7 +73,7 @@ class Runtime(PrivacyParts):
     # -- public --------------------------------------------------------------------------------
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> Store:
         """The store, for read-only inspection."""
         return self._store
 

@@ -1,4 +1,4 @@
-"""asides's store: content blocks with audiences, messages, the durable SQLite store, views."""
+"""asides's store: content blocks with audiences, messages, the store over its journals (SQLite, PostgreSQL), views."""
 
 from ._blocks import (
     Audience,
@@ -47,6 +47,7 @@ from ._messages import Message
 from ._model import BranchInfo
 from ._open import open_store
 from ._sqlite import SqliteStore
+from ._store import Store
 from ._views import MessageView, ViewFilter, reader_body, reader_view
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "MessageView",
     "RedactedThinkingBlock",
     "SqliteStore",
+    "Store",
     "StoreCorruptError",
     "StoreFailedError",
     "StoreLockedError",

@@ -1,6 +1,6 @@
 """What a store tells its listeners (``store.add_listener``): one event per write, after the
 write is in memory. A PostgreSQL store tells of other processes' commits with subclasses of
-these (``...Elsewhere``, store/_pg_rows.py)."""
+these (``...Elsewhere``, store/_rows.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The store's in-memory model: branches, their message logs and their state records.
 
-Pure logic, no I/O. ``store.sqlite`` persists every record this model creates and replays the
-records at open; all reads are answered from here.
+Pure logic, no I/O. A store's journal (``store._journal``) replays every record into it, at open
+and as each write takes its place (``store._rows.apply_rows``); all reads are answered from here.
 
 Every write is one *record* with a store-wide record id and, on its branch, the next value of the
 branch's sequence. A child branch sees its parent's records up to its fork point and never
@@ -12,20 +12,17 @@ JSON text and decoded on first use, so opening a large store costs one pass over
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
 from ._arguments import check_int, check_message_id, check_str
-from ._blocks import ContentBlock, content_to_json, has_audience
-from ._disclosure import DISCLOSURE, DisclosureLog, disclosure_body
+from ._blocks import ContentBlock, has_audience
+from ._disclosure import DISCLOSURE, DisclosureLog
 from ._erasure import (
     ERASURE,
-    ERASURE_BRANCH,
     Erasure,
     MessageErasedError,
     Tombstone,
@@ -35,23 +32,17 @@ from ._erasure import (
     parse_erasure,
 )
 from ._errors import (
-    BranchExistsError,
     UnknownBranchError,
-    UnknownMessageError,
 )
 from ._messages import Message, edited_version
-from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, fork_point, latest
+from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
 from ._names import check_branch
 from ._records import (
     EncodedMessage,
     StoredEdit,
-    blocks_to_store,
     body_may_hold_audience,
     decode_edit,
     decode_message,
-    encode_message,
-    encode_state,
-    json_text,
     unsafe_content,
 )
 from ._stored_json import holds_duplicate, read_stored_json
@@ -198,58 +189,11 @@ class LogModel:
         """What was recorded with the branch when it was made (for example a derivation)."""
         return self._branch(name).meta
 
-    def create_branch(
-        self, name: str, parent: str, at_sequence: int | None = None, meta: Mapping[str, Any] | None = None
-    ) -> tuple[BranchInfo, Row]:
-        """A new branch forked from ``parent`` at ``at_sequence`` (default: its head)."""
-        check_branch(name)
-        if name in self._branches:
-            raise BranchExistsError(name)
-        source = self._branch(parent)
-        at = fork_point(at_sequence, source.head, parent)
-        record = dict(meta or {})
-        record["created"] = time.time()
-        body = json_text(record, "meta")
-        branch = Branch(name, source, at, json.loads(body))
-        row = Row(self._take_id(), name, at, BRANCH, parent, body)
-        self._branches[name] = branch
-        return branch.info(), row
-
-    # -- writes (in memory; the caller persists the rows) ------------------------------------
-    #
-    # Every write is all or nothing: each of its records is encoded first (refused, naming the
-    # place, if it cannot be stored), and only then does memory change, by steps that cannot fail.
-    # So a refused batch leaves memory exactly as the disk has it.
-
-    def _take_id(self) -> int:
-        record_id = self.next_id
-        self.next_id += 1
-        return record_id
-
-    def append_messages(
-        self,
-        branch_name: str,
-        items: Sequence[tuple[str, Sequence[ContentBlock], Mapping[str, Any] | None, float | None]],
-        *,
-        metadata_frozen: bool = False,
-    ) -> tuple[list[Message], list[Row]]:
-        """Append messages ``(participant, content, metadata, timestamp)``, each taking the
-        branch's next sequence; all or none (see above). ``metadata_frozen``: each metadata is
-        the private copy ``check_message_items`` returned for it."""
-        branch = self._branch(branch_name)
-        encoded = [encode_message(*item, metadata_frozen=metadata_frozen) for item in items]
-        messages: list[Message] = []
-        rows: list[Row] = []
-        for item in encoded:
-            record_id = self._take_id()
-            messages.append(self._add_message(branch, record_id, branch.head + 1, item))
-            rows.append(Row(record_id, branch.name, branch.head, MESSAGE, None, item[4]))
-        return messages, rows
-
     def replay_message(self, record_id: int, branch_name: str, seq: int, encoded: EncodedMessage) -> Message:
         """Replay a committed message record from ``encode_message``'s encoding of it, as
         :meth:`replay` would from its body, without decoding the body again."""
-        self.next_id = max(self.next_id, record_id + 1)
+        if record_id >= self.next_id:
+            self.next_id = record_id + 1
         return self._add_message(self._branch(branch_name), record_id, seq, encoded)
 
     def _add_message(self, branch: Branch, record_id: int, seq: int, encoded: EncodedMessage) -> Message:
@@ -262,66 +206,6 @@ class LogModel:
         branch.own_seqs.append(seq)
         self._note_content(branch, content, body)
         return message
-
-    def append_message(
-        self,
-        branch_name: str,
-        participant: str,
-        content: tuple[ContentBlock, ...],
-        metadata: Mapping[str, Any] | None,
-        timestamp: float | None = None,
-    ) -> tuple[Message, Row]:
-        """Append one message; its sequence is the branch's next one."""
-        messages, rows = self.append_messages(branch_name, [(participant, content, metadata, timestamp)])
-        return messages[0], rows[0]
-
-    def edit_message(
-        self, branch_name: str, message_id: str, content: Sequence[ContentBlock], states: Mapping[str, Any] | None = None
-    ) -> tuple[Message, list[Row]]:
-        """Replace a visible message's content on this branch (id and sequence are kept), and
-        write ``states`` after it; all or none (see above). The edit's record comes first."""
-        branch = self._branch(branch_name)
-        current = self.get(branch_name, message_id)
-        if current is None:
-            raise UnknownMessageError(message_id, branch_name)
-        if message_id in self._erased:
-            raise MessageErasedError([message_id], "message_id")
-        self.check_not_derived(states or {})
-        blocks = blocks_to_store(content)
-        body = json_text({"content": content_to_json(blocks)}, "content")
-        encoded_states = [encode_state(key, value) for key, value in (states or {}).items()]
-        record_id = self._take_id()
-        branch.head += 1
-        branch.edits.setdefault(message_id, []).append((branch.head, blocks))
-        branch.edit_log.append(message_id)
-        branch.edited_ids.add(message_id)
-        edited = edited_version(current, blocks)
-        branch.resolved[message_id] = edited
-        self._note_content(branch, blocks, body)
-        rows = [Row(record_id, branch.name, branch.head, EDIT, message_id, body)]
-        rows.extend(self._apply_state(branch, *encoded) for encoded in encoded_states)
-        return edited, rows
-
-    def set_states(self, branch_name: str, states: Mapping[str, Any]) -> list[Row]:
-        """Write state records (JSON values), each under its key on this branch and raising the
-        branch sequence by one; all or none (see above)."""
-        branch = self._branch(branch_name)
-        encoded = [encode_state(key, value) for key, value in states.items()]
-        self.check_not_derived(states)
-        return [self._apply_state(branch, *item) for item in encoded]
-
-    def set_state(self, branch_name: str, key: str, value: Any) -> Row:
-        """Write one state record (a JSON value) under ``key`` on this branch."""
-        (row,) = self.set_states(branch_name, {key: value})
-        return row
-
-    def _apply_state(self, branch: Branch, key: str, body: str, value: Any) -> Row:
-        record_id = self._take_id()
-        branch.head += 1
-        branch.states.setdefault(key, []).append((branch.head, value))
-        branch.state_ids[(key, branch.head)] = record_id
-        self._state_keys.add(key)
-        return Row(record_id, branch.name, branch.head, STATE, key, body)
 
     def _note_content(self, branch: Branch, content: tuple[ContentBlock, ...], body: str) -> None:
         """What a written message or edit tells about its branch, as a replay of its record
@@ -578,6 +462,14 @@ class LogModel:
         found = self._owner.get(message_id)
         return None if found is None else self._base(*found)
 
+    def message_record(self, record_id: int) -> Message | None:
+        """:meth:`stored_message` by record id (``None``: no message has it)."""
+        found = self._owner.of_record(record_id)
+        if found is None:
+            return None
+        entry = found[0].own[found[1]]
+        return entry if type(entry) is Message else self._base(*found)
+
     def plan_erasure(self, message_ids: Sequence[str], reason: str, at: float) -> tuple[Erasure, str, tuple[int, ...]] | None:
         """The erasure of ``message_ids`` against the model as it is: the erasure, its record's
         body, and the record ids of the state records it overwrites. ``None`` when every one of them was
@@ -603,25 +495,6 @@ class LogModel:
         number = len(self._erasures) + 1
         erasure = Erasure(number, tuple(new), len(summaries), len(states), reason, at)
         return erasure, erasure_body(number, new, states, reason, at, len(summaries)), tuple(states)
-
-    def erasure_row(self, erasure: Erasure, body: str) -> Row:
-        """The record of a planned erasure, numbered next (a store that numbers at commit makes
-        its own)."""
-        record_id = self._take_id()
-        return Row(record_id, ERASURE_BRANCH, record_id, ERASURE, None, body)
-
-    def disclosure_row(
-        self, namespace: str, reader: str | None, branch: str, via: str, at: float, message_ids: Iterable[str]
-    ) -> Row | None:
-        """Record (in memory; the caller persists the row) that ``message_ids`` were shown: only
-        those not shown to that ``(namespace, reader, via)`` before. ``None``: nothing new."""
-        fresh = self.disclosure_log.new_ids(namespace, reader, via, message_ids)
-        if not fresh:
-            return None
-        body = disclosure_body(namespace, reader, branch, via, at, fresh)
-        record_id = self._take_id()
-        self.disclosure_log.add(record_id, body)
-        return Row(record_id, ERASURE_BRANCH, record_id, DISCLOSURE, None, body)
 
     def apply_erasure(self, erasure: Erasure, states: Sequence[int]) -> None:
         """Take an erasure into memory (a local one once planned, or one replayed): its messages

@@ -84,7 +84,9 @@ class Owners:
     def get(self, message_id: str) -> tuple[Branch, int] | None:
         if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):
             return None  # not the decimal form of a record id
-        record_id = int(message_id)
+        return self.of_record(int(message_id))
+
+    def of_record(self, record_id: int) -> tuple[Branch, int] | None:
         if record_id >= len(self._branches):
             return None
         branch = self._branches[record_id]

@@ -10,23 +10,24 @@ from contextlib import asynccontextmanager
 
 from ._arguments import check_str
 from ._drivers import open_driver
-from ._errors import ArgumentTypeError, InvalidArgumentError, StoreCorruptError, StoreFailedError
+from ._errors import ArgumentTypeError, InvalidArgumentError, StoreFailedError
 from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
 from ._groups import collapsing
-from ._model import LogModel, RecordTypeError
-from ._sqlite import SCHEMA, SELECT_ROWS, SqliteStore
+from ._model import LogModel
+from ._sqlite import SCHEMA, SqliteJournal, SqliteStore
+from ._store import Store
 
 __all__ = ["open_store"]
 
 
 @asynccontextmanager
-async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[SqliteStore]:
+async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[Store]:
     """Open (creating) the store at ``path`` for the duration of the block.
 
     With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
     this works while a writer (another process, or a runtime in this one) holds the store, and
     every write raises :class:`StoreReadOnlyError`. The store is read as it is at the open;
-    ``store.catch_up()`` reads what was committed since (:meth:`SqliteStore.catch_up`). A
+    ``store.catch_up()`` reads what was committed since (:meth:`SqliteJournal.catch_up`). A
     missing file is refused with ``StoreFailedError``.
 
     Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
@@ -61,15 +62,11 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
             try:
                 await driver.execute("PRAGMA busy_timeout=5000")
                 version, has_log = await check_store_file(driver, path)
-                rows = await driver.execute(SELECT_ROWS) if has_log else []
             except sqlite3.Error as exc:
                 raise open_error(path, exc) from exc
             model = LogModel()
-            try:
-                model.replay(rows)
-            except RecordTypeError as exc:
-                raise StoreCorruptError(path, str(exc)) from None
-            del rows
+            journal = SqliteJournal(path, driver, model, read_only=read_only, has_log=has_log)
+            await journal.replay()
             if not read_only:
                 try:
                     await driver.execute("PRAGMA journal_mode=WAL")
@@ -79,15 +76,17 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
                         await driver.execute(f"PRAGMA user_version={FORMAT_VERSION}")
                 except sqlite3.Error as exc:
                     raise open_error(path, exc) from exc
-                has_log = True
-            store = SqliteStore(path, driver, model, read_only=read_only)
-            store._has_log = has_log
+                journal.log_made()
+            store = SqliteStore(journal, model)
             if not read_only and model.erasure_count and path != ":memory:":
                 # An erasure whose process died between its commit and its checkpoint may have
                 # left the erased bytes in the write-ahead log: empty it before anything else.
                 await driver.execute("PRAGMA secure_delete=ON")
                 await store.checkpoint_truncate()
-            async with store._serving():
-                yield store
+            try:
+                async with store._serving():
+                    yield store
+            finally:
+                await journal.close()
     finally:
         unlock_store_file(lock)

@@ -1,7 +1,7 @@
-"""The committer of a PostgreSQL store (part of :class:`~store._postgres.PostgresStore`): one
-task that commits the queued writes in batches, first without the write lock, then under it, and
-settles a commit whose answer was lost with its connection. docs/postgres.md, "A commit", says
-how and why.
+"""The committer of a PostgreSQL journal (a base class of :class:`~store._postgres.PostgresJournal`):
+one task that commits the queued writes in batches, first without the write lock, then under it,
+and settles a commit whose answer was lost with its connection. docs/postgres.md, "A commit",
+says how and why.
 """
 
 from __future__ import annotations
@@ -12,18 +12,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
+import attrs
 
-from ._erasure import ERASURE, ERASURE_BRANCH, erased_body
+from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
+from ._journal import Recheck
 from ._pg_driver import Connection, is_connection_error
 from ._pg_notices import Notices
-from ._pg_rows import PendingWrite, RowTuple, number_rows
 from ._records import EncodedMessage
+from ._rows import PendingRow, RowTuple, number_rows
 
 if TYPE_CHECKING:
     from ._model import LogModel
 
-__all__ = ["Committer", "OPTIMISTIC_ATTEMPTS", "Sync", "failure"]
+__all__ = ["Committer", "OPTIMISTIC_ATTEMPTS", "PendingWrite", "Sync", "failure"]
 
 log = logging.getLogger("asides.store")
 T = TypeVar("T")
@@ -42,6 +44,31 @@ RELISTEN_MAX = 5.0
 QUIET_SECONDS = 0.002
 
 
+@attrs.define(eq=False)
+class PendingWrite:
+    """One write queued for the committer, committed together or not at all, or one of the
+    commits of its own kinds. ``recheck`` and ``guard`` run at commit against the caught-up
+    model (``store._journal``); ``ids`` are the record ids it took, ``error`` what refused it,
+    and ``done`` is set once it is committed or refused."""
+
+    rows: list[PendingRow]
+    guard: Callable[[], None] | None = None
+    recheck: Recheck | None = None
+    ids: range = range(0)
+    #: Records written exactly as they are, ids included (a restore), instead of ``rows``.
+    exact: list[RowTuple] | None = None
+    #: An erasure ``(message ids, reason, at)``, planned and committed under the write lock
+    #: instead of ``rows``; ``erased`` is what it did (``None``: nothing was left to erase).
+    erase: tuple[list[str], str, float] | None = None
+    erased: Erasure | None = None
+    #: A session lock ``(name, key, take)`` to take (``take``) or give back on the store's
+    #: connection instead of ``rows``; ``locked`` says whether the take got it.
+    lock: tuple[str, int, bool] | None = None
+    locked: bool = False
+    error: BaseException | None = None
+    done: anyio.Event = attrs.Factory(anyio.Event)
+
+
 class Sync:
     """A caller of ``sync``, waiting for the committer's next catch-up."""
 
@@ -53,9 +80,9 @@ class Sync:
 
 
 class Committer:
-    """The committing half of :class:`~store._postgres.PostgresStore` (a base class of it)."""
+    """The committing half of :class:`~store._postgres.PostgresJournal` (a base class of it)."""
 
-    if TYPE_CHECKING:  # what the store provides
+    if TYPE_CHECKING:  # what the journal provides
         path: str
         commits: int
         contended_commits: int
@@ -75,10 +102,7 @@ class Committer:
         _applied: int
         _announced: int
 
-        @property
-        def closed(self) -> bool: ...
-
-        def _check_not_failed(self) -> None: ...
+        closed: bool
 
         async def _call(self, fn: Callable[..., T], *args: Any) -> T: ...
 
@@ -330,7 +354,7 @@ class Committer:
             accepted = self._accept(writes)
             if not accepted:
                 return False
-            rows = number_rows(self._model, self._applied + 1, accepted)
+            rows, encoded = _numbered(self._model, self._applied + 1, accepted)
             announce = self._notices.due(anyio.current_time())
             try:
                 done = await connection.append_here(rows, announce=announce)
@@ -343,7 +367,7 @@ class Committer:
                 return True
             if done:
                 self._noticed(announce)
-                self._finish(accepted, rows)
+                self._finish(accepted, rows, encoded)
                 return True
             self._notices.others_write(anyio.current_time())
         self.contended_commits += 1
@@ -353,7 +377,7 @@ class Committer:
             self._apply(missed)
             self._applied = max(self._applied, head)
             accepted = self._accept(writes)
-            rows = number_rows(self._model, head + 1, accepted)
+            rows, encoded = _numbered(self._model, head + 1, accepted)
         except BaseException:
             await self._call(connection.rollback)
             raise
@@ -365,17 +389,11 @@ class Committer:
             await self._settle_unknown(accepted, rows, exc)
             return True
         self._noticed(True)
-        self._finish(accepted, rows)
+        self._finish(accepted, rows, encoded)
         return True
 
-    def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple]) -> None:
+    def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], encoded: Mapping[int, EncodedMessage]) -> None:
         self.commits += 1
-        encoded = {
-            record_id: row.encoded
-            for write in accepted
-            for record_id, row in zip(write.ids, write.rows, strict=True)
-            if row.encoded is not None
-        }
         self._apply(rows, elsewhere=False, encoded=encoded)
         for write in accepted:
             write.done.set()
@@ -404,7 +422,7 @@ class Committer:
 
     # -- queueing writes ---------------------------------------------------------------------
 
-    async def _submit(self, write: PendingWrite) -> list[int]:
+    async def _submit(self, write: PendingWrite) -> range:
         """Queue ``write`` and return its record ids once it is committed. A writer that finds
         the committer idle (waiting for work, not watching the connection) commits the round
         itself: a lone writer's commit then involves no other task. Between its rounds the
@@ -428,7 +446,6 @@ class Committer:
     async def sync(self) -> None:
         """Return once the model holds every record committed (by any process) before this
         call. Raises ``StoreFailedError`` when the database cannot be reached."""
-        self._check_not_failed()
         if self.closed:
             raise StoreFailedError(f"the store {self.path!r} is closed")
         waiter = Sync()
@@ -437,6 +454,15 @@ class Committer:
         await waiter.done.wait()
         if waiter.error is not None:
             raise waiter.error
+
+
+def _numbered(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) -> tuple[list[RowTuple], dict[int, EncodedMessage]]:
+    """``number_rows`` for the writes of a commit, giving each write its ids."""
+    start = first_id
+    for write in writes:
+        write.ids = range(start, start + len(write.rows))
+        start += len(write.rows)
+    return number_rows(model, first_id, [write.rows for write in writes])
 
 
 class _Unwritten(Exception):

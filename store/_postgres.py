@@ -1,8 +1,8 @@
-"""The store on PostgreSQL: many processes, on many hosts, sharing one store.
+"""The journal of a store on PostgreSQL: many processes, on many hosts, sharing one store.
 
-The same store as :class:`~store._sqlite.SqliteStore` (it is one, and inherits every read): an
-in-memory model answers all reads, writes are group-committed, listeners hear of every write.
-What differs is who decides the order of writes: the database.
+:class:`PostgresStore` is the one store (``store._store.Store``: the in-memory model answers all
+reads, the write checks, the listeners) over a :class:`PostgresJournal`, with its session locks.
+What differs from a store file is who decides the order of writes: the database.
 
 * **One total order.** A write is numbered (its record ids, its branch's next sequences) at
   commit, after the newest record this process has seen, from a model holding every record
@@ -42,7 +42,6 @@ the model up to every commit made before it was called.
 from __future__ import annotations
 
 import logging
-import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -52,25 +51,20 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from ._blocks import ContentBlock
-from ._disclosure import DISCLOSURE, disclosure_body
-from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError
-from ._errors import BranchExistsError, StoreFailedError, UnknownMessageError
-from ._events import StoreEvent
+from ._erasure import Erasure
+from ._errors import StoreFailedError
 from ._groups import collapsing
-from ._messages import Message, check_message_items
-from ._model import BranchInfo, LogModel, Row
-from ._model_parts import fork_point
-from ._names import check_branch, check_state_key
-from ._pg_commit import RELISTEN_FIRST, Committer, Sync, failure
+from ._journal import Recheck, Serving
+from ._model import LogModel
+from ._pg_commit import RELISTEN_FIRST, Committer, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
-from ._pg_rows import PendingRow, PendingWrite, RowTuple, apply_rows, branch_row, edit_row, message_row, state_row
 from ._records import EncodedMessage
-from ._sqlite import SqliteStore, check_meta, check_write
+from ._rows import PendingRow, RowTuple, apply_rows
+from ._store import Store
 from ._worker import WorkerThread
 
-__all__ = ["PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
+__all__ = ["PostgresJournal", "PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
 
 log = logging.getLogger("asides.store")
 T = TypeVar("T")
@@ -98,25 +92,17 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
-class _NoDriver:
-    """The SQLite driver slot of the base class, never used here."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise AssertionError("the PostgreSQL store has no SQLite driver")
-
-    async def close(self) -> None:
-        return None
-
-
-class PostgresStore(Committer, SqliteStore):
-    """A store in a PostgreSQL database, shared by every process that opens the same URL."""
+class PostgresJournal(Committer, Serving):
+    """The journal of a store in a PostgreSQL database, shared by every process that opens the
+    same URL (see the module docstring)."""
 
     shared = True
 
     def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str = "NORMAL") -> None:
-        super().__init__(redact_url(url), _NoDriver(), model)
+        self.path = redact_url(url)
         self.read_only = read_only
         self.url = url
+        self._model = model
         self._connection: Connection | None = connection
         self._schema = connection.schema
         self._worker = WorkerThread("asides-postgres")
@@ -128,14 +114,37 @@ class PostgresStore(Committer, SqliteStore):
         self._wake = anyio.Event()
         self._in_round = False
         self._committer_idle = False
+        self.failure: BaseException | None = None
         self._notices = Notices()
         self._relisten_delay = RELISTEN_FIRST
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0
         self._announced = 0
+        self.commits = 0
         #: Commits that found another process's commit first and took the lock (for measurements).
         self.contended_commits = 0
         self.caught_up_records = 0
+
+    # -- opening and closing -----------------------------------------------------------------
+
+    async def replay(self) -> None:
+        """Read every committed record into the model, on the connection of the open."""
+        connection = self._connection
+        assert connection is not None
+        rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
+        self._model.replay(rows)
+        self._applied = self._announced = rows[-1][0] if rows else 0
+
+    def _wake_committer(self) -> None:
+        self._wake_up()
+
+    async def close(self) -> None:
+        """Close the connection and the worker thread (after serving, or after an open that
+        failed first)."""
+        self.closed = True
+        self._drop_connection()
+        with anyio.CancelScope(shield=True):
+            await self._worker.stop()
 
     # -- the worker thread and the connection ------------------------------------------------
 
@@ -194,114 +203,38 @@ class PostgresStore(Committer, SqliteStore):
 
     # -- writes ------------------------------------------------------------------------------
 
-    async def append_messages(
+    async def commit(
         self,
-        branch: str,
-        items: Sequence[tuple[Any, ...]],
+        rows: list[PendingRow],
         *,
-        timestamp: float | None = None,
-    ) -> tuple[Message, ...]:
-        """Append messages as one atomic commit (see :meth:`SqliteStore.append_messages`); each
-        takes its sequence at commit, after every message committed before it by any process."""
-        self._check_usable()
-        self._model.branch_info(branch)
-        frozen = check_message_items(items, timestamp)
-        rows = []
-        for item, metadata in zip(items, frozen, strict=True):
-            participant, content = item[:2]
-            stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
-            rows.append(message_row(branch, participant, content, metadata, stamp, metadata_frozen=True))
-        if not rows:
-            return ()
-        ids = await self._submit(PendingWrite(rows))
-        return tuple(self._message(branch, record_id) for record_id in ids)
-
-    def _message(self, branch: str, record_id: int | str) -> Message:
-        found = self._model.get(branch, str(record_id))
-        if found is None:  # pragma: no cover - a committed record is always replayed
-            raise StoreFailedError(f"record {record_id} was committed to {self.path!r} but is not in memory")
-        return found
-
-    async def edit_message(
-        self,
-        branch: str,
-        message_id: str,
-        content: tuple[ContentBlock, ...],
-        *,
-        states: Mapping[str, Any] | None = None,
         guard: Callable[[], None] | None = None,
-    ) -> Message:
-        """Replace a message's content on ``branch`` with any ``states`` records, in one atomic
-        commit. ``guard`` (the narrowing check) runs at commit, under the write lock, so a floor
-        another process raised before it refuses the edit, and one raised after follows it."""
-        self._check_usable()
-        if self._model.get(branch, message_id) is None:
-            raise UnknownMessageError(message_id, branch)
-        check_write(states, guard, optional=True)
-        rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
+        recheck: Recheck | None = None,
+        durable: bool = True,
+    ) -> range:
+        """Queue the write for the committer, which numbers it at commit after every record any
+        process committed before it, runs its recheck and guard there (under the write lock, when
+        it takes it), and applies it once committed. Always waits for the commit (``durable`` or
+        not), so that a refusal reaches its caller."""
+        return await self._submit(PendingWrite(rows, guard=guard, recheck=recheck))
 
-        def recheck(model: LogModel) -> None:  # at commit: an erasure another process made meanwhile
-            if model.is_erased(message_id):
-                raise MessageErasedError([message_id], "message_id")
-            model.check_not_derived(states or {})
-
-        await self._submit(PendingWrite(rows, guard=guard, recheck=recheck))
-        return self._message(branch, message_id)
-
-    async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
-        """Write state records in one atomic commit; returns the branch head after them (as
-        this process sees it). ``guard`` runs at commit, under the write lock."""
-        self._check_usable()
-        self._model.branch_info(branch)
-        check_write(states, guard)
-        rows = [state_row(branch, key, value) for key, value in states.items()]
-        if not rows:
-            return self._model.head(branch)
-        await self._submit(PendingWrite(rows, guard=guard, recheck=lambda model: model.check_not_derived(states)))
-        return self._model.head(branch)
-
-    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
-        """:meth:`SqliteStore.erase`, planned and committed under the write lock, against every
-        record any process committed before it; the log is then rewritten (``VACUUM FULL``)."""
-        self._check_usable()
-        self._model.plan_erasure(message_ids, reason, at)  # unknown ids refused now, before queueing
+    async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
+        """Planned and committed under the write lock, against every record any process committed
+        before it; the log is then rewritten (``VACUUM FULL``)."""
         write = PendingWrite([], erase=(list(message_ids), reason, at))
         await self._submit(write)
         return write.erased
 
-    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
-        """:meth:`SqliteStore.record_disclosure`; the record is numbered at commit. Two processes
-        showing a message at once may both record it (an answer then lists both)."""
-        if self.read_only:
-            return
-        self._check_usable()
-        fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
-        if fresh:
-            body = disclosure_body(namespace, reader, branch, via, time.time(), fresh)
-            await self._submit(PendingWrite([PendingRow(ERASURE_BRANCH, DISCLOSURE, None, body)]))
-
-    async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
-        """Write one state record; returns the branch head after it."""
-        return await self.set_states(branch, {check_state_key(key): value}, guard=guard)
-
-    async def create_branch(
-        self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
-    ) -> BranchInfo:
-        """Fork ``name`` from ``parent`` at ``at_sequence`` (default: the parent's head as this
-        process sees it). Refused with ``BranchExistsError`` when any process took the name."""
-        self._check_usable()
-        check_branch(name)
-        check_meta(meta)
-        if self._model.has_branch(name):
-            raise BranchExistsError(name)
-        at = fork_point(at_sequence, self._model.head(parent), parent)
-
-        def recheck(model: LogModel) -> None:
-            if model.has_branch(name):
-                raise BranchExistsError(name)
-
-        await self._submit(PendingWrite([branch_row(name, parent, at, meta)], recheck=recheck))
-        return self._model.branch_info(name)
+    async def restore(self, rows: Sequence[RowTuple]) -> None:
+        """Apply the records, then write them in one transaction into a store no process has
+        written to. If another process wrote first, memory holds records the database does not:
+        the journal stops (every later call on the store raises ``StoreFailedError``), as the
+        SQLite journal does after a failed commit. A restore tells no listener."""
+        self._model.replay(rows)
+        try:
+            await self._submit(PendingWrite([], exact=list(rows)))
+        except BaseException as exc:
+            self.failure = exc
+            raise
 
     # -- session locks -----------------------------------------------------------------------
 
@@ -309,28 +242,20 @@ class PostgresStore(Committer, SqliteStore):
         return session_lock_key(self._schema, name)
 
     async def take_session_lock(self, name: str) -> bool:
-        """Take the session lock ``name`` unless another session (another process, or another
-        store of this one) holds it; whether this store's connection holds it now. Never waits
-        for it: one round trip, between commits. Held, it stays until
-        :meth:`release_session_lock`, the store's close, or the end of the connection's
-        session (a crash, a lost connection: the server frees it at once)."""
-        self._check_usable()
+        """See :meth:`PostgresStore.take_session_lock`."""
         write = PendingWrite([], lock=(name, self._session_lock_key(name), True))
         await self._submit(write)
         return write.locked
 
     def holds_session_lock(self, name: str) -> bool:
-        """Whether this store's connection holds the session lock ``name``, as far as this
-        process knows (in memory). A guard asking it at commit refuses a write unless the
-        commit goes through the session that holds the lock."""
+        """See :meth:`PostgresStore.holds_session_lock`."""
         connection = self._connection
         if connection is None or connection.broken:
             return False
         return name in connection.session_locks.get(self._session_lock_key(name), ())
 
     def release_session_lock(self, name: str) -> None:
-        """Give the session lock ``name`` up: from now on :meth:`holds_session_lock` says no (a
-        write it guards is refused), and the server frees it with the committer's next round."""
+        """See :meth:`PostgresStore.release_session_lock`."""
         connection = self._connection
         key = self._session_lock_key(name)
         names = None if connection is None else connection.session_locks.get(key)
@@ -341,10 +266,7 @@ class PostgresStore(Committer, SqliteStore):
         self._wake_up()
 
     async def session_lock_holders(self, names: Iterable[str]) -> dict[str, str]:
-        """Which session holds each of the session locks ``names`` now, in words (``server
-        process 4242, 'asides pid 77' from 10.0.0.5``), read from ``pg_locks`` on a connection of
-        its own (a read-only store may ask); a lock nobody holds is left out."""
-        self._check_not_failed()
+        """See :meth:`PostgresStore.session_lock_holders`."""
         keyed = {self._session_lock_key(name): name for name in names}
 
         def read() -> dict[int, str]:
@@ -360,23 +282,7 @@ class PostgresStore(Committer, SqliteStore):
             raise failure(self.path, exc, "reading who holds its session locks") from exc
         return {keyed[key]: holder for key, holder in found.items()}
 
-    # -- backups -----------------------------------------------------------------------------
-
-    async def _persist(self, rows: Sequence[Row], *events: StoreEvent) -> None:
-        """The base class writes records exactly as they are (ids included) through here, in
-        :meth:`restore_records`, after putting them in memory. Here they go in one transaction
-        into a store no process has written to. If another process wrote first, memory holds
-        records the database does not: the store stops (every later call raises
-        ``StoreFailedError``), as the SQLite store does after a failed commit. A restore tells
-        no listener (``events`` is empty)."""
-        if not rows:
-            return
-        exact = [row.as_tuple() for row in rows]
-        try:
-            await self._submit(PendingWrite([], exact=exact))
-        except BaseException as exc:
-            self._failure = exc
-            raise
+    # -- reads -------------------------------------------------------------------------------
 
     async def catch_up(self) -> int:
         """Read what other processes committed since (as :meth:`sync`); how many records."""
@@ -385,9 +291,8 @@ class PostgresStore(Committer, SqliteStore):
         return self.caught_up_records - before
 
     async def records(self) -> list[RowTuple]:
-        """Every record of the store as the database holds it now, in id order (for a backup;
-        read on a connection of its own, in one snapshot)."""
-        self._check_not_failed()
+        """Every record as the database holds it now, in id order (read on a connection of its
+        own, in one snapshot)."""
 
         def read() -> list[RowTuple]:
             connection = connect(self.url, self.path, create=False)
@@ -401,11 +306,53 @@ class PostgresStore(Committer, SqliteStore):
         except Exception as exc:
             raise failure(self.path, exc, "reading the records") from exc
 
-    # -- closing -----------------------------------------------------------------------------
 
-    async def _shutdown(self) -> None:
-        self._closing = True
-        self._wake_up()
+class PostgresStore(Store):
+    """A store in a PostgreSQL database, shared by every process that opens the same URL
+    (:class:`~store._store.Store` over a :class:`PostgresJournal`), with its session locks."""
+
+    def __init__(self, journal: PostgresJournal, model: LogModel) -> None:
+        super().__init__(journal, model)
+        self._database = journal
+
+    @property
+    def url(self) -> str:
+        """The URL it was opened with (password included: ``path`` is the one to show)."""
+        return self._database.url
+
+    @property
+    def contended_commits(self) -> int:
+        """Commits that found another process's commit first and took the write lock (for
+        measurements)."""
+        return self._database.contended_commits
+
+    async def take_session_lock(self, name: str) -> bool:
+        """Take the session lock ``name`` unless another session (another process, or another
+        store of this one) holds it; whether this store's connection holds it now. Never waits
+        for it: one round trip, between commits. Held, it stays until
+        :meth:`release_session_lock`, the store's close, or the end of the connection's
+        session (a crash, a lost connection: the server frees it at once)."""
+        self._check_usable()
+        return await self._database.take_session_lock(name)
+
+    def holds_session_lock(self, name: str) -> bool:
+        """Whether this store's connection holds the session lock ``name``, as far as this
+        process knows (in memory). A guard asking it at commit refuses a write unless the
+        commit goes through the session that holds the lock."""
+        return self._database.holds_session_lock(name)
+
+    def release_session_lock(self, name: str) -> None:
+        """Give the session lock ``name`` up: from now on :meth:`holds_session_lock` says no (a
+        write it guards is refused), and the server frees it with the committer's next round."""
+        self._database.release_session_lock(name)
+
+    async def session_lock_holders(self, names: Iterable[str]) -> dict[str, str]:
+        """Which session holds each of the session locks ``names`` now, in words (``server
+        process 4242, 'asides pid 77' from 10.0.0.5``), read from ``pg_locks`` on a connection of
+        its own (a read-only store may ask); a lock nobody holds is left out."""
+        self.raise_if_failed()
+        return await self._database.session_lock_holders(names)
+
 
 
 @asynccontextmanager
@@ -424,17 +371,13 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
         if isinstance(exc, StoreFailedError):
             raise
         raise StoreFailedError(f"cannot open the store {where!r}: {exc}") from exc
-    store = PostgresStore(url, LogModel(), connection, read_only=read_only, synchronous=synchronous)
+    model = LogModel()
+    journal = PostgresJournal(url, model, connection, read_only=read_only, synchronous=synchronous)
+    store = PostgresStore(journal, model)
     try:
         async with collapsing():
-            rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
-            store.model.replay(rows)
-            store._applied = store._announced = rows[-1][0] if rows else 0
-            del rows
+            await journal.replay()
             async with store._serving():
                 yield store
     finally:
-        store._closed = True
-        store._drop_connection()
-        with anyio.CancelScope(shield=True):
-            await store._worker.stop()
+        await journal.close()

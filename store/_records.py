@@ -25,7 +25,6 @@ __all__ = [
     "decode_message",
     "encodable",
     "encode_message",
-    "encode_state",
     "json_text",
     "report_problems",
     "unsafe_content",
@@ -99,16 +98,6 @@ def encode_message(
     return participant, blocks, frozen, stamp, json_text(record, "content")
 
 
-def encode_state(key: str, value: Any) -> tuple[str, str, Any]:
-    """A state record ready to apply: its key, body and the private copy memory keeps."""
-    body = json_text(value, key)
-    try:
-        kept = json.loads(body)
-    except RecursionError:
-        raise MalformedContentError(key, "nests too deep to be stored") from None
-    return key, body, kept
-
-
 def body_may_hold_audience(body: str) -> bool:
     """Whether a stored message or edit body may name a reader anywhere in its content: an
     ``audience`` on a block or on anything nested in one, at any depth. Fail-closed: content that
@@ -153,7 +142,12 @@ def body_may_hold_audience(body: str) -> bool:
 
 def unsafe_content(content: Sequence[ContentBlock]) -> bool:
     """Content no view may pass on as it is: empty, or holding an unreadable block."""
-    return not content or any(isinstance(b, UnreadableBlock) for b in content)
+    if not content:
+        return True
+    for block in content:  # a loop, not any() over a generator: this runs for every message written
+        if isinstance(block, UnreadableBlock):
+            return True
+    return False
 
 
 def report_problems(record_id: int, problems: Sequence[str]) -> None:

@@ -34,7 +34,7 @@ from ..store._views import MessageView
 from ._errors import StrategyCapabilityError
 
 if TYPE_CHECKING:
-    from ..store._sqlite import SqliteStore
+    from ..store._store import Store
     from ._models import Model
 
 __all__ = [
@@ -230,7 +230,7 @@ class StrategyState:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         branch: str,
         namespace: str,
         *,

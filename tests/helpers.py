@@ -154,9 +154,9 @@ def dump(store: Any) -> dict[str, Any]:
 def make_deaf(monkeypatch: Any) -> None:
     """PostgreSQL stores opened after this hear no notifications of other processes' commits: a
     store then learns of them only when it commits, syncs or reconnects."""
-    from asides.store._postgres import PostgresStore
+    from asides.store._postgres import PostgresJournal
 
-    monkeypatch.setattr(PostgresStore, "_hear", lambda self, newest: None)
+    monkeypatch.setattr(PostgresJournal, "_hear", lambda self, newest: None)
 
 
 # -- test-only reaches into the runtime's private plumbing (``actors._core``, docs/DESIGN.md) ----

@@ -19,7 +19,7 @@ from asides import InvalidArgumentError, open_runtime
 
 
 async def _sqlite_setting(rt) -> int:
-    return int((await rt.store._driver.execute("PRAGMA synchronous"))[0][0])
+    return int((await rt.store._journal._driver.execute("PRAGMA synchronous"))[0][0])
 
 
 async def _pg_setting(rt) -> str:
@@ -29,7 +29,7 @@ async def _pg_setting(rt) -> str:
     from asides.store._pg_driver import connect
 
     store = rt.store
-    fresh = await trio.to_thread.run_sync(lambda: connect(store.url, store.path, create=False, synchronous=store._synchronous))
+    fresh = await trio.to_thread.run_sync(lambda: connect(store.url, store.path, create=False, synchronous=store._journal._synchronous))
     try:
         return str(fresh._conn.execute("SHOW synchronous_commit").fetchone()[0])
     finally:

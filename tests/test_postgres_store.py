@@ -24,9 +24,10 @@ from asides.store import (
 )
 from asides.store import _pg_commit as postgres_commits
 from asides.store._pg_driver import Connection
-from asides.store._pg_rows import FromElsewhere
 from asides.store._postgres import PostgresStore, redact_url
+from asides.store._rows import FromElsewhere
 from asides.store._sqlite import MessagesAppended, SqliteStore, StatesWritten
+from asides.store._store import Store
 
 
 def _rows(url: str) -> list[tuple]:
@@ -41,7 +42,7 @@ _execute = execute
 
 async def test_a_new_store_is_created_and_reopened(pg_url):
     async with open_store(pg_url) as store:
-        assert isinstance(store, PostgresStore) and isinstance(store, SqliteStore)
+        assert isinstance(store, PostgresStore) and isinstance(store, Store) and not isinstance(store, SqliteStore)
         first = await store.append_message("main", "alice", (text("hello"),))
         more = await store.append_messages("main", [("bob", (text("a"),), None), ("bob", (text("b"),), {"k": 1})])
         assert [m.sequence for m in (first, *more)] == [1, 2, 3]
@@ -223,7 +224,7 @@ async def test_a_burst_of_commits_is_announced_by_its_first_commit_and_once_afte
     monkeypatch.setattr(_pg_notices, "NOTICE_GAP", 1.0)
     payloads, pump = _announcements(pg_url)
     async with open_store(pg_url) as writer, open_store(pg_url) as other:
-        schema = writer._schema
+        schema = writer._journal._schema
         heard = _hearing(other, 20)
         for n in range(20):
             await writer.append_message("main", "alice", (text(f"m{n}"),))
@@ -367,11 +368,11 @@ async def test_racing_branch_creations_across_stores_make_one_branch(pg_url):
 async def test_a_killed_connection_is_replaced_for_the_next_call(pg_url):
     async with open_store(pg_url) as store:
         await store.append_message("main", "alice", (text("one"),))
-        pid = store._writer_pid()
+        pid = store._journal._writer_pid()
         _execute(pg_url, f"SELECT pg_terminate_backend({pid})")
         second = await store.append_message("main", "alice", (text("two"),))
         assert second.sequence == 2
-        assert store._writer_pid() != pid
+        assert store._journal._writer_pid() != pid
     check_sequences(_rows(pg_url))
 
 
@@ -380,13 +381,13 @@ async def test_an_idle_store_whose_connection_was_killed_reconnects_and_hears_co
     catches up, so another process's commit made meanwhile still reaches it."""
     async with open_store(pg_url) as idle, open_store(pg_url) as other:
         heard = _hearing(idle, 1)
-        pid = idle._writer_pid()
+        pid = idle._journal._writer_pid()
         _execute(pg_url, f"SELECT pg_terminate_backend({pid})")
         await other.append_message("main", "bob", (text("while it was gone"),))
         with trio.fail_after(10):
             await heard.wait()
         assert [m.content[0].text for m in idle.messages("main")] == ["while it was gone"]
-        assert idle._writer_pid() not in (None, pid)
+        assert idle._journal._writer_pid() not in (None, pid)
 
 
 async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(pg_url, monkeypatch):
@@ -395,7 +396,7 @@ async def test_an_unreachable_database_fails_the_calls_it_affects_then_recovers(
     async with open_store(pg_url) as store:
         await store.append_message("main", "alice", (text("one"),))
         before = _rows(pg_url)
-        store._drop_connection()
+        store._journal._drop_connection()
 
         def refuse(*args, **kwargs):
             import psycopg
@@ -481,24 +482,17 @@ async def test_a_restore_racing_another_process_writes_nothing_and_stops_the_sto
     assert [row[4] for row in rows(pg_url)] == ["other"]
 
 
-def test_every_write_of_the_sqlite_store_is_made_for_postgres():
-    """A write method added to SqliteStore (which PostgresStore extends) must be written for
-    PostgreSQL too: inherited, it would number records in memory alone. Only these delegate to
-    methods PostgresStore has: append_message to append_messages, restore_records to _persist;
-    _insert, _lead and _commit_batch serve only the SQLite committer and _persist, which PostgresStore replaces (its
-    committer is a base class of its own, before SqliteStore in its method order); likewise
-    _erase_rows, _queue and checkpoint_truncate (an erasure's commit and the write-ahead log's
-    checkpoint, issue 23: PostgresStore.erase commits through its own committer)."""
+def test_both_store_classes_write_through_the_one_store():
+    """SqliteStore and PostgresStore only choose a journal (and reach its extras): every write
+    and read of the store is the one class's, written once, so neither backend can gain a write
+    the other lacks."""
     import inspect
 
-    delegating = {"append_message", "restore_records", "_insert", "_lead", "_commit_batch", "_erase_rows", "_queue", "checkpoint_truncate"}
-    for name, _member in inspect.getmembers(SqliteStore, inspect.iscoroutinefunction):
-        if name.startswith("__") or name in delegating:
+    for name, member in inspect.getmembers(Store):
+        if name.startswith("__") or not callable(member):
             continue
-        made_here = [klass for klass in PostgresStore.__mro__ if klass is not SqliteStore and name in klass.__dict__]
-        assert made_here and PostgresStore.__mro__.index(made_here[0]) < PostgresStore.__mro__.index(SqliteStore), (
-            f"SqliteStore.{name} is not made for PostgreSQL"
-        )
+        for klass in (SqliteStore, PostgresStore):
+            assert name not in klass.__dict__, f"{klass.__name__}.{name} overrides the store's"
 
 
 def test_the_store_works_under_asyncio(pg_url):

@@ -47,13 +47,13 @@ async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy, 
         await rt.store.append_messages("main", [("user", tuple(_row(i)), None) for i in range(n)])
         manager = await rt.open_manager("bench", strategy=strategy, view_reader=reader)
         queries: collections.Counter[str] = collections.Counter()
-        execute = rt.store._driver.execute
+        execute = rt.store._journal._driver.execute
 
         async def counted_execute(sql, params=()):
             queries[sql.split()[0]] += 1
             return await execute(sql, params)
 
-        rt.store._driver.execute = counted_execute
+        rt.store._journal._driver.execute = counted_execute
         await manager.tick()  # a turn queued behind the open's deliveries: they are done
         counts.clear()
         for k in range(50):

@@ -1024,7 +1024,7 @@ async def _pragma(store, name: str) -> Any:
     """A SQLite setting as the store's own connection has it. ``synchronous`` is a setting of
     the connection, so no other connection can read it: this uses the store's internals
     (``_driver``)."""
-    return (await store._driver.execute(f"PRAGMA {name}"))[0][0]
+    return (await store._journal._driver.execute(f"PRAGMA {name}"))[0][0]
 
 
 @pytest.mark.sqlite_only("reads SQLite PRAGMAs (synchronous, WAL) through the store's driver and with sqlite3")
@@ -1067,7 +1067,7 @@ FAKES_THE_SQLITE_DRIVER = (
 def _fail_inserts(store, *, after: int = 0, gate: trio.Event | None = None) -> list[str]:
     """Make the store's driver fail: the ``after``+1-th INSERT (and every later one) raises,
     optionally only once ``gate`` is set. Uses the store's internals (``_driver``)."""
-    original = store._driver.execute
+    original = store._journal._driver.execute
     seen: list[str] = []
 
     async def execute(sql: str, params=()):
@@ -1079,7 +1079,7 @@ def _fail_inserts(store, *, after: int = 0, gate: trio.Event | None = None) -> l
                 raise OSError("disk I/O error (simulated)")
         return await original(sql, params)
 
-    store._driver.execute = execute
+    store._journal._driver.execute = execute
     return seen
 
 
@@ -1183,7 +1183,7 @@ async def test_close_with_a_queued_write_from_outside_finishes(store_path):
     async def owner(outside: trio.Nursery) -> None:
         async with open_store(store_path) as store:
             state["store"] = store
-            original_close = store._driver.close
+            original_close = store._journal._driver.close
 
             async def execute(sql: str, params=()):
                 if sql.startswith("INSERT"):
@@ -1195,8 +1195,8 @@ async def test_close_with_a_queued_write_from_outside_finishes(store_path):
                 state["closed"] = True
                 await original_close()
 
-            store._driver.execute = execute
-            store._driver.close = close
+            store._journal._driver.execute = execute
+            store._journal._driver.close = close
             outside.start_soon(writer, store, "in-flight")
             await trio.testing.wait_all_tasks_blocked()  # the committer holds it, gated
             outside.start_soon(writer, store, "queued")

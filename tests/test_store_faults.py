@@ -76,14 +76,14 @@ FAKES_A_FAILED_SQLITE_COMMIT = (
 
 def fail_inserts(store: Any) -> None:
     """Make every later commit of ``store`` fail as a full or broken disk would (internal)."""
-    original = store._driver.execute
+    original = store._journal._driver.execute
 
     async def execute(sql: str, params: Sequence[Any] = ()) -> Any:
         if sql.lstrip().upper().startswith("INSERT"):
             raise sqlite3.OperationalError("disk I/O error (injected)")
         return await original(sql, params)
 
-    store._driver.execute = execute
+    store._journal._driver.execute = execute
 
 
 def filler(i: int) -> Any:

@@ -18,6 +18,7 @@ from asides import AutobiographicalStrategy, Completion, KnowledgeStrategy
 from asides.lowlevel import MessageView, StrategyContext
 from asides.store._blocks import TextBlock
 from asides.store._model import LogModel
+from asides.store._rows import apply_rows, message_row, number_rows
 from asides.strategies._autobiographical.plans import (
     Accepted,
     Ask,
@@ -70,7 +71,8 @@ class DictState:
 def history(count: int) -> LogModel:
     model = LogModel()
     items = [(("ann", "bob")[i % 2], (TextBlock(f"message {i}: " + "word " * 40),), None, 1.0 + i) for i in range(count)]
-    model.append_messages("main", items)
+    numbered, encoded = number_rows(model, model.next_id, [[message_row("main", *item) for item in items]])
+    apply_rows(model, numbered, encoded=encoded)
     return model
 
 

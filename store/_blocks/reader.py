@@ -44,8 +44,10 @@ def effective_audience(block: object) -> object:
     """
     if isinstance(block, UnreadableBlock):
         return UNREADABLE_AUDIENCE
-    names: frozenset[str] | None = None
     own = getattr(block, "audience", None)
+    if own is None and not isinstance(block, ToolResultBlock):
+        return None  # no audience of its own, and none nested
+    names: frozenset[str] | None = None
     candidates = [own] if own is not None else []
     if isinstance(block, ToolResultBlock) and isinstance(block.content, tuple):
         candidates.extend(inner.audience for inner in block.content if getattr(inner, "audience", None) is not None)
@@ -107,7 +109,10 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
 
 def has_audience(blocks: Sequence[ContentBlock]) -> bool:
     """Whether any block (or a block nested in a tool result) carries an audience, or is unreadable."""
-    return any(effective_audience(block) is not None for block in blocks)
+    for block in blocks:  # a loop, not any() over a generator: this runs for every message written
+        if effective_audience(block) is not None:
+            return True
+    return False
 
 
 def is_thinking(block: object) -> bool:

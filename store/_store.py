@@ -1,0 +1,428 @@
+"""The store: branches, message logs and state records, over a journal.
+
+One class, :class:`Store`, for every backend. It holds the in-memory model (``store.model``), which
+answers every read (nothing on a read path touches the disk); it checks every write's arguments
+before anything is queued; it keeps the listeners and their rule (:meth:`Store._tell`). What
+makes a write durable is its journal (``store._journal``): the store turns each write into
+records without ids (``store._rows``) with the caller's guard and its own rechecks, and the
+journal numbers, checks, commits and applies them in the store's one order. A SQLite file
+(``store._sqlite``) and a PostgreSQL database (``store._postgres``) are journals; their store
+classes only choose one and reach its extras.
+
+A write returns once it is durable (a compile's disclosure record aside: see
+:meth:`Store.record_disclosure`). A refused write (a bad argument, a recheck, a guard) writes
+nothing. A failed commit that the journal cannot undo stops the store: every later call raises
+:class:`StoreFailedError`, so memory and disk never disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._arguments import check_callable, check_mapping
+from ._blocks import ContentBlock
+from ._disclosure import DISCLOSURE, Disclosure, disclosure_body
+from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
+from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
+from ._events import StoreEvent
+from ._journal import Journal, stopped
+from ._messages import Message, check_message_items
+from ._model import MISSING, BranchInfo, LogModel, Row
+from ._model_parts import fork_point
+from ._names import check_branch, check_state_key, check_state_records
+from ._records import encodable
+from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
+
+__all__ = ["Store", "check_meta", "check_write"]
+
+log = logging.getLogger("asides.store")
+
+
+class Store:
+    """A store: branches, message logs and state records, over a journal.
+
+    Reads are synchronous and served from memory. Writes are async and durable when they return.
+    Listeners registered with :meth:`add_listener` hear of every write synchronously, once it is
+    in memory and certain (queued for its commit, or committed), in the store's order; a
+    listener's exception is logged, never raised (:meth:`_tell`).
+    """
+
+    def __init__(self, journal: Journal, model: LogModel) -> None:
+        """The store over ``journal``, whose records ``model`` holds (the journal replays and
+        applies them into it; nothing else writes it)."""
+        self._journal = journal
+        self._model = model
+        self._listeners: list[Callable[[StoreEvent], None]] = []
+
+    # -- what it is --------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """Where the store is (a PostgreSQL URL without its password)."""
+        return self._journal.path
+
+    @property
+    def read_only(self) -> bool:
+        """Opened with ``read_only=True``: every write raises ``StoreReadOnlyError``."""
+        return self._journal.read_only
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write the store while this one has it open: ``False`` for
+        a store file, which one process holds with an exclusive lock; ``True`` for a PostgreSQL
+        store. The runtime asks this (for the compression lease, and whether a write may come
+        from elsewhere), never the store's class."""
+        return self._journal.shared
+
+    @property
+    def commits(self) -> int:
+        """Commits made since the open (for measurements)."""
+        return self._journal.commits
+
+    @property
+    def caught_up_records(self) -> int:
+        """Records read since the open from other writers' commits (:meth:`catch_up`, :meth:`sync`)."""
+        return self._journal.caught_up_records
+
+    @property
+    def model(self) -> LogModel:
+        """The in-memory model (read it; never write through it)."""
+        return self._model
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._journal.closed
+
+    @property
+    def failed(self) -> bool:
+        return self._journal.failure is not None
+
+    def raise_if_failed(self) -> None:
+        """Raise :class:`StoreFailedError` when a commit failed (the store stopped): every call of
+        a runtime on this store checks this first."""
+        failure = self._journal.failure
+        if failure is not None:
+            raise stopped(self.path, failure)
+
+    def _check_usable(self) -> None:
+        journal = self._journal
+        if journal.read_only:
+            raise StoreReadOnlyError(self.path)
+        if journal.failure is not None:
+            raise stopped(self.path, journal.failure)
+        if journal.closed:
+            raise StoreFailedError(f"the store {self.path!r} is closed")
+
+    @asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        """Serve the store for the block (its opener's); leaving it commits what is queued, then
+        closes the journal."""
+        async with self._journal.serving(self._tell):
+            yield
+
+    def add_listener(self, listener: Callable[[StoreEvent], None]) -> Callable[[], None]:
+        """Hear of every write; returns a function that removes the listener. A listener's
+        exception is logged, never raised (:meth:`_tell`)."""
+        self._listeners.append(check_callable(listener, "listener"))
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _tell(self, event: StoreEvent) -> None:
+        """Tell every listener of ``event``: the listener rule, one for every journal, which
+        tells through here. A write is told once memory holds it and it is certain (queued for
+        its commit by a journal that applies first, committed by one that commits first), so
+        memory and disk never disagree whatever a listener does: an exception a listener raises
+        is logged with the event, the listeners after it still hear it, and the write stands,
+        durable when the call returns, as it would without listeners."""
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("a store listener failed on %r; the write stands (memory and disk hold it)", event)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        branch: str,
+        items: Sequence[tuple[Any, ...]],
+        *,
+        timestamp: float | None = None,
+    ) -> tuple[Message, ...]:
+        """Append messages as one atomic commit. Each item is ``(participant, content, metadata)``
+        or ``(participant, content, metadata, timestamp)``; ``timestamp`` (seconds since the epoch)
+        defaults to the batch's ``timestamp``, else now. Each takes its sequence where the write
+        takes its place, after every message committed before it (by any process).
+
+        Content must already be validated by the caller; metadata must be a JSON object.
+        """
+        self._check_usable()
+        self._model.require_branch(branch)  # refuses an unknown branch before anything changes
+        frozen = check_message_items(items, timestamp)  # and anything that could not be stored
+        rows = [
+            message_row(
+                branch, item[0], item[1], metadata, item[3] if len(item) == 4 and item[3] is not None else timestamp, metadata_frozen=True
+            )
+            for item, metadata in zip(items, frozen, strict=True)
+        ]
+        if not rows:
+            return ()
+        ids = await self._journal.commit(rows)
+        appended = tuple(map(self._model.message_record, ids))
+        if None in appended:  # pragma: no cover - a committed record is always applied
+            raise StoreFailedError(f"records {ids} were committed to {self.path!r} but are not all in memory")
+        return appended  # type: ignore[return-value]  # no None, as checked
+
+    async def append_message(
+        self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
+    ) -> Message:
+        """Append one message; returns it once it is durable."""
+        (message,) = await self.append_messages(branch, [(participant, content, metadata)])
+        return message
+
+    async def edit_message(
+        self,
+        branch: str,
+        message_id: str,
+        content: tuple[ContentBlock, ...],
+        *,
+        states: Mapping[str, Any] | None = None,
+        guard: Callable[[], None] | None = None,
+    ) -> Message:
+        """Replace a message's content on ``branch`` (id and sequence kept), together with any
+        ``states`` records, in one atomic commit. ``guard``: see :meth:`set_states` (the
+        narrowing check: a floor raised before the edit takes its place refuses it)."""
+        self._check_usable()
+        if self._model.get(branch, message_id) is None:
+            raise UnknownMessageError(message_id, branch)
+        check_write(states, guard, optional=True)
+        rows = [edit_row(branch, message_id, content)] + [state_row(branch, k, v) for k, v in (states or {}).items()]
+
+        def recheck(model: LogModel) -> None:  # where it takes its place: an erasure made meanwhile
+            if model.is_erased(message_id):
+                raise MessageErasedError([message_id], "message_id")
+            model.check_not_derived(states or {})
+
+        await self._journal.commit(rows, guard=guard, recheck=recheck)
+        edited = self._model.get(branch, message_id)
+        if edited is None:  # pragma: no cover - a committed record is always applied
+            raise StoreFailedError(f"an edit of {message_id} was committed to {self.path!r} but is not in memory")
+        return edited
+
+    async def set_states(self, branch: str, states: Mapping[str, Any], *, guard: Callable[[], None] | None = None) -> int:
+        """Write state records (JSON values) in one atomic commit; each raises the branch
+        sequence by one. Returns the branch head after the writes (as this process sees it).
+
+        ``guard`` is the caller's check, run where the write takes its place in the store's
+        order, with every earlier write in the model; raising refuses the write, which then
+        writes nothing. A store of one process runs it at once; a shared store at commit."""
+        self._check_usable()
+        self._model.require_branch(branch)
+        check_write(states, guard)
+        rows = [state_row(branch, key, value) for key, value in states.items()]
+        if rows:
+            await self._journal.commit(rows, guard=guard, recheck=lambda model: model.check_not_derived(states))
+        return self._model.head(branch)
+
+    async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
+        """Write one state record; returns the branch head after it."""
+        return await self.set_states(branch, {check_state_key(key): value}, guard=guard)
+
+    async def create_branch(
+        self, name: str, parent: str, at_sequence: int | None = None, *, meta: Mapping[str, Any] | None = None
+    ) -> BranchInfo:
+        """Fork ``name`` from ``parent`` at ``at_sequence`` (default: the parent's head as this
+        process sees it). Refused with ``BranchExistsError`` when any process took the name.
+
+        Nothing is copied: the child sees the parent's records up to that point, never later.
+        ``meta`` (a JSON object) is kept with the branch record."""
+        self._check_usable()
+        check_branch(name)
+        check_meta(meta)
+        if self._model.has_branch(name):
+            raise BranchExistsError(name)
+        at = fork_point(at_sequence, self._model.head(parent), parent)
+
+        def recheck(model: LogModel) -> None:
+            if model.has_branch(name):
+                raise BranchExistsError(name)
+
+        await self._journal.commit([branch_row(name, parent, at, meta)], recheck=recheck)
+        return self._model.branch_info(name)
+
+    async def erase(self, message_ids: Sequence[str], *, reason: str, at: float) -> Erasure | None:
+        """Erase messages from every branch, with every edit of them and every state record
+        derived from them (store/_erasure.py), in one atomic commit; ``None`` when each was erased
+        already. Refuses unknown ids (``UnknownMessagesError``), writing nothing. Never refused by
+        a claim or a floor: it removes the data rather than hiding it. Planned where it takes its
+        place, against every record committed before it."""
+        self._check_usable()
+        return await self._journal.erase(list(message_ids), reason, at)
+
+    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+        """Record that ``message_ids`` were shown (store/_disclosure.py): only those not shown to
+        that ``(namespace, reader, via)`` before, in one record. A compression request's record is
+        durable when this returns; a compile's or preview's may return once it is in memory and
+        queued for the commit the journal starts at once (a crash of the process inside that
+        commit loses it). Writes nothing when none is new, or when the store is read-only. Two
+        processes showing a message at once may both record it (an answer then lists both)."""
+        if self.read_only:
+            return
+        self._check_usable()
+        fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        if not fresh:
+            return
+        body = disclosure_body(namespace, reader, branch, via, time.time(), fresh)
+        # A compile's record need not wait for its commit: under load the wait cost a 20k-message
+        # compile about 13% (docs/benchmarks.md). A failed commit stops the store, so every later
+        # call says so.
+        await self._journal.commit([PendingRow(ERASURE_BRANCH, DISCLOSURE, None, body)], durable=via == "compression")
+
+    async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
+        """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
+        commit, and read them as an open would. Refuses, writing nothing, a store that already holds
+        a record (``StoreNotEmptyError``) and rows that are not well formed or whose ids do not
+        increase (``ValueError``; ``MalformedContentError``, naming the record and column, for
+        text that is not valid Unicode or holds a NUL: both backends take the same records, and
+        PostgreSQL cannot store a NUL). Call it before opening managers: they hear of no restored
+        record. If another process wrote to a shared store first, the store stops."""
+        self._check_usable()
+        if self._model.next_id != 1:
+            raise StoreNotEmptyError(self.path)
+        checked = [Row(*row) for row in rows]
+        last = 0
+        for row in checked:
+            if type(row.id) is not int or row.id <= last:
+                raise ValueError(f"record {row.id!r}: record ids must be integers that increase")
+            if type(row.seq) is not int or row.seq < 0:
+                raise ValueError(f"record {row.id}: seq must be a non-negative integer")
+            for name, value in (("branch", row.branch), ("kind", row.kind), ("ref", row.ref), ("body", row.body)):
+                if value is None and name == "ref":
+                    continue
+                if not isinstance(value, str):
+                    raise ValueError(f"record {row.id}: {name} must be a string")
+                encodable(value, f"record {row.id}: {name}")
+                nul = value.find("\x00")
+                if nul != -1:
+                    raise MalformedContentError(
+                        f"record {row.id}: {name}",
+                        f"holds U+0000 (NUL) at index {nul}, which a PostgreSQL store cannot hold; no asides "
+                        "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
+                    )
+            last = row.id
+        if checked:
+            await self._journal.restore([row.as_tuple() for row in checked])
+
+    # -- other writers -----------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """Bring the model up to every write committed before this call (by any process; in a
+        store one process owns, there is nothing to do). Raises ``StoreFailedError`` when the
+        store cannot be reached."""
+        self.raise_if_failed()
+        await self._journal.sync()
+
+    async def catch_up(self) -> int:
+        """Read the records other writers committed since this store last read, replay them into
+        the model and tell the listeners (the ``...Elsewhere`` events); returns how many (also
+        added to :attr:`caught_up_records`). A store file catches up only when opened read-only,
+        in one read transaction (a commit is read whole or not at all); ``StoreFailedError`` when
+        it cannot (see ``store._sqlite.SqliteJournal.catch_up``). A shared store catches up as :meth:`sync`."""
+        self.raise_if_failed()
+        return await self._journal.catch_up()
+
+    async def records(self) -> list[RowTuple]:
+        """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
+        id order (for a backup; the one read that queries the disk), after the commit of every
+        record already in memory."""
+        self.raise_if_failed()
+        return await self._journal.records()
+
+    # -- reads (memory only) -----------------------------------------------------------------
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Every disclosure of a message, oldest first."""
+        self.raise_if_failed()
+        return self._model.disclosure_log.for_message(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Everything ``reader`` was shown, oldest first."""
+        self.raise_if_failed()
+        return self._model.disclosure_log.for_reader(reader)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, oldest first."""
+        self.raise_if_failed()
+        return self._model.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (``None``: not erased)."""
+        self.raise_if_failed()
+        return self._model.tombstone(message_id)
+
+    def branches(self) -> tuple[BranchInfo, ...]:
+        self.raise_if_failed()
+        return self._model.branches()
+
+    def branch_info(self, name: str) -> BranchInfo:
+        self.raise_if_failed()
+        return self._model.branch_info(name)
+
+    def has_branch(self, name: str) -> bool:
+        self.raise_if_failed()
+        return self._model.has_branch(name)
+
+    def head(self, branch: str) -> int:
+        self.raise_if_failed()
+        return self._model.head(branch)
+
+    def length(self, branch: str) -> int:
+        self.raise_if_failed()
+        return self._model.length(branch)
+
+    def messages(self, branch: str, start: int = 0, stop: int | None = None) -> list[Message]:
+        self.raise_if_failed()
+        return self._model.slice(branch, start, stop)
+
+    def get_message(self, branch: str, message_id: str) -> Message | None:
+        self.raise_if_failed()
+        return self._model.get(branch, message_id)
+
+    def get_state(self, branch: str, key: str, default: Any = None) -> Any:
+        """The state record under ``key`` on ``branch``; ``default`` when there is none.
+        A record whose JSON could not be read comes back as ``store.model.UNREADABLE``."""
+        self.raise_if_failed()
+        if not isinstance(key, str):
+            check_state_key(key)  # a key of the wrong type: InvalidNameError, naming it
+        value = self._model.get_state(branch, key)
+        return default if value is MISSING else value
+
+    def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]:
+        self.raise_if_failed()
+        return self._model.state_items(branch, prefix)
+
+    def may_hold_audience(self, branch: str) -> bool:
+        self.raise_if_failed()
+        return self._model.may_hold_audience(branch)
+
+
+def check_write(states: object, guard: object, *, optional: bool = False) -> None:
+    """The checks of a state write's own arguments: ``states`` (``None`` too when ``optional``) a
+    mapping of state keys to JSON values that can be stored, and ``guard`` ``None`` or callable
+    (a shared store runs it at commit, where a wrong type would fail the committer)."""
+    check_callable(guard, "guard", optional=True)
+    if states is None and optional:
+        return
+    check_state_records(states)  # keys are names, values JSON that can be stored
+
+
+def check_meta(meta: object) -> None:
+    """A branch's ``meta``: ``None`` or a JSON object that can be stored."""
+    if meta is not None:
+        check_mapping(meta, "meta")
+        check_state_records({"meta": meta})
