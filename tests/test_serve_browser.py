@@ -193,14 +193,20 @@ def test_provenance_links_open_the_messages_they_stand_for(page: Any) -> None:
 
 def test_memories_open_the_messages_they_cover(page: Any, server: Server) -> None:
     show(page, "memories")
+    tree = page.evaluate("async () => (await fetch('/api/memories?namespace=agents/bob')).json()")
+    bobs = [m["id"] for level in tree["levels"] for m in level["memories"]]
     page.select_option("#mem-ns", "agents/bob")
-    page.wait_for_selector("#memories .memory")
+    # the list shows bob's memories (not still the namespace shown before the selection)
+    page.wait_for_function(
+        "ids => { const shown = [...document.querySelectorAll('#memories .memory')].map(m => m.dataset.id);"
+        " return shown.length > 0 && shown.every(id => ids.includes(id)); }",
+        arg=bobs,
+    )
     memory = page.locator("#memories .memory").first
     memory_id = memory.get_attribute("data-id")
     memory.click()
     page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
     opened = page.locator("#drawer-body li.message").evaluate_all("items => items.map(item => item.dataset.id)")
-    tree = page.evaluate("async () => (await fetch('/api/memories?namespace=agents/bob')).json()")
     covered = next(m["message_ids"] for level in tree["levels"] for m in level["memories"] if m["id"] == memory_id)
     assert opened == covered
     assert "as bob sees them" in page.inner_text("#drawer-body")
