@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from ..store._blocks import ContentBlock, has_audience
+from ..store._messages import freeze_metadata
+from ..store._scheduling import cancel_point
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import STRATEGY_KEY, ContextStrategy, StrategyContext, StrategyState
 from ..strategies._capabilities import HasEstimator, ShardsMessages
@@ -90,6 +92,8 @@ class Binding:
         self._erasures_seen = core.store.model.erasure_count  # see catch_up
         self._shards_messages = False
         self._answers = 0
+        #: The running library's cancel point (see ``store._scheduling``): a write's first step.
+        self.cancel_point = cancel_point()
 
     # -- what it is bound to ---------------------------------------------------------------------
 
@@ -242,12 +246,13 @@ class Binding:
 
     def message_items(self, participant: str, blocks: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None) -> list[MessageItem]:
         """What one message becomes in the log: itself, or the shards of a strategy that shards
-        long messages (a message with an audience block stays whole). The participant is the
-        store's to check (``check_message_items``): a participant that is no string is not
-        handed to the strategy, and any other is refused by the store for every shard alike."""
+        long messages (a message with an audience block stays whole). The participant and the
+        metadata are the store's to check and copy (``check_message_items``): a strategy is handed
+        the metadata's read-only copy, and a participant that is no string is not handed to it;
+        any other is refused by the store for every shard alike."""
         strategy = self._strategy
         if self._shards_messages and isinstance(strategy, ShardsMessages) and isinstance(participant, str) and not has_audience(blocks):
-            shards = strategy.shard_message(participant, blocks, metadata)
+            shards = strategy.shard_message(participant, blocks, freeze_metadata(metadata))
             if shards:
                 return list(shards)
         return [(participant, blocks, metadata)]

@@ -28,7 +28,7 @@ import anyio.lowlevel
 from ..store._arguments import check_int, check_message_id, check_str
 from ..store._blocks import ContentBlock, check_content, coerce_content
 from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError, UnknownMessageError
-from ..store._messages import Message, freeze_metadata
+from ..store._messages import Message
 from ..store._names import check_branch
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, Injection, MessageInjection, check_marks_reads
@@ -209,8 +209,8 @@ class ContextManager:
         binding = self._binding
         binding.check("add_message")
         blocks = _message_content(content)
-        items = binding.message_items(participant, blocks, freeze_metadata(metadata))
-        await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the write: nothing written
+        items = binding.message_items(participant, blocks, metadata)
+        await binding.cancel_point()  # cancelled before the write: nothing written
         messages = await binding.store.append_messages(binding.branch, items)
         return messages[0]
 

@@ -28,7 +28,7 @@ def freeze_metadata(value: Mapping[str, Any] | None, *, path: str = "metadata") 
     (:class:`InvalidNameError` at ``metadata.<key>``, at any depth); a string that is not valid
     Unicode; and nesting deeper than the documented limit.
     """
-    if value is None or (isinstance(value, Mapping) and not value):
+    if value is None or value is _NO_METADATA or (isinstance(value, Mapping) and not value):
         return _NO_METADATA
     if isinstance(value, MappingProxyType):
         value = dict(value)

@@ -26,12 +26,11 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-import sniffio
 
 from ._drivers import Driver, ImmutableCheck
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
@@ -41,6 +40,7 @@ from ._file_checks import open_error
 from ._journal import Recheck, Serving, stopped
 from ._model import LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
+from ._scheduling import scheduling_point
 from ._store import Store
 
 __all__ = [
@@ -408,17 +408,6 @@ class SqliteStore(Store):
         """Copy the write-ahead log into the database file and empty it (``TRUNCATE``); whether
         it could (a reader in another process holding an old snapshot stops it). Logged when not."""
         return await self._file.checkpoint_truncate()
-
-
-def scheduling_point() -> Callable[[], Awaitable[None]]:
-    """The running library's scheduling point that is never a cancel point: under Trio its own
-    (anyio's looks the library up on every call, 0.8 µs of a lone write's 30), else anyio's."""
-    if sniffio.current_async_library() == "trio":
-        import trio.lowlevel
-
-        return trio.lowlevel.cancel_shielded_checkpoint
-    return anyio.lowlevel.cancel_shielded_checkpoint
-
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"

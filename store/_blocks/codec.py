@@ -302,7 +302,8 @@ def coerce_content(content: object, *, path: str = "content") -> tuple[ContentBl
     Audience placement is *not* judged here (wire-form dicts are decoded leniently about
     audiences, so that ``check_content`` names the place exactly as it would for block objects).
     """
-    if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+    exact = type(content) is list or type(content) is tuple  # no ABC check on the common types
+    if not exact and (isinstance(content, (str, bytes)) or not isinstance(content, Sequence)):
         raise MalformedContentError(path, f"content must be a list of blocks, not {type(content).__name__}")
     out: list[ContentBlock] = []
     for index, item in enumerate(content):
