@@ -29,7 +29,7 @@ from ._values import Derivation
 
 if TYPE_CHECKING:
     from ..strategies._base import ContextStrategy
-    from ._manager import ContextManager
+    from ._core import ManagerHandle
 
 log = logging.getLogger("asides.actors")
 
@@ -40,7 +40,7 @@ class Moves:
     """The moves of one manager (see the module docstring). ``owner`` is the manager: the runtime
     records which manager holds which strategy."""
 
-    def __init__(self, binding: Binding, background: BackgroundWork, owner: ContextManager) -> None:
+    def __init__(self, binding: Binding, background: BackgroundWork, owner: ManagerHandle) -> None:
         self._binding = binding
         self._background = background
         self._owner = owner

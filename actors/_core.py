@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio.abc
 import attrs
@@ -32,8 +32,19 @@ from ._protocol import Signal
 from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, context_index, context_key, context_prefix, own_record, reader_of
 from ._values import ContextEntry
 
-if TYPE_CHECKING:
-    from ._manager import ContextManager
+
+class ManagerHandle(Protocol):
+    """What the core knows of a manager: the strategy it holds, whether it is closed, and how
+    to close it (the runtime closes every manager it opened)."""
+
+    @property
+    def strategy(self) -> Any: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
 
 __all__ = ["RuntimeCore"]
 
@@ -66,9 +77,9 @@ class RuntimeCore:
         self._tasks = tasks
         self._actors: dict[tuple[str, str], NamespaceActor] = {}
         self._signals: dict[str, Signal] = {}
-        self._managers: set[ContextManager] = set()
+        self._managers: set[ManagerHandle] = set()
         #: Which open manager holds each strategy object (by identity): one manager at a time.
-        self._strategy_holders: dict[int, ContextManager] = {}
+        self._strategy_holders: dict[int, ManagerHandle] = {}
         self._copies: dict[str, dict[str, list[str]]] = {}
         self._attachments: dict[type[Any], Any] = {}
         self.closing = False
@@ -124,7 +135,7 @@ class RuntimeCore:
 
     # -- managers and the strategies they hold ---------------------------------------------------
 
-    def check_strategy_free(self, strategy: object, manager: ContextManager | None = None) -> None:
+    def check_strategy_free(self, strategy: object, manager: ManagerHandle | None = None) -> None:
         """Refuse a strategy object that another open manager holds: its in-memory state would
         carry one reader's view into another's compiles, and what is no strategy at all
         (``check_strategy``: every path that takes a strategy comes through here)."""
@@ -133,13 +144,13 @@ class RuntimeCore:
         if holder is not None and holder is not manager and not holder.closed:
             raise StrategyInUseError(strategy=strategy, holder=repr(holder))
 
-    def hold_strategy(self, strategy: object, manager: ContextManager) -> None:
+    def hold_strategy(self, strategy: object, manager: ManagerHandle) -> None:
         """Record that ``manager`` holds ``strategy`` (and no longer holds any other)."""
         self.check_strategy_free(strategy, manager)
         self.release_strategy(manager)
         self._strategy_holders[id(strategy)] = manager
 
-    def release_strategy(self, manager: ContextManager) -> None:
+    def release_strategy(self, manager: ManagerHandle) -> None:
         """``manager`` holds no strategy any more."""
         for key, holder in list(self._strategy_holders.items()):
             if holder is manager:
@@ -150,12 +161,12 @@ class RuntimeCore:
         """How many managers are registered (open, or opening)."""
         return len(self._managers)
 
-    def register(self, manager: ContextManager) -> None:
+    def register(self, manager: ManagerHandle) -> None:
         """``manager`` is opening: it holds its strategy, and closes with the runtime."""
         self.hold_strategy(manager.strategy, manager)
         self._managers.add(manager)
 
-    def forget(self, manager: ContextManager) -> None:
+    def forget(self, manager: ManagerHandle) -> None:
         """A manager closed (or its open failed): it holds nothing any more."""
         self._managers.discard(manager)
         self.release_strategy(manager)

@@ -302,9 +302,9 @@ def coerce_content(content: object, *, path: str = "content") -> tuple[ContentBl
     Audience placement is *not* judged here (wire-form dicts are decoded leniently about
     audiences, so that ``check_content`` names the place exactly as it would for block objects).
     """
-    exact = type(content) is list or type(content) is tuple  # no ABC check on the common types
-    if not exact and (isinstance(content, (str, bytes)) or not isinstance(content, Sequence)):
-        raise MalformedContentError(path, f"content must be a list of blocks, not {type(content).__name__}")
+    if type(content) is not list and type(content) is not tuple:  # no ABC check on the common types
+        if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+            raise MalformedContentError(path, f"content must be a list of blocks, not {type(content).__name__}")
     out: list[ContentBlock] = []
     for index, item in enumerate(content):
         ipath = f"{path}[{index}]"
