@@ -28,7 +28,7 @@ marker, the target, and the instruction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -38,6 +38,7 @@ from ...store._views import MessageView
 from .._base import CompiledMessage, StrategyContext
 from .._errors import AnswerRejectedError, CompressionError
 from .._models import CompletionRequest, accepted_text
+from .._tokens import Estimator
 from .._windowed import first_position_at_or_after
 from .compression import MARKER, TRANSITION_REQUEST, TRANSITION_SYSTEM, recall_pair, reduce_message, system_text
 from .records import Attempts, Chunk, Summary, SummaryRecord
@@ -46,8 +47,27 @@ from .rendering import SummaryItem, middle_items
 from .scheduling import CloseChunks, CloseTrailing, CompressChunk, MergeSummaries, Unit, where
 from .tracking import Tracker
 
-if TYPE_CHECKING:
-    from .strategy import AutobiographicalStrategy
+
+class Planner(Protocol):
+    """What a plan reads of its strategy: its settings and its tracker (the Autobiographical and
+    Knowledge strategies are planners; a plan never changes one)."""
+
+    kind: str
+    tracker: Tracker
+    estimator: Estimator
+    summary_participant: str
+    summary_target_tokens: int
+    compression_model: str | None
+    compression_max_tokens: int
+    compression_context_tokens: int
+    request_message_tokens: int
+    merge_attempt_limit: int
+    l1_attempt_limit: int
+    l1_instruction: str
+    merge_instruction: str
+
+    def asking(self, plan: Ask | TransitionPlan | None) -> None:
+        """The request of ``plan`` is out now (``None``: none is), as ``pending_work()`` says."""
 
 __all__ = [
     "NO_EARLIER_CONTEXT",
@@ -55,6 +75,7 @@ __all__ = [
     "Ask",
     "Close",
     "Outcome",
+    "Planner",
     "PlansUnits",
     "Rejected",
     "Superseded",
@@ -179,7 +200,7 @@ def plans_units(strategy: object) -> bool:
 # -- planning ----------------------------------------------------------------------------------
 
 
-def plan_unit(strategy: AutobiographicalStrategy, view: MessageView, unit: Unit) -> Close | Ask:
+def plan_unit(strategy: Planner, view: MessageView, unit: Unit) -> Close | Ask:
     """What ``unit`` asks for, from the tracker and ``view`` as they stand (writes nothing)."""
     tracker = strategy.tracker
     if isinstance(unit, CloseChunks):
@@ -192,14 +213,14 @@ def plan_unit(strategy: AutobiographicalStrategy, view: MessageView, unit: Unit)
     return _merge(strategy, view, regions, unit)
 
 
-def _close(strategy: AutobiographicalStrategy, unit: CloseChunks | CloseTrailing, source: list[list[Message]]) -> Close:
+def _close(strategy: Planner, unit: CloseChunks | CloseTrailing, source: list[list[Message]]) -> Close:
     made = tuple(Chunk(c[0].id, tuple(m.id for m in c), c[0].sequence, c[-1].sequence) for c in source)
     newest = max(m.sequence for chunk in source for m in chunk)
     records = {f"{strategy.kind}/chunk/{c.id}": c.to_json() for c in made}
     return Close(unit, newest, made, records, source)
 
 
-def _reduce(strategy: AutobiographicalStrategy, message: Message) -> CompiledMessage | None:
+def _reduce(strategy: Planner, message: Message) -> CompiledMessage | None:
     return reduce_message(
         message,
         summary_participant=strategy.summary_participant,
@@ -209,7 +230,7 @@ def _reduce(strategy: AutobiographicalStrategy, message: Message) -> CompiledMes
 
 
 def _prior(
-    strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int
+    strategy: Planner, view: MessageView, regions: Regions, before: int
 ) -> tuple[list[CompiledMessage], int, list[str]]:
     """Prior context of a target starting at ``before``: the newest middle items before it
     within ``compression_context_tokens``, the newest sequence they show, and the ids of the
@@ -241,7 +262,7 @@ def _prior(
 
 
 def _head(
-    strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, before: int
+    strategy: Planner, view: MessageView, regions: Regions, before: int
 ) -> tuple[list[CompiledMessage], int, list[str]]:
     """The head, reduced, when it lies before ``before``; the newest sequence it shows; the ids
     of the messages it shows."""
@@ -260,7 +281,7 @@ def _head(
     return shown, newest, ids
 
 
-def _request(strategy: AutobiographicalStrategy, messages: list[CompiledMessage], source_ids: list[str]) -> CompletionRequest:
+def _request(strategy: Planner, messages: list[CompiledMessage], source_ids: list[str]) -> CompletionRequest:
     return CompletionRequest(
         tuple(messages),
         system=system_text(strategy.summary_participant),
@@ -274,7 +295,7 @@ def _instruction(text: str) -> CompiledMessage:
     return CompiledMessage("user", (TextBlock(text),))
 
 
-def _compress_chunk(strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, unit: CompressChunk) -> Ask:
+def _compress_chunk(strategy: Planner, view: MessageView, regions: Regions, unit: CompressChunk) -> Ask:
     """A level-1 unit: the chunk's messages, after the head and the prior context."""
     chunk = strategy.tracker.memory.chunks[unit.chunk_id]
     present = [m for m in (view.get(i) for i in chunk.message_ids) if m is not None]
@@ -297,7 +318,7 @@ def _chunk_messages(tracker: Tracker, view: MessageView, members: list[SummaryRe
     return [m for m in (view.get(i) for i in ids) if m is not None]
 
 
-def _merge(strategy: AutobiographicalStrategy, view: MessageView, regions: Regions, unit: MergeSummaries) -> Ask:
+def _merge(strategy: Planner, view: MessageView, regions: Regions, unit: MergeSummaries) -> Ask:
     """A merge unit: level-``level`` summaries into one of the next level. The target is the group
     one level below its members: the raw messages of each member's chunk for a level-1 group,
     else each member's children as recall pairs."""
@@ -342,7 +363,7 @@ def _superseded(tracker: Tracker, unit: CompressChunk | MergeSummaries) -> bool:
     return any(s in memory.parent or s not in memory.summaries for s in unit.group)
 
 
-def judge_answer(strategy: AutobiographicalStrategy, ask: Ask, answer: object) -> Outcome:
+def judge_answer(strategy: Planner, ask: Ask, answer: object) -> Outcome:
     """What ``answer`` makes, against the tracker as it stands now (caught up with what other
     managers wrote meanwhile). ``answer`` is the model's return value for ``ask.request``, or the
     ``AnswerRejectedError`` a layer between raised for it (the model gate's size limit). A
@@ -380,7 +401,7 @@ def judge_answer(strategy: AutobiographicalStrategy, ask: Ask, answer: object) -
     return Accepted({f"{strategy.kind}/summary/{record.id}": record.to_json()}, record)
 
 
-def _count_rejection(strategy: AutobiographicalStrategy, ask: Ask, rejected: AnswerRejectedError) -> Rejected:
+def _count_rejection(strategy: Planner, ask: Ask, rejected: AnswerRejectedError) -> Rejected:
     before = strategy.tracker.memory.attempts.get(ask.key, Attempts())
     rejections = before.rejections + 1
     members = tuple(ask.unit.group) if isinstance(ask.unit, MergeSummaries) else ()
@@ -396,7 +417,7 @@ def _count_rejection(strategy: AutobiographicalStrategy, ask: Ask, rejected: Ans
 # -- after the write ---------------------------------------------------------------------------
 
 
-def take_written(strategy: AutobiographicalStrategy, written: Close | Accepted | Rejected, view: MessageView) -> None:
+def take_written(strategy: Planner, written: Close | Accepted | Rejected, view: MessageView) -> None:
     """Bring the tracker up to records just written for a close or an outcome (in memory only)."""
     tracker = strategy.tracker
     if isinstance(written, Close):
@@ -433,7 +454,7 @@ def _transition_reads(tracker: Tracker, regions: Regions, view: MessageView) -> 
     return head, chosen
 
 
-def plan_transition(strategy: AutobiographicalStrategy, view: MessageView, regions: Regions) -> TransitionPlan | None:
+def plan_transition(strategy: Planner, view: MessageView, regions: Regions) -> TransitionPlan | None:
     """The request for a topic transition note, written from the head and up to three summaries;
     ``None`` when there is nothing to read (the note is then ``No earlier context.``)."""
     head, chosen = _transition_reads(strategy.tracker, regions, view)

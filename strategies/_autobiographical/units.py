@@ -15,14 +15,13 @@ retries with back-off; a unit at its limit has failed: it renders raw and is nev
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._base import StrategyContext
 from .._errors import AnswerRejectedError, CompressionError, ModelError
 from .plans import (
     NO_EARLIER_CONTEXT,
     Ask,
     Close,
+    Planner,
     Rejected,
     Superseded,
     TransitionPlan,
@@ -33,9 +32,6 @@ from .plans import (
     take_written,
 )
 
-if TYPE_CHECKING:
-    from .strategy import AutobiographicalStrategy
-
 __all__ = ["commit", "prepare", "prepare_transition", "run_plan", "transition_text"]
 
 #: Raises of the floor a unit makes before its request leaves, at most: a plan made again after
@@ -43,14 +39,14 @@ __all__ = ["commit", "prepare", "prepare_transition", "run_plan", "transition_te
 _RAISES = 3
 
 
-async def run_plan(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> None:
+async def run_plan(strategy: Planner, ctx: StrategyContext, plan: Close | Ask) -> None:
     """Run a planned unit to its end (``tick``): :func:`prepare`, the request, :func:`commit`."""
     plan = await prepare(strategy, ctx, plan)
     if isinstance(plan, Ask):
         await commit(strategy, ctx, plan, await _ask(strategy, ctx, plan))
 
 
-async def prepare(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
+async def prepare(strategy: Planner, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
     """Perform what ``plan`` asks before any request: raise the floor; for a close, write its
     records and take them in; for a request, plan it again from the view as it stands after the
     raise when the view changed meanwhile (raising again if it shows more). Returns the plan
@@ -75,7 +71,7 @@ async def prepare(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan
     return plan
 
 
-async def commit(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Ask, answer: object) -> None:
+async def commit(strategy: Planner, ctx: StrategyContext, plan: Ask, answer: object) -> None:
     """Perform what the answer to ``plan``'s request makes, once the strategy took in what other
     managers wrote meanwhile: write the summary, or the counted rejection and then raise it
     (``AnswerRejectedError`` naming the unit and the reason), or nothing."""
@@ -91,7 +87,7 @@ async def commit(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan:
         raise outcome.error
 
 
-async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: Ask | TransitionPlan) -> object:
+async def _ask(strategy: Planner, ctx: StrategyContext, plan: Ask | TransitionPlan) -> object:
     """Send the plan's request; the model's answer, or the ``AnswerRejectedError`` the model
     gate raised for it. ``plan.describe`` is what ``pending_work()`` says while it is out, and
     what a model error names."""
@@ -109,7 +105,7 @@ async def _ask(strategy: AutobiographicalStrategy, ctx: StrategyContext, plan: A
         strategy.asking(None)
 
 
-async def prepare_transition(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> TransitionPlan | None:
+async def prepare_transition(strategy: Planner, ctx: StrategyContext) -> TransitionPlan | None:
     """The request for a transition note from the head and up to three summaries, with the floor
     raised to what it shows; ``None`` when there is nothing to read (the note is then ``No
     earlier context.``). Refused with ``CompressionError`` when there is no model to ask."""
@@ -126,7 +122,7 @@ async def prepare_transition(strategy: AutobiographicalStrategy, ctx: StrategyCo
     return plan
 
 
-async def transition_text(strategy: AutobiographicalStrategy, ctx: StrategyContext) -> str:
+async def transition_text(strategy: Planner, ctx: StrategyContext) -> str:
     """A transition note written by the model from the head and up to three summaries (raising
     the floor first); ``No earlier context.`` when there is nothing to read. Writes nothing."""
     plan = await prepare_transition(strategy, ctx)
