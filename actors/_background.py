@@ -189,7 +189,7 @@ class BackgroundWork:
             if not isinstance(planned, tuple):
                 return planned
             step, gate = planned
-            answer = await self._send(strategy, actor, step, gate)
+            answer = await self._send(strategy, step, gate)
 
             async def commit() -> bool:
                 judged = self._answer_back(strategy, gate, step, answer)
@@ -218,16 +218,15 @@ class BackgroundWork:
         """In the actor's turn, once a planned request is back with ``answer``: no longer out;
         ``AnswerStale`` when it is to be thrown away (a move, a close, a claim change); else the
         answer to judge, or the ``AnswerRejectedError`` the gate's size limit makes of it."""
-        gate.finished(answered=True)
         strategy.asking(None)
-        gate.check_fresh()
+        gate.came_back()
         try:
             gate.check_answer(answer, step.request)
         except AnswerRejectedError as exc:
             return exc
         return answer
 
-    async def _send(self, strategy: PlansUnits, actor: NamespaceActor, step: Ask | TransitionPlan, gate: ModelGate) -> object:
+    async def _send(self, strategy: PlansUnits, step: Ask | TransitionPlan, gate: ModelGate) -> object:
         """In this task, holding no turn: send the planned request and return the model's answer
         (unchecked). A request that fails or is cancelled is handed back as given up (in the
         actor: no longer out, no longer in flight) before its error propagates, a model error
@@ -238,16 +237,7 @@ class BackgroundWork:
             await anyio.lowlevel.checkpoint_if_cancelled()  # a drain stopped meanwhile hands nothing back
             return answer
         except BaseException as exc:
-
-            async def given_up() -> None:
-                gate.finished(answered=False)
-                strategy.asking(None)
-
-            with anyio.CancelScope(shield=True):
-                try:
-                    await actor.execute(Unit(), given_up)
-                except Exception:  # the actor ended (the runtime closes): nothing else uses it now
-                    await given_up()
+            await gate.give_up(also=lambda: strategy.asking(None))
             if isinstance(exc, ModelError):
                 raise ModelError(f"{step.describe}: {exc}") from exc
             raise
@@ -441,9 +431,9 @@ class BackgroundWork:
 
     async def reset_head_window(self, text: str | None) -> str:
         """Start the head window at a new ``[Topic Transition]`` message holding ``text`` (checked
-        already), or the note the model writes (``ContextManager.reset_head_window``)."""
+        already, as is the manager), or the note the model writes
+        (``ContextManager.reset_head_window``)."""
         binding = self._binding
-        binding.check("reset_head_window")
         strategy = binding.strategy
         if not isinstance(strategy, HasHeadWindow):
             raise StrategyCapabilityError(f"reset_head_window was refused: strategy {binding.strategy_name!r} has no head window")
@@ -493,7 +483,7 @@ class BackgroundWork:
         if isinstance(planned, str):
             return planned
         step, gate = planned
-        answer = await self._send(strategy, actor, step, gate)
+        answer = await self._send(strategy, step, gate)
 
         async def commit() -> str:
             try:

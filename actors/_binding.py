@@ -82,7 +82,6 @@ class Binding:
         self._actor: NamespaceActor = core.actor(branch, namespace)
         self._held: NamespaceActor | None = None  # the actor this binding keeps alive
         self._hold(self._actor)
-        self._views_made = 0
         self._view = self._make_view(branch)
         self._closed = False
         self._started = False
@@ -108,13 +107,9 @@ class Binding:
 
     @property
     def view(self) -> MessageView:
-        """The reader's view of the branch (a new one after a move or an erasure)."""
+        """The reader's view of the branch: a new object after a move or an erasure, so what a
+        compile kept of an older one is stale."""
         return self._view
-
-    @property
-    def views_made(self) -> int:
-        """How many times the view was replaced: what a compile kept of an older one is stale."""
-        return self._views_made
 
     @property
     def strategy(self) -> ContextStrategy:
@@ -137,7 +132,7 @@ class Binding:
     @property
     def started(self) -> bool:
         """Whether the strategy started, and did not fail to."""
-        return self._started and self._start_error is None
+        return self._started
 
     @property
     def epoch(self) -> int:
@@ -373,7 +368,6 @@ class Binding:
             previous.detach()
 
     def _make_view(self, branch: str) -> MessageView:
-        self._views_made += 1
         return MessageView(
             self.store.model,
             branch,

@@ -46,9 +46,9 @@ class Moves:
         self._owner = owner
 
     async def fork(self, name: str) -> None:
-        """Make branch ``name`` (checked already) at the manager's head and move onto it."""
+        """Make branch ``name`` (checked already, as the manager: the record check the child
+        inherits, R4, R7) at the manager's head and move onto it."""
         binding = self._binding
-        binding.check("fork")  # the record check here is the one the child inherits (R4, R7)
         if binding.store.has_branch(name):
             raise BranchExistsError(name)
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -57,9 +57,9 @@ class Moves:
             await self.move(name, binding.strategy, "fork")
 
     async def switch_branch(self, name: str) -> None:
-        """Move to branch ``name`` (checked already) and restart the strategy there."""
+        """Move to branch ``name`` (checked already, as the manager) and restart the strategy
+        there."""
         binding = self._binding
-        binding.check("switch_branch", started=False)
         binding.store.branch_info(name)
         binding.core.actor(name, binding.namespace).check(binding.view_reader, "switch_branch")
         await self.move(name, binding.strategy, "switch_branch")
@@ -95,11 +95,10 @@ class Moves:
                 background.start_drain()  # refused or cancelled before anything moved: the old drain resumes
 
     def derivation(self, branch: str, strategy: ContextStrategy, at_sequence: int | None) -> Derivation:
-        """Where a derive onto the new ``branch`` (checked already) would start, checked: refused
-        when the branch exists, when the manager may not derive, or when an earlier record at the
-        derivation point names another reader."""
+        """Where a derive onto the new ``branch`` (checked already, as the manager) would start,
+        checked: refused when the strategy is held elsewhere, when the branch exists, or when an
+        earlier record at the derivation point names another reader."""
         binding = self._binding
-        binding.check("derive")
         binding.core.check_strategy_free(strategy)
         if binding.store.has_branch(branch):
             raise BranchExistsError(branch)

@@ -213,40 +213,20 @@ class ModelGate:
         then the answer handed back as the actor's work (stale: ``AnswerStale``), and checked.
         Asked in the actor's own task (a command's work), every step runs there, the request too,
         and the namespace waits meanwhile (no built-in strategy asks the model there)."""
-        await self._as_actor(lambda: self.prepare(request))
+        actor = self._actor
+        await actor.execute(ModelRequest(), lambda: self.prepare(request))
         try:
             completion = await self._ask(request)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._given_up()
+            await self.give_up()
             raise
 
         async def answered() -> None:
-            self.finished(answered=True)
-            self.check_fresh()
+            self.came_back()
 
-        await self._as_actor(answered)
+        await actor.execute(ModelRequest(), answered)
         self.check_answer(completion, request)
         return completion
-
-    async def _as_actor(self, work: Callable[[], Awaitable[None]]) -> None:
-        actor = self._actor
-        if actor.holds_turn():
-            await work()
-        else:
-            await actor.execute(ModelRequest(), work)
-
-    async def _given_up(self) -> None:
-        """A request that failed or was cancelled is no longer out; when the actor ended (the
-        runtime closes) nothing else uses it now, and this task says so itself."""
-
-        async def given_up() -> None:
-            self.finished(answered=False)
-
-        try:
-            await self._as_actor(given_up)
-        except Exception:
-            await given_up()
 
     # -- a request in steps (the drains of strategies that return their units as effects) -------
     #
@@ -274,6 +254,31 @@ class ModelGate:
         self._actor.request_finished()
         if answered:
             self._on_answer()
+
+    def came_back(self) -> None:
+        """In the actor's turn: the request is back with an answer, so no longer out; raises
+        :class:`AnswerStale` when the answer is to be thrown away (:meth:`check_fresh`)."""
+        self.finished(answered=True)
+        self.check_fresh()
+
+    async def give_up(self, also: Callable[[], None] | None = None) -> None:
+        """The request failed or was cancelled: no longer out (and ``also`` done with it), as the
+        actor's work, shielded; when the actor ended (the runtime closes) nothing else uses it
+        now, and this task does it itself."""
+
+        def given_up() -> None:
+            self.finished(answered=False)
+            if also is not None:
+                also()
+
+        async def in_the_actor() -> None:
+            given_up()
+
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._actor.execute(ModelRequest(), in_the_actor)
+            except Exception:
+                given_up()
 
     def check_fresh(self) -> None:
         """Raise :class:`AnswerStale` when the answer is to be thrown away: the manager moved or

@@ -26,7 +26,7 @@ class Compiles:
     def __init__(self, binding: Binding) -> None:
         self._binding = binding
         self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
-        self._assembly_view = binding.views_made
+        self._assembly_view = binding.view  # the view the cache was made for
         self._last_disclosed: str | None = None  # the way of the last compile recorded (_disclose)
 
     async def compile(
@@ -99,8 +99,8 @@ class Compiles:
 
     def _cache(self) -> AssemblyCache:
         """The assembly cache, new once the view was replaced (a move, an erasure)."""
-        if self._assembly_view != self._binding.views_made:
-            self._assembly_view = self._binding.views_made
+        if self._assembly_view is not self._binding.view:
+            self._assembly_view = self._binding.view
             self._assembly = AssemblyCache()
             self._last_disclosed = None
         return self._assembly
