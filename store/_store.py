@@ -244,14 +244,13 @@ class Store:
         self._check_usable()
         check_branch(name)
         check_meta(meta)
-        if self._model.has_branch(name):
-            raise BranchExistsError(name)
-        at = fork_point(at_sequence, self._model.head(parent), parent)
 
-        def recheck(model: LogModel) -> None:
+        def recheck(model: LogModel) -> None:  # now, and again where the write takes its place
             if model.has_branch(name):
                 raise BranchExistsError(name)
 
+        recheck(self._model)
+        at = fork_point(at_sequence, self._model.head(parent), parent)
         await self._journal.commit([branch_row(name, parent, at, meta)], recheck=recheck)
         return self._model.branch_info(name)
 
