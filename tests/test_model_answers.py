@@ -160,13 +160,20 @@ async def test_a_hosts_own_tick_gets_a_model_error_for_a_stray_cancelled(store_p
 async def test_a_cancellation_the_host_delivers_still_propagates_from_its_tick(store_path, autojump_clock):
     """The host's own cancel scope cancels its ``tick()`` while the request hangs: that is a
     real cancellation, not the model's failure: the scope catches it, no ``ModelError`` is
-    raised, the hanging request is cancelled and nothing is stored."""
+    raised, the hanging request is cancelled and nothing is stored. The host cancels once the
+    request hangs (not after a time: on PostgreSQL the unit's lease take is real I/O, which the
+    autojumping clock would otherwise jump past)."""
     model = FailingModel(hang=True)
     async with open_test_runtime(store_path) as rt:
         manager = await rt.open_manager("agents/s", strategy=AskOnTick(), view_reader="ann", model=model)
         await manager.add_message("user", [text("hello")])
-        with trio.move_on_after(5) as scope:
-            await manager.tick()
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(manager.tick)
+                with trio.fail_after(60):
+                    while model.hanging == 0:
+                        await trio.sleep(0.01)
+                scope.cancel()
         assert scope.cancelled_caught
         assert model.hanging == 0 and len(model.requests) == 1
         assert rt.store.get_state("main", "agents/s/ask-on-tick/answer") is None
