@@ -17,7 +17,7 @@ import anyio.abc
 import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
-from ..store._events import BranchCreated, MessagesErased, StatesWritten, StoreEvent
+from ..store._events import BranchCreated, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ..store._messages import Message
 from ..store._model import MISSING
 from ..store._rows import FromElsewhere
@@ -175,11 +175,19 @@ class RuntimeCore:
 
     def _on_store_event(self, event: StoreEvent) -> None:
         # Constant time however many managers are open: strategies catch up when they next run.
+        branch = event.branch if type(event) is MessagesAppended else self._follow(event)  # an append: only the signal
+        signal = self._signals.get(branch) if branch is not None else None
+        if signal is not None:
+            signal.raise_()
+
+    def _follow(self, event: StoreEvent) -> str | None:
+        """Do what ``event`` asks of the actors beside a branch signal; the branch whose signal it
+        raises, if any."""
         if isinstance(event, BranchCreated):
-            return
+            return None
         if isinstance(event, MessagesErased):
             self.wake_all_branches()  # managers start their strategies again when they next run
-            return
+            return None
         if isinstance(event, StatesWritten):
             # A reader record or floor written by another process (on a shared store) reaches its
             # actor, as a command: a claim made elsewhere stops drains here as a local claim
@@ -195,9 +203,7 @@ class RuntimeCore:
                         actor.store_changed()
                 elif elsewhere:
                     self._adopt_written_elsewhere(event.branch, key)
-        signal = self._signals.get(event.branch)
-        if signal is not None:
-            signal.raise_()
+        return event.branch
 
     def _adopt_written_elsewhere(self, branch: str, key: str) -> None:
         """Hand a strategy-state record another process wrote to its namespace's actor, if it

@@ -75,7 +75,8 @@ class Owners:
 
     def set(self, record_id: int, branch: Branch, index: int) -> None:
         missing = record_id + 1 - len(self._branches)
-        if missing > 0:
+        if missing > 0:  # grown by half again at least, so appending ids is amortized constant time
+            missing = max(missing, len(self._branches) // 2)
             self._branches.extend([None] * missing)
             self._indexes.extend(array("q", bytes(8 * missing)))
         self._branches[record_id] = branch

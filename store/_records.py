@@ -4,6 +4,7 @@ before anything changes, and decoding what was stored, fail-closed (pure logic, 
 from __future__ import annotations
 
 import json
+import json.encoder
 import logging
 import time
 import typing
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._blocks import ContentBlock, UnreadableBlock, content_to_json, decode_stored_content
+from ._blocks import ContentBlock, TextBlock, UnreadableBlock, content_to_json, decode_stored_content
 from ._errors import ArgumentTypeError, MalformedContentError
 from ._messages import Message, freeze_metadata
 from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
@@ -37,6 +38,8 @@ _STORABLE_BLOCKS: Final = (*typing.get_args(ContentBlock), UnreadableBlock)
 
 #: The one encoder of stored JSON (``json.dumps`` with these options makes an encoder per call).
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+#: The JSON string form ``_ENCODER`` gives a ``str`` (``ensure_ascii=False``), on its own.
+_JSON_STRING: Final = json.encoder.encode_basestring
 
 
 def encodable(body: str, path: str) -> str:
@@ -94,8 +97,35 @@ def encode_message(
     blocks = blocks_to_store(content)
     frozen = metadata if metadata_frozen and metadata is not None else freeze_metadata(metadata)
     stamp = time.time() if timestamp is None else float(timestamp)
-    record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
-    return participant, blocks, frozen, stamp, json_text(record, "content")
+    text = _plain_text_json(blocks)
+    if text is None:
+        record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
+        return participant, blocks, frozen, stamp, json_text(record, "content")
+    # The same text ``json_text`` gives that record (key order and separators included), without
+    # building its wire form first: ``tests/test_records.py`` holds the two to be equal.
+    body = (
+        '{"participant": '
+        + _JSON_STRING(participant)
+        + ', "content": '
+        + text
+        + ', "metadata": '
+        + (_ENCODER.encode(dict(frozen)) if frozen else "{}")
+        + ', "timestamp": '
+        + float.__repr__(stamp)
+        + "}"
+    )
+    return participant, blocks, frozen, stamp, encodable(body, "content")
+
+
+def _plain_text_json(blocks: tuple[ContentBlock, ...]) -> str | None:
+    """The stored JSON of content made only of text blocks for every reader (what most messages
+    hold), as ``json_text(content_to_json(blocks))`` gives it; ``None`` for any other content."""
+    parts = []
+    for block in blocks:
+        if type(block) is not TextBlock or block.audience is not None:
+            return None
+        parts.append('{"type": "text", "text": ' + _JSON_STRING(block.text) + "}")
+    return "[" + ", ".join(parts) + "]"
 
 
 def body_may_hold_audience(body: str) -> bool:

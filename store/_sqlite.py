@@ -27,6 +27,7 @@ import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
 import anyio
@@ -68,6 +69,8 @@ CREATE TABLE IF NOT EXISTS log (
 """
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
+#: A lone write lets other tasks run before its commit at least once in this many writes.
+LONE_WRITES_PER_YIELD = 16
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -76,10 +79,11 @@ _ROWS_PER_STATEMENT = 2000
 class _Batch:
     """The rows of one commit, and how its writers learn that it ended."""
 
-    __slots__ = ("rows", "erasures", "error", "ended", "_ended_event")
+    __slots__ = ("rows", "writes", "erasures", "error", "ended", "_ended_event")
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
+        self.writes = 0  # how many writes put their rows in it
         #: Statements overwriting erased records, run after the batch's inserts in its transaction.
         self.erasures: list[tuple[str, list[Any]]] = []
         self.error: BaseException | None = None
@@ -118,6 +122,8 @@ class SqliteJournal(Serving):
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
+        self._last_shared = False  # the last commit held more than one write
+        self._unyielded = 0  # lone writes committed since a lone write last let other tasks run
         self.failure: BaseException | None = None
         self.commits = 0
         #: Records a read-only open read after its open (:meth:`catch_up`).
@@ -177,6 +183,7 @@ class SqliteJournal(Serving):
             finally:
                 self._committing = False
             self.commits += 1
+            self._last_shared = batch.writes > 1
             batch.end()
 
     def _stop(self, exc: BaseException, records: int, batch: _Batch | None) -> None:
@@ -192,12 +199,19 @@ class SqliteJournal(Serving):
 
     async def _lead(self, batch: _Batch) -> None:
         """A writer that opens a batch while no commit runs commits it itself, in its own task, so
-        a lone write involves no other task. Its one scheduling point, before the commit, lets
-        writers that are ready join the batch (group commit); writes that arrive during the commit
-        queue in the next batch, which the committer takes when this one is done."""
+        a lone write involves no other task. Before the commit it lets other tasks run, so that
+        writers that are ready join the batch (group commit): whenever the last commit was shared
+        (writers are about), and otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a task
+        writing in a loop still lets the others run, and writers that appear find it). Writes that
+        arrive during the commit queue in the next batch, which the committer takes when this one
+        is done."""
         self._committing = True
         try:
-            await self._scheduling_point()
+            if self._last_shared or self._unyielded >= LONE_WRITES_PER_YIELD - 1:
+                self._unyielded = 0
+                await self._scheduling_point()
+            else:
+                self._unyielded += 1
             if self._batch is batch:
                 self._batch = None
             try:
@@ -208,6 +222,7 @@ class SqliteJournal(Serving):
                 self._stop(exc, len(batch.rows), batch)
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
+            self._last_shared = batch.writes > 1
             batch.end()
         finally:
             self._committing = False
@@ -223,7 +238,7 @@ class SqliteJournal(Serving):
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         if len(rows) <= _ROWS_PER_STATEMENT:
-            await self._driver.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+            await self._driver.execute(_insert_sql(len(rows)), rows[0] if len(rows) == 1 else tuple(chain.from_iterable(rows)))
             return
         await self._driver.execute("BEGIN IMMEDIATE")
         try:
@@ -322,6 +337,7 @@ class SqliteJournal(Serving):
         if batch is None:
             batch = self._batch = _Batch()
         batch.rows.extend(rows)
+        batch.writes += 1
         if erasures:
             batch.erasures.extend(erasures)
         for event in events:

@@ -56,7 +56,7 @@ class Store:
         applies them into it; nothing else writes it)."""
         self._journal = journal
         self._model = model
-        self._listeners: list[Callable[[StoreEvent], None]] = []
+        self._listeners: tuple[Callable[[StoreEvent], None], ...] = ()  # replaced, never changed in place
 
     # -- what it is --------------------------------------------------------------------------
 
@@ -129,8 +129,15 @@ class Store:
     def add_listener(self, listener: Callable[[StoreEvent], None]) -> Callable[[], None]:
         """Hear of every write; returns a function that removes the listener. A listener's
         exception is logged, never raised (:meth:`_tell`)."""
-        self._listeners.append(check_callable(listener, "listener"))
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        self._listeners = (*self._listeners, check_callable(listener, "listener"))
+
+        def remove() -> None:
+            if listener in self._listeners:
+                kept = list(self._listeners)
+                kept.remove(listener)
+                self._listeners = tuple(kept)
+
+        return remove
 
     def _tell(self, event: StoreEvent) -> None:
         """Tell every listener of ``event``: the listener rule, one for every journal, which
@@ -139,7 +146,7 @@ class Store:
         memory and disk never disagree whatever a listener does: an exception a listener raises
         is logged with the event, the listeners after it still hear it, and the write stands,
         durable when the call returns, as it would without listeners."""
-        for listener in list(self._listeners):
+        for listener in self._listeners:
             try:
                 listener(event)
             except Exception:
@@ -170,6 +177,21 @@ class Store:
             )
             for item, metadata in zip(items, frozen, strict=True)
         ]
+        return await self._append_rows(rows)
+
+    async def append_message(
+        self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
+    ) -> Message:
+        """Append one message; returns it once it is durable (as :meth:`append_messages` with
+        one item)."""
+        self._check_usable()
+        self._model.require_branch(branch)
+        (frozen,) = check_message_items(((participant, content, metadata),))
+        (message,) = await self._append_rows([message_row(branch, participant, content, frozen, None, metadata_frozen=True)])
+        return message
+
+    async def _append_rows(self, rows: list[PendingRow]) -> tuple[Message, ...]:
+        """Commit message rows; the messages, once durable."""
         if not rows:
             return ()
         ids = await self._journal.commit(rows)
@@ -177,13 +199,6 @@ class Store:
         if None in appended:  # pragma: no cover - a committed record is always applied
             raise StoreFailedError(f"records {ids} were committed to {self.path!r} but are not all in memory")
         return appended  # type: ignore[return-value]  # no None, as checked
-
-    async def append_message(
-        self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
-    ) -> Message:
-        """Append one message; returns it once it is durable."""
-        (message,) = await self.append_messages(branch, [(participant, content, metadata)])
-        return message
 
     async def edit_message(
         self,

@@ -24,6 +24,7 @@ from .block_types import (
     ContentBlock,
     ImageBlock,
     SystemChangeBlock,
+    TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     UnreadableBlock,
@@ -110,7 +111,7 @@ def content_for_reader(blocks: Sequence[ContentBlock], reader: str | None) -> tu
 def has_audience(blocks: Sequence[ContentBlock]) -> bool:
     """Whether any block (or a block nested in a tool result) carries an audience, or is unreadable."""
     for block in blocks:  # a loop, not any() over a generator: this runs for every message written
-        if effective_audience(block) is not None:
+        if (type(block) is not TextBlock or block.audience is not None) and effective_audience(block) is not None:
             return True
     return False
 
