@@ -95,9 +95,9 @@ class ThreadDriver:
                 self._connection.execute("PRAGMA wal_autocheckpoint=0")
         return self._connection.execute(sql, params).fetchall()
 
-    def _may_run_inline(self, sql: str, params: Sequence[Any]) -> bool:
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         connection = self._connection
-        return (
+        if (
             self._inline_commits
             and self._queued == 0
             and not self._checkpointing
@@ -105,11 +105,8 @@ class ThreadDriver:
             and not connection.in_transaction
             and len(params) <= INLINE_PARAMETERS
             and sql.startswith("INSERT")
-        )
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        if self._may_run_inline(sql, params):
-            rows = self._execute(sql, params if type(params) is tuple else tuple(params))
+        ):
+            rows = connection.execute(sql, params if type(params) is tuple else tuple(params)).fetchall()
             self._since_checkpoint += 1
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._since_checkpoint = 0

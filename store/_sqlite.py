@@ -90,6 +90,13 @@ class _Batch:
         self.ended = False
         self._ended_event: anyio.Event | None = None  # made only when a writer waits (a lone writer never does)
 
+    def add(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
+        """One write's rows, and its erasure's overwrites."""
+        self.rows.extend(rows)
+        self.writes += 1
+        if erasures:
+            self.erasures.extend(erasures)
+
     def end(self, error: BaseException | None = None) -> None:
         """The commit ended (``error``: it failed); wake every writer waiting for it."""
         if error is not None:
@@ -176,7 +183,7 @@ class SqliteJournal(Serving):
             try:
                 with anyio.CancelScope(shield=True):
                     try:
-                        await self._commit_batch(batch)
+                        await self._commit_rows(batch.rows, batch.erasures)
                     except BaseException as exc:
                         self._stop(exc, len(batch.rows), batch)
                         raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
@@ -197,46 +204,53 @@ class SqliteJournal(Serving):
         self._wakeup.set()
         log.critical("commit of %d record(s) to %r failed; the store stops: %r", records, self.path, exc)
 
-    async def _lead(self, batch: _Batch) -> None:
-        """A writer that opens a batch while no commit runs commits it itself, in its own task, so
-        a lone write involves no other task. Before the commit it lets other tasks run, so that
-        writers that are ready join the batch (group commit): whenever the last commit was shared
-        (writers are about), and otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a task
-        writing in a loop still lets the others run, and writers that appear find it). Writes that
-        arrive during the commit queue in the next batch, which the committer takes when this one
-        is done."""
+    async def _lead(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]], events: Sequence[StoreEvent]) -> None:
+        """A writer that finds no commit running commits its rows itself, in its own task, so a
+        lone write involves no other task. Before the commit it lets other tasks run, its rows in
+        a batch that writers that are ready join (group commit): whenever the last commit was
+        shared (writers are about), and otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a
+        task writing in a loop still lets the others run, and writers that appear find it). Writes
+        that arrive during the commit queue in the next batch, which the committer takes when this
+        one is done. Listeners hear of the write once its rows are queued (:meth:`_queue`)."""
         self._committing = True
+        batch: _Batch | None = None
         try:
             if self._last_shared or self._unyielded >= LONE_WRITES_PER_YIELD - 1:
                 self._unyielded = 0
+                batch = self._batch = _Batch()
+                batch.add(rows, erasures)
+                self._tell_all(events)
                 await self._scheduling_point()
-            else:
+                if self._batch is batch:
+                    self._batch = None
+                rows, erasures = batch.rows, batch.erasures
+            else:  # no other task runs before the commit: nothing can join it, so no batch
                 self._unyielded += 1
-            if self._batch is batch:
-                self._batch = None
+                self._tell_all(events)
             try:
                 # Not cancellable: a statement sent to a driver always finishes before its caller
                 # goes on (``Driver``), and nothing else here awaits.
-                await self._commit_batch(batch)
+                await self._commit_rows(rows, erasures)
             except BaseException as exc:
-                self._stop(exc, len(batch.rows), batch)
+                self._stop(exc, len(rows), batch)
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
-            self._last_shared = batch.writes > 1
-            batch.end()
+            self._last_shared = batch is not None and batch.writes > 1
+            if batch is not None:
+                batch.end()
         finally:
             self._committing = False
             if self._batch is not None or self._closing:
                 self._wakeup.set()
 
-    async def _commit_batch(self, batch: _Batch) -> None:
-        """Commit one batch: an erasure's in a transaction of its own (:meth:`_erase_rows`)."""
-        if batch.erasures:
-            await self._erase_rows(batch)
+    async def _commit_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
+        """Commit rows: with an erasure's overwrites, in a transaction of their own (:meth:`_erase_rows`)."""
+        if erasures:
+            await self._erase_rows(rows, erasures)
         else:
-            await self._insert(batch.rows)
+            await self._insert(rows)
 
-    async def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+    async def _insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
         if len(rows) <= _ROWS_PER_STATEMENT:
             await self._driver.execute(_insert_sql(len(rows)), rows[0] if len(rows) == 1 else tuple(chain.from_iterable(rows)))
             return
@@ -250,17 +264,17 @@ class SqliteJournal(Serving):
             await self._driver.execute("ROLLBACK")
             raise
 
-    async def _erase_rows(self, batch: _Batch) -> None:
+    async def _erase_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
         """Commit a batch holding an erasure: its inserts and overwrites in one transaction, with
         ``secure_delete`` (freed space is zeroed), then a truncating checkpoint, so the erased
         bytes are in neither the database file nor its write-ahead log once this returns."""
         await self._driver.execute("PRAGMA secure_delete=ON")
         await self._driver.execute("BEGIN IMMEDIATE")
         try:
-            for start in range(0, len(batch.rows), _ROWS_PER_STATEMENT):
-                chunk = batch.rows[start : start + _ROWS_PER_STATEMENT]
+            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+                chunk = rows[start : start + _ROWS_PER_STATEMENT]
                 await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
-            for sql, params in batch.erasures:
+            for sql, params in erasures:
                 await self._driver.execute(sql, params)
             await self._driver.execute("COMMIT")
         except BaseException:
@@ -333,26 +347,25 @@ class SqliteJournal(Serving):
         transaction, tell the listeners of ``events``, then wait for the commit (``durable``)
         or have the committer start it."""
         batch = self._batch
-        opened = batch is None
+        if batch is None and durable and not self._committing and not self._closing:
+            await self._lead(rows, erasures, events)
+            return
         if batch is None:
             batch = self._batch = _Batch()
-        batch.rows.extend(rows)
-        batch.writes += 1
-        if erasures:
-            batch.erasures.extend(erasures)
-        for event in events:
-            self._tell(event)
+        batch.add(rows, erasures)
+        self._tell_all(events)
         if not durable:
             self._wakeup.set()
-            return
-        if opened and not self._committing and not self._closing:
-            await self._lead(batch)
             return
         if not self._committing:
             self._wakeup.set()  # a running commit wakes the committer when it is done
         await batch.wait()
         if batch.error is not None:
             raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
+
+    def _tell_all(self, events: Sequence[StoreEvent]) -> None:
+        for event in events:
+            self._tell(event)
 
     # -- reads -------------------------------------------------------------------------------
 
