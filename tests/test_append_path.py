@@ -1,0 +1,101 @@
+"""The append path made cheap (issue 22) keeps its promises.
+
+- A message of plain text blocks is stored as the same text the general encoding gives it (the
+  stored record is the contract of the file format), and reads back the same after a reopen.
+- A task that writes in a loop still lets the other tasks run: a lone write may commit without a
+  scheduling point, but never more than ``LONE_WRITES_PER_YIELD - 1`` writes in a row do.
+- Writers that are about still share commits (the concurrent-writer tests in test_store.py).
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asides import TextBlock, text
+from asides.store import open_store
+from asides.store._blocks import content_to_json
+from asides.store._errors import MalformedContentError
+from asides.store._records import encode_message, json_text
+from asides.store._sqlite import LONE_WRITES_PER_YIELD
+
+# Text of any code point, lone surrogates included (a block refuses them; a record's encoding too).
+any_text = st.text(st.characters(codec=None), max_size=40)
+json_scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | any_text
+metadata_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+
+
+def general_encoding(participant: str, blocks: tuple[TextBlock, ...], metadata: dict, stamp: float) -> str:
+    """The stored text of a message record as the store encodes any message."""
+    record = {"participant": participant, "content": content_to_json(blocks), "metadata": metadata, "timestamp": stamp}
+    return json_text(record, "content")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    participant=any_text.filter(bool),
+    texts=st.lists(st.text(st.characters(codec="utf-8"), max_size=40), max_size=4),
+    metadata=st.dictionaries(st.sampled_from(["source", "n", "é"]), metadata_values, max_size=3),
+    stamp=st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(0, 4 * 10**9).map(float),
+)
+def test_plain_text_is_stored_as_the_general_encoding_stores_it(participant, texts, metadata, stamp):
+    blocks = tuple(TextBlock(t) for t in texts)
+    frozen = MappingProxyType(json.loads(json.dumps(metadata)))
+    try:
+        expected = general_encoding(participant, blocks, dict(frozen), stamp)
+    except MalformedContentError as refused:
+        with pytest.raises(MalformedContentError) as raised:
+            encode_message(participant, blocks, frozen, stamp, metadata_frozen=True)
+        assert raised.value.path == refused.path
+        return
+    assert encode_message(participant, blocks, frozen, stamp, metadata_frozen=True)[4] == expected
+
+
+@pytest.mark.timeout(60)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(st.characters(codec="utf-8"), max_size=30), min_size=1, max_size=3))
+async def test_plain_text_reads_back_the_same_after_a_reopen(tmp_path_factory, texts):
+    path = str(tmp_path_factory.mktemp("plain") / "store.db")
+    async with open_store(path) as store:
+        written = await store.append_message("main", "user", tuple(text(t) for t in texts), {"k": texts[0]})
+    async with open_store(path) as store:
+        (read,) = store.messages("main")
+        assert read == written
+        assert [b.text for b in read.content] == texts
+
+
+@pytest.mark.timeout(60)
+async def test_a_task_writing_in_a_loop_lets_the_other_tasks_run(store_path):
+    writes = 4 * LONE_WRITES_PER_YIELD
+    ran_between: list[int] = []  # for each write, how often the other task ran since the last one
+    ticks = 0
+
+    async def other_task() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+
+    async with open_store(store_path) as store, trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)
+        await trio.lowlevel.checkpoint()
+        for i in range(writes):
+            before = ticks
+            await store.append_message("main", "user", (text(f"line {i}"),))
+            ran_between.append(ticks - before)
+        nursery.cancel_scope.cancel()
+    longest_without = 0
+    run = 0
+    for ran in ran_between:
+        run = 0 if ran else run + 1
+        longest_without = max(longest_without, run)
+    # A scheduling point lets the other task run in the same batch of the run loop, which Trio may
+    # run after the writer's own next steps: so the other task may be seen only after the writer's
+    # next yield, never later.
+    assert longest_without < 2 * LONE_WRITES_PER_YIELD, ran_between
+    assert sum(1 for ran in ran_between if ran) >= writes // (2 * LONE_WRITES_PER_YIELD), ran_between
