@@ -94,10 +94,10 @@ def encode_message(
     """A message record ready to apply: its blocks, metadata, timestamp and body (refused here,
     before anything changes, if any of them cannot be stored). ``metadata_frozen``: ``metadata``
     is already the private copy ``check_message_items`` returned for it, kept as it is."""
-    blocks = blocks_to_store(content)
+    text = _plain_text_json(content) if type(content) is tuple else None  # a tuple of text blocks is stored as it is
+    blocks: tuple[ContentBlock, ...] = content if text is not None else blocks_to_store(content)  # type: ignore[assignment]
     frozen = metadata if metadata_frozen and metadata is not None else freeze_metadata(metadata)
     stamp = time.time() if timestamp is None else float(timestamp)
-    text = _plain_text_json(blocks)
     if text is None:
         record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
         return participant, blocks, frozen, stamp, json_text(record, "content")
@@ -117,7 +117,7 @@ def encode_message(
     return participant, blocks, frozen, stamp, encodable(body, "content")
 
 
-def _plain_text_json(blocks: tuple[ContentBlock, ...]) -> str | None:
+def _plain_text_json(blocks: Sequence[ContentBlock]) -> str | None:
     """The stored JSON of content made only of text blocks for every reader (what most messages
     hold), as ``json_text(content_to_json(blocks))`` gives it; ``None`` for any other content."""
     parts = []

@@ -156,6 +156,11 @@ def apply_rows(
     ``encoded`` holds, by record id, the encodings of messages this process wrote (see
     :meth:`LogModel.replay_message`)."""
     appended, edited, written, created, erased = _ELSEWHERE if elsewhere else _HERE
+    if encoded and len(rows) == 1:  # one message this process wrote: what most writes are
+        record_id, branch, seq, kind, _ref, _body = rows[0]
+        given = encoded.get(record_id)
+        if given is not None and kind == MESSAGE:
+            return [appended(branch, (model.replay_message(record_id, branch, seq, given),))]
     events: list[StoreEvent] = []
     run: list[Any] = []  # the messages, or the state keys, of consecutive rows of one kind on one branch
     run_branch = run_kind = ""

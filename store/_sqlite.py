@@ -219,14 +219,16 @@ class SqliteJournal(Serving):
                 self._unyielded = 0
                 batch = self._batch = _Batch()
                 batch.add(rows, erasures)
-                self._tell_all(events)
+                for event in events:
+                    self._tell(event)
                 await self._scheduling_point()
                 if self._batch is batch:
                     self._batch = None
                 rows, erasures = batch.rows, batch.erasures
             else:  # no other task runs before the commit: nothing can join it, so no batch
                 self._unyielded += 1
-                self._tell_all(events)
+                for event in events:
+                    self._tell(event)
             try:
                 # Not cancellable: a statement sent to a driver always finishes before its caller
                 # goes on (``Driver``), and nothing else here awaits.
@@ -247,13 +249,12 @@ class SqliteJournal(Serving):
         """Commit rows: with an erasure's overwrites, in a transaction of their own (:meth:`_erase_rows`)."""
         if erasures:
             await self._erase_rows(rows, erasures)
-        else:
-            await self._insert(rows)
-
-    async def _insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        if len(rows) <= _ROWS_PER_STATEMENT:
+        elif len(rows) <= _ROWS_PER_STATEMENT:  # one statement: SQLite runs it as one transaction
             await self._driver.execute(_insert_sql(len(rows)), rows[0] if len(rows) == 1 else tuple(chain.from_iterable(rows)))
-            return
+        else:
+            await self._insert_in_transaction(rows)
+
+    async def _insert_in_transaction(self, rows: Sequence[tuple[Any, ...]]) -> None:
         await self._driver.execute("BEGIN IMMEDIATE")
         try:
             for start in range(0, len(rows), _ROWS_PER_STATEMENT):
@@ -353,7 +354,8 @@ class SqliteJournal(Serving):
         if batch is None:
             batch = self._batch = _Batch()
         batch.add(rows, erasures)
-        self._tell_all(events)
+        for event in events:
+            self._tell(event)
         if not durable:
             self._wakeup.set()
             return
@@ -362,10 +364,6 @@ class SqliteJournal(Serving):
         await batch.wait()
         if batch.error is not None:
             raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from batch.error
-
-    def _tell_all(self, events: Sequence[StoreEvent]) -> None:
-        for event in events:
-            self._tell(event)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -30,10 +30,10 @@ from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
 from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
 from ._events import StoreEvent
 from ._journal import Journal, stopped
-from ._messages import Message, check_message_items
+from ._messages import Message, check_message_items, freeze_metadata
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._model_parts import fork_point
-from ._names import check_branch, check_state_key, check_state_records
+from ._names import check_branch, check_participant, check_state_key, check_state_records
 from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 
@@ -177,7 +177,9 @@ class Store:
             )
             for item, metadata in zip(items, frozen, strict=True)
         ]
-        return await self._append_rows(rows)
+        if not rows:
+            return ()
+        return tuple(map(self._committed_message, await self._journal.commit(rows)))
 
     async def append_message(
         self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
@@ -186,19 +188,17 @@ class Store:
         one item)."""
         self._check_usable()
         self._model.require_branch(branch)
-        (frozen,) = check_message_items(((participant, content, metadata),))
-        (message,) = await self._append_rows([message_row(branch, participant, content, frozen, None, metadata_frozen=True)])
-        return message
+        check_participant(participant)  # the checks check_message_items makes of an item
+        frozen = freeze_metadata(metadata)
+        ids = await self._journal.commit([message_row(branch, participant, content, frozen, None, metadata_frozen=True)])
+        return self._committed_message(ids.start)
 
-    async def _append_rows(self, rows: list[PendingRow]) -> tuple[Message, ...]:
-        """Commit message rows; the messages, once durable."""
-        if not rows:
-            return ()
-        ids = await self._journal.commit(rows)
-        appended = tuple(map(self._model.message_record, ids))
-        if None in appended:  # pragma: no cover - a committed record is always applied
-            raise StoreFailedError(f"records {ids} were committed to {self.path!r} but are not all in memory")
-        return appended  # type: ignore[return-value]  # no None, as checked
+    def _committed_message(self, record_id: int) -> Message:
+        """The message a committed record holds (the journal has applied it)."""
+        message = self._model.message_record(record_id)
+        if message is None:  # pragma: no cover - a committed record is always applied
+            raise StoreFailedError(f"record {record_id} was committed to {self.path!r} but is not in memory")
+        return message
 
     async def edit_message(
         self,
