@@ -62,7 +62,7 @@ class AiosqliteDriver:
 #: A write run on the event loop's thread holds at most this many parameters (about 64 rows).
 INLINE_PARAMETERS = 400
 #: Commits run on the event loop's thread between two checkpoints (run in the worker thread).
-CHECKPOINT_EVERY = 500
+CHECKPOINT_EVERY = 2000
 
 
 class ThreadDriver:
