@@ -358,6 +358,22 @@ def report(r: LimitsResults) -> None:
     print_table(["what (median, p90, n)", "time", "against its reference"], rows)
     print()
     print_goals("Goals (issue 22)", goals(r))
+    bound = writers_bound(r)
+    if bound is not None and r.writers.per_write > r.writers_bare.median:
+        print(
+            f"  The writers' goal is below what a write's own work costs here: one add_message at {r.settings.sizes[0]:,} costs\n"
+            f"  {duration(bound)} more than a bare INSERT (its checks, encoding and model; the same run), and that work is\n"
+            f"  neither shared by a group commit nor run in parallel (one interpreter lock): {r.writers.writers} writers cannot\n"
+            f"  cost less than it a write, against {duration(r.writers_bare.median)} for the bare INSERT."
+        )
+        print()
+
+
+def writers_bound(r: LimitsResults) -> float | None:
+    """What one write costs beside its commit, at the writers' history length: ``add_message``
+    less the bare INSERT, both medians of the same alternation (``None`` if not measured)."""
+    a = r.appends.get(r.settings.sizes[0])
+    return None if a is None else a.add_message.median - a.bare.median
 
 
 def run(quick: bool) -> LimitsResults:

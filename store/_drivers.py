@@ -87,6 +87,7 @@ class ThreadDriver:
         self._queued = 0  # statements sent to the worker and not finished (counted by the loop)
         self._checkpointing = False  # set by the loop, cleared by the worker thread
         self._since_checkpoint = 0
+        self._inline_cursor: sqlite3.Cursor | None = None  # the loop thread's own, for inline writes
 
     def _execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
         if self._connection is None:
@@ -106,7 +107,10 @@ class ThreadDriver:
             and len(params) <= INLINE_PARAMETERS
             and sql.startswith("INSERT")
         ):
-            rows = connection.execute(sql, params if type(params) is tuple else tuple(params)).fetchall()
+            cursor = self._inline_cursor
+            if cursor is None:
+                cursor = self._inline_cursor = connection.cursor()
+            rows = cursor.execute(sql, params if type(params) is tuple else tuple(params)).fetchall()
             self._since_checkpoint += 1
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._since_checkpoint = 0
@@ -130,6 +134,7 @@ class ThreadDriver:
 
     def _close(self) -> None:
         if self._connection is not None:
+            self._inline_cursor = None
             self._connection.close()
             self._connection = None
 

@@ -198,7 +198,8 @@ class LogModel:
 
     def _add_message(self, branch: Branch, record_id: int, seq: int, encoded: EncodedMessage) -> Message:
         participant, content, frozen, stamp, body = encoded
-        branch.head = max(branch.head, seq)
+        if seq > branch.head:
+            branch.head = seq
         message = Message(str(record_id), seq, participant, content, frozen, stamp)
         self._owner.set(record_id, branch, len(branch.own))
         branch.own.append(message)

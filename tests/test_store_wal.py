@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 
 from asides.store import open_store, text
+from asides.store._drivers import CHECKPOINT_EVERY
 
-COMMITS = 3000
+COMMITS = 3 * CHECKPOINT_EVERY
 
 
 async def test_the_wal_file_stays_bounded_over_thousands_of_small_commits(tmp_path):
@@ -23,9 +24,10 @@ async def test_the_wal_file_stays_bounded_over_thousands_of_small_commits(tmp_pa
         wal_bytes = os.path.getsize(path + "-wal")
         assert len(store.messages("main")) == COMMITS
     frames = wal_bytes // 4096
-    # Every commit adds at least one 4 KiB page to the log; without checkpoints 3,000 commits
-    # would leave at least 3,000 frames. Checkpoints every few hundred commits keep it far below.
-    assert frames < COMMITS // 2, f"the -wal file holds {frames} pages after {COMMITS} commits"
+    # Every commit adds at least one 4 KiB page to the log; without checkpoints COMMITS commits
+    # would leave at least COMMITS frames. A checkpoint every CHECKPOINT_EVERY commits lets the
+    # log start again from its beginning, so it holds what about that many commits wrote.
+    assert frames < 2 * CHECKPOINT_EVERY, f"the -wal file holds {frames} pages after {COMMITS} commits"
 
 
 async def test_commits_after_a_checkpoint_are_all_there_on_reopen(tmp_path):
