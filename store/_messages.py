@@ -15,7 +15,7 @@ from ._blocks import ContentBlock
 from ._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError
 from ._names import check_metadata, check_participant
 
-__all__ = ["Message", "freeze_metadata", "check_timestamp", "check_message_items"]
+__all__ = ["Message", "freeze_metadata", "check_timestamp", "check_message_item", "check_message_items"]
 
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -71,11 +71,17 @@ def check_message_items(items: object, timestamp: object = None) -> list[Mapping
     for index, item in enumerate(items):
         if (type(item) is not tuple and not isinstance(item, (tuple, list))) or len(item) not in (3, 4):
             raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])")
-        check_participant(item[0])
-        frozen.append(freeze_metadata(item[2]))
+        frozen.append(check_message_item(item[0], item[2]))
         if len(item) == 4:
             check_timestamp(item[3])
     return frozen
+
+
+def check_message_item(participant: object, metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The checks of one message to append (see :func:`check_message_items`): the participant a
+    name, the metadata a JSON object; returns the metadata's read-only private copy."""
+    check_participant(participant)
+    return freeze_metadata(metadata)
 
 
 #: Where metadata holds a copy of the message's content: the entry, and the field in it (the OpenAI

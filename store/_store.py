@@ -30,10 +30,10 @@ from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
 from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
 from ._events import StoreEvent
 from ._journal import Journal, stopped
-from ._messages import Message, check_message_items, freeze_metadata
+from ._messages import Message, check_message_item, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._model_parts import fork_point
-from ._names import check_branch, check_participant, check_state_key, check_state_records
+from ._names import check_branch, check_state_key, check_state_records
 from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 
@@ -188,8 +188,7 @@ class Store:
         one item)."""
         self._check_usable()
         self._model.require_branch(branch)
-        check_participant(participant)  # the checks check_message_items makes of an item
-        frozen = freeze_metadata(metadata)
+        frozen = check_message_item(participant, metadata)
         ids = await self._journal.commit([message_row(branch, participant, content, frozen, None, metadata_frozen=True)])
         return self._committed_message(ids.start)
 
