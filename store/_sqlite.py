@@ -213,22 +213,21 @@ class SqliteJournal(Serving):
         that arrive during the commit queue in the next batch, which the committer takes when this
         one is done. Listeners hear of the write once its rows are queued (:meth:`_queue`)."""
         self._committing = True
-        batch: _Batch | None = None
+        batch: _Batch | None = None  # none when no other task runs before the commit: nothing can join it
         try:
             if self._last_shared or self._unyielded >= LONE_WRITES_PER_YIELD - 1:
                 self._unyielded = 0
                 batch = self._batch = _Batch()
                 batch.add(rows, erasures)
-                for event in events:
-                    self._tell(event)
+            else:
+                self._unyielded += 1
+            for event in events:
+                self._tell(event)
+            if batch is not None:
                 await self._scheduling_point()
                 if self._batch is batch:
                     self._batch = None
                 rows, erasures = batch.rows, batch.erasures
-            else:  # no other task runs before the commit: nothing can join it, so no batch
-                self._unyielded += 1
-                for event in events:
-                    self._tell(event)
             try:
                 # Not cancellable: a statement sent to a driver always finishes before its caller
                 # goes on (``Driver``), and nothing else here awaits.
