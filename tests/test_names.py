@@ -244,7 +244,7 @@ async def test_metadata_nested_too_deep_is_refused_at_its_path(store_path, depth
 
 
 async def test_store_write_methods_check_names_before_anything_is_queued(store_path):
-    """``append_messages``, ``create_branch``, ``set_states`` and ``edit_message`` refuse what could
+    """``append_messages``, ``append_message``, ``create_branch``, ``set_states`` and ``edit_message`` refuse what could
     not be stored before anything changes (a batch with one bad item writes none of its items);
     the store never stops, and a reopen shows exactly what was acknowledged."""
     async with open_store(store_path) as store:
@@ -257,6 +257,9 @@ async def test_store_write_methods_check_names_before_anything_is_queued(store_p
             (lambda: store.append_messages("main", [good, ("user", (text("x"),), {"v": "\udc80"})]), "metadata.v", MalformedContentError),
             (lambda: store.append_messages("main", [good, ("user", (text("x"),), None, float("nan"))]), "timestamp", InvalidArgumentError),
             (lambda: store.append_messages("main", [good, ("user", (text("x"),), None, 10**400)]), "timestamp", InvalidArgumentError),
+            (lambda: store.append_message("main", "u\udc80", (text("x"),)), "participant", InvalidNameError),
+            (lambda: store.append_message("main", "user", (text("x"),), {"\x00": 1}), "metadata['\\x00']", InvalidNameError),
+            (lambda: store.append_message("main", "user", (text("x"),), {"v": "\udc80"}), "metadata.v", MalformedContentError),
             (lambda: store.create_branch("b\udc80", "main"), "branch", InvalidNameError),
             (lambda: store.create_branch("b\n", "main"), "branch", InvalidNameError),
             (lambda: store.create_branch("ok", "main", meta={"x": "\udc80"}), "meta.x", MalformedContentError),
