@@ -149,12 +149,12 @@ class BackgroundWork:
         return self._lease_wait is None
 
     def _model_failing(self) -> bool:
-        """Whether the model has failed more than ``drain_failures`` times in a row (past the
-        point where drain() raises): a unit failing then gives the lease up, so that a process
+        """Whether the model has been out (no answer) ``drain_failures`` times in a row (the
+        point where drain() raises; rejected answers are no outage): a unit failing then gives the lease up, so that a process
         whose model answers may take over; this one asks again after its back-off. (Before that,
         its retries cost no round trip.)"""
         failure = self._drain.failure if self._drain is not None else None
-        return failure is not None and failure.count >= self._binding.core.model_policy.drain_failures
+        return failure is not None and failure.outages >= self._binding.core.model_policy.drain_failures
 
     async def _planned_unit(self, strategy: PlansUnits, *, needs_model: bool) -> bool:
         """One unit of a strategy that returns its units as effects (``plans``): the actor plans

@@ -8,13 +8,17 @@ runtime closes, when the store stops after a failed commit, and when the namespa
 a claim change that leaves the manager stale (its cancel scope is cancelled, so a pending request
 is abandoned).
 
-A unit that fails (the model raised, timed out, raised a cancellation no scope of the runtime
-delivered, or gave an answer that was rejected) is logged at WARNING with the unit and the
-reason and retried with back-off: 1 s doubling to 5 min, each wait scaled by a random factor in
-[0.5, 1]; only an accepted answer from the model, or finding nothing left to do, starts it again
-at the first step. A rejection counts toward its unit's attempt limit (the strategy's); the one
-that reaches it fails the unit for good, and the drain backs off before the next unit. Failures
-never take the runtime down; the runtime's own cancellation always propagates.
+A unit that fails is logged at WARNING with the unit and the reason. A failure with no answer
+(an outage: the model raised, timed out, or raised a cancellation no scope of the runtime
+delivered, or the unit's own code raised) is retried with back-off: 1 s doubling to 5 min, each
+wait scaled by a random factor in [0.5, 1]; only an accepted answer from the model, or finding
+nothing left to do, starts it again at the first step. A rejected answer is no outage: the model
+answered. It counts toward its unit's attempt limit (the strategy's); the drain asks again after
+``ModelPolicy.rejection_pause`` (no pause by default), and the rejection that reaches the limit
+fails the unit for good and the drain goes on to the next unit after the same pause. So a model
+that rejects every answer fails every unit after exactly its attempt limit of requests, with no
+wait that grows, and the back-off an outage built up is neither used nor grown by rejections.
+Failures never take the runtime down; the runtime's own cancellation always propagates.
 """
 
 from __future__ import annotations
@@ -206,11 +210,18 @@ class Drain:
                 log.error("drain of namespace %r on %r stopped: %s", target.namespace, target.branch, exc)
                 return
             except Exception as exc:
-                if target.answers() != answered and not isinstance(exc, AnswerRejectedError):
-                    backoff = policy.first_backoff
-                wait = backoff * (0.5 + 0.5 * self._random.random())
-                previous = self.failure
                 rejected = isinstance(exc, AnswerRejectedError)
+                if rejected:
+                    # An answer came and was rejected: the model is up. The unit's attempt limit
+                    # bounds its requests, so it is asked again after the fixed pause, and the
+                    # back-off of an outage neither applies nor grows.
+                    wait = policy.rejection_pause
+                else:
+                    if target.answers() != answered:
+                        backoff = policy.first_backoff
+                    wait = backoff * (0.5 + 0.5 * self._random.random())
+                    backoff = min(backoff * 2, policy.max_backoff)
+                previous = self.failure
                 self.failure = ModelFailure(
                     since=previous.since if previous is not None else time.time(),
                     error=describe_error(exc) if isinstance(exc, ModelError | AnswerRejectedError) else repr(exc),
@@ -223,13 +234,12 @@ class Drain:
                     target.namespace,
                     target.branch,
                     self.failure.error,
-                    "the next unit in" if isinstance(exc, AnswerRejectedError) and exc.unit_failed else "it stays pending, retrying in",
+                    "the next unit in" if rejected and exc.unit_failed else "it stays pending, retrying in",
                     wait,
                 )
                 self.last_outcome, self.last_unit = "failed", unit
                 self.progress.raise_()
                 await anyio.sleep(wait)
-                backoff = min(backoff * 2, policy.max_backoff)
                 continue
             lease_wait = None if did else target.lease_wait()
             if target.answers() != answered or (not did and lease_wait is None):

@@ -51,7 +51,10 @@ class ModelPolicy:
     during one ``drain()`` call after which it raises ``CompressionError`` (the background drain
     keeps retrying). ``first_backoff`` / ``max_backoff``: seconds between retries, doubling, each
     wait scaled by a random factor in [0.5, 1] so namespaces that fail together do not retry in
-    lockstep.
+    lockstep. ``rejection_pause``: seconds the drain waits after an answer that was rejected
+    before it asks again (that unit, or the next once the unit reached its attempt limit);
+    ``0`` by default, at once. A rejection is no outage: its unit's attempt limit bounds it, and
+    it neither waits for nor grows the back-off.
 
     ``lease_retry`` (a shared store only): seconds a process waits, after finding another
     process holding a namespace's compression lease, before it asks for the lease again
@@ -71,6 +74,7 @@ class ModelPolicy:
     max_backoff: float = 300.0
     compression_lease: float | None = None
     lease_retry: float = 1.0
+    rejection_pause: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         if self.compression_lease is not None:
@@ -85,6 +89,9 @@ class ModelPolicy:
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
                 raise InvalidArgumentError(f"ModelPolicy.{name}", f"must be a positive number, got {value!r}")
+        pause = self.rejection_pause
+        if not isinstance(pause, int | float) or isinstance(pause, bool) or not 0 <= pause < math.inf:
+            raise InvalidArgumentError("ModelPolicy.rejection_pause", f"must be a number of seconds, 0 or more, got {pause!r}")
         if not isinstance(self.drain_failures, int) or self.drain_failures < 1:
             raise InvalidArgumentError("ModelPolicy.drain_failures", f"must be an int of at least 1, got {self.drain_failures!r}")
 
