@@ -28,7 +28,7 @@ from ..store._words import counted
 from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy, WindowedPassthroughStrategy
 from ..strategies._recorded import CUSTOM_ESTIMATOR, recorded_strategy
 from ._common import EXIT_OK, CliError, UsageError, dumps, one_line, reading_runtime, require_branch
-from ._inspect import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, split_state_key
+from ._inspect import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespaces_on, split_state_key
 
 __all__ = ["FORMATS", "STRATEGIES", "block_line", "cmd_compile", "compile_as_json"]
 
@@ -142,12 +142,12 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
     model = rt.store.model
     keys = model.state_keys(branch)
     records = {split[1]: model.get_state(branch, key) for key in keys if (split := split_state_key(key)) and split[0] == namespace}
-    if not records and args.strategy is None:
-        known = sorted({s[0] for key in keys if (s := split_state_key(key))})
+    known = namespaces_on(model, branch)
+    if namespace not in known and args.strategy is None:
         reader = "no reader" if args.reader is None else f"reader {args.reader!r}"
         raise CliError(
             f"namespace {namespace!r} has no records on branch {branch!r} (namespaces there: "
-            f"{', '.join(known) or 'none'}); a namespace that never wrote anything compiles as passthrough for "
+            f"{', '.join(sorted(known)) or 'none'}); a namespace that never wrote anything compiles as passthrough for "
             f"{reader}: pass --strategy passthrough to compile it anyway"
         )
     found = find_strategy(records, recorded_strategy(model, branch, namespace))

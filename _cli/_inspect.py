@@ -17,7 +17,7 @@ from ..actors._lease import lease_holders
 from ..actors._records import FLOOR_KEY, LEASE_KEY, READER_KEY, is_floor_record, is_reader_record, own_record
 from ..actors._runtime import Runtime
 from ..store._blocks import decode_stored_content, has_audience
-from ..store._model import UNREADABLE
+from ..store._model import UNREADABLE, LogModel
 from ..store._views import reader_view
 from ..strategies._autobiographical.records import decode_attempts, decode_chunk, decode_summary
 from ..strategies._base import STRATEGY_KEY
@@ -35,6 +35,7 @@ __all__ = [
     "find_strategy",
     "namespace_lease_holders",
     "split_state_key",
+    "namespaces_on",
 ]
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
@@ -53,6 +54,12 @@ def split_state_key(key: str) -> tuple[str, str] | None:
 
 
 def _json_safe(value: Any) -> Any:
+def namespaces_on(model: LogModel, branch: str) -> set[str]:
+    """Every namespace ``branch`` sees a record of: a state record it owns, or a strategy note
+    (an open that claimed nothing and wrote nothing else has only that)."""
+    return {split[0] for key in model.state_keys(branch) if (split := split_state_key(key))} | model.noted_namespaces(branch)
+
+
     return None if value is UNREADABLE else value
 
 
@@ -218,9 +225,7 @@ async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
     :func:`describe_store` (asked of the database's ``pg_locks`` on a shared store; nothing on
     a store file)."""
     model = rt.store.model
-    namespaces = {
-        (info.name, split[0]) for info in rt.list_branches() for key in model.state_keys(info.name) if (split := split_state_key(key))
-    }
+    namespaces = {(info.name, namespace) for info in rt.list_branches() for namespace in namespaces_on(model, info.name)}
     return await lease_holders(rt.store, namespaces)
 
 
@@ -253,6 +258,8 @@ def describe_store(
                 "name": info.name,
                 "parent": info.parent,
                 "fork_sequence": info.fork_sequence if info.parent is not None else None,
+        for namespace in model.noted_namespaces(info.name):  # a strategy note and no record yet
+            grouped.setdefault(namespace, {})
                 "head": info.head,
                 "messages": store.length(info.name),
                 "messages_with_audience": counts.with_audience(info.name),

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._cli._compile import STRATEGIES, block_line, compile_as_json
-from .._cli._inspect import MessageCounts, describe_store, find_strategy, namespace_lease_holders, split_state_key
+from .._cli._inspect import MessageCounts, describe_store, find_strategy, namespace_lease_holders, namespaces_on, split_state_key
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..actors._records import is_reader_record
@@ -416,7 +416,7 @@ def _records(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
 
 def namespace_names(snapshot: Snapshot, branch: str) -> list[str]:
     model = snapshot.runtime.store.model
-    return sorted({split[0] for key in model.state_keys(branch) if (split := split_state_key(key)) is not None})
+    return sorted(namespaces_on(model, branch))
 
 
 def namespace_of(snapshot: Snapshot, branch: str, value: str | None) -> str:

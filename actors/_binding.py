@@ -30,7 +30,7 @@ from ..store._blocks import ContentBlock, has_audience
 from ..store._messages import freeze_metadata
 from ..store._scheduling import cancel_point
 from ..store._views import MessageView, ViewFilter
-from ..strategies._base import STRATEGY_KEY, ContextStrategy, StrategyContext, StrategyState
+from ..strategies._base import ContextStrategy, StrategyContext, StrategyState
 from ..strategies._capabilities import HasEstimator, ShardsMessages
 from ..strategies._models import Model
 from ..strategies._recorded import record_to_write
@@ -292,14 +292,15 @@ class Binding:
     async def record_strategy(self) -> None:
         """Record the strategy and its options under the namespace, so that an operator (``asides
         inspect``, ``asides compile``) sees which strategy it runs, when
-        ``strategies._recorded.record_to_write`` says so (one state write). An open and a move
+        ``strategies._recorded.record_to_write`` says so (one strategy note, which takes no
+        sequence of the branch). An open and a move
         record it right after their claim, before the strategy starts: a start that fails keeps
         both, as it keeps the claim."""
         if self.store.read_only:
             return
         record = record_to_write(self.store.model, self._branch, self.namespace, self._strategy)
         if record is not None:
-            await self.store.set_state(self._branch, f"{self.namespace}/{STRATEGY_KEY}", record)
+            await self.store.note_strategy(self._branch, self.namespace, record)
 
     async def catch_up(self) -> StrategyContext | None:
         """Hand the strategy the reader's view of the messages written since it last looked

@@ -17,7 +17,7 @@ import anyio.abc
 import attrs
 
 from ..store._blocks import content_to_json, decode_stored_content
-from ..store._events import BranchCreated, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
+from ..store._events import BranchCreated, MessagesAppended, MessagesErased, StatesWritten, StoreEvent, StrategyNoted
 from ..store._messages import Message
 from ..store._model import MISSING
 from ..store._rows import FromElsewhere
@@ -183,8 +183,8 @@ class RuntimeCore:
     def _follow(self, event: StoreEvent) -> str | None:
         """Do what ``event`` asks of the actors beside a branch signal; the branch whose signal it
         raises, if any."""
-        if isinstance(event, BranchCreated):
-            return None
+        if isinstance(event, BranchCreated | StrategyNoted):
+            return None  # nothing a manager's strategy follows
         if isinstance(event, MessagesErased):
             self.wake_all_branches()  # managers start their strategies again when they next run
             return None

@@ -234,7 +234,7 @@ class Drain:
                     target.namespace,
                     target.branch,
                     self.failure.error,
-                    "the next unit in" if rejected and exc.unit_failed else "it stays pending, retrying in",
+                    "the next unit in" if isinstance(exc, AnswerRejectedError) and exc.unit_failed else "it stays pending, retrying in",
                     wait,
                 )
                 self.last_outcome, self.last_unit = "failed", unit

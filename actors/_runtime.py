@@ -25,6 +25,7 @@ from ..store._store import Store
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, check_strategy
 from ..strategies._models import Model
+from ..strategies._recorded import StrategyRecord, read_strategy_record, recorded_strategy
 from ._core import RuntimeCore
 from ._gate import ModelPolicy, check_model
 from ._manager import ContextManager, Derivation, open_context_manager
@@ -43,7 +44,7 @@ class Runtime(PrivacyParts):
     """A store with its actors and managers. Made by :func:`open_runtime`, never directly.
 
     What a host calls: :meth:`manager` / :meth:`open_manager`, :meth:`reopen_derived`,
-    :meth:`list_branches`, :attr:`store` (read-only inspection), the privacy calls
+    :meth:`list_branches`, :meth:`recorded_strategy`, :attr:`store` (read-only inspection), the privacy calls
     (:meth:`erase`, :meth:`erase_participant`, :meth:`enforce_retention`, :meth:`erasures`,
     :meth:`tombstone`, :meth:`disclosures`, :meth:`disclosures_to`) and
     :meth:`openai_session`. For code that builds on asides (the bundled integrations, a host
@@ -113,6 +114,16 @@ class Runtime(PrivacyParts):
     def list_branches(self) -> tuple[BranchInfo, ...]:
         """Every branch: name, parent, fork sequence and head."""
         return self._store.branches()
+
+    def recorded_strategy(self, namespace: str | None, *, branch: str = "main") -> StrategyRecord | None:
+        """The strategy ``namespace`` records on ``branch``, as ``asides inspect`` and ``asides
+        compile`` name it: its name and options (``options`` is ``None`` for a record without
+        them), or ``None`` when nothing is recorded (a namespace that only ever ran the default
+        ``PassthroughStrategy()``, or none at all). Refuses a malformed namespace and an unknown
+        branch. Works on a read-only runtime."""
+        name = normalise_namespace(namespace)
+        self._store.model.require_branch(check_branch(branch))
+        return read_strategy_record(recorded_strategy(self._store.model, branch, name))
 
     async def open_manager(
         self,
@@ -250,7 +261,7 @@ async def open_runtime(
     model: Model | None = None,
     read_only: bool = False,
     model_policy: ModelPolicy | None = None,
-    synchronous: str = "NORMAL",
+    synchronous: str | None = None,
     retain_for: datetime.timedelta | None = None,
     record_disclosures: bool = True,
 ) -> AsyncIterator[Runtime]:
@@ -266,9 +277,11 @@ async def open_runtime(
     waits for every drain, flushes the pending commit and closes the store. Works under Trio (the
     reference backend) and asyncio.
 
-    ``synchronous`` is the durability of a commit (``open_store``): ``NORMAL`` (the default)
-    survives a crash of the process, ``FULL`` also a power loss (or, on PostgreSQL, a crash of
-    the database server), at a cost per commit.
+    ``synchronous`` is the durability of a commit (``open_store``), each backend's own by
+    default: on a store file ``NORMAL``, which survives a crash of the process (``FULL`` also a
+    power loss, at a cost per commit); on PostgreSQL the server's setting, which by default
+    survives a crash of the server (``NORMAL`` opts out: a crash of the server may lose the last
+    fraction of a second of commits).
 
     ``retain_for`` (a ``datetime.timedelta``): messages whose stored timestamp is older than that
     are erased, with the reason ``"retention"``, by a supervised background task (at open, then

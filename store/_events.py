@@ -10,7 +10,7 @@ from ._erasure import Erasure
 from ._messages import Message
 from ._model_parts import BranchInfo
 
-__all__ = ["BranchCreated", "MessageEdited", "MessagesAppended", "MessagesErased", "StatesWritten", "StoreEvent"]
+__all__ = ["BranchCreated", "MessageEdited", "MessagesAppended", "MessagesErased", "StatesWritten", "StoreEvent", "StrategyNoted"]
 
 
 @attrs.frozen
@@ -54,4 +54,13 @@ class MessagesErased:
     erasure: Erasure
 
 
-StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated | MessagesErased
+@attrs.frozen
+class StrategyNoted:
+    """A strategy note (store/_notes.py): ``namespace`` on ``branch`` runs another strategy. It
+    took no sequence of the branch."""
+
+    branch: str
+    namespace: str
+
+
+StoreEvent = MessagesAppended | MessageEdited | StatesWritten | BranchCreated | MessagesErased | StrategyNoted

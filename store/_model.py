@@ -37,6 +37,7 @@ from ._errors import (
 from ._messages import Message, edited_version
 from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
 from ._names import check_branch
+from ._notes import STRATEGY_NOTE, parse_strategy_note
 from ._records import (
     EncodedMessage,
     StoredEdit,
@@ -78,6 +79,9 @@ class LogModel:
         self._nulled_states: set[int] = set()
         #: Who was shown what (store/_disclosure.py).
         self.disclosure_log = DisclosureLog()
+        # Strategy notes (store/_notes.py): by branch, then namespace, ``(at, record id, value)``
+        # in the order they were written.
+        self._strategy_notes: dict[str, dict[str, list[tuple[int, int, Any]]]] = {}
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -99,6 +103,14 @@ class LogModel:
                 if not self.disclosure_log.add(record_id, body):
                     log.warning("record %s is a disclosure record that cannot be read; ignored", record_id)
                 continue
+            if kind == STRATEGY_NOTE:
+                note = parse_strategy_note(body)
+                if note is None:
+                    log.warning("record %s is a strategy note that cannot be read; ignored", record_id)
+                else:
+                    noted_branch, namespace, at, value = note
+                    self._strategy_notes.setdefault(noted_branch, {}).setdefault(namespace, []).append((at, record_id, value))
+                continue
             if kind == ERASURE:
                 parsed = parse_erasure(body)
                 if parsed is None:
@@ -118,7 +130,7 @@ class LogModel:
                         meta = {}
                     if not isinstance(meta, dict) or holds_duplicate(meta):
                         meta = {}  # what it was made with cannot be told: as if nothing
-                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta)
+                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta, record_id=record_id)
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -399,6 +411,38 @@ class LogModel:
         """The value under ``key`` as the branch saw it at ``sequence``."""
         found = self._state_version(branch_name, key, sequence)
         return MISSING if found is None else found[2]
+
+    def strategy_note_at(
+        self, branch_name: str, namespace: str, sequence: float = float("inf"), before: float = float("inf")
+    ) -> tuple[int, Any] | None:
+        """The newest strategy note (store/_notes.py) of ``namespace`` written on this branch
+        itself, from a sequence at most ``sequence`` and as a record older than ``before`` (a
+        record id): ``(at, value)``, or ``None``."""
+        notes = self._strategy_notes.get(branch_name, {}).get(namespace)
+        if notes:
+            for at, record_id, value in reversed(notes):
+                if at <= sequence and record_id < before:
+                    return at, value
+        return None
+
+    def branch_record_id(self, name: str) -> int:
+        """The id of the record that made the branch (0 for ``main``)."""
+        return self._branch(name).record_id
+
+    def noted_namespaces(self, branch_name: str) -> set[str]:
+        """The namespaces with a strategy note this branch sees: its own, or an ancestor's from
+        at most the fork point and older than the fork."""
+        found: set[str] = set()
+        branch = self._branch(branch_name)
+        limit: float = float("inf")
+        before: float = float("inf")
+        while True:
+            for namespace, notes in self._strategy_notes.get(branch.name, {}).items():
+                if any(at <= limit and record_id < before for at, record_id, _value in notes):
+                    found.add(namespace)
+            if branch.parent is None:
+                return found
+            limit, before, branch = branch.fork_sequence, branch.record_id, branch.parent
 
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""

@@ -97,8 +97,12 @@ class Owners:
 class Branch:
     """One branch's records. Ancestors are referenced, never copied."""
 
-    def __init__(self, name: str, parent: Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, name: str, parent: Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None, *, record_id: int = 0
+    ) -> None:
         self.name = name
+        #: The id of the record that made the branch (0 for ``main``, which none made).
+        self.record_id = record_id
         self.meta: Mapping[str, Any] = meta or {}
         self.parent = parent
         self.fork_sequence = fork_sequence

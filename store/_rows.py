@@ -20,8 +20,9 @@ import attrs
 
 from ._blocks import ContentBlock, content_to_json
 from ._erasure import ERASURE, ERASURE_BRANCH, parse_erasure
-from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
+from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent, StrategyNoted
 from ._model import BRANCH, EDIT, MESSAGE, STATE, LogModel
+from ._notes import STRATEGY_NOTE, parse_strategy_note
 from ._records import EncodedMessage, blocks_to_store, encode_message, json_text
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "PendingRow",
     "RowTuple",
     "StatesWrittenElsewhere",
+    "StrategyNotedElsewhere",
     "apply_rows",
     "branch_row",
     "edit_row",
@@ -143,8 +145,20 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[Sequence[Pendin
     return rows, encoded
 
 
-_HERE = (MessagesAppended, MessageEdited, StatesWritten, BranchCreated, MessagesErased)
-_ELSEWHERE = (MessagesAppendedElsewhere, MessageEditedElsewhere, StatesWrittenElsewhere, BranchCreatedElsewhere, MessagesErasedElsewhere)
+@attrs.frozen
+class StrategyNotedElsewhere(StrategyNoted, FromElsewhere):
+    pass
+
+
+_HERE = (MessagesAppended, MessageEdited, StatesWritten, BranchCreated, MessagesErased, StrategyNoted)
+_ELSEWHERE = (
+    MessagesAppendedElsewhere,
+    MessageEditedElsewhere,
+    StatesWrittenElsewhere,
+    BranchCreatedElsewhere,
+    MessagesErasedElsewhere,
+    StrategyNotedElsewhere,
+)
 
 
 def apply_rows(
@@ -155,7 +169,7 @@ def apply_rows(
     With ``elsewhere`` (another process committed them) the events are the ``...Elsewhere`` kinds.
     ``encoded`` holds, by record id, the encodings of messages this process wrote (see
     :meth:`LogModel.replay_message`)."""
-    appended, edited, written, created, erased = _ELSEWHERE if elsewhere else _HERE
+    appended, edited, written, created, erased, noted = _ELSEWHERE if elsewhere else _HERE
     if encoded and len(rows) == 1:  # one message this process wrote: what most writes are
         record_id, branch, seq, kind, _ref, _body = rows[0]
         given = encoded.get(record_id)
@@ -176,6 +190,12 @@ def apply_rows(
             if given is not None:  # a message this process wrote, to a branch it checked (never removed)
                 run.append(model.replay_message(record_id, branch, seq, given))
                 continue
+        if kind == STRATEGY_NOTE:
+            model.replay([row])
+            note = parse_strategy_note(body)
+            if note is not None:
+                events.append(noted(note[0], note[1]))
+            continue
         if kind == ERASURE:
             before_count = model.erasure_count
             model.replay([row])

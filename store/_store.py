@@ -34,6 +34,7 @@ from ._messages import Message, check_message_item, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._model_parts import fork_point
 from ._names import check_branch, check_state_key, check_state_records
+from ._notes import STRATEGY_NOTE, strategy_note_body
 from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 
@@ -242,6 +243,18 @@ class Store:
         if rows:
             await self._journal.commit(rows, guard=guard, recheck=lambda model: model.check_not_derived(states))
         return self._model.head(branch)
+
+    async def note_strategy(self, branch: str, namespace: str, value: Any) -> None:
+        """Record that ``namespace`` on ``branch`` runs the strategy ``value`` describes, from the
+        branch's head on (store/_notes.py), durable when this returns. The note takes no sequence
+        of the branch. Refuses an unknown branch and a value that is not JSON, writing nothing;
+        writes nothing on a read-only store."""
+        if self.read_only:
+            return
+        self._check_usable()
+        self._model.require_branch(branch)
+        body = strategy_note_body(branch, namespace, self._model.head(branch), value)
+        await self._journal.commit([PendingRow(ERASURE_BRANCH, STRATEGY_NOTE, None, body)])
 
     async def set_state(self, branch: str, key: str, value: Any, *, guard: Callable[[], None] | None = None) -> int:
         """Write one state record; returns the branch head after it."""

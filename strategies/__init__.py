@@ -35,6 +35,7 @@ from ._knowledge import KnowledgeStrategy
 from ._models import Completion, CompletionRequest, ExtractiveModel, Model, Usage, completion_text
 from ._passthrough import PassthroughStrategy
 from ._provider_input import ProviderMessage, from_anthropic, from_openai
+from ._recorded import StrategyRecord
 from ._tokens import default_estimate, estimate_text
 from ._windowed import WindowedPassthroughStrategy
 
@@ -68,6 +69,7 @@ __all__ = [
     "SourceEntry",
     "StrategyCapabilityError",
     "StrategyContext",
+    "StrategyRecord",
     "StrategyState",
     "Usage",
     "WindowedPassthroughStrategy",

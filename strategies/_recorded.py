@@ -1,12 +1,15 @@
 """The record of the strategy a namespace runs, for readers of a store without its host.
 
-Where it is kept: an open, ``set_strategy`` and a move to another branch write the state record
-``<namespace>/strategy`` on the manager's branch, in the same turn of the namespace actor as the
-open's claim, when :func:`record_to_write` says so: when the record in force differs from the
-manager's strategy, except that a namespace with no record that opens the default
+Where it is kept: an open, ``set_strategy`` and a move to another branch write a strategy note
+for the namespace on the manager's branch (store/_notes.py), in the same turn of the namespace
+actor as the open's claim, when :func:`record_to_write` says so: when the record in force differs
+from the manager's strategy, except that a namespace with no record that opens the default
 ``PassthroughStrategy()`` writes none (readers infer passthrough where nothing is recorded, so
-the record would say nothing new; this keeps SPEC 3.3's "a claim is exactly one write" and "an
-open that claims nothing writes nothing" for the default strategy). ``derive`` puts the child's
+the record would say nothing new). A note takes no sequence of its branch, so an open that claims
+nothing writes nothing any branch's sequence counts, and a reader's open writes exactly its claim
+there (SPEC 3.3, and the seed: a host that sets no reader sees the sequence numbers it would
+without asides' records). Stores written by earlier versions hold the record as the state record
+``<namespace>/strategy``; it is still read, and the newer of the two is in force. ``derive`` puts the child's
 strategy in the branch it makes (its ``meta``, beside the derivation), writing nothing more. A
 read-only runtime writes nothing. :func:`recorded_strategy` is the one rule for which record is
 in force (issue 21; docs/cli.md, "Which strategy a preview uses").
@@ -64,23 +67,28 @@ def strategy_record(strategy: object) -> dict[str, Any]:
 
 def recorded_strategy(model: LogModel, branch: str, namespace: str) -> Any:
     """The strategy record in force for ``namespace`` on ``branch`` (a raw value, as stored, or
-    ``MISSING``): the newest of the namespace's ``strategy`` state record as the branch sees it
-    and the strategy a ``derive`` of that namespace recorded in the branch it made, walking up
-    from ``branch`` through the branches it was made from."""
+    ``MISSING``): walking up from ``branch`` through the branches it was made from, the newest
+    of what each branch recorded after it was made (a strategy note, or an earlier version's
+    ``strategy`` state record) as ``branch`` sees it, else the strategy a ``derive`` of that
+    namespace recorded in the branch it made."""
     key = f"{namespace}/{STRATEGY_KEY}"
     name: str | None = branch
     limit: float = float("inf")
+    before: float = float("inf")  # a note of an ancestor counts when written before the fork
     while name is not None:
         info = model.branch_info(name)
         sequence = model.state_sequence_at(name, key, limit)
         fork = info.fork_sequence if info.parent is not None else -1
-        if sequence is not None and sequence > fork:  # written on this branch, after it was made
-            return model.get_state_at(name, key, sequence)
+        noted = model.strategy_note_at(name, namespace, limit, before)  # the branch's own, always after it was made
+        if sequence is not None and sequence > fork and (noted is None or noted[0] < sequence):
+            return model.get_state_at(name, key, sequence)  # a state record, written on this branch after it was made
+        if noted is not None:
+            return noted[1]
         meta = model.branch_meta(name)
         derivation = meta.get("derivation")
         if isinstance(derivation, dict) and derivation.get("namespace") == namespace and STRATEGY_KEY in meta:
             return meta[STRATEGY_KEY]
-        name, limit = info.parent, fork
+        name, limit, before = info.parent, fork, model.branch_record_id(info.name)
     return MISSING
 
 

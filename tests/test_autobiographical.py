@@ -710,7 +710,8 @@ async def test_with_no_model_nothing_happens_and_pending_work_says_so(store_path
         await m.drain()
         assert await m.tick() is False
         assert rt.store.head("main") == head
-        assert set(rt.store.state_items("main", f"{NS}/")) == {f"{NS}/strategy"}, "nothing but the open's record of its strategy"
+        assert rt.store.state_items("main", f"{NS}/") == {}, "no record: the open's note of its strategy takes no sequence"
+        assert rt.recorded_strategy(NS) is not None and rt.recorded_strategy(NS).name == "autobiographical"
         assert m.pending_work() == "messages 1–4 and 1 later stretch to compress (no compression model)"
 
 

@@ -184,7 +184,7 @@ def make_call(world: World, kind: str) -> Call:
         return Call(
             kind,
             lambda: ann.set_strategy(new),
-            lambda result: ann.strategy is new and rt.store.get_state(branch, "agents/ann/strategy")["name"] == new.name,
+            lambda result: ann.strategy is new and rt.recorded_strategy("agents/ann", branch=branch).name == new.name,
             same_manager,
         )
     assert kind == "append_context_entry"

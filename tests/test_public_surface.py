@@ -48,6 +48,7 @@ RUNTIME_API = {
     "model_policy",
     "open_manager",
     "openai_session",
+    "recorded_strategy",
     "records_disclosures",
     "reopen_derived",
     "running_actors",
