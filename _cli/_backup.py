@@ -35,6 +35,7 @@ from ..store._open import open_store
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import parse_lines
+from ..store._notes import STRATEGY_NOTE
 
 __all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record"]
 
@@ -43,9 +44,9 @@ HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
 PLACE = ("kind", "id", "branch", "sequence")
 #: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
 #: a JSON object whose keys follow the place, flat).
-#: Audit records (erasures, disclosures: store/_erasure.py, store/_disclosure.py) live on the
-#: branch named "" and are carried as ref and body.
-AUDIT_KINDS = ("erasure", "disclosure")
+#: Audit records (erasures, disclosures, strategy notes: store/_erasure.py, store/_disclosure.py,
+#: store/_notes.py) live on the branch named "" and are carried as ref and body.
+AUDIT_KINDS = ("erasure", "disclosure", STRATEGY_NOTE)
 FORMS: dict[str, tuple[str, str | None]] = {
     "message": ("", None),
     "edit": ("message", None),

@@ -93,7 +93,7 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     assert [int(r["id"]) for r in records] == [row[0] for row in stored]
     assert [list(r)[:4] for r in records] == [["kind", "id", "branch", "sequence"]] * len(records)
     kinds = {r["kind"] for r in records}
-    assert kinds - {"disclosure"} == {"message", "edit", "state", "branch"}  # compiles record disclosures (issue 23)
+    assert kinds - {"disclosure"} == {"message", "edit", "state", "branch", "strategy"}  # compiles record disclosures; opens note strategies
     keys = {r["key"] for r in records if r["kind"] == "state"}
     for wanted in ("agents/ann/reader", "agents/bob/reader", "agents/ann/narrowing-floor", "agents/bob/context/0"):
         assert wanted in keys
@@ -104,7 +104,7 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     message = next(r for r in records if r["kind"] == "message")
     assert set(message) == {"kind", "id", "branch", "sequence", "participant", "content", "metadata", "timestamp"}
     # no record needed the raw form
-    assert not any("body" in r for r in records if r["kind"] != "disclosure")  # audit records go as ref + body
+    assert not any("body" in r for r in records if r["kind"] not in ("disclosure", "strategy"))  # audit records go as ref + body
 
 
 def test_dump_restore_dump_is_the_same_bytes_and_the_same_records(capsys, full_store, tmp_path):
