@@ -12,6 +12,8 @@ in ``asides.testing``; only what reaches below the public API stays here.
   comparisons (take one before, one after, assert equal).
 * :func:`reaped_child` and :func:`read_child_line` run a crash test's child process (a writer
   the test kills) and read its lines.
+* :func:`eventually` waits for a condition that background tasks and the store's threads bring
+  about, bounded by real time, never by scheduler turns or clock jumps.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -219,3 +222,19 @@ def read_child_line(proc: subprocess.Popen[str], stderr_path: str) -> str:
         with open(stderr_path) as err:
             pytest.fail(f"the child ended (code {proc.returncode}) before it was killed:\n{err.read()}")
     return line.rstrip("\n")
+
+
+async def eventually(predicate: Callable[[], object], *, seconds: float = 60.0, what: str = "the condition") -> None:
+    """Let the other tasks, and the store's threads, run until ``predicate()`` holds; an
+    ``AssertionError`` naming ``what`` once ``seconds`` of real time passed without it. The wait
+    ends on the condition itself, never after a number of scheduler turns or clock jumps, so a
+    loaded machine gets there too. Works under Trio's ``MockClock``: between looks it hands the
+    processor to other threads for a moment of real time."""
+    import trio.testing
+
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not hold within {seconds:g} s of real time")
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.to_thread.run_sync(time.sleep, 0.001)

@@ -19,7 +19,7 @@ import sys
 import pytest
 import trio
 import trio.testing
-from helpers import abandon, namespace_actor
+from helpers import abandon, eventually, namespace_actor
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._namespace import NamespaceActor
@@ -93,8 +93,7 @@ async def test_a_namespace_brought_back_keeps_its_claim_its_floor_and_its_strate
         compiled = compiled_text(await ann.compile(**BIG))
         assert isinstance(floor, int) and floor > shared.sequence and summaries
         await ann.aclose()
-        await settle()
-        assert rt.running_actors == 1, "only the host's namespace has an actor now"
+        await eventually(lambda: rt.running_actors == 1, what="only the host's namespace has an actor now")
 
         with pytest.raises(ReaderClaimError) as refused:
             await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="bob")
@@ -121,8 +120,7 @@ async def test_a_manager_opening_while_the_actor_ends_gets_a_running_actor(store
         await second.add_message("user", [text("hello")])
         assert [m.content for m in second.view_messages()] == [(text("hello"),)]
         await second.aclose()
-        await settle()
-        assert actor.ended and rt.running_actors == 0
+        await eventually(lambda: actor.ended and rt.running_actors == 0, what="the actor ended")
         # Once it ended, an open starts another, from the store.
         third = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
         assert namespace_actor(rt, "main", "agents/x") is not actor and third.view_reader == "ann"
@@ -140,8 +138,8 @@ async def test_a_manager_opening_while_the_actor_ends_gets_a_running_actor(store
         async with trio.open_nursery() as nursery:
             for _ in range(8):
                 nursery.start_soon(cycle)
-        await settle()
-        assert readers == ["ann"] * 160 and rt.running_actors == 0
+        await eventually(lambda: rt.running_actors == 0, what="every actor ended")
+        assert readers == ["ann"] * 160
 
 
 async def test_an_actor_stays_while_a_drain_of_its_namespace_runs_and_ends_after_it(store_path):
@@ -156,8 +154,7 @@ async def test_an_actor_stays_while_a_drain_of_its_namespace_runs_and_ends_after
         await settle()
         assert not actor.ended and namespace_actor(rt, "main", "agents/s") is actor, "the drain still runs: the actor stays"
         blocking.open()
-        await settle()
-        assert actor.ended, "the drain ended: nothing uses the actor"
+        await eventually(lambda: actor.ended, what="the drain ended: nothing uses the actor")
         assert len(summariser.answers) == 1
         assert rt.running_actors == 1  # the host's
 
@@ -167,8 +164,7 @@ async def test_a_claim_written_elsewhere_while_no_actor_runs_here_is_read_when_o
         nobody = await here.open_manager("agents/x", strategy=PassthroughStrategy())
         await nobody.add_message("user", [text("hello")])
         await nobody.aclose()
-        await settle()
-        assert here.running_actors == 0
+        await eventually(lambda: here.running_actors == 0, what="every actor here ended")
         await elsewhere.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
         await here.store.sync()
         with pytest.raises(ReaderClaimError) as refused:
@@ -209,7 +205,6 @@ async def test_an_actor_that_ends_gives_its_compression_lease_up(pg_url):
         assert not actor.ended
         assert await lease_holders(rt.store, [("main", "agents/s")]), "still held while the unit's request is out"
         blocking.open()
-        await settle()
-        assert actor.ended
+        await eventually(lambda: actor.ended, what="the actor ended with its drain")
         await rt.store.sync()  # the release reached the server with the committer's round
         assert await lease_holders(rt.store, [("main", "agents/s")]) == {}, "given up as the actor ended"

@@ -5,9 +5,11 @@ actors/_lease.py), so nothing about it enters the log, and a holder whose sessio
 at once. Several runtimes in one test share one PostgreSQL schema (each has its own store and
 connections, as a process has); a child process (tests/pg_worker.py ``hold``) is a holder that
 can be killed with ``kill -9``. A waiting process asks again for the lease after
-``ModelPolicy.lease_retry`` on the runtime's clock, so the takeover tests run on a frozen
-``MockClock`` moved by hand past one retry, and count the asks that were refused: nothing waits
-for real time. The PostgreSQL tests skip, saying why, where PostgreSQL is not available."""
+``ModelPolicy.lease_retry`` on the runtime's clock, so most takeover tests run on a frozen
+``MockClock`` moved by hand past one retry once the test has seen the waiting process wait, and
+count the asks that were refused. A test whose takeover needs many back-offs runs on real time
+with short ones instead, waiting on the events themselves within generous bounds: no test counts
+clock jumps or scheduler turns while PostgreSQL's I/O runs. The PostgreSQL tests skip, saying why, where PostgreSQL is not available."""
 
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ from asides.actors._records import NAMESPACE_RECORDS  # test-only: the rule the 
 from asides.store import InvalidArgumentError
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
-from asides.testing import FailingModel
 from tests.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 NAMESPACE = "agents/s"
@@ -179,27 +180,47 @@ async def test_a_process_without_the_lease_compresses_nothing_shows_the_holders_
         assert "HERE#" in shown and "THERE#" in shown
 
 
-async def test_a_holder_whose_model_keeps_failing_gives_the_lease_up_to_one_whose_model_answers(pg_url, mock_clock):
+class HeldFailures:
+    """A model whose every request fails, each held until the test lets them fail (``release``):
+    the first request is out, under the holder's lease, for as long as the test needs."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.asked = trio.Event()
+        self.released = trio.Event()
+
+    async def complete(self, request: Any) -> Any:
+        self.calls += 1
+        self.asked.set()
+        await self.released.wait()
+        raise RuntimeError("down")
+
+
+async def test_a_holder_whose_model_keeps_failing_gives_the_lease_up_to_one_whose_model_answers(pg_url):
     """Past ``ModelPolicy.drain_failures`` failures in a row the holder gives the lease up after
-    each further failure, so the waiting process, whose model answers, takes over."""
-    policy = ModelPolicy(drain_failures=2)
-    failing = FailingModel(RuntimeError("down"), fails=lambda n: True)
-    async with open_runtime(pg_url, model_policy=policy) as here, open_runtime(pg_url) as there:
+    each further failure, so the waiting process, whose model answers, takes over. On real time,
+    with short back-offs and retries: the test waits on the events themselves (the holder's
+    request out, the taker waiting, the taker's first request), each within a generous bound,
+    and counts no clock jump or scheduler turn while PostgreSQL's I/O runs."""
+    policy = ModelPolicy(drain_failures=2, first_backoff=0.01, max_backoff=0.05, lease_retry=0.05)
+    failing = HeldFailures()
+    async with open_runtime(pg_url, model_policy=policy) as here, open_runtime(pg_url, model_policy=policy) as there:
         host = await here.open_manager("host", strategy=PassthroughStrategy())
         await write_conversation(host, 30)
         await here.open_manager(NAMESPACE, strategy=memory(), view_reader="ann", model=failing)
-        await until(lambda: failing.failures >= 1)
+        with trio.fail_after(60):
+            await failing.asked.wait()  # the holder's first request is out, under its lease
         assert await holder_of(there) is not None
         answering = marker_model("ANSWERED")
         taker = await there.open_manager(NAMESPACE, strategy=memory(), view_reader="ann", model=answering)
-        await until(lambda: "another process compresses" in (taker.pending_work() or ""))
-        jumps = 0
-        while not answering.requests:  # the holder's back-offs and the taker's retries, on the frozen clock
-            mock_clock.jump(1)
-            await trio.testing.wait_all_tasks_blocked()
-            jumps += 1
-            assert jumps < 10_000
-        assert failing.failures > policy.drain_failures, "kept while fewer failures than that"
+        with trio.fail_after(60):
+            while "another process compresses" not in (taker.pending_work() or ""):
+                await trio.sleep(0.01)
+        assert answering.requests == [], "no request while the holder keeps the lease"
+        failing.released.set()  # from now on every request of the holder fails at once
+        with trio.fail_after(60):
+            await answering.wait_for_requests(1)
+        assert failing.calls > policy.drain_failures, "the lease was kept while fewer failures than that"
         await taker.drain()
         assert all(t.startswith("ANSWERED") for t in all_summary_texts(there.store))
         assert written_twice(pg_url) == []
