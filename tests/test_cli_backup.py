@@ -93,7 +93,8 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     assert [int(r["id"]) for r in records] == [row[0] for row in stored]
     assert [list(r)[:4] for r in records] == [["kind", "id", "branch", "sequence"]] * len(records)
     kinds = {r["kind"] for r in records}
-    assert kinds - {"disclosure"} == {"message", "edit", "state", "branch", "strategy"}  # compiles record disclosures; opens note strategies
+    # compiles record disclosures; an open records its strategy in a note
+    assert kinds - {"disclosure"} == {"message", "edit", "state", "branch", "strategy"}
     keys = {r["key"] for r in records if r["kind"] == "state"}
     for wanted in ("agents/ann/reader", "agents/bob/reader", "agents/ann/narrowing-floor", "agents/bob/context/0"):
         assert wanted in keys

@@ -10,8 +10,9 @@ failure, and a rejected answer follows one rule and is never silent.
   unclosed thinking, text too long, not a ``Completion``) is logged at WARNING with the unit and
   the reason, counted toward the unit's attempt limit and asked again at once (no back-off: the
   model answered, so it is no outage; issue 31, item 1); a unit at its limit has failed,
-  renders raw and is never asked again. ``pending_work()`` reports failed units and why; ``drain()`` raises ``CompressionError`` naming the reason when a unit it waited on
-  failed during the call, and a second ``drain()`` returns. Autobiographical and Knowledge share
+  renders raw and is never asked again. ``pending_work()`` reports failed units and why;
+  ``drain()`` raises ``CompressionError`` naming the reason when a unit it waited on failed
+  during the call, and a second ``drain()`` returns. Autobiographical and Knowledge share
   the rule.
 
 Time runs on Trio's ``MockClock`` (``autojump_clock``): back-off takes no real time.
