@@ -30,6 +30,7 @@ Sections:
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -69,7 +70,13 @@ class SlowPassthrough(PassthroughStrategy):
     name = "slow-passthrough"
     pause = 10
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: Set when a ``select`` begins (it then holds the namespace's turn for ``pause`` checkpoints).
+        self.selecting = trio.Event()
+
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
+        self.selecting.set()
         for _ in range(self.pause):
             await trio.lowlevel.checkpoint()
         return await super().select(ctx, budget, options)
@@ -82,7 +89,12 @@ class SlowWindowed(WindowedPassthroughStrategy):
     name = "slow-windowed"
     pause = 10
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.selecting = trio.Event()
+
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
+        self.selecting.set()
         for _ in range(self.pause):
             await trio.lowlevel.checkpoint()
         return await super().select(ctx, budget, options)
@@ -408,54 +420,63 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(steps=STEPS)
-def test_random_cancel_points_follow_the_convention(store_path: str, steps: list[tuple[str, str, int]]) -> None:
+def test_random_cancel_points_follow_the_convention(store_path: str) -> None:
     """Random sequences of the seven calls, each cancelled at a random moment (never, before it
     starts, as its write is queued, or by a sibling task after a random number of scheduler
     yields, also while a compile holds the namespace's turn so the call waits for it): after
     every call, raised ``Cancelled`` means the store is as it was and returned means the write
-    is there; a reopen then holds exactly what the runtime held."""
+    is there; a reopen then holds exactly what the runtime held. A cancel that never lands
+    checks nothing, so the run must see cancels from a sibling task land mid-call (the call
+    raised ``Cancelled``) and calls that returned despite one."""
+    landed: collections.Counter[str] = collections.Counter()
 
-    async def main(path: str) -> None:
-        async with open_runtime(path) as rt:
-            world = await World.open(rt)
-            for kind, mode, yields in steps:
-                call = make_call(world, kind)
-                before = dump(rt.store)
-                if mode == "none":
-                    outcome = await run_cancelled(call, lambda scope: None)
-                    assert outcome.returned
-                elif mode == "before":
-                    outcome = await run_cancelled(call, cancel_now)
-                elif mode == "in-flight":
-                    outcome = await run_cancelled(call, cancel_when_queued(rt))
-                    assert outcome.returned
-                else:
-                    async with trio.open_nursery() as nursery:
-                        if mode == "after-yields-while-busy":
-                            # a compile (it writes nothing) takes ann's turn first, so a call
-                            # that needs the turn waits for it, and may be cancelled waiting
-                            nursery.start_soon(world.ann.compile)
-                            for _ in range(3):
-                                await trio.lowlevel.checkpoint()
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(steps=STEPS)
+    def examples(steps: list[tuple[str, str, int]]) -> None:
+        async def main(path: str) -> None:
+            async with open_runtime(path) as rt:
+                world = await World.open(rt)
+                for kind, mode, yields in steps:
+                    call = make_call(world, kind)
+                    before = dump(rt.store)
+                    if mode == "none":
+                        outcome = await run_cancelled(call, lambda scope: None)
+                        assert outcome.returned
+                    elif mode == "before":
+                        outcome = await run_cancelled(call, cancel_now)
+                    elif mode == "in-flight":
+                        outcome = await run_cancelled(call, cancel_when_queued(rt))
+                        assert outcome.returned
+                    else:
+                        async with trio.open_nursery() as nursery:
+                            if mode == "after-yields-while-busy":
+                                # a compile (it writes nothing) takes ann's turn first, so a call
+                                # that needs the turn waits for it, and may be cancelled waiting
+                                strategy = world.ann.strategy
+                                strategy.selecting = trio.Event()
+                                nursery.start_soon(world.ann.compile)
+                                await strategy.selecting.wait()  # it holds the turn now
 
-                        def arm(scope: trio.CancelScope, yields: int = yields) -> None:
-                            async def cancel_later() -> None:
-                                for _ in range(yields):
-                                    await trio.lowlevel.checkpoint()
-                                scope.cancel()
+                            def arm(scope: trio.CancelScope, yields: int = yields) -> None:
+                                async def cancel_later() -> None:
+                                    for _ in range(yields):
+                                        await trio.lowlevel.checkpoint()
+                                    scope.cancel()
 
-                            nursery.start_soon(cancel_later)
+                                nursery.start_soon(cancel_later)
 
-                        outcome = await run_cancelled(call, arm)
-                    event(f"a random cancel: {kind} {'returned' if outcome.returned else 'raised'}")
-                check_convention(world, call, outcome, before)
-            held = dump(rt.store)
-        async with open_runtime(path) as again:
-            assert dump(again.store) == held, "a reopen holds what the runtime held"
+                            outcome = await run_cancelled(call, arm)
+                        landed["mid-call: raised" if not outcome.returned else "mid-call: returned"] += 1
+                        event(f"a random cancel: {kind} {'returned' if outcome.returned else 'raised'}")
+                    check_convention(world, call, outcome, before)
+                held = dump(rt.store)
+            async with open_runtime(path) as again:
+                assert dump(again.store) == held, "a reopen holds what the runtime held"
 
-    trio.run(main, sibling_store(store_path, f"r{next(_EXAMPLES)}"))
+        trio.run(main, sibling_store(store_path, f"r{next(_EXAMPLES)}"))
+
+    examples()
+    assert landed["mid-call: raised"] > 0, f"no cancel from a sibling task landed mid-call: {dict(landed)}"
 
 
 _EXAMPLES = itertools.count()

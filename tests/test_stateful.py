@@ -832,8 +832,8 @@ class RuntimeMachine(RuleBasedStateMachine):
 
 
 class CancellingMachine(RuntimeMachine):
-    """The machine plus a rule that cancels a call at once or after a few checkpoints (so also
-    while its commit is in flight). A call that raised ``Cancelled`` must have written nothing:
+    """The machine plus a rule that cancels a call before it starts, at once or after a few
+    checkpoints of another task (so also while its commit is in flight). A call that raised ``Cancelled`` must have written nothing:
     the store (``dump``) and the manager's place are as before. A call that returned despite the
     cancel is acknowledged like any other."""
 
@@ -842,7 +842,7 @@ class CancellingMachine(RuntimeMachine):
         op=st.sampled_from(("add", "edit", "open", "fork", "derive", "set_strategy", "switch", "context")),
         pick=st.integers(0, 20),
         audiences=st.lists(AUDIENCE_PICKS, min_size=1, max_size=2),
-        checkpoints=st.integers(0, 4),
+        checkpoints=st.integers(-1, 4),
     )
     def cancel_midway(self, op, pick, audiences, checkpoints):
         slot = self.live()[pick % len(self.live())]
@@ -906,9 +906,12 @@ class CancellingMachine(RuntimeMachine):
                 await trio.lowlevel.checkpoint()
             scope.cancel()
 
+        if checkpoints < 0:
+            scope.cancel()  # cancelled before the call starts: it must raise and write nothing
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(canceller)
+                if checkpoints >= 0:
+                    nursery.start_soon(canceller)
                 with scope:
                     result["value"] = await call()
         except BaseExceptionGroup as group:
@@ -922,6 +925,7 @@ class CancellingMachine(RuntimeMachine):
         assert scope.cancelled_caught
         assert dump(self.rt.store) == before, "a call that raised Cancelled wrote to the store"
         assert (slot.manager.branch, slot.manager.strategy) == place, "a call that raised Cancelled moved the manager"
+        STEPS["cancelled"] += 1
         return "cancelled", None
 
 
@@ -944,7 +948,7 @@ def _on_backend(machine: type[RuntimeMachine], store_path: str) -> tuple[type[Ru
 
 def _run(machine: type[RuntimeMachine], store_path: str) -> None:
     started = time.monotonic()
-    STEPS.update(checks=0, examples=0)
+    STEPS.update(checks=0, examples=0, cancelled=0)
     machine, profile = _on_backend(machine, store_path)
     run_state_machine_as_test(machine, settings=profile)
     if PROFILE is LONG:
@@ -961,5 +965,7 @@ def test_runtime_state_machine(store_path):
 
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
 def test_runtime_state_machine_with_cancellation(store_path):
-    """The machine with calls cancelled midway: raised ``Cancelled`` means nothing was written."""
+    """The machine with calls cancelled midway: raised ``Cancelled`` means nothing was written.
+    A cancel that never lands checks nothing: the run must see calls that raised it."""
     _run(CancellingMachine, store_path)
+    assert STEPS["cancelled"] > 0, "no cancel landed: the cancellation rule checked nothing"
