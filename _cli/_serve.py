@@ -2,19 +2,24 @@
 
 It opens the store read-only (as the other reading commands do: it never writes and never
 creates a file), binds 127.0.0.1 unless ``--host`` says otherwise, makes a random access token
-per start unless ``--token`` gives one, and prints the URL with the token. A store that cannot be
-opened is refused in one line before anything listens (exit 1). Needs the ``serve`` extra.
+per start unless ``--token`` gives one, and prints the URL with the token. A ``--host`` other
+machines can reach is bad usage (exit 2) unless ``--allow-remote`` is given too, and then it
+warns. A store that cannot be opened, or a port in use, is refused in one line before anything
+listens (exit 1). Needs the ``serve`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import secrets
 import signal
 import sys
 
 import trio
 
+from .._serve._hosts import is_loopback
+from ..store._groups import collapse
 from ._common import EXIT_INTERRUPTED, CliError, UsageError, check_store_file, is_shared
 
 __all__ = ["add_serve_command", "cmd_serve"]
@@ -42,7 +47,16 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         epilog=epilog,
     )
     serve.add_argument("path", metavar="STORE", help="the store file, or a postgresql:// URL")
-    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; another needs --allow-remote)",
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other machines can reach (the page shows private lines, over plain HTTP)",
+    )
     serve.add_argument("--port", type=_port, default=8077, help="the port (default: 8077; 0 picks a free one)")
     serve.add_argument("--token", default=None, help="the access token (default: a new random one each start)")
     serve.set_defaults(run=cmd_serve)
@@ -53,7 +67,24 @@ def _check_token(token: str) -> None:
         raise UsageError("--token must be at least 8 characters of letters, digits and -_.~ (it goes in a URL)")
 
 
+def _check_host(host: str, allow_remote: bool) -> str | None:
+    """Refuse a ``host`` other machines can reach unless ``allow_remote``; the warning to print
+    when it is allowed (``None`` for loopback)."""
+    if is_loopback(host):
+        return None
+    if not allow_remote:
+        raise UsageError(
+            f"--host {host!r} is not this machine's loopback address: other machines could reach the inspector, "
+            "which shows every private line; give --allow-remote as well to mean it"
+        )
+    return (
+        f"listening on {host!r}, which other machines can reach: whoever has the URL (with its token) can read every "
+        "private line of the store, and the traffic is plain HTTP, not encrypted"
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    warning = _check_host(args.host, args.allow_remote)
     try:
         import hypercorn  # noqa: F401
         import starlette  # noqa: F401
@@ -76,6 +107,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(url, flush=True)
         print("The page shows private lines: the URL is a secret. Ctrl-C stops.", file=sys.stderr, flush=True)
 
+    if warning is not None:
+        print(f"asides: warning: {warning}", file=sys.stderr, flush=True)
     interrupted = trio.Event()
 
     async def until_interrupted() -> None:
@@ -86,11 +119,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 interrupted.set()
                 return
 
-    trio.run(
-        lambda: run_inspector(
-            args.path, host=args.host, port=args.port, token=token, store_label=label, on_ready=ready, shutdown_trigger=until_interrupted
+    try:
+        trio.run(
+            lambda: run_inspector(
+                args.path,
+                host=args.host,
+                port=args.port,
+                token=token,
+                store_label=label,
+                on_ready=ready,
+                shutdown_trigger=until_interrupted,
+            )
         )
-    )
+    except (OSError, BaseExceptionGroup) as exc:
+        inner = collapse(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(inner, OSError) and inner.errno == errno.EADDRINUSE:
+            raise CliError(
+                f"port {args.port} on {args.host} is in use (another inspector or service listens there); "
+                "try --port 0, which picks a free one"
+            ) from None
+        raise
     if interrupted.is_set():
         print("asides: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

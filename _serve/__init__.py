@@ -25,8 +25,10 @@ async def run_inspector(
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     poll_seconds: float = 0.25,
 ) -> None:
-    """Serve the inspector of the store at ``path`` until ``shutdown_trigger`` returns (or the
-    task is cancelled). Raises what opening the store raises, before it listens."""
+    """Serve the inspector of the store at ``path`` on ``host`` until ``shutdown_trigger``
+    returns (or the task is cancelled); it answers only requests whose ``Host`` header names it
+    (``_hosts.ServedHosts``). Raises what opening the store raises, and what binding raises (a
+    port in use), before it listens. Refuses no ``host``: the CLI decides which it allows."""
     import trio
     from hypercorn.config import Config
     from hypercorn.trio import serve
@@ -41,7 +43,7 @@ async def run_inspector(
     config.loglevel = "WARNING"
     config.graceful_timeout = 1.0
     async with Snapshots.open(path, poll_seconds=poll_seconds, warm=warm) as snapshots:
-        app = make_app(snapshots, token, store_label=store_label)
+        app = make_app(snapshots, token, store_label=store_label, host=host)
         async with trio.open_nursery() as nursery:
 
             def listening(task_status: trio.TaskStatus[list[str]]) -> Awaitable[None]:

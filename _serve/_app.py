@@ -1,10 +1,21 @@
 """The ASGI application of ``asides serve`` (Starlette): the page, its static files, the JSON API
 under ``/api/`` and the live stream of changes (server-sent events, ``/api/events``).
 
-**The token.** Every request must carry the access token: as the ``token`` query parameter, the
-``X-Asides-Token`` header, or the cookie the page's first load sets (``HttpOnly``,
-``SameSite=Strict``). Tokens are compared in constant time. A request without it gets 403 and
-no data: not the page, not a static file, not an error that tells anything about the store.
+**The host.** A request whose ``Host`` header does not name the inspector as it is served (its
+host and port; the loopback names too when it serves loopback: :class:`ServedHosts`) gets 421
+and nothing else, whatever token it carries: a page of another site that a DNS record points
+at the inspector's address names that site.
+
+**The token.** Every request to the API must carry the access token: as the ``token`` query
+parameter or the ``X-Asides-Token`` header. The page (``/`` and its static files) takes the
+token too, or the page cookie that a load of the page with the token sets. That cookie is named
+after the port (``asides_page_<port>``, so two inspectors on one host do not replace each
+other's) and does not hold the token: it holds a key derived from it that opens the page's own
+files and no data, so the browser may send it to every service on the host and none of them
+learns the token or can read the store with it. The page keeps the token in the tab's
+``sessionStorage`` (which the browser keeps apart per port) and sends it with each API request.
+Tokens are compared in constant time. A request without what it needs gets 403 and no data:
+not the page, not a static file, not an error that tells anything about the store.
 
 **Read-only.** Only ``GET`` (and ``HEAD``) are routed; the runtime underneath is read-only, so
 nothing a client sends can make the server write to the store. The static files are read from
@@ -13,6 +24,7 @@ the package once, at start, and served by fixed routes: no request names a file.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +33,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -28,11 +41,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..store._errors import AsidesError, InvalidArgumentError
 from . import _data
+from ._hosts import ServedHosts
 from ._snapshots import Snapshots
 
-__all__ = ["COOKIE", "make_app"]
+__all__ = ["COOKIE_PREFIX", "cookie_name", "make_app"]
 
-COOKIE = "asides_serve_token"
+#: The page cookie's name is this and the port it is served on (:func:`cookie_name`).
+COOKIE_PREFIX = "asides_page_"
 HEADER = "x-asides-token"
 #: Seconds between the keep-alive comments of the event stream.
 HEARTBEAT = 15.0
@@ -46,46 +61,69 @@ _SECURITY_HEADERS = [
 ]
 
 
+def cookie_name(port: int) -> str:
+    """The name of the page cookie of the inspector served on ``port``."""
+    return f"{COOKIE_PREFIX}{port}"
+
+
 def _static(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
-class TokenGate:
-    """ASGI middleware: 403 for every request without the token; sets the cookie when the token
-    came as a query parameter; adds the security headers to every response."""
+def _is_page(path: str) -> bool:
+    """Whether ``path`` is the page or one of its static files (what the page cookie opens)."""
+    return path == "/" or path.startswith("/static/")
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+class TokenGate:
+    """ASGI middleware: 421 for a request whose ``Host`` names another site; 403 for every
+    request without the token (or, for the page and its files, the page cookie); sets the page
+    cookie when the page was loaded with the token; adds the security headers to every response."""
+
+    def __init__(self, app: ASGIApp, token: str, hosts: ServedHosts) -> None:
         self.app = app
         self.token = token.encode("utf-8")
+        self.hosts = hosts
+        #: What the page cookie holds: derived from the token, and no way back to it.
+        self.page_key = hmac.new(self.token, b"asides serve: the page and its files", hashlib.sha256).hexdigest().encode("ascii")
 
-    def _given(self, scope: Scope) -> tuple[bytes | None, bool]:
+    def _check(self, scope: Scope, port: int) -> tuple[bool, bool]:
+        """Whether the request may go on, and whether to set the page cookie."""
         request = Request(scope)
         query = request.query_params.get("token")
         if query is not None:
-            return query.encode("utf-8"), True
+            allowed = hmac.compare_digest(query.encode("utf-8"), self.token)
+            return allowed, allowed and scope["path"] == "/"
         header = request.headers.get(HEADER)
         if header is not None:
-            return header.encode("utf-8"), False
-        cookie = request.cookies.get(COOKIE)
-        return (cookie.encode("utf-8") if cookie is not None else None), False
+            return hmac.compare_digest(header.encode("utf-8"), self.token), False
+        cookie = request.cookies.get(cookie_name(port))
+        return cookie is not None and _is_page(scope["path"]) and hmac.compare_digest(cookie.encode("utf-8"), self.page_key), False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self.app(scope, receive, send)
             return  # no websockets here
-        given, from_query = self._given(scope)
-        allowed = given is not None and hmac.compare_digest(given, self.token)
+        port = self.hosts.port_named(Headers(scope=scope).get("host"), scope.get("server"))
+        allowed, set_cookie = self._check(scope, port) if port is not None else (False, False)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", [])) + _SECURITY_HEADERS
-                if allowed and from_query:
-                    cookie = f"{COOKIE}={self.token.decode('utf-8')}; Path=/; HttpOnly; SameSite=Strict"
+                if set_cookie:
+                    cookie = f"{cookie_name(port or 0)}={self.page_key.decode('ascii')}; Path=/; HttpOnly; SameSite=Strict"
                     headers.append((b"set-cookie", cookie.encode("latin-1")))
                 message = {**message, "headers": headers}
             await send(message)
 
+        if port is None:
+            refused = PlainTextResponse(
+                "421 misdirected request: the Host header does not name this inspector (use the address asides serve printed)\n",
+                status_code=421,
+            )
+            await refused(scope, receive, send_with_headers)
+            return
         if not allowed:
             refused = PlainTextResponse("403 forbidden: this page needs the access token that asides serve printed\n", status_code=403)
             await refused(scope, receive, send_with_headers)
@@ -114,8 +152,8 @@ def _answer(work: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Aw
     return endpoint
 
 
-def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
-    """The inspector's ASGI app over ``snapshots``, behind the token gate."""
+def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = "127.0.0.1") -> ASGIApp:
+    """The inspector's ASGI app over ``snapshots``, served on ``host``, behind the token gate."""
     page = {name: _static(name) for name in ("index.html", "app.js", "style.css")}
     kinds = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
@@ -130,7 +168,13 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
 
     async def status(_request: Request) -> Any:
         async with snapshots.borrow() as snap:
-            return {"store": store_label, "version": snap.version, "changes": snapshots.changed.version}
+            return {
+                "store": store_label,
+                "version": snap.version,
+                "changes": snapshots.changed.version,
+                "erasures": snap.runtime.store.model.erasure_count,
+                "compile_defaults": _data.COMPILE_DEFAULTS,
+            }
 
     async def namespaces(_request: Request) -> Any:
         async with snapshots.borrow() as snap:
@@ -181,6 +225,10 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
         async with snapshots.borrow() as snap:
             return _data.memories(snap, branch=query(request, "branch"), namespace=query(request, "namespace"))
 
+    async def erasures(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return _data.erasures(snap, after=query(request, "after"))
+
     async def disclosures(request: Request) -> Any:
         async with snapshots.borrow() as snap:
             return _data.audit(snap, message=query(request, "message"))
@@ -212,6 +260,7 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str) -> ASGIApp:
         Route("/api/view", _answer(view), methods=["GET"]),
         Route("/api/memories", _answer(memories), methods=["GET"]),
         Route("/api/disclosures", _answer(disclosures), methods=["GET"]),
+        Route("/api/erasures", _answer(erasures), methods=["GET"]),
         Route("/api/events", events, methods=["GET"]),
     ]
-    return TokenGate(Starlette(routes=routes), token)
+    return TokenGate(Starlette(routes=routes), token, ServedHosts(host))

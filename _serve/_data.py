@@ -9,6 +9,7 @@ most ``MAX_SCAN`` of them (a filter that matches little says where to go on, ``n
 
 from __future__ import annotations
 
+import inspect
 import logging
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,9 @@ __all__ = [
     "MAX_SCAN",
     "audit",
     "compare_page",
+    "COMPILE_DEFAULTS",
+    "erasures",
+    "newest_record",
     "known_readers",
     "memories",
     "messages_by_id",
@@ -52,6 +56,13 @@ log = logging.getLogger("asides.serve")
 
 MAX_PAGE = 500
 MAX_SCAN = 5_000
+#: A compile's budget when the request names none: ``ContextManager.compile``'s own defaults
+#: (``max_tokens`` and ``reserve``, its ``reserve_for_response``), which the page starts with.
+_COMPILE_PARAMETERS = inspect.signature(ContextManager.compile).parameters
+COMPILE_DEFAULTS: dict[str, int] = {
+    "max_tokens": _COMPILE_PARAMETERS["max_tokens"].default,
+    "reserve": _COMPILE_PARAMETERS["reserve_for_response"].default,
+}
 #: The namespace a view for a reader that no namespace records compiles in (passthrough, held in
 #: memory only: the runtime is read-only).
 PREVIEW_NAMESPACE = "asides-serve-preview"
@@ -155,6 +166,17 @@ def message_json(message: Message, reader: str | None = None, *, as_stored: bool
         "metadata": dict(message.metadata),
         "blocks": blocks,
     }
+
+
+def page_message(snapshot: Snapshot, message: Message, reader: str | None) -> dict[str, Any] | None:
+    """:func:`message_json` of ``message`` as stored (``reader`` ``None``) or as ``reader`` sees
+    it, with ``erased``: ``None``, or the erasure's ``at``, ``reason`` and number (``erasure``)
+    when the message was erased (it then holds no participant and no block)."""
+    shown = message_json(message, reader, as_stored=reader is None)
+    if shown is not None:
+        stone = snapshot.runtime.tombstone(message.id)
+        shown["erased"] = None if stone is None else {"at": stone.erased_at, "reason": stone.reason, "erasure": stone.erasure}
+    return shown
 
 
 def _start_position(snapshot: Snapshot, branch: str, after: int) -> int:
@@ -315,7 +337,7 @@ def messages_page(
             if speaker is not None and message.participant != speaker:
                 pass
             else:
-                shown = message_json(message, who, as_stored=who is None)
+                shown = page_message(snapshot, message, who)
                 if shown is not None:
                     out.append(shown)
             if len(out) >= count or scanned >= MAX_SCAN:
@@ -350,7 +372,7 @@ def messages_by_id(snapshot: Snapshot, *, branch: str | None, ids: str | None, r
             raise NotFound("ids", f"branch {name!r} holds no message {message_id!r}")
         found.append(message)
     found.sort(key=lambda m: m.sequence)
-    shown = [message_json(m, who, as_stored=who is None) for m in found]
+    shown = [page_message(snapshot, m, who) for m in found]
     return {"branch": name, "reader": who, "messages": [m for m in shown if m is not None]}
 
 
@@ -468,8 +490,25 @@ async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
                 ns["pending_work"] = await _pending(snapshot, branch["name"], ns)
             else:
                 ns["pending_work"] = f"unknown: asides serve works it out for the first {MANAGER_CACHE} namespaces only"
+        branch["newest_record"] = newest_record(snapshot, branch["name"])
+    # the first of the newest: a fork that wrote nothing of its own yet ties with its parent
+    report["newest_branch"] = max(report["branches"], key=lambda b: b["newest_record"])["name"]
     snapshot.remember(("namespaces",), report, generation)
     return dict(report)
+
+
+def newest_record(snapshot: Snapshot, branch: str) -> int:
+    """The record id of the newest message or state record ``branch`` holds (its parent's up to
+    the fork point included; an edit is not counted); 0 when it holds none."""
+    store = snapshot.runtime.store
+    model = store.model
+    length = store.length(branch)
+    newest = int(store.messages(branch, length - 1, length)[0].id) if length else 0
+    for key in model.state_keys(branch):
+        record = model.state_record_id(branch, key)
+        if record is not None and record > newest:
+            newest = record
+    return newest
 
 
 async def _pending(snapshot: Snapshot, branch: str, ns: dict[str, Any]) -> str | None:
@@ -549,7 +588,7 @@ async def view(
     do), else a passthrough preview held in memory."""
     name = branch_of(snapshot, branch)
     who = reader_of(snapshot, name, reader)
-    budget = whole_number(max_tokens, "max_tokens", default=100_000, least=1, most=10_000_000)
+    budget = whole_number(max_tokens, "max_tokens", default=COMPILE_DEFAULTS["max_tokens"], least=1, most=10_000_000)
     kept_back = whole_number(reserve, "reserve", default=0, least=0, most=10_000_000)
     if kept_back >= budget:
         raise BadParameter("reserve", f"{kept_back} leaves nothing of max_tokens={budget}")
@@ -688,6 +727,15 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+def erasures(snapshot: Snapshot, *, after: str | None) -> dict[str, Any]:
+    """The store's erasures numbered above ``after`` (default: every one), oldest first, each
+    with its ``number``, ``message_ids``, ``reason``, ``at`` and what it invalidated; and
+    ``count``, how many the store holds."""
+    done = snapshot.runtime.erasures()
+    since = whole_number(after, "after", default=0, least=0)
+    return {"erasures": [_plain(e) for e in done if e.number > since], "count": len(done)}
 
 
 def audit(snapshot: Snapshot, *, message: str | None) -> dict[str, Any]:

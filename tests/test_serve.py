@@ -58,6 +58,34 @@ async def build(path: str) -> None:
         await room.fork("alt")
 
 
+async def events(nursery: trio.Nursery, served: Served) -> trio.MemoryReceiveChannel[str]:
+    """The inspector's event stream, read in a thread: each event's name (``change``), once
+    the stream said ``hello``."""
+    send, receive = trio.open_memory_channel[str](1000)
+
+    def listen() -> None:
+        try:
+            with urllib.request.urlopen(f"{served.base}/api/events?token={TOKEN}", timeout=60) as stream:
+                for raw in stream:
+                    if raw.startswith(b"event: "):
+                        trio.from_thread.run(send.send, raw[len(b"event: ") :].strip().decode())
+        except (OSError, trio.RunFinishedError, trio.Cancelled):
+            return  # the server or the test stopped
+
+    nursery.start_soon(lambda: trio.to_thread.run_sync(listen, abandon_on_cancel=True))
+    with trio.fail_after(60):
+        assert await receive.receive() == "hello"
+    return receive
+
+
+async def until(changes: trio.MemoryReceiveChannel[str], check: Any) -> Any:
+    """``await check()`` again after each change event until it gives something true; that."""
+    with trio.fail_after(60):
+        while not (found := await check()):
+            await changes.receive()
+    return found
+
+
 class Served:
     def __init__(self, base: str) -> None:
         self.base = base
@@ -94,20 +122,22 @@ async def test_requests_without_the_token_get_403_and_no_data(store_path):
                 assert status == 403, (path, extra)
                 assert "Line" not in body and "FOR-ANN" not in body and "ann" not in body
                 assert "set-cookie" not in {k.lower() for k in headers}
-        # the right token, as a header, a query parameter (which sets the cookie), or the cookie
+        # the right token, as a header or a query parameter (which, on the page, sets the page cookie)
         status, body, _ = await trio.to_thread.run_sync(lambda: http(served.base + "/api/namespaces", headers={"X-Asides-Token": TOKEN}))
         assert status == 200
         status, body, headers = await trio.to_thread.run_sync(lambda: http(f"{served.base}/?token={TOKEN}"))
         assert status == 200 and "<title>asides serve</title>" in body
         cookie = headers.get("set-cookie") or headers.get("Set-Cookie")
-        assert cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/;" in cookie
+        # the page cookie opens the page and its files (a reload), never the data
+        for path in ("/", "/static/app.js", "/static/style.css"):
+            status, _, _ = await trio.to_thread.run_sync(lambda p=path: http(served.base + p, headers={"Cookie": cookie.split(";")[0]}))
+            assert status == 200, path
         status, _, _ = await trio.to_thread.run_sync(
             lambda: http(served.base + "/api/namespaces", headers={"Cookie": cookie.split(";")[0]})
         )
-        assert status == 200
-        status, _, _ = await trio.to_thread.run_sync(
-            lambda: http(served.base + "/api/namespaces", headers={"Cookie": "asides_serve_token=nope"})
-        )
+        assert status == 403
+        status, _, _ = await trio.to_thread.run_sync(lambda: http(served.base + "/", headers={"Cookie": cookie.split("=")[0] + "=nope"}))
         assert status == 403
         # nothing but GET is routed; no request names a file
         status, _, _ = await trio.to_thread.run_sync(lambda: http(f"{served.base}/api/messages?token={TOKEN}", method="POST"))
@@ -256,25 +286,179 @@ async def test_pages_follow_a_host_writing_to_the_store(store_path):
         status, page = await get(served.base, "/api/messages?limit=500")
         last = page["messages"][-1]["sequence"]
 
-        changes = trio.Event()
-
-        def listen() -> None:
-            request = urllib.request.Request(f"{served.base}/api/events?token={TOKEN}")
-            with urllib.request.urlopen(request, timeout=60) as stream:
-                for raw in stream:
-                    if raw.startswith(b"event: hello"):
-                        trio.from_thread.run_sync(listening.set)
-                    if raw.startswith(b"event: change"):
-                        trio.from_thread.run_sync(changes.set)
-                        return
-
-        listening = trio.Event()
-        nursery.start_soon(lambda: trio.to_thread.run_sync(listen, abandon_on_cancel=True))
-        await listening.wait()
+        changes = await events(nursery, served)
         await room.add_message("host", [text("WRITTEN-WHILE-SERVING a new line.")])
-        await changes.wait()
+        with trio.fail_after(60):
+            assert await changes.receive() == "change"
         status, page = await get(served.base, f"/api/messages?after={last}")
         assert [b["text"] for m in page["messages"] for b in m["blocks"]] == ["WRITTEN-WHILE-SERVING a new line."]
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_page_cookie_is_named_after_the_port_and_never_holds_the_token(store_path):
+    """Two inspectors on one host set cookies of two names (each with its port), so neither
+    replaces the other's; what the cookie holds is not the token and opens no data, so a service
+    on another port of the host that the browser sends it to learns nothing it can use."""
+    await build(store_path)
+    async with trio.open_nursery() as nursery:
+        first, second = await serving(nursery, store_path), await serving(nursery, store_path)
+        names = []
+        for served in (first, second):
+            status, _, headers = await trio.to_thread.run_sync(lambda s=served: http(f"{s.base}/?token={TOKEN}"))
+            cookie = headers.get("set-cookie") or headers.get("Set-Cookie") or ""
+            port = served.base.rsplit(":", 1)[1]
+            name, _, rest = cookie.partition("=")
+            assert status == 200 and name == f"asides_page_{port}", cookie
+            assert TOKEN not in cookie and "HttpOnly" in rest and "SameSite=Strict" in rest and "Path=/;" in rest
+            pair = cookie.split(";")[0]
+            for path in ("/api/namespaces", "/api/messages?limit=5", "/api/events"):
+                status, body, _ = await trio.to_thread.run_sync(lambda p=path, s=served, c=pair: http(s.base + p, headers={"Cookie": c}))
+                assert status == 403 and "Line" not in body, path
+            names.append(name)
+        assert names[0] != names[1]
+        nursery.cancel_scope.cancel()
+
+
+def raw_get(base: str, path: str, host: str | None) -> tuple[int, str]:
+    """GET ``path`` with the token and the given ``Host`` header (none when ``None``)."""
+    import http.client
+    import urllib.parse
+
+    where = urllib.parse.urlsplit(base)
+    connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=30)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        if host is not None:
+            connection.putheader("Host", host)
+        connection.putheader("X-Asides-Token", TOKEN)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        connection.close()
+
+
+async def test_a_host_header_that_does_not_name_the_inspector_is_refused(store_path):
+    """DNS rebinding: a page of another site that a DNS record points at 127.0.0.1 sends that
+    site's name as the Host. Refused (421), with the token or without, and no data; the
+    loopback names with the served port are the inspector."""
+    await build(store_path)
+    async with trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        port = int(served.base.rsplit(":", 1)[1])
+        for host in ("127.0.0.1", "localhost", "LOCALHOST", "[::1]"):
+            status, body = await trio.to_thread.run_sync(lambda h=host: raw_get(served.base, "/api/readers", f"{h}:{port}"))
+            assert status == 200 and json.loads(body)["readers"] == ["ann", "bob"], host
+        names = ("attacker.example", f"attacker.example:{port}", f"127.0.0.1.attacker.example:{port}")
+        names += (f"127.0.0.1:{port + 1}", "127.0.0.1", "")  # another port, or none (80)
+        for host in names:
+            for path in ("/api/readers", f"/?token={TOKEN}", "/api/events"):
+                status, body = await trio.to_thread.run_sync(lambda h=host, p=path: raw_get(served.base, p, h))
+                assert status == 421 and "ann" not in body, (host, path, status)
+        status, body = await trio.to_thread.run_sync(lambda: raw_get(served.base, "/api/readers", None))
+        assert status in (400, 421) and "ann" not in body
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.sqlite_only("which Host headers an inspector on every address answers does not depend on the backend")
+async def test_an_inspector_on_every_address_answers_its_own_names_only(store_path):
+    await build(store_path)
+    async with trio.open_nursery() as nursery:
+        ready = trio.Event()
+        urls: list[str] = []
+        nursery.start_soon(
+            lambda: run_inspector(
+                store_path, host="0.0.0.0", port=0, token=TOKEN, store_label=store_path, on_ready=lambda u: (urls.append(u), ready.set())
+            )
+        )
+        await ready.wait()
+        port = int(urls[0].split("/?", 1)[0].rsplit(":", 1)[1])
+        base = f"http://127.0.0.1:{port}"
+        for host in ("127.0.0.1", "localhost", "0.0.0.0"):
+            status, _ = await trio.to_thread.run_sync(lambda h=host: raw_get(base, "/api/readers", f"{h}:{port}"))
+            assert status == 200, host
+        status, _ = await trio.to_thread.run_sync(lambda: raw_get(base, "/api/readers", f"attacker.example:{port}"))
+        assert status == 421
+        nursery.cancel_scope.cancel()
+
+
+async def test_erased_messages_show_as_erased_and_the_erasures_are_listed(store_path):
+    """A host erases a message while the inspector serves: the page's answers show it as
+    erased (when and why, in its place, with no participant and no block), leave it out of a
+    reader's log, and list the erasure (``/api/erasures``, counted in ``/api/status``)."""
+    await build(store_path)
+    async with open_runtime(store_path) as host, trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        _, page = await get(served.base, "/api/messages?limit=500")
+        secret = next(m for m in page["messages"] if "FOR-ANN-3 " in json.dumps(m))
+        assert all(m["erased"] is None for m in page["messages"])
+        _, status = await get(served.base, "/api/status")
+        assert status["erasures"] == 0
+        changes = await events(nursery, served)
+        done = await host.erase([secret["id"]], reason="asked by ann")
+
+        async def erased_row() -> Any:
+            _, found = await get(served.base, f"/api/messages?ids={secret['id']}")
+            return found["messages"][0] if found["messages"][0]["erased"] else None
+
+        row = await until(changes, erased_row)
+        assert row["erased"] == {"at": done.at, "reason": "asked by ann", "erasure": 1}
+        assert (row["id"], row["sequence"], row["participant"], row["blocks"]) == (secret["id"], secret["sequence"], "", [])
+        _, page = await get(served.base, "/api/messages?limit=500")
+        assert "FOR-ANN-3 " not in json.dumps(page) and [m["id"] for m in page["messages"] if m["erased"]] == [secret["id"]]
+        _, page = await get(served.base, "/api/messages?limit=500&reader=ann")
+        assert secret["id"] not in [m["id"] for m in page["messages"]]
+        _, listed = await get(served.base, "/api/erasures")
+        assert listed["count"] == 1
+        listed_as = [(e["number"], e["message_ids"], e["reason"], e["at"]) for e in listed["erasures"]]
+        assert listed_as == [(1, [secret["id"]], "asked by ann", done.at)]
+        _, listed = await get(served.base, "/api/erasures?after=1")
+        assert listed == {"erasures": [], "count": 1}
+        status_code, refused = await get(served.base, "/api/erasures?after=x")
+        assert status_code == 400 and refused["path"] == "after"
+        _, status = await get(served.base, "/api/status")
+        assert status["erasures"] == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_compile_budget_a_request_does_not_name_is_the_apis(store_path):
+    """``/api/status`` gives ``ContextManager.compile``'s own defaults (the page starts its
+    Compile tab with them), and a view that names no budget compiles with them."""
+    import inspect
+
+    from asides import ContextManager
+
+    defaults = inspect.signature(ContextManager.compile).parameters
+    await build(store_path)
+    async with trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        _, status = await get(served.base, "/api/status")
+        expected = {"max_tokens": defaults["max_tokens"].default, "reserve": defaults["reserve_for_response"].default}
+        assert status["compile_defaults"] == expected
+        _, view = await get(served.base, "/api/view?reader=bob")
+        assert view["max_tokens"] == defaults["max_tokens"].default
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_report_names_the_branch_written_last(store_path):
+    """``newest_branch``: the branch holding the newest message or record (the page opens on
+    it); a fork that has written nothing of its own yet is not newer than its parent."""
+    await build(store_path)
+    async with open_runtime(store_path) as host, trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        _, report = await get(served.base, "/api/namespaces")
+        assert report["newest_branch"] == "main"  # alt was forked last, and holds nothing of its own
+        changes = await events(nursery, served)
+        for branch in ("alt", "main", "alt"):
+            room = await host.open_manager("room", strategy=PassthroughStrategy(), branch=branch)
+            await room.add_message("host", [text(f"a line on {branch}")])
+
+            async def newest(b: str = branch) -> Any:
+                _, report = await get(served.base, "/api/namespaces")
+                return report["newest_branch"] == b
+
+            await until(changes, newest)
+            await room.aclose()
         nursery.cancel_scope.cancel()
 
 
@@ -351,7 +535,26 @@ def test_a_port_in_use_is_refused_in_one_line(small_store, capsys):
         port = taken.getsockname()[1]
         assert main(["serve", small_store, "--port", str(port)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("asides: ") and "in use" in err[0], err
+    assert len(err) == 1 and err[0].startswith("asides: ") and "in use" in err[0] and "try --port 0" in err[0], err
+
+
+def test_a_host_other_machines_can_reach_needs_allow_remote_and_warns(small_store, capsys):
+    """``--host`` other than loopback: with ``--allow-remote``, a warning before it listens (here
+    on a port in use, so nothing listens); without, bad usage and nothing listens."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", small_store, "--host", "0.0.0.0", "--allow-remote", "--port", str(port)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("asides: warning: listening on '0.0.0.0', which other machines can reach"), err
+    assert "try --port 0" in err[1]
+    for host in ("0.0.0.0", "192.0.2.7", "example.org", "::"):
+        assert main(["serve", small_store, "--host", host, "--port", "0"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"--host {host!r}" in err and "--allow-remote" in err
 
 
 @pytest.fixture

@@ -6,7 +6,10 @@ package with the system browser as its executable (no browser download). The ser
 What is checked: a reader's view shows that reader's private lines and never another's; the
 side-by-side view marks the blocks only one of the two readers sees; provenance links and
 memories open the messages they stand for; a page left open shows a message another process
-writes; a browser without the token gets 403 and no data.
+writes, and an erasure another process makes takes the erased line off it without a reload; the
+audit says when and why a message was erased, as text; the page opens on the branch written
+last, and its Compile tab starts with the API's budget; the cookie the page sets is named after
+the port and opens no data; a browser without the token gets 403 and no data.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -118,13 +122,20 @@ def show(page: Any, tab: str) -> None:
     page.wait_for_selector(f"body[data-ready={tab}]")
 
 
-def compile_for(page: Any, a: str, b: str | None, budget: int) -> None:
-    """Show the compile tab for reader ``a`` (and ``b``) at ``budget``, once the newest load
-    has rendered (each change of a control starts a load; older answers are dropped)."""
+def api(page: Any, path: str) -> Any:
+    """``path`` of the API fetched by the page, with the token, as JSON."""
+    return page.evaluate("async ([path, token]) => (await fetch(path, { headers: { 'X-Asides-Token': token } })).json()", [path, TOKEN])
+
+
+def compile_for(page: Any, a: str, b: str | None, budget: int, reserve: int = 0) -> None:
+    """Show the compile tab for reader ``a`` (and ``b``) at ``budget`` less ``reserve``, once
+    the newest load has rendered (each change of a control starts a load; older answers are
+    dropped)."""
     show(page, "compile")
     page.select_option("#view-a", a)
     page.select_option("#view-b", b or "")
     page.fill("#view-budget", str(budget))
+    page.fill("#view-reserve", str(reserve))
     page.click("#view-go")
     page.wait_for_selector(f"#views:not([data-busy]) .view[data-reader={b or a}] .compiled")
 
@@ -143,10 +154,7 @@ def test_a_readers_view_shows_its_private_lines_and_never_anothers(page: Any) ->
     show(page, "log")
     page.select_option("#log-reader", "ann")
     page.wait_for_selector("#log:not([data-busy]) li.message")
-    while page.is_visible("#log-more"):
-        count = page.locator("#log li.message").count()
-        page.click("#log-more")
-        page.wait_for_function(f"() => document.querySelectorAll('#log:not([data-busy]) li.message').length > {count}")
+    load_whole_log(page)
     shown = markers(page.inner_text("#log"))
     assert shown == notes_for("ann")  # every note for ann, alone or with others
     assert all("ann" in audience.split("+") for audience in shown)
@@ -193,7 +201,7 @@ def test_provenance_links_open_the_messages_they_stand_for(page: Any) -> None:
 
 def test_memories_open_the_messages_they_cover(page: Any, server: Server) -> None:
     show(page, "memories")
-    tree = page.evaluate("async () => (await fetch('/api/memories?namespace=agents/bob')).json()")
+    tree = api(page, "/api/memories?namespace=agents/bob")
     bobs = [m["id"] for level in tree["levels"] for m in level["memories"]]
     page.select_option("#mem-ns", "agents/bob")
     # the list shows bob's memories (not still the namespace shown before the selection)
@@ -219,7 +227,7 @@ def test_the_audit_of_a_message_says_what_is_recorded(page: Any) -> None:
     message_id = first.get_attribute("data-id")
     first.locator(".msg-id").click()
     page.wait_for_selector(f"body[data-ready=audit] #audit li.message[data-id='{message_id}']")
-    audit = page.evaluate(f"async () => (await fetch('/api/disclosures?message={message_id}')).json()")
+    audit = api(page, f"/api/disclosures?message={message_id}")
     if audit["recording"] == "unavailable in this build":
         assert "unavailable in this build" in page.inner_text("#audit")
     else:
@@ -252,27 +260,149 @@ trio.run(main)
 """
 
 
-def test_a_page_left_open_shows_a_message_another_process_writes(browser: Any, demo_store: str, tmp_path: Any) -> None:
-    path = str(tmp_path / "live.db")
+def run_on(script: str, *args: str) -> None:
+    """Run ``script`` (Python) in another process, with ``args``."""
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def copy_of(demo_store: str, tmp_path: Any) -> str:
+    path = str(tmp_path / "copy.db")
     shutil.copyfile(demo_store, path)
+    return path
+
+
+def load_whole_log(page: Any) -> None:
+    while page.is_visible("#log-more"):
+        count = page.locator("#log li.message").count()
+        page.click("#log-more")
+        page.wait_for_function(f"() => document.querySelectorAll('#log:not([data-busy]) li.message').length > {count}")
+
+
+@contextmanager
+def open_log(browser: Any, path: str) -> Iterator[Any]:
+    """The log tab of the store at ``path``, served on its own: listening to the changes, with
+    every message loaded."""
     served = Server(path)
     try:
         context = browser.new_context()
         page = context.new_page()
         page.goto(served.url + "#log")
-        page.wait_for_selector("body[data-ready=log]")
-        while page.is_visible("#log-more"):
-            count = page.locator("#log li.message").count()
-            page.click("#log-more")
-            page.wait_for_function(f"() => document.querySelectorAll('#log li.message').length > {count}")
-        assert "LIVE-LINE" not in page.inner_text("#log")
-        writer = subprocess.run([sys.executable, "-c", WRITER, path], cwd=ROOT, capture_output=True, text=True, timeout=60)
-        assert writer.returncode == 0, writer.stderr
-        page.wait_for_selector("#log li.message:has-text('LIVE-LINE')", timeout=30_000)
-        assert page.locator("#log li.message").last.inner_text().count("LIVE-LINE") == 1
+        page.wait_for_selector("body[data-ready=log][data-live]")
+        load_whole_log(page)
+        yield page
         context.close()
     finally:
         served.stop()
+
+
+def test_a_page_left_open_shows_a_message_another_process_writes(browser: Any, demo_store: str, tmp_path: Any) -> None:
+    path = copy_of(demo_store, tmp_path)
+    with open_log(browser, path) as page:
+        assert "LIVE-LINE" not in page.inner_text("#log")
+        run_on(WRITER, path)
+        page.wait_for_selector("#log li.message:has-text('LIVE-LINE')", timeout=30_000)
+        assert page.locator("#log li.message").last.inner_text().count("LIVE-LINE") == 1
+
+
+ERASER = """
+import sys, trio
+from asides import open_runtime
+
+async def main():
+    async with open_runtime(sys.argv[1]) as rt:
+        await rt.erase([sys.argv[2]], reason=sys.argv[3])
+
+trio.run(main)
+"""
+
+
+def test_an_erasure_takes_the_line_off_an_open_log_without_a_reload(browser: Any, demo_store: str, tmp_path: Any) -> None:
+    """Another process erases a message while the log is open: its row becomes "erased (reason,
+    when)" in its place, its text leaves the page, and the page was not loaded again; the audit
+    of it says the same as text."""
+    path = copy_of(demo_store, tmp_path)
+    with open_log(browser, path) as page:
+        page.evaluate("() => { window.sameLoad = true; }")
+        private = page.locator("#log li.message:has(.restricted)").first
+        message_id = private.get_attribute("data-id")
+        secret = private.locator(".block.restricted .block-text").first.inner_text()
+        assert MARKER.search(secret) and page.inner_text("#log").count(secret) == 1
+        run_on(ERASER, path, message_id, "asked to forget it")
+        row = page.wait_for_selector(f"#log li.message.erased[data-id='{message_id}']", timeout=30_000)
+        note = row.query_selector(".erased-note").inner_text()
+        assert re.fullmatch(r"erased \(asked to forget it, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", note), note
+        assert secret not in page.inner_text("#log")
+        assert page.evaluate("() => window.sameLoad === true")  # no reload
+        row.query_selector(".msg-id").click()
+        page.wait_for_selector("body[data-ready=audit] #audit ul.erasures li")
+        erasures = page.inner_text("#audit ul.erasures")
+        as_text = r"erased \(asked to forget it, [-0-9: ]+\): erasure 1 of 1 message, \d+ memor(y|ies) invalidated"
+        assert re.fullmatch(as_text, erasures), erasures
+        assert "erased (asked to forget it, " in page.inner_text(f"#audit li.message[data-id='{message_id}']")
+        assert secret not in page.inner_text("#audit")
+
+
+FORKER = """
+import sys, trio
+from asides import PassthroughStrategy, open_runtime, text
+
+async def main():
+    async with open_runtime(sys.argv[1]) as rt:
+        room = await rt.open_manager("room", strategy=PassthroughStrategy())
+        await room.fork("later")
+        later = await rt.open_manager("room", strategy=PassthroughStrategy(), branch="later")
+        await later.add_message("writer", [text("LATER-LINE on the branch written last")])
+
+trio.run(main)
+"""
+
+
+def test_the_page_opens_on_the_branch_written_last(browser: Any, demo_store: str, tmp_path: Any) -> None:
+    path = copy_of(demo_store, tmp_path)
+    run_on(FORKER, path)
+    with open_log(browser, path) as page:
+        assert page.input_value("#branch") == "later"
+        assert "LATER-LINE" in page.locator("#log li.message").last.inner_text()
+
+
+def test_the_compile_tab_starts_with_the_apis_budget(page: Any) -> None:
+    import inspect
+
+    from asides import ContextManager
+
+    defaults = inspect.signature(ContextManager.compile).parameters
+    max_tokens, reserve = defaults["max_tokens"].default, defaults["reserve_for_response"].default
+    show(page, "compile")
+    assert (page.input_value("#view-budget"), page.input_value("#view-reserve")) == (str(max_tokens), str(reserve))
+    page.select_option("#view-a", "ann")
+    page.click("#view-go")
+    page.wait_for_selector("#views:not([data-busy]) .view[data-reader=ann] .compiled")
+    assert f"of {max_tokens - reserve} tokens" in page.inner_text(".view[data-reader=ann]")
+
+
+def test_the_page_cookie_is_named_after_the_port_and_opens_no_data(browser: Any, server: Server) -> None:
+    """The cookie a page load sets is named after the inspector's port and does not hold the
+    token: a reload of the tab works (the tab keeps the token), the cookie alone opens the
+    page's files but no data."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.url + "#log")
+    page.wait_for_selector("body[data-ready=log] #log li.message")
+    assert "token" not in page.url
+    port = server.base.rsplit(":", 1)[1]
+    cookies = context.cookies()
+    assert [c["name"] for c in cookies] == [f"asides_page_{port}"]
+    assert TOKEN not in cookies[0]["value"] and cookies[0]["httpOnly"] and cookies[0]["sameSite"] == "Strict"
+    assert page.evaluate("async () => (await fetch('/api/namespaces')).status") == 403
+    page.reload()
+    page.wait_for_selector("body[data-ready=log] #log li.message")
+    stranger = context.new_page()  # the cookie, and not the token: the page, and no data
+    response = stranger.goto(server.base + "/#log")
+    assert response.status == 200
+    stranger.wait_for_selector("main p.error")
+    assert "needs the access token" in stranger.inner_text("main") and "PRIVATE" not in stranger.content()
+    context.close()
 
 
 def test_screenshots_of_each_page(page: Any, tmp_path: Any) -> None:

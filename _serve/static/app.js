@@ -3,13 +3,18 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { branch: "main", readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0 };
+const state = { branch: null, readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0, erasures: 0, changes: 0 };
 
-// The token came in the address; the server set a cookie with it. Keep it out of the address bar
-// (and out of the history), as the page is a secret.
+// The token came in the address. The page keeps it in this tab's sessionStorage (which the browser
+// keeps apart per port and never sends anywhere) and sends it with each API request; the cookie the
+// server set opens the page's own files only. Keep the token out of the address bar (and out of
+// the history), as the page is a secret.
+const TOKEN_KEY = "asides_token";
 if (new URLSearchParams(location.search).has("token")) {
+  sessionStorage.setItem(TOKEN_KEY, new URLSearchParams(location.search).get("token"));
   history.replaceState(null, "", location.pathname + location.hash);
 }
+const token = sessionStorage.getItem(TOKEN_KEY) || "";
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -30,7 +35,8 @@ function el(tag, attrs, ...children) {
 async function api(path, params) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params || {})) if (value !== undefined && value !== null && value !== "") query.set(key, value);
-  const response = await fetch(`/api/${path}?${query}`, { credentials: "same-origin" });
+  const response = await fetch(`/api/${path}?${query}`, { credentials: "same-origin", headers: { "X-Asides-Token": token } });
+  if (response.status === 403) throw new Error("403: this page needs the access token: open the address asides serve printed (with its ?token=)");
   const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
   if (!response.ok) throw new Error(body.error || `${response.status}`);
   return body;
@@ -62,10 +68,15 @@ function blockNode(block, extraClass) {
   );
 }
 
+// An erased message keeps its place and id, and says when and why it was erased.
+function erasedText(erased) {
+  return `erased (${erased.reason}, ${when(erased.at)})`;
+}
+
 function messageNode(m) {
   return el(
     "li",
-    { class: "message", id: `m-${m.id}`, dataset: { id: m.id, seq: m.sequence } },
+    { class: `message ${m.erased ? "erased" : ""}`, id: `m-${m.id}`, dataset: { id: m.id, seq: m.sequence } },
     el(
       "div",
       { class: "msg-head" },
@@ -74,8 +85,24 @@ function messageNode(m) {
       el("span", { class: "dim" }, when(m.timestamp)),
       el("a", { class: "msg-id", href: `#audit`, title: "audit: who was shown this message", onclick: () => openAudit(m.id) }, `id ${m.id}`),
     ),
-    m.blocks.map((b) => blockNode(b)),
+    m.erased ? el("div", { class: "block erased-note" }, erasedText(m.erased)) : m.blocks.map((b) => blockNode(b)),
   );
+}
+
+// An erasure made while the page is open: each row of an erased message becomes its erased row
+// (or leaves a list shown as one reader sees it, where an erased message has no place).
+async function applyErasures() {
+  const found = await api("erasures", { after: state.erasures });
+  for (const erasure of found.erasures) {
+    const erased = { reason: erasure.reason, at: erasure.at, erasure: erasure.number };
+    for (const id of erasure.message_ids) {
+      for (const row of document.querySelectorAll(`li.message[data-id="${CSS.escape(id)}"]`)) {
+        if (row.parentElement.dataset.reader) row.remove();
+        else row.replaceWith(messageNode({ id, sequence: row.dataset.seq, participant: "", timestamp: null, blocks: [], erased }));
+      }
+    }
+    state.erasures = Math.max(state.erasures, erasure.number);
+  }
 }
 
 // -- the drawer: messages a link stands for ---------------------------------------------------
@@ -85,6 +112,7 @@ async function openMessages(title, ids, reader) {
   $("drawer-title").textContent = title;
   drawer.hidden = false;
   const body = $("drawer-body");
+  body.dataset.reader = reader || "";
   body.replaceChildren(el("li", { class: "dim" }, "loading…"));
   try {
     const page = await api("messages", { branch: state.branch, ids: ids.slice(0, 500).join(","), reader });
@@ -102,6 +130,7 @@ async function openRange(title, after, count, reader) {
   $("drawer-title").textContent = title;
   drawer.hidden = false;
   const body = $("drawer-body");
+  body.dataset.reader = reader || "";
   try {
     const page = await api("messages", { branch: state.branch, after, limit: Math.min(count, 200), reader });
     body.replaceChildren(...page.messages.map(messageNode));
@@ -163,6 +192,7 @@ async function loadLog(reset) {
     if (run !== state.logRun || (!reset && after !== state.logAfter)) return;
     delete list.dataset.busy;
     if (reset) list.replaceChildren();
+    list.dataset.reader = page.reader || "";
     for (const m of page.messages) {
       list.append(messageNode(m));
       state.participants.add(m.participant);
@@ -296,10 +326,11 @@ async function loadViews() {
     return;
   }
   const budget = $("view-budget").value;
+  const reserve = $("view-reserve").value;
   const run = ++state.viewRun;
   box.dataset.busy = "1"; // until the newest load has rendered
   try {
-    const views = await Promise.all(readers.map((reader) => api("view", { branch: state.branch, reader, max_tokens: budget })));
+    const views = await Promise.all(readers.map((reader) => api("view", { branch: state.branch, reader, max_tokens: budget, reserve })));
     if (run !== state.viewRun) return;
     delete box.dataset.busy;
     const texts = views.map((v) => new Set(v.messages.map((m) => m.blocks.map((b) => b.text).join("\n"))));
@@ -368,6 +399,13 @@ function openAudit(id) {
   loadAudit();
 }
 
+// An erasure as a line of text: when and why, its number, how many messages it erased and how
+// many memories (summaries) it invalidated.
+function erasureText(e) {
+  const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+  return `${erasedText(e)}: erasure ${e.number} of ${count(e.message_ids.length, "message", "messages")}, ${count(e.summaries_invalidated, "memory", "memories")} invalidated`;
+}
+
 async function loadAudit() {
   const box = $("audit");
   const id = $("audit-id").value.trim();
@@ -389,7 +427,7 @@ async function loadAudit() {
           : el("p", { class: "dim" }, "no one was shown this message"),
       );
       parts.push(el("h3", {}, "erased"));
-      parts.push(found.erasures.length ? el("ul", {}, found.erasures.map((e) => el("li", {}, JSON.stringify(e)))) : el("p", { class: "dim" }, "not erased"));
+      parts.push(found.erasures.length ? el("ul", { class: "erasures" }, found.erasures.map((e) => el("li", {}, erasureText(e)))) : el("p", { class: "dim" }, "not erased"));
     }
     box.replaceChildren(...parts);
   } catch (error) {
@@ -412,7 +450,7 @@ function fillSelect(select, names, keep, blank) {
 async function loadBasics() {
   state.report = await api("namespaces");
   const branches = state.report.branches.map((b) => b.name);
-  fillSelect($("branch"), branches, state.branch);
+  fillSelect($("branch"), branches, state.branch ?? state.report.newest_branch); // opens on the branch written last
   state.branch = $("branch").value || "main";
   state.readers = (await api("readers", { branch: state.branch })).readers;
   fillSelect($("log-reader"), state.readers, undefined, "(as stored: every block)");
@@ -439,9 +477,10 @@ async function showTab() {
   document.body.dataset.ready = tab;
 }
 
-// New messages on the log tab are appended; every other tab is worked out again.
+// New messages on the log tab are appended, and erased ones marked; every other tab is worked out again.
 async function refresh() {
   await loadBasics();
+  await applyErasures();
   const tab = currentTab();
   if (tab === "log") await loadLog(false);
   else await loaders[tab]();
@@ -455,14 +494,36 @@ $("branch").addEventListener("change", async () => {
   await showTab();
 });
 
+// Each event says how many changes the server has seen: one the page has not (made while it
+// loaded, or while the stream was down) is a reason to work the tab out again.
 function listen() {
-  const source = new EventSource("/api/events");
-  source.addEventListener("change", () => refresh().catch((error) => console.error(error)));
+  const source = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
+  const heard = (event) => {
+    const changes = JSON.parse(event.data).changes;
+    document.body.dataset.live = "1";
+    if (changes === state.changes) return;
+    state.changes = changes;
+    refresh().catch((error) => console.error(error));
+  };
+  source.addEventListener("hello", heard);
+  source.addEventListener("change", heard);
   source.addEventListener("open", () => $("live").classList.remove("off"));
-  source.addEventListener("error", () => $("live").classList.add("off"));
+  source.addEventListener("error", () => {
+    $("live").classList.add("off");
+    delete document.body.dataset.live;
+  });
 }
 
-loadBasics()
-  .then(showTab)
-  .then(listen)
-  .catch((error) => showError(document.querySelector("main"), error));
+// Where the page starts: the store's erasures and changes so far, and the API's compile budget.
+async function start() {
+  const status = await api("status");
+  state.erasures = status.erasures;
+  state.changes = status.changes;
+  $("view-budget").value = status.compile_defaults.max_tokens;
+  $("view-reserve").value = status.compile_defaults.reserve;
+  await loadBasics();
+  await showTab();
+  listen();
+}
+
+start().catch((error) => showError(document.querySelector("main"), error));
