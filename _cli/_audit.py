@@ -2,8 +2,9 @@
 
 ``asides audit STORE MESSAGE_ID [--json]`` prints every disclosure of one message (the reader,
 namespace, branch, way, time: ``Runtime.disclosures``) and whether and why it was erased.
-``asides audit STORE --reader NAME [--json]`` prints every message that reader was shown. Opens
-the store read-only.
+``asides audit STORE --reader NAME [--json]`` prints every disclosure to that reader, counting
+the messages apart from the disclosures (a message shown to it by a compile and by a preview, or
+in two namespaces, is one message and two disclosures). Opens the store read-only.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def _when(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _row(d: Disclosure) -> dict[str, Any]:
     return {"message_id": d.message_id, "reader": d.reader, "namespace": d.namespace, "branch": d.branch, "via": d.via, "at": d.at}
 
@@ -52,7 +57,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         async with reading_runtime(args.path) as rt:
             if args.reader is not None:
-                return {"reader": args.reader, "disclosures": [_row(d) for d in rt.disclosures_to(args.reader)]}
+                rows = [_row(d) for d in rt.disclosures_to(args.reader)]
+                return {"reader": args.reader, "messages": len({row["message_id"] for row in rows}), "disclosures": rows}
             stone = rt.tombstone(args.message)
             if stone is None and rt.store.model.stored_message(args.message) is None:
                 raise CliError(f"no message {args.message!r} in {args.path!r}")
@@ -65,7 +71,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = report["disclosures"]
     if args.reader is not None:
-        print(f"reader {args.reader!r} was shown {len(rows)} message(s)" + (":" if rows else ""))
+        messages, shown = _count(report["messages"], "message"), _count(len(rows), "disclosure")
+        print(f"reader {args.reader!r} was shown {messages} ({shown})" + (":" if rows else ""))
     else:
         erased = report["erased"]
         state = "not erased" if erased is None else f"erased {_when(erased['at'])} ({erased['reason']})"

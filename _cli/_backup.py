@@ -17,7 +17,9 @@ Keys keep the order the store wrote them in, so ``restore`` writes every record 
 bytes, and a dump of the restored store is the same file. ``restore`` writes into a new or empty
 store only, in one atomic commit, after reading every line strictly (see ``_jsonl``); it writes
 the records as they were, so a record a write would refuse is carried and read fail-closed, as in
-the original.
+the original. A dump cannot know of an erasure made after it was taken; where a dump's own
+erasure records name lines that still hold content (a dump put together by hand, or from several),
+``restore`` says which (:func:`unerased_lines`).
 """
 
 from __future__ import annotations
@@ -25,19 +27,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 import trio
 
+from ..store._erasure import ERASURE, erased_body, parse_erasure
 from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._key_numbers import key_number
+from ..store._notes import STRATEGY_NOTE
 from ..store._open import open_store
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import parse_lines
-from ..store._notes import STRATEGY_NOTE
 
-__all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record"]
+__all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record", "unerased_lines"]
 
 FORMAT = 1
 HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
@@ -196,6 +200,30 @@ def _parse_dump(source: str) -> list[Record]:
     return parse_lines(source, what="records", action="restore", parse=parse)
 
 
+def unerased_lines(records: list[Record]) -> list[str]:
+    """The records of a dump that its own erasure records say were erased, and that still hold
+    what they held (a store overwrites them in the erasure's commit): each named as ``record N
+    (what it is)``, in record order."""
+    erased: dict[str, int] = {}  # message id: the erasure that erased it
+    nulled: set[int] = set()
+    for record in records:
+        parsed = parse_erasure(record[5]) if record[3] == ERASURE else None
+        if parsed is not None:
+            erasure, states = parsed
+            for message_id in erasure.message_ids:
+                erased.setdefault(message_id, erasure.number)
+            nulled.update(states)
+    found = []
+    for record_id, _branch, _sequence, kind, ref, body in records:
+        if kind == "message" and str(record_id) in erased and body != erased_body(erased[str(record_id)]):
+            found.append(f"record {record_id} (message {record_id})")
+        elif kind == "edit" and ref in erased and body != erased_body(erased[ref]):
+            found.append(f"record {record_id} (an edit of message {ref})")
+        elif kind == "state" and record_id in nulled and body != "null":
+            found.append(f"record {record_id} (state {ref!r}, made from an erased message)")
+    return found
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     records = _parse_dump(args.dump)
     path = args.path
@@ -217,6 +245,15 @@ def cmd_restore(args: argparse.Namespace) -> int:
             _remove_store_files(path)
         raise
     print(f"restored {len(records)} record(s) into {'a new store' if creating else 'the store'} {path}")
+    unerased = unerased_lines(records)
+    if unerased:
+        named = ", ".join(unerased[:10]) + (f" and {len(unerased) - 10} more" if len(unerased) > 10 else "")
+        print(
+            f"asides: warning: the dump holds {len(unerased)} line(s) that its own erasure records erased: {named}. "
+            "The restored store hides them, as the store the dump came from did, but what they hold is in the dump "
+            "file and now in the restored store's file, and erasing those messages again changes nothing",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -75,3 +75,79 @@ def test_erase_and_audit(store_path: str, capsys: Any, monkeypatch: pytest.Monke
     assert code == 1 and "9999" in err
     code, _, err = run(capsys, "audit", store_path, "9999")
     assert code == 1 and "9999" in err
+
+
+def test_audit_of_a_reader_counts_messages_and_disclosures_apart(store_path: str, capsys: Any) -> None:
+    """Three messages shown to ann twice each (a compile and a preview): three messages, six
+    disclosures, and the line says both."""
+
+    async def go() -> None:
+        async with open_runtime(store_path) as rt:
+            m = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+            for line in ("one", "two", "three"):
+                await m.add_message("user", [text(line)])
+            await m.compile()
+            await m.preview_context()
+
+    trio.run(go)
+    code, out, _ = run(capsys, "audit", store_path, "--reader", "ann")
+    assert code == 0
+    assert out.splitlines()[0] == "reader 'ann' was shown 3 messages (6 disclosures):"
+    assert len(out.splitlines()) == 7
+    code, out, _ = run(capsys, "audit", store_path, "--reader", "ann", "--json")
+    report = json.loads(out)
+    assert report["messages"] == 3 and len(report["disclosures"]) == 6
+    code, out, _ = run(capsys, "audit", store_path, "--reader", "zed")
+    assert code == 0 and out.strip() == "reader 'zed' was shown 0 messages (0 disclosures)"
+
+
+def test_restore_says_when_the_dump_holds_lines_its_own_erasures_erased(
+    store_path: str, capsys: Any, tmp_path: Any, request: pytest.FixtureRequest
+) -> None:
+    """A dump put together from one taken before an erasure and one taken after holds the
+    erased text beside the erasure record: the restored store hides it, and restore says which
+    lines hold it. A dump taken after the erasure restores with no such word."""
+    secret_id, _bob_1, _bob_2 = build(store_path)
+
+    async def edit_then_erase() -> None:
+        async with open_runtime(store_path) as rt:
+            m = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+            await m.edit_message(secret_id, [text(f"my code is still {SECRET}")])
+
+    trio.run(edit_then_erase)
+    before = run(capsys, "dump", store_path)[1]
+    assert run(capsys, "erase", store_path, "--message", secret_id, "--reason", "asked", "--yes")[0] == 0
+    after = run(capsys, "dump", store_path)[1]
+    old_lines = {json.loads(line)["id"]: line for line in before.splitlines()[1:]}
+    mixed = [after.splitlines()[0]]
+    for line in after.splitlines()[1:]:
+        record = json.loads(line)
+        mixed.append(old_lines.get(record["id"], line) if record["kind"] in ("message", "edit") else line)
+    stale = [json.loads(line) for line in mixed[1:] if SECRET in line]
+    assert {r["kind"] for r in stale} == {"message", "edit"}
+
+    def target(name: str) -> str:
+        if store_path.startswith("postgresql://"):
+            return str(request.getfixturevalue("pg_cluster").fresh_url())
+        return str(tmp_path / name)
+
+    for name, lines, warned in (("clean.db", after.splitlines(), False), ("mixed.db", mixed, True)):
+        source = tmp_path / f"{name}.jsonl"
+        source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        restored = target(name)
+        code, out, err = run(capsys, "restore", restored, str(source))
+        assert code == 0 and out.startswith("restored "), err
+        if not warned:
+            assert err == ""
+            continue
+        warning = err.strip().splitlines()
+        assert len(warning) == 1 and warning[0].startswith("asides: warning: the dump holds 2 line(s) that its own erasure records erased")
+        for record in stale:
+            assert f"record {record['id']} " in warning[0]
+        assert SECRET not in err
+        # the restored store hides them, as the store the dump came from did
+        for command in (["export", restored], ["compile", restored, "--namespace", "agents/ann"]):
+            code, out, _ = run(capsys, *command)
+            assert code == 0 and SECRET not in out
+        code, out, _ = run(capsys, "audit", restored, secret_id, "--json")
+        assert json.loads(out)["erased"]["reason"] == "asked"
