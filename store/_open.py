@@ -21,7 +21,7 @@ __all__ = ["open_store"]
 
 
 @asynccontextmanager
-async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", read_only: bool = False) -> AsyncIterator[Store]:
+async def open_store(path: str = ":memory:", *, synchronous: str | None = None, read_only: bool = False) -> AsyncIterator[Store]:
     """Open (creating) the store at ``path`` for the duration of the block.
 
     With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
@@ -31,18 +31,28 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
     missing file is refused with ``StoreFailedError``.
 
     Refuses with :class:`StoreLockedError` when another process or runtime has it open. Leaving
-    the block flushes the pending commit and closes the file. ``synchronous`` is SQLite's
-    setting in WAL mode: ``NORMAL`` survives a process crash (``kill -9``); ``FULL`` also
-    survives a power loss, at a cost per commit. On PostgreSQL, ``NORMAL`` commits with
-    ``synchronous_commit = off`` and ``FULL`` with the server's setting (docs/postgres.md).
+    the block flushes the pending commit and closes the file.
+
+    ``synchronous`` is the durability of a commit, ``"NORMAL"`` or ``"FULL"``; not given
+    (``None``), the backend's default. On a store file it is SQLite's setting in WAL mode:
+    ``NORMAL`` (the default) survives a process crash (``kill -9``); ``FULL`` also survives a
+    power loss, at a cost per commit. On PostgreSQL the default is the server's own
+    ``synchronous_commit`` (``on`` unless its administrator changed it: a commit survives a
+    crash of the server); ``FULL`` is the same, turning a configured ``off`` on; ``NORMAL``
+    commits with ``synchronous_commit = off``, which survives a crash of any client process and
+    may lose the last fraction of a second of commits to a crash of the server
+    (docs/postgres.md). Anything else is refused (``ArgumentTypeError``,
+    ``InvalidArgumentError``) before anything is opened.
     """
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     check_str(path, "path")
     if not isinstance(read_only, bool):
         raise ArgumentTypeError("read_only", f"must be True or False, not {type(read_only).__name__}")
-    if synchronous not in ("NORMAL", "FULL"):
-        raise InvalidArgumentError("synchronous", f"must be 'NORMAL' or 'FULL', not {synchronous!r}")
+    if synchronous is not None and not isinstance(synchronous, str):
+        raise ArgumentTypeError("synchronous", f"must be 'NORMAL', 'FULL' or None, not {type(synchronous).__name__}")
+    if synchronous not in (None, "NORMAL", "FULL"):
+        raise InvalidArgumentError("synchronous", f"must be 'NORMAL', 'FULL' or None (the backend's default), not {synchronous!r}")
     from ._postgres import is_postgres_url  # imports no driver
 
     if is_postgres_url(path):  # a shared store (docs/postgres.md)
@@ -51,6 +61,7 @@ async def open_store(path: str = ":memory:", *, synchronous: str = "NORMAL", rea
         async with open_postgres_store(path, read_only=read_only, synchronous=synchronous) as shared:
             yield shared
         return
+    synchronous = synchronous or "NORMAL"  # a store file's default
     if read_only and (path == ":memory:" or path.startswith("file:")):
         raise InvalidArgumentError("path", "a read-only open needs the path of a store file")
     if read_only and not os.path.isfile(path):

@@ -36,7 +36,7 @@ from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
 
-__all__ = ["Connection", "connect", "is_connection_error", "session_lock_key"]
+__all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
 
 log = logging.getLogger("asides.store")
 
@@ -465,23 +465,17 @@ _SESSION_LOCK_HOLDERS = (
 )
 
 
-def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", connect_timeout: float = 5.0) -> Connection:
+def connect(url: str, where: str, *, create: bool, synchronous: str | None = None, connect_timeout: float = 5.0) -> Connection:
     """A new connection to the store at ``url`` (checking, or creating, its schema). Runs in a
     worker thread; raises psycopg's errors, or ``StoreFailedError`` for a schema it refuses.
 
-    ``synchronous`` is the store's durability, as for a store file: ``NORMAL`` acknowledges a
-    commit once the server has it (``synchronous_commit = off``: it survives a crash of any
-    client process, and a crash of the database server may lose the last fraction of a second of
-    commits, as a power loss may with SQLite's ``NORMAL``); ``FULL`` leaves the server's
-    ``synchronous_commit`` as configured (by default, a commit waits for the disk). A URL whose
-    ``options`` set ``synchronous_commit`` is followed as it is."""
+    ``synchronous`` is the store's durability (:func:`set_durability`)."""
     conn = _open(url, connect_timeout)
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
         conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
         _set_server_keepalives(conn)
-        if synchronous == "NORMAL" and not _sets_synchronous_commit(url):
-            conn.execute("SET synchronous_commit = off")
+        set_durability(conn, url, synchronous)
         schema = prepare_schema(conn, where, create=create)
         connection = Connection(conn, schema)
         conn.execute(f"LISTEN {CHANNEL}")  # before any catch-up, so that no commit falls between
@@ -489,3 +483,28 @@ def connect(url: str, where: str, *, create: bool, synchronous: str = "NORMAL", 
     except BaseException:
         conn.close()
         raise
+
+
+def set_durability(conn: Any, url: str, synchronous: str | None) -> None:
+    """Set the session's ``synchronous_commit`` for the store's durability ``synchronous``:
+
+    * ``None`` (not given): the server's own setting, as its administrator configured it for
+      the database and role: by default ``on``, a commit is acknowledged once its log is on the
+      server's disk, and survives a crash of the server (and, configured so, waits for its
+      synchronous standbys);
+    * ``"FULL"``: the same, except that a configured ``off`` becomes ``on`` (every commit waits
+      for the disk, whatever the configuration);
+    * ``"NORMAL"``: ``off``: acknowledged once the server has it; survives a crash of any client
+      process, and a crash of the server may lose the last fraction of a second of commits
+      (whole, in commit order), as a power loss may with SQLite's ``NORMAL``.
+
+    A URL whose ``options`` set ``synchronous_commit`` is followed as it is, whatever
+    ``synchronous`` says."""
+    if _sets_synchronous_commit(url):
+        return
+    if synchronous == "NORMAL":
+        conn.execute("SET synchronous_commit = off")
+    elif synchronous == "FULL":
+        (setting,) = conn.execute("SELECT current_setting('synchronous_commit')").fetchone()
+        if setting == "off":
+            conn.execute("SET synchronous_commit = on")

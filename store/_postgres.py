@@ -98,7 +98,9 @@ class PostgresJournal(Committer, Serving):
 
     shared = True
 
-    def __init__(self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str | None = None
+    ) -> None:
         self.path = redact_url(url)
         self.read_only = read_only
         self.url = url
@@ -356,9 +358,10 @@ class PostgresStore(Store):
 
 
 @asynccontextmanager
-async def open_postgres_store(url: str, *, read_only: bool = False, synchronous: str = "NORMAL") -> AsyncIterator[PostgresStore]:
+async def open_postgres_store(url: str, *, read_only: bool = False, synchronous: str | None = None) -> AsyncIterator[PostgresStore]:
     """Open (creating its tables, unless ``read_only``) the store at the PostgreSQL ``url`` for
-    the block; any number of processes may have it open at once.
+    the block; any number of processes may have it open at once. ``synchronous``: the durability
+    of its commits (``_pg_driver.set_durability``; ``None``, the default: the server's setting).
 
     Refuses with ``StoreFailedError``: a database that cannot be reached, and a schema that holds
     another format or tables that are not an asides store's (changing nothing there). Leaving the

@@ -376,7 +376,7 @@ def _open_entries() -> list[Entry]:
         Entry(
             "open_store",
             _open_and_close_store,
-            [("path", ":memory:", lambda v: isinstance(v, str)), ("synchronous", "NORMAL", _str), ("read_only", False, _bool)],
+            [("path", ":memory:", lambda v: isinstance(v, str)), ("synchronous", "NORMAL", _opt_str), ("read_only", False, _bool)],
         ),
         Entry("open_runtime", _open_and_close_runtime, [("path", ":memory:", _str), ("model", None, _model)]),
     ]
