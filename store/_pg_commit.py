@@ -108,6 +108,8 @@ class Committer:
 
         async def _ensure_connection(self, delays: Sequence[float] = ...) -> Connection: ...
 
+        async def _pay_owed_vacuum(self, connection: Connection) -> None: ...
+
         def _drop_connection(self) -> None: ...
 
         def _apply(
@@ -335,11 +337,13 @@ class Committer:
         erasure, body, states = plan
         rows = [(head + 1, ERASURE_BRANCH, head + 1, ERASURE, None, body)]
         ids = list(erasure.message_ids)
-        await self._call(connection.commit_erasure, rows, [int(m) for m in ids], ids, list(states), erased_body(erasure.number))
+        number = erasure.number
+        await self._call(connection.commit_erasure, rows, [int(m) for m in ids], ids, list(states), erased_body(number), number)
         self._noticed(True)
         self.commits += 1
         self._apply(rows, elsewhere=False)
         write.erased = erasure
+        await self._pay_owed_vacuum(connection)
 
     async def _commit(self, writes: list[PendingWrite]) -> bool:
         """Commit the writes that pass their checks, in one transaction, after every commit made

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +34,7 @@ import anyio
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
+from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
 
@@ -371,17 +371,13 @@ class Connection:
         finally:
             self.in_transaction = False
 
-    def commit_erasure(self, rows: Sequence[RowTuple], message_ids: list[int], edit_refs: list[str], states: list[int], body: str) -> None:
-        """Append an erasure's record and overwrite the records it erases (store/_erasure.py),
-        then commit the transaction :meth:`lock` began; then ``VACUUM FULL`` the log, which
-        rewrites the table and its indexes into new files, so the old row versions holding the
-        erased bytes are in no page of the store's relations (docs/guarantees.md).
-
-        ``VACUUM FULL`` keeps the row versions that a transaction older than the erasure may
-        still see, and any transaction of the database counts (an autovacuum's ``ANALYZE`` of
-        another schema's table too). So it first waits, up to :data:`ERASURE_WAIT_SECONDS`, for
-        every transaction of the database that began before the commit and holds a snapshot to
-        end; one that outlives the wait is logged as a warning, with its server process id."""
+    def commit_erasure(
+        self, rows: Sequence[RowTuple], message_ids: list[int], edit_refs: list[str], states: list[int], body: str, number: int
+    ) -> None:
+        """Append erasure ``number``'s record, overwrite the records it erases (store/_erasure.py)
+        and record the rewrite of the log it owes (store/_pg_vacuum.py), then commit the
+        transaction :meth:`lock` began. The erased bytes stay in the table's files until the
+        rewrite (:meth:`pay_owed_vacuum`)."""
         conn = self._conn
         try:
             with conn.pipeline():
@@ -389,22 +385,22 @@ class Connection:
                 conn.execute("UPDATE asides_log SET body = %s WHERE kind = 'message' AND id = ANY(%s)", (body, message_ids))
                 conn.execute("UPDATE asides_log SET body = %s WHERE kind = 'edit' AND ref = ANY(%s)", (body, edit_refs))
                 conn.execute("UPDATE asides_log SET body = 'null' WHERE kind = 'state' AND id = ANY(%s)", (states,))
+                conn.execute(*owed_mark(number))
                 conn.execute("COMMIT")
         except BaseException:
             self.rollback()
             raise
         finally:
             self.in_transaction = False
-        (committed_at,) = conn.execute("SELECT clock_timestamp()").fetchone() or (None,)
-        older = _wait_for_older_snapshots(conn, committed_at)
-        conn.execute("VACUUM FULL asides_log")
-        if older:
-            log.warning(
-                "an erasure's old row versions may stay in the files of the store until the transactions of server "
-                "processes %s end and the log is vacuumed: they held snapshots older than the erasure for %.0f s",
-                ", ".join(map(str, older)),
-                ERASURE_WAIT_SECONDS,
-            )
+
+    def pay_owed_vacuum(self, wait_seconds: float, *, wait_for_lock: bool) -> OwedVacuum | None:
+        """Rewrite the log for the erasures that owe it, unless a transaction older than them is
+        still there after ``wait_seconds``; what is still owed (store/_pg_vacuum.py)."""
+        return pay_owed_vacuum(self._conn, session_lock_key(self.schema, VACUUM_LOCK_NAME), wait_seconds, wait_for_lock=wait_for_lock)
+
+    def owed_vacuum(self) -> OwedVacuum | None:
+        """The rewrite erasures owe now, with who holds it back (``None``: none)."""
+        return owed_vacuum(self._conn)
 
     def rollback(self) -> None:
         self.in_transaction = False
@@ -420,29 +416,6 @@ class Connection:
             self._conn.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
-
-
-#: How long an erasure waits for older transactions before it rewrites the log (see
-#: :meth:`Connection.commit_erasure`).
-ERASURE_WAIT_SECONDS = 10.0
-#: The database's other server processes whose transaction began before ``%s`` and holds a
-#: snapshot. Where the store's role may not see another role's processes, their ``backend_xmin``
-#: reads as null and they are not waited for.
-_OLDER_SNAPSHOTS = (
-    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-    "AND backend_xmin IS NOT NULL AND xact_start <= %s"
-)
-
-
-def _wait_for_older_snapshots(conn: Any, committed_at: Any) -> list[int]:
-    """Wait until no transaction of the database older than ``committed_at`` holds a snapshot,
-    or :data:`ERASURE_WAIT_SECONDS` pass; return the server process ids still holding one."""
-    deadline = time.monotonic() + ERASURE_WAIT_SECONDS
-    while True:
-        older = [int(pid) for (pid,) in conn.execute(_OLDER_SNAPSHOTS, (committed_at,)).fetchall()]
-        if not older or time.monotonic() >= deadline:
-            return older
-        time.sleep(0.02)
 
 
 def session_lock_key(schema: str, name: str) -> int:

@@ -31,6 +31,9 @@ What differs from a store file is who decides the order of writes: the database.
   lock: a session that ended (the process crashed, its connection was lost) frees its locks at
   once on the server, and its later writes go through a new connection, which holds none. The
   compression lease is one (``actors/_lease.py``).
+* **An erasure's rewrite** of the log (``VACUUM FULL``) is recorded as owed in the erasure's own
+  commit and paid by the erasing process, then by a writing open, then on a schedule while an
+  older transaction holds it back (``_pg_vacuum``); :meth:`PostgresStore.owed_vacuum` shows it.
 * **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
   happened whole or not at all. When a commit's outcome was lost with the connection, the store
   reconnects and looks for its records before it answers. New calls reconnect (bounded retries).
@@ -51,14 +54,16 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from . import _pg_vacuum
 from ._erasure import Erasure
 from ._errors import StoreFailedError
 from ._groups import collapsing
-from ._journal import Recheck, Serving
+from ._journal import Recheck, Serving, Tell
 from ._model import LogModel
 from ._pg_commit import RELISTEN_FIRST, Committer, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
+from ._pg_vacuum import OwedVacuum
 from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, apply_rows
 from ._store import Store
@@ -126,6 +131,11 @@ class PostgresJournal(Committer, Serving):
         #: Commits that found another process's commit first and took the lock (for measurements).
         self.contended_commits = 0
         self.caught_up_records = 0
+        #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
+        #: task group trying it again while serving, and whether that task runs.
+        self._vacuum_owed = False
+        self._background: anyio.abc.TaskGroup | None = None
+        self._retrying = False
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -139,6 +149,20 @@ class PostgresJournal(Committer, Serving):
 
     def _wake_committer(self) -> None:
         self._wake_up()
+
+    @asynccontextmanager
+    async def serving(self, tell: Tell) -> AsyncIterator[None]:
+        """Serve as every journal does, and, while serving, try an owed rewrite again on its
+        schedule (:meth:`_owe_vacuum`)."""
+        async with super().serving(tell), anyio.create_task_group() as background:
+            self._background = background
+            if self._vacuum_owed:
+                self._owe_vacuum()
+            try:
+                yield
+            finally:
+                self._background = None
+                background.cancel_scope.cancel()
 
     async def close(self) -> None:
         """Close the connection and the worker thread (after serving, or after an open that
@@ -187,6 +211,100 @@ class PostgresJournal(Committer, Serving):
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()
+
+    # -- the rewrite erasures owe (store/_pg_vacuum.py) ---------------------------------------
+
+    async def pay_owed_vacuum_at_open(self) -> None:
+        """At a writing open: pay the rewrite erasures owe (a process killed before its own
+        rewrite, or one held back by an older transaction), waiting at most
+        ``OPEN_WAIT_SECONDS`` for older transactions; what stays owed is left to the schedule."""
+        connection = self._connection
+        assert connection is not None
+        wait = _pg_vacuum.OPEN_WAIT_SECONDS
+        await self._pay_owed_vacuum_with(lambda: connection.pay_owed_vacuum(wait, wait_for_lock=False), wait)
+
+    async def _pay_owed_vacuum(self, connection: Connection) -> None:
+        """After this process's erasure committed: rewrite the log, waiting up to
+        ``ERASURE_WAIT_SECONDS`` for older transactions (in the committer's round, as the erasure's
+        own commit; the caller of ``erase`` waits for it)."""
+        wait = _pg_vacuum.ERASURE_WAIT_SECONDS
+        await self._pay_owed_vacuum_with(lambda: connection.pay_owed_vacuum(wait, wait_for_lock=True), wait, worker=True)
+
+    async def _pay_owed_vacuum_with(self, pay: Callable[[], OwedVacuum | None], waited: float, *, worker: bool = False) -> None:
+        """Run ``pay`` (in the store's worker thread with ``worker``, else in one of its own); what
+        stays owed, or a failure, is logged and tried again on the schedule. Never raises: the
+        erasure is committed whether or not its rewrite is done."""
+        try:
+            owed = await (self._call(pay) if worker else anyio.to_thread.run_sync(pay))
+        except Exception as exc:
+            if is_connection_error(exc):
+                self._drop_connection()
+            log.warning(
+                "rewriting the log of %s for an erasure failed (%r); the rewrite stays owed (asides inspect shows it) and is "
+                "tried again in %.0f s",
+                self.path,
+                exc,
+                _pg_vacuum.VACUUM_RETRY_SECONDS,
+            )
+            self._owe_vacuum()
+            return
+        if owed is None:
+            return
+        if owed.blocked_by:
+            log.warning(
+                "an erasure's old row versions stay in the files of the store %s until the transactions of server processes %s "
+                "end and the log is rewritten: they held snapshots older than the erasure for %.0f s; the rewrite is owed for "
+                "erasure(s) %s (asides inspect shows it) and tried again every %.0f s",
+                self.path,
+                ", ".join(map(str, owed.blocked_by)),
+                waited,
+                ", ".join(map(str, owed.erasures)),
+                _pg_vacuum.VACUUM_RETRY_SECONDS,
+            )
+        else:
+            log.info("the rewrite of %s owed for erasure(s) %s is another session's, or is tried again", self.path, owed.erasures)
+        self._owe_vacuum()
+
+    def _owe_vacuum(self) -> None:
+        """A rewrite is owed: while this writing store serves, try it again every
+        ``VACUUM_RETRY_SECONDS`` until nothing is owed (one task at a time)."""
+        self._vacuum_owed = True
+        if self._background is not None and not self._retrying and not self.read_only:
+            self._retrying = True
+            self._background.start_soon(self._retry_owed_vacuum)
+
+    async def _retry_owed_vacuum(self) -> None:
+        def pay(connection: Connection) -> OwedVacuum | None:
+            return connection.pay_owed_vacuum(0.0, wait_for_lock=False)
+
+        try:
+            while self._vacuum_owed:
+                await anyio.sleep(_pg_vacuum.VACUUM_RETRY_SECONDS)
+                self._vacuum_owed = False  # set again by what stays owed
+                with anyio.CancelScope(shield=True):  # a rewrite under way ends before the store closes
+                    await self._pay_owed_vacuum_with(lambda: self._on_own_connection(pay), 0.0)
+        finally:
+            self._retrying = False
+
+    async def owed_vacuum(self) -> OwedVacuum | None:
+        """See :meth:`PostgresStore.owed_vacuum`."""
+        return await self._apart(Connection.owed_vacuum, "reading the rewrite erasures owe")
+
+    def _on_own_connection(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` on a connection of its own, opened and closed here (blocking: a worker thread's)."""
+        connection = connect(self.url, self.path, create=False)
+        try:
+            return fn(connection)
+        finally:
+            connection.close()
+
+    async def _apart(self, fn: Callable[[Connection], T], what: str) -> T:
+        """:meth:`_on_own_connection` in a worker thread; ``StoreFailedError`` saying ``what``
+        failed."""
+        try:
+            return await anyio.to_thread.run_sync(self._on_own_connection, fn)
+        except Exception as exc:
+            raise failure(self.path, exc, what) from exc
 
     # -- replaying committed records ---------------------------------------------------------
 
@@ -270,18 +388,7 @@ class PostgresJournal(Committer, Serving):
     async def session_lock_holders(self, names: Iterable[str]) -> dict[str, str]:
         """See :meth:`PostgresStore.session_lock_holders`."""
         keyed = {self._session_lock_key(name): name for name in names}
-
-        def read() -> dict[int, str]:
-            connection = connect(self.url, self.path, create=False)
-            try:
-                return connection.session_lock_holders(keyed)
-            finally:
-                connection.close()
-
-        try:
-            found = await anyio.to_thread.run_sync(read)
-        except Exception as exc:
-            raise failure(self.path, exc, "reading who holds its session locks") from exc
+        found = await self._apart(lambda connection: connection.session_lock_holders(keyed), "reading who holds its session locks")
         return {keyed[key]: holder for key, holder in found.items()}
 
     # -- reads -------------------------------------------------------------------------------
@@ -295,18 +402,7 @@ class PostgresJournal(Committer, Serving):
     async def records(self) -> list[RowTuple]:
         """Every record as the database holds it now, in id order (read on a connection of its
         own, in one snapshot)."""
-
-        def read() -> list[RowTuple]:
-            connection = connect(self.url, self.path, create=False)
-            try:
-                return connection.rows_after(0)
-            finally:
-                connection.close()
-
-        try:
-            return await anyio.to_thread.run_sync(read)
-        except Exception as exc:
-            raise failure(self.path, exc, "reading the records") from exc
+        return await self._apart(lambda connection: connection.rows_after(0), "reading the records")
 
 
 class PostgresStore(Store):
@@ -355,6 +451,18 @@ class PostgresStore(Store):
         self.raise_if_failed()
         return await self._database.session_lock_holders(names)
 
+    async def owed_vacuum(self) -> OwedVacuum | None:
+        """The rewrite of the log (``VACUUM FULL``) that erasures of the store still owe, whoever
+        made them, read from the database on a connection of its own (a read-only store may
+        ask): the erasures' numbers, since when, and the server processes whose transactions,
+        older than those erasures, hold it back now; ``None`` when nothing is owed. Until it is
+        done, the erased bytes are still in the store's data files. A writing store pays it by
+        itself: the erasing process at once, a writing open, and a try every
+        ``VACUUM_RETRY_SECONDS`` while an older transaction holds it back (docs/postgres.md,
+        "Erasure"). Raises ``StoreFailedError`` when the database cannot be read."""
+        self.raise_if_failed()
+        return await self._database.owed_vacuum()
+
 
 
 @asynccontextmanager
@@ -362,6 +470,8 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
     """Open (creating its tables, unless ``read_only``) the store at the PostgreSQL ``url`` for
     the block; any number of processes may have it open at once. ``synchronous``: the durability
     of its commits (``_pg_driver.set_durability``; ``None``, the default: the server's setting).
+    A writing open first pays the rewrite of the log erasures owe, if any, waiting at most
+    ``OPEN_WAIT_SECONDS`` for older transactions (``PostgresStore.owed_vacuum``).
 
     Refuses with ``StoreFailedError``: a database that cannot be reached, and a schema that holds
     another format or tables that are not an asides store's (changing nothing there). Leaving the
@@ -380,6 +490,8 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
     try:
         async with collapsing():
             await journal.replay()
+            if not read_only:
+                await journal.pay_owed_vacuum_at_open()
             async with store._serving():
                 yield store
     finally:

@@ -11,13 +11,37 @@ import os
 import urllib.parse
 from typing import Any
 
-__all__ = ["files_holding", "store_files", "text_everywhere"]
+__all__ = ["data_dir", "files_holding", "hold_a_snapshot", "store_files", "text_everywhere"]
 
 
 def _pg_schema(url: str) -> str:
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
     options = query.get("options", [""])[0]
     return options.split("search_path=", 1)[1]
+
+
+def data_dir(store_path: str, request: Any) -> str | None:
+    """The data directory of the throwaway cluster holding the store at ``store_path`` (``None``
+    for a store file); skips the test on a server of your own, whose directory is not known."""
+    import pytest
+
+    if not store_path.startswith("postgresql://"):
+        return None
+    cluster = request.getfixturevalue("pg_cluster")
+    if cluster.folder is None:
+        pytest.skip("a server of your own: its data directory is not known here")
+    return str(cluster.folder) + "/data"
+
+
+def hold_a_snapshot(url: str) -> Any:
+    """A connection of the database at ``url`` inside a transaction holding a snapshot, as an
+    autovacuum's ``ANALYZE`` or a long report does (whichever schema it reads)."""
+    import psycopg
+
+    holder = psycopg.connect(url)
+    holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    holder.execute("SELECT 1").fetchall()
+    return holder
 
 
 def store_files(path: str, data_dir: str | None = None) -> list[str]:

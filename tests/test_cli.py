@@ -185,7 +185,8 @@ def test_inspect_json_reports_branches_namespaces_readers_floors_and_summaries(c
     code, out, err = run(capsys, "inspect", built, "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert set(report) == {"store", "branches"}
+    assert set(report) == {"store", "branches", "pending"}
+    assert report["pending"] == []  # a store file's open redoes what an interrupted erasure left
     branches = {b["name"]: b for b in report["branches"]}
     assert set(branches) == {"main", "alt"}
     main_branch, alt = branches["main"], branches["alt"]

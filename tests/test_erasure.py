@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from erasure_checks import files_holding
+from erasure_checks import data_dir, files_holding, hold_a_snapshot
 
 from asides.actors import open_runtime
 from asides.store import AsidesError, TextBlock, text
@@ -35,15 +35,6 @@ def lines(n: int, secret_at: int) -> list[tuple[str, str]]:
             body = f"my passport number is {SECRET}, keep it"
         out.append(("user" if i % 2 == 0 else "assistant", body))
     return out
-
-
-def data_dir(store_path: str, request: pytest.FixtureRequest) -> str | None:
-    if not store_path.startswith("postgresql://"):
-        return None
-    cluster = request.getfixturevalue("pg_cluster")
-    if cluster.folder is None:
-        pytest.skip("a server of your own: its data directory is not known here")
-    return str(cluster.folder) + "/data"
 
 
 async def everything(rt: Any, m: Any) -> str:
@@ -216,17 +207,6 @@ async def test_a_summarised_line_erased_across_a_fork_after_an_edit(store_path: 
         assert files_holding(SECRET, store_path, folder) == []
 
 
-def _hold_a_snapshot(url: str) -> Any:
-    """A connection of the same database (another schema) inside a transaction holding a snapshot,
-    as an autovacuum's ``ANALYZE`` or a long report does."""
-    import psycopg
-
-    holder = psycopg.connect(url)
-    holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-    holder.execute("SELECT 1").fetchall()
-    return holder
-
-
 def _end_once_erased(holder: Any, store_url: str) -> None:
     """End ``holder``'s transaction once an erasure record of the store at ``store_url`` is committed."""
     import time
@@ -248,7 +228,7 @@ async def test_an_erasure_waits_for_an_older_transaction_of_the_database_and_lea
     import trio
 
     folder = data_dir(pg_url, request)
-    holder = _hold_a_snapshot(pg_cluster.url)
+    holder = hold_a_snapshot(pg_cluster.url)
     try:
         async with open_runtime(pg_url) as rt:
             m = await rt.open_manager(strategy=PassthroughStrategy())
@@ -265,10 +245,10 @@ async def test_an_erasure_waits_for_an_older_transaction_of_the_database_and_lea
 @pytest.mark.timeout(60)
 async def test_an_erasure_outlived_by_an_older_transaction_says_so(pg_url, pg_cluster, caplog, monkeypatch):
     """A transaction that outlives the erasure's wait is reported (its server process named), never silent."""
-    from asides.store import _pg_driver
+    from asides.store import _pg_vacuum
 
-    monkeypatch.setattr(_pg_driver, "ERASURE_WAIT_SECONDS", 0.0)
-    holder = _hold_a_snapshot(pg_cluster.url)
+    monkeypatch.setattr(_pg_vacuum, "ERASURE_WAIT_SECONDS", 0.0)
+    holder = hold_a_snapshot(pg_cluster.url)
     try:
         pid = holder.info.backend_pid
         async with open_runtime(pg_url) as rt:
