@@ -197,35 +197,49 @@ class ConcurrentWriters:
     call: Stats  # each call's latency
     writers: int
     writes: int
+    commits: int = 0  # the store's commits for them
+
+    @property
+    def per_second(self) -> float:
+        """Writes acknowledged per second, all writers together."""
+        return 1 / self.per_write
 
 
 async def measure_concurrent_writers(directory: str, size: int, writers: int, per_writer: int) -> ConcurrentWriters:
-    """``writers`` tasks, each with its own manager (one namespace each), doing ``per_writer``
-    ``add_message`` calls each, all at once: wall time per write and per-call latency. The
-    messages are made before the clock starts, so the wall time is the writes' alone."""
+    """:func:`concurrent_writes` on a store file of its own grown to ``size`` messages."""
     async with open_runtime(os.path.join(directory, "writers.db")) as runtime:
         await grow(runtime, size)
-        managers = [await runtime.open_manager(f"writer-{w:02d}", strategy=PassthroughStrategy()) for w in range(writers)]
-        await warm(*managers)
-        latencies: list[float] = []
-        messages = [(participant(i), content(i)) for i in range(per_writer)]
+        return await concurrent_writes(runtime, writers, per_writer)
 
-        async def write(m: ContextManager) -> None:
-            for who, blocks in messages:
-                t0 = time.perf_counter()
-                await m.add_message(who, blocks)
-                latencies.append(time.perf_counter() - t0)
 
-        with quiet_heap():
+async def concurrent_writes(runtime: Runtime, writers: int, per_writer: int) -> ConcurrentWriters:
+    """``writers`` tasks on ``runtime``, each with its own manager (one namespace each), doing
+    ``per_writer`` ``add_message`` calls each, all at once: wall time per write, per-call latency
+    and the store's commits for them. The messages are made before the clock starts, so the wall
+    time is the writes' alone."""
+    managers = [await runtime.open_manager(f"writer-{w:02d}", strategy=PassthroughStrategy()) for w in range(writers)]
+    await warm(*managers)
+    latencies: list[float] = []
+    messages = [(participant(i), content(i)) for i in range(per_writer)]
+
+    async def write(m: ContextManager) -> None:
+        for who, blocks in messages:
             t0 = time.perf_counter()
-            async with anyio.create_task_group() as tasks:
-                for m in managers:
-                    tasks.start_soon(write, m)
-            wall = time.perf_counter() - t0
-        for m in managers:
-            await m.aclose()
+            await m.add_message(who, blocks)
+            latencies.append(time.perf_counter() - t0)
+
+    with quiet_heap():
+        commits = runtime.store.commits
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tasks:
+            for m in managers:
+                tasks.start_soon(write, m)
+        wall = time.perf_counter() - t0
+        commits = runtime.store.commits - commits
+    for m in managers:
+        await m.aclose()
     total = writers * per_writer
-    return ConcurrentWriters(wall / total, Stats.of(latencies), writers, total)
+    return ConcurrentWriters(wall / total, Stats.of(latencies), writers, total, commits)
 
 
 # -- the autobiographical compile ------------------------------------------------------------------

@@ -64,8 +64,8 @@ def describe(url: str) -> str:
         settings = [conn.execute(f"SHOW {name}").fetchone() for name in ("server_version", "synchronous_commit", "fsync")]
     version, synchronous_commit, fsync = (row[0] if row else "?" for row in settings)
     return (
-        f"PostgreSQL {version} (server: synchronous_commit={synchronous_commit}, fsync={fsync}; asides' stores commit with "
-        "synchronous_commit=off, their default synchronous=NORMAL; LangGraph's saver with the server's setting)"
+        f"PostgreSQL {version} (server: synchronous_commit={synchronous_commit}, fsync={fsync}; asides' stores and "
+        "LangGraph's saver commit with the server's setting by default; asides with synchronous=NORMAL, with off)"
     )
 
 

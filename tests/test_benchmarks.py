@@ -137,12 +137,16 @@ def test_postgres_part_measures_both_stores_and_langgraph_and_prints_its_tables(
     import psycopg
 
     settings = postgres.PostgresSettings(
-        sizes=(40, 80), appends=4, reads=3, opens=2, langgraph_appends=3, budget_s=0.0, process_seconds=0.3
+        sizes=(40, 80), appends=4, reads=3, opens=2, langgraph_appends=3, budget_s=0.0, process_seconds=0.3, task_writes=32
     )
     results = postgres.measure(settings, pg_cluster.url, "the tests' server")
     for backend in ("sqlite", "postgres"):
         series = results.series[(backend, 80)]
         assert series.add_message.count == 4 and series.compile.count == 3 and series.open.count == 2
+    assert results.series[(postgres.NORMAL, 80)].add_message.count == 4
+    assert results.bare[80].setting == "on" and results.bare[80].default.count == results.bare[80].normal.count == 4
+    assert set(results.tasks) == {(store, n, w) for store in postgres.STORES for n in (40, 80) for w in (1, 16)}
+    assert all(0 < t.commits <= t.writes for t in results.tasks.values())
     assert set(results.processes) == {(b, n, p) for n in (40, 80) for b, p in (("sqlite", 1), ("postgres", 1), ("postgres", 4))}
     assert all(p.writes > 0 for p in results.processes.values())
     with psycopg.connect(pg_cluster.url) as conn:  # every schema the run made is gone
@@ -151,7 +155,17 @@ def test_postgres_part_measures_both_stores_and_langgraph_and_prints_its_tables(
 
     postgres.report(results)
     out = capsys.readouterr().out
-    for line in ("add_message, asides on PostgreSQL", "PostgreSQL ÷ SQLite", "open, asides on SQLite", "4 processes @80", "Goals"):
+    for line in (
+        "add_message, asides on PostgreSQL",
+        "PostgreSQL ÷ SQLite",
+        "bare psycopg INSERT, synchronous_commit=on",
+        "bare psycopg INSERT, synchronous_commit=off",
+        'add_message, asides on PostgreSQL, synchronous="NORMAL"',
+        "16 writers @80",
+        "open, asides on SQLite",
+        "4 processes @80",
+        "Goals",
+    ):
         assert line in out
     if results.langgraph_missing is None:
         assert results.langgraph is not None and results.langgraph[80].read.count == 3
