@@ -23,7 +23,6 @@ from ..strategies._autobiographical.records import decode_attempts, decode_chunk
 from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
-from ._pending import pending_lines, pending_upkeep
 
 __all__ = [
     "INFERRED",
@@ -35,8 +34,8 @@ __all__ = [
     "describe_store",
     "find_strategy",
     "namespace_lease_holders",
-    "split_state_key",
     "namespaces_on",
+    "split_state_key",
 ]
 
 _KINDS = ("autobiographical", "knowledge", "windowed-passthrough")
@@ -54,13 +53,13 @@ def split_state_key(key: str) -> tuple[str, str] | None:
     return None
 
 
-def _json_safe(value: Any) -> Any:
 def namespaces_on(model: LogModel, branch: str) -> set[str]:
     """Every namespace ``branch`` sees a record of: a state record it owns, or a strategy note
     (an open that claimed nothing and wrote nothing else has only that)."""
     return {split[0] for key in model.state_keys(branch) if (split := split_state_key(key))} | model.noted_namespaces(branch)
 
 
+def _json_safe(value: Any) -> Any:
     return None if value is UNREADABLE else value
 
 
@@ -231,17 +230,11 @@ async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
 
 
 def describe_store(
-    rt: Runtime,
-    path: str,
-    holders: Mapping[tuple[str, str], str] | None = None,
-    *,
-    counts: MessageCounts | None = None,
-    pending: list[dict[str, Any]] | None = None,
+    rt: Runtime, path: str, holders: Mapping[tuple[str, str], str] | None = None, *, counts: MessageCounts | None = None
 ) -> dict[str, Any]:
     """Everything ``asides inspect`` reports, as JSON-ready data; ``holders``: who holds each
     namespace's compression lease (:func:`namespace_lease_holders`); ``counts``: see
-    :class:`MessageCounts`; ``pending``: the store's pending upkeep (``_pending.pending_upkeep``),
-    reported under ``pending`` when given."""
+    :class:`MessageCounts`."""
     holders = holders or {}
     store = rt.store
     counts = counts or MessageCounts(store)
@@ -258,6 +251,8 @@ def describe_store(
                 continue
             namespace, tail = split
             grouped.setdefault(namespace, {})[tail] = value
+        for namespace in model.noted_namespaces(info.name):  # a strategy note and no record yet
+            grouped.setdefault(namespace, {})
         meta = model.branch_meta(info.name)
         derivation = meta.get("derivation") if isinstance(meta, dict) else None
         branches.append(
@@ -265,8 +260,6 @@ def describe_store(
                 "name": info.name,
                 "parent": info.parent,
                 "fork_sequence": info.fork_sequence if info.parent is not None else None,
-        for namespace in model.noted_namespaces(info.name):  # a strategy note and no record yet
-            grouped.setdefault(namespace, {})
                 "head": info.head,
                 "messages": store.length(info.name),
                 "messages_with_audience": counts.with_audience(info.name),
@@ -279,10 +272,7 @@ def describe_store(
             }
         )
     # a shared store is shown as the store shows itself (without its password)
-    report: dict[str, Any] = {"store": store.path if is_shared(path) else os.path.abspath(path), "branches": branches}
-    if pending is not None:
-        report["pending"] = pending
-    return report
+    return {"store": store.path if is_shared(path) else os.path.abspath(path), "branches": branches}
 
 
 def _print_inspection(report: dict[str, Any]) -> None:
@@ -344,8 +334,6 @@ def _print_inspection(report: dict[str, Any]) -> None:
                 out.print(f"  [red]unreadable[/red] {escape(problem['key'])}: {escape(problem['problem'] + shown)}")
         for record in branch["other_records"]:
             out.print(f"  [yellow]record no namespace owns[/yellow] {escape(record['key'])}: {escape(repr(record['value']))}")
-    for line in pending_lines(report.get("pending", [])):
-        out.print(Text(line, style="yellow"))
     any_bad = any(ns["unreadable"] for branch in report["branches"] for ns in branch["namespaces"])
     legend = [
         "head: the branch's newest sequence (every record, messages and state alike, takes one)",
@@ -366,7 +354,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         async with reading_runtime(args.path) as rt:
-            return describe_store(rt, args.path, await namespace_lease_holders(rt), pending=await pending_upkeep(rt))
+            return describe_store(rt, args.path, await namespace_lease_holders(rt))
 
     report = trio.run(run)
     if args.json:
