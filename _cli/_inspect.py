@@ -23,6 +23,7 @@ from ..strategies._autobiographical.records import decode_attempts, decode_chunk
 from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._common import EXIT_OK, console, dumps, is_shared, reading_runtime
+from ._pending import pending_lines, pending_upkeep
 
 __all__ = [
     "INFERRED",
@@ -230,11 +231,17 @@ async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
 
 
 def describe_store(
-    rt: Runtime, path: str, holders: Mapping[tuple[str, str], str] | None = None, *, counts: MessageCounts | None = None
+    rt: Runtime,
+    path: str,
+    holders: Mapping[tuple[str, str], str] | None = None,
+    *,
+    counts: MessageCounts | None = None,
+    pending: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything ``asides inspect`` reports, as JSON-ready data; ``holders``: who holds each
     namespace's compression lease (:func:`namespace_lease_holders`); ``counts``: see
-    :class:`MessageCounts`."""
+    :class:`MessageCounts`; ``pending``: the store's pending upkeep (``_pending.pending_upkeep``),
+    reported under ``pending`` when given."""
     holders = holders or {}
     store = rt.store
     counts = counts or MessageCounts(store)
@@ -272,7 +279,10 @@ def describe_store(
             }
         )
     # a shared store is shown as the store shows itself (without its password)
-    return {"store": store.path if is_shared(path) else os.path.abspath(path), "branches": branches}
+    report: dict[str, Any] = {"store": store.path if is_shared(path) else os.path.abspath(path), "branches": branches}
+    if pending is not None:
+        report["pending"] = pending
+    return report
 
 
 def _print_inspection(report: dict[str, Any]) -> None:
@@ -334,6 +344,8 @@ def _print_inspection(report: dict[str, Any]) -> None:
                 out.print(f"  [red]unreadable[/red] {escape(problem['key'])}: {escape(problem['problem'] + shown)}")
         for record in branch["other_records"]:
             out.print(f"  [yellow]record no namespace owns[/yellow] {escape(record['key'])}: {escape(repr(record['value']))}")
+    for line in pending_lines(report.get("pending", [])):
+        out.print(Text(line, style="yellow"))
     any_bad = any(ns["unreadable"] for branch in report["branches"] for ns in branch["namespaces"])
     legend = [
         "head: the branch's newest sequence (every record, messages and state alike, takes one)",
@@ -354,7 +366,7 @@ def _print_inspection(report: dict[str, Any]) -> None:
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         async with reading_runtime(args.path) as rt:
-            return describe_store(rt, args.path, await namespace_lease_holders(rt))
+            return describe_store(rt, args.path, await namespace_lease_holders(rt), pending=await pending_upkeep(rt))
 
     report = trio.run(run)
     if args.json:
