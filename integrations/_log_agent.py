@@ -8,8 +8,10 @@ alone). It does two things, each in the runtime's loop:
 * :meth:`LogAgent.record` writes the framework messages the log does not hold yet (by their
   framework ids, see ``integrations/_shared.py``), in order, batched by :func:`_shared.batches`
   (private tool calls with their results); a batch that could not be stored is refused before
-  anything is written. The runtime's lock of the branch is held while it
-  looks and writes, so a message two agents of this runtime both hold is written once;
+  anything is written (``integrations/_rules.py``). The runtime's lock of the branch is held
+  while it looks and writes, so a message two agents of this runtime both hold is written once.
+  The integration runs it with ``LoopHandle.finish``: a caller cancelled meanwhile leaves no
+  batch half written;
 * :meth:`LogAgent.plan` compiles for the reader (the whole selection: the strategy decides what
   it holds) and returns the neutral plan the integration renders in its framework's messages.
 """
@@ -24,10 +26,9 @@ import anyio
 
 from ..actors._manager import ContextManager
 from ..store._errors import ArgumentTypeError
-from ..store._messages import check_message_items
-from ..store._names import check_reader
 from ..strategies._passthrough import PassthroughStrategy
 from ..strategies._provider_plan import Segment
+from ._rules import agent_reader, check_private_tool_calls, edited_messages, write_batch
 from ._shared import Said, batches, hub, plan_for, prepare
 
 __all__ = ["LogAgent", "UNBOUNDED"]
@@ -39,21 +40,21 @@ BRANCH = "main"
 
 
 class LogAgent:
-    """A reader on the shared log for an integration named ``key`` (see the module docstring)."""
+    """A reader on the shared log for an integration named ``key`` (see the module docstring).
+    Refuses a runtime that is none, a namespace that is no string, a reader named like a shared
+    role (:class:`~._rules.ReservedReaderError`) and a ``private_tool_calls`` that is no bool."""
 
     def __init__(self, runtime: Any, namespace: str, *, reader: str, strategy: Any, key: str, private_tool_calls: bool) -> None:
         if not hasattr(runtime, "open_manager") or not hasattr(runtime, "start_soon"):
             raise ArgumentTypeError("runtime", f"must be an asides Runtime (from open_runtime), not {type(runtime).__name__}")
         if not isinstance(namespace, str):
             raise ArgumentTypeError("namespace", f"must be a string, not {type(namespace).__name__}")
-        if not isinstance(private_tool_calls, bool):
-            raise ArgumentTypeError("private_tool_calls", f"must be True or False, not {type(private_tool_calls).__name__}")
+        self.reader = agent_reader(reader)
+        self.private_tool_calls = check_private_tool_calls(private_tool_calls)
         self.runtime = runtime
         self.namespace = namespace
-        self.reader = check_reader(reader, "reader")
         self.strategy = PassthroughStrategy() if strategy is None else strategy
         self.key = key
-        self.private_tool_calls = private_tool_calls
         self._manager: ContextManager | None = None
         self._opening = anyio.Lock()
         self._logged = hub(runtime, key, BRANCH)
@@ -86,9 +87,7 @@ class LogAgent:
                 prepare(group, key=self.key, reader=self.reader, audience=audience)
                 for group, audience in batches(new, reader=self.reader, private_tool_calls=self.private_tool_calls)
             ]
-            check_message_items([(p.participant, p.content, p.metadata) for p in prepared])  # a refusal writes nothing
-            for message in prepared:
-                await manager.add_message(message.participant, message.content, metadata=message.metadata)
+            await write_batch(manager, prepared)
             self._logged.refresh(store)
             return len(prepared)
 
@@ -97,7 +96,8 @@ class LogAgent:
         manager = await self.manager()
         ctx = await manager.compile(max_tokens=UNBOUNDED, reserve_for_response=0)
         store = self.runtime.store
-        return plan_for(ctx, key=self.key, reader=self.reader, stored=lambda i: store.get_message(BRANCH, i))
+        edited = edited_messages(store, BRANCH)
+        return plan_for(ctx, key=self.key, reader=self.reader, stored=lambda i: store.get_message(BRANCH, i), edited=edited)
 
     async def drain(self) -> None:
         """Wait until the agent's strategy has caught up with its background compression."""

@@ -19,7 +19,10 @@ a task group of that loop, and the loop's thread) and runs a coroutine function 
   through the caller's Trio token under Trio, a worker thread otherwise.
 
 A caller cancelled while it waits stops waiting; work already started finishes in the runtime's
-loop (a write is never left half done), and work not yet started is not started.
+loop (a write is never left half done), and work not yet started is not started. Called on the
+loop's own thread, :meth:`LoopHandle.run` simply awaits (a cancelled caller cancels its work);
+:meth:`LoopHandle.finish`, for writes, starts a task there too, so a batch of writes is never
+left half done by a cancelled caller, wherever it was called from.
 """
 
 from __future__ import annotations
@@ -99,9 +102,9 @@ class LoopHandle:
     def on_loop_thread(self) -> bool:
         return threading.get_ident() == self.thread
 
-    def submit(self, fn: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
-        """Start ``fn`` in the loop from another thread; the future holds its outcome. Raises
-        ``closed`` (a :class:`RuntimeClosedError`) when the loop no longer runs."""
+    def _job(self, fn: Callable[[], Awaitable[T]]) -> tuple[concurrent.futures.Future[T], Callable[[], Coroutine[Any, Any, None]]]:
+        """A task running ``fn`` (unless its caller stopped waiting before it started), and the
+        future that holds its outcome."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         async def job() -> None:
@@ -117,6 +120,12 @@ class LoopHandle:
             else:
                 future.set_result(result)
 
+        return future, job
+
+    def submit(self, fn: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        """Start ``fn`` in the loop from another thread; the future holds its outcome. Raises
+        ``closed`` (a :class:`RuntimeClosedError`) when the loop no longer runs."""
+        future, job = self._job(fn)
         try:
             if self.kind == "trio":
                 self.native.run_sync_soon(self.spawn, job)
@@ -140,6 +149,16 @@ class LoopHandle:
         if self.on_loop_thread:
             return await fn()
         return await wait_future(self.submit(fn))
+
+    async def finish(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """As :meth:`run`, for work that must not stop half done (a batch of writes): once
+        started it runs to its end in the loop, even when it was called on the loop's own thread
+        and the caller is cancelled meanwhile (the caller stops waiting, as from anywhere else)."""
+        if not self.on_loop_thread:
+            return await wait_future(self.submit(fn))
+        future, job = self._job(fn)
+        self.spawn(job)
+        return await wait_future(future)
 
     def run_blocking(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` in the loop and wait for it, blocking this thread (not the loop's own)."""

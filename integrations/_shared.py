@@ -19,8 +19,9 @@ become one asides message (:func:`prepare`):
   messages the log already holds.
 
 **Out of a compile** (:func:`plan_for`): the compile's messages, in order, where each private
-message of the agent's own that the compile holds raw and whole is given back its original
-parts; then :func:`~strategies._provider_plan.plan`, the plan the Anthropic and OpenAI forms are
+message of the agent's own that the compile holds raw and whole, that its reader sees whole and
+that was never edited, is given back its original parts (``integrations/_rules.py``: a host's
+redaction wins over the copy); then :func:`~strategies._provider_plan.plan`, the plan the Anthropic and OpenAI forms are
 rendered from: the agent's own lines and its memories take the assistant role; every other
 speaker's lines the user role, prefixed with the speaker's name; another speaker's tool calls
 and results are text; each of the agent's calls is answered right after it (a stub when its
@@ -30,7 +31,7 @@ it says after them is a turn of its own); thinking is left out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -44,13 +45,13 @@ from ..store._blocks import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    content_for_reader,
     content_from_json,
     content_to_json,
 )
 from ..store._messages import Message
 from ..strategies._base import CompiledMessage, SourceEntry
 from ..strategies._provider_plan import IMAGE_TEXT, Segment, foreign_call_text, orphan_result_text, plan, system_change_text
+from ._rules import answered_calls, made_calls, saved_copy_stands, tool_audience
 
 if TYPE_CHECKING:
     from ..actors._runtime import Runtime
@@ -165,12 +166,15 @@ def hub(runtime: Runtime, key: str, branch: str) -> LoggedIds:
     return runtime.attachment(LoggedIdsByBranch).of(key, branch)
 
 
-def _own_parts(message: Message, key: str, reader: str) -> list[tuple[ContentBlock, ...]] | None:
-    """The original parts of a private message ``reader`` wrote and sees whole, else ``None``."""
+def _own_parts(
+    message: Message, key: str, reader: str, *, complete: bool, edited: Callable[[Message], bool]
+) -> list[tuple[ContentBlock, ...]] | None:
+    """The original parts of a private message ``reader`` wrote, while they still stand for it
+    (:func:`~._rules.saved_copy_stands`), else ``None``."""
     record = _record(message, key)
     if record is None or record.get("reader") != reader or not isinstance(record.get("parts"), (list, tuple)):
         return None
-    if message.participant != reader or len(content_for_reader(message.content, reader)) != len(message.content):
+    if message.participant != reader or not saved_copy_stands(message, reader=reader, complete=complete, edited=edited):
         return None
     try:
         return [content_from_json(list(part)) for part in record["parts"]]
@@ -178,17 +182,21 @@ def _own_parts(message: Message, key: str, reader: str) -> list[tuple[ContentBlo
         return None
 
 
-def plan_for(ctx: Any, *, key: str, reader: str, stored: Any) -> list[Segment]:
+def plan_for(
+    ctx: Any, *, key: str, reader: str, stored: Callable[[str], Message | None], edited: Callable[[Message], bool]
+) -> list[Segment]:
     """The plan of the compile ``ctx`` for the agent ``reader`` (see the module docstring);
-    ``stored`` looks a message of the branch up by id."""
+    ``stored`` looks a message of the branch up by id, ``edited`` says whether one was edited
+    since it was written (:func:`~._rules.edited_messages`)."""
     messages: list[CompiledMessage] = []
     sources: list[SourceEntry] = []
     for message, source in zip(ctx.messages, ctx.provenance.entries, strict=True):
         parts = None
-        if source.kind == "raw" and len(source.message_ids) == 1 and ctx.provenance.complete.get(source.message_ids[0], False):
+        if source.kind == "raw" and len(source.message_ids) == 1:
             found = stored(source.message_ids[0])
             if found is not None:
-                parts = _own_parts(found, key, reader)
+                complete = bool(ctx.provenance.complete.get(found.id, False))
+                parts = _own_parts(found, key, reader, complete=complete, edited=edited)
         for part in [message.content] if parts is None else parts:
             messages.append(_for_plan(CompiledMessage(message.participant, part), reader))
             sources.append(source)
@@ -206,22 +214,11 @@ def _for_plan(message: CompiledMessage, reader: str) -> CompiledMessage:
     return message
 
 
-def _calls(said: Said) -> set[str]:
-    return {b.id for b in said.content if isinstance(b, ToolUseBlock)}
-
-
-def _results(said: Said) -> set[str] | None:
-    """The calls a message of results answers, or ``None`` when it holds anything else."""
-    if not said.content or not all(isinstance(b, ToolResultBlock) for b in said.content):
-        return None
-    return {b.tool_use_id for b in said.content if isinstance(b, ToolResultBlock)}
-
-
 def _answers(said: Sequence[Said], start: int, calls: set[str]) -> int:
     """Where the run of results from ``start`` on that answer ``calls`` ends."""
     n = start
     while n < len(said):
-        answered = _results(said[n])
+        answered = answered_calls(said[n].content)
         if answered is None or not answered <= calls:
             break
         n += 1
@@ -231,27 +228,28 @@ def _answers(said: Sequence[Said], start: int, calls: set[str]) -> int:
 def batches(said: Sequence[Said], *, reader: str, private_tool_calls: bool) -> list[tuple[list[Said], tuple[str, ...] | None]]:
     """``said`` (in order) as the asides messages to write, each with its audience. Each of the
     agent's messages that makes calls is followed by the results right after it that answer
-    them: with ``private_tool_calls`` the call and its results are one message for ``reader``
-    only (and so is a result whose call was written before); without, the call is one public
-    message and its results one more, right after it (a strategy keeps a call and the message
-    just after it that answers it together). Everything else is one public message each."""
+    them: when its tool calls are private (:func:`~._rules.tool_audience`) the call and its
+    results are one message for ``reader`` only (and so is a result whose call was written
+    before); otherwise the call is one public message and its results one more, right after it
+    (a strategy keeps a call and the message just after it that answers it together).
+    Everything else is one public message each."""
     out: list[tuple[list[Said], tuple[str, ...] | None]] = []
     n = 0
     while n < len(said):
         one = said[n]
         n += 1
-        calls = _calls(one) if one.participant == reader else set()
+        own = one.participant == reader
+        audience = tool_audience(one.content, reader=reader, private_tool_calls=private_tool_calls) if own else None
+        calls = made_calls(one.content) if own else set()
         if calls:
             end = _answers(said, n, calls)
             results, n = list(said[n:end]), end
-            if private_tool_calls:
-                out.append(([one, *results], (reader,)))
+            if audience is not None:
+                out.append(([one, *results], audience))
             else:
                 out.append(([one], None))
                 if results:
                     out.append((results, None))
-        elif private_tool_calls and one.participant == reader and _results(one) is not None:
-            out.append(([one], (reader,)))
         else:
-            out.append(([one], None))
+            out.append(([one], audience))
     return out

@@ -15,6 +15,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"asides.integrations.langchain needs LangChain v1: pip install 'asides[langchain]' ({exc})") from exc
 
 from ..._public import home_names
+from .. import ReservedReaderError  # noqa: F401  (importable here too; its home is asides.integrations)
 from ._middleware import AsidesMiddleware, LoopError
 from ._scripted import ScriptedChatModel
 

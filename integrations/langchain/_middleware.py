@@ -39,7 +39,10 @@ class AsidesMiddleware(AgentMiddleware):
     and its memories as ``AIMessage`` s, every other speaker's lines as ``HumanMessage`` s naming
     the speaker, other agents' tool calls as text. When the agent finishes, its last answer is
     written too. With ``private_tool_calls`` (the default) the agent's tool calls and their
-    results are for its reader alone; its answers are public. ``strategy`` (default
+    results are for its reader alone; its answers are public. A host's edit of the agent's lines
+    (a redaction) is what the agent gets back from then on. ``reader`` may not be named like a
+    role every agent shares (``user``, ``system``, ``developer``, ``assistant``, in any case:
+    :class:`~asides.integrations.ReservedReaderError`). ``strategy`` (default
     ``PassthroughStrategy()``) decides what the compile holds; a compressing one does what
     ``SummarizationMiddleware`` would, in the agent's own voice and its reader's view.
 
@@ -70,6 +73,11 @@ class AsidesMiddleware(AgentMiddleware):
         return self._agent.reader
 
     @property
+    def private_tool_calls(self) -> bool:
+        """Whether the agent's tool calls and their results are for its reader alone."""
+        return self._agent.private_tool_calls
+
+    @property
     def namespace(self) -> str:
         return self._agent.namespace
 
@@ -78,10 +86,13 @@ class AsidesMiddleware(AgentMiddleware):
     async def _record(self, messages: Sequence[BaseMessage]) -> None:
         await self._agent.record([said_of(m, self._agent.reader) for m in messages])
 
-    async def _compiled(self, messages: Sequence[BaseMessage]) -> list[Any]:
-        await self._record(messages)
+    async def _request(self, messages: Sequence[BaseMessage]) -> list[Any]:
         own_system = [m for m in messages if is_system(m)]
         return own_system + messages_of(await self._agent.plan())
+
+    async def _compiled(self, messages: Sequence[BaseMessage]) -> list[Any]:
+        await self._record(messages)
+        return await self._request(messages)
 
     def _blocking(self, action: str) -> None:
         if self._loop.on_loop_thread:
@@ -93,7 +104,8 @@ class AsidesMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
         messages = list(request.messages)
-        compiled = await self._loop.run(lambda: self._compiled(messages))
+        await self._loop.finish(lambda: self._record(messages))
+        compiled = await self._loop.run(lambda: self._request(messages))
         return await handler(request.override(messages=compiled))
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
@@ -104,7 +116,7 @@ class AsidesMiddleware(AgentMiddleware):
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         messages = list(state["messages"])
-        await self._loop.run(lambda: self._record(messages))
+        await self._loop.finish(lambda: self._record(messages))
         return None
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:

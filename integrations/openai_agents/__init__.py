@@ -9,7 +9,8 @@ items (``add_items(items, audience=[...])``) and memories written in the agent's
 """
 
 from ..._public import home_names
-from ._errors import AsyncioRequiredError, ConversationMismatchError, ReservedReaderError
+from .. import ReservedReaderError  # noqa: F401  (importable here too; its home is asides.integrations)
+from ._errors import AsyncioRequiredError, ConversationMismatchError
 from ._loop import SessionClosedError
 from ._scripted import ScriptedAgentModel
 from ._session import AsidesSession
@@ -18,7 +19,6 @@ __all__ = [
     "AsidesSession",
     "AsyncioRequiredError",
     "ConversationMismatchError",
-    "ReservedReaderError",
     "ScriptedAgentModel",
     "SessionClosedError",
 ]

@@ -29,7 +29,7 @@ the stored revision changed (another session object of the same agent) reopens i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -38,12 +38,13 @@ import attrs
 from ...actors._manager import ContextManager
 from ...actors._runtime import Runtime
 from ...store._blocks import content_for_reader
-from ...store._messages import Message, check_message_items
+from ...store._messages import Message
 from ...store._names import MAX_NAME_LENGTH, name_problem
 from ...strategies._base import CompiledMessage
 from ...strategies._models import Model
+from .._rules import body_of, edited_messages, wholly_visible, write_batch
 from ._errors import ConversationMismatchError
-from ._items import prepare_items, session_record, speaker_of, wholly_visible
+from ._items import prepare_items, session_record, speaker_of
 from ._render import compile_items, current_item
 
 __all__ = ["Agent", "branch_of", "agent_segment"]
@@ -112,10 +113,13 @@ class Agent:
     """An agent's session state. It may be made anywhere; every method runs in the runtime's
     event loop (``open`` first)."""
 
-    def __init__(self, runtime: Runtime, session_id: str, *, reader: str | None, strategy: Any, model: Model | None) -> None:
+    def __init__(
+        self, runtime: Runtime, session_id: str, *, reader: str | None, strategy: Any, model: Model | None, private_tool_calls: bool
+    ) -> None:
         self.runtime = runtime
         self.session_id = session_id
         self.reader = reader
+        self.private_tool_calls = private_tool_calls
         self.speaker = speaker_of(reader)
         self.branch = branch_of(session_id)
         self.records = f"{PREFIX}/{agent_segment(reader)}"
@@ -215,20 +219,22 @@ class Agent:
                 speaker=self.speaker,
                 reader=manager.view_reader,
                 stored=lambda i: store.get_message(self.branch, i),
-                edited=self._edited(),
+                edited=edited_messages(store, self.branch),
             )
         if limit is None or limit < 0:
             return items
         return items[-limit:] if limit else []
 
     async def add_items(self, items: Sequence[Any], audience: tuple[str, ...] | None) -> None:
-        """Add every item, in order; refused as a whole (nothing written) when one is malformed."""
-        prepared = prepare_items(items, speaker=self.speaker, reader=self.reader, audience=audience)
-        check_message_items([(p.participant, p.content, p.metadata) for p in prepared])
+        """Add every item, in order; refused as a whole (nothing written) when one is malformed.
+        Without ``audience``, the agent's tool calls and outputs are for its reader alone when
+        its tool calls are private (``integrations/_rules.py``)."""
+        prepared = prepare_items(
+            items, speaker=self.speaker, reader=self.reader, audience=audience, private_tool_calls=self.private_tool_calls
+        )
         async with self.lock:
             await self._follow()
-            for item in prepared:
-                await self.manager.add_message(item.participant, item.content, metadata=item.metadata)
+            await write_batch(self.manager, prepared)
 
     async def pop_item(self) -> Any:
         """Leave the newest item this agent added out of its view, and return it (``None`` when
@@ -240,26 +246,13 @@ class Agent:
                 return None
             record = session_record(found[0])
             assert record is not None
-            edited = self._edited()
+            edited = edited_messages(self.runtime.store, self.branch)
             await self._write_records({f"{self.records}/popped/{m.id}": True for m in found})
             if record.item_json is not None and not any(edited(m) for m in found):
                 return record.item()
             # edited since it was added: the item as it reads now, not the copy saved with it
             blocks = tuple(b for m in found for b in content_for_reader(m.content, self.reader))
             return current_item(CompiledMessage(found[0].participant, blocks), self.speaker)
-
-    def _edited(self) -> Callable[[Message], bool]:
-        """Whether a message of the branch is no longer as its session item was saved: it was
-        edited, or it is a shard of a long item one of whose shards was (an edit that wrote the
-        same content counts: the store keeps no older copy to compare with)."""
-        store = self.runtime.store
-        ids = frozenset(store.model.edits_since(self.branch, 0))
-        bodies = {_body(store.get_message(self.branch, i)) for i in ids} - {None}
-
-        def edited(message: Message) -> bool:
-            return message.id in ids or _body(message) in bodies
-
-        return edited
 
     def _newest_own(self) -> list[Message]:
         """The messages of the newest item in this agent's view that it added (several when the
@@ -282,7 +275,7 @@ class Agent:
         return []
 
     def _shards_of(self, message: Message) -> list[Message]:
-        body = _body(message)
+        body = body_of(message)
         if body is None:
             return [message]
         return [m for m in self.runtime.store.messages(self.branch) if m.metadata.get("body_id") == body]
@@ -305,11 +298,6 @@ class Agent:
             manager, self._manager = self._manager, None
             await manager.aclose()
 
-
-def _body(message: Message | None) -> str | None:
-    """The body a shard belongs to (``None``: a message stored whole)."""
-    body = message.metadata.get("body_id") if message is not None and message.metadata else None
-    return body if isinstance(body, str) else None
 
 
 def _storable(value: str) -> str:

@@ -1,8 +1,10 @@
-"""The errors an ``AsidesSession`` raises on purpose, beyond the store's and the runtime's own."""
+"""The errors an ``AsidesSession`` raises on purpose, beyond the store's and the runtime's own (and
+:class:`ReservedReaderError`, which every integration raises: its home is ``asides.integrations``)."""
 
 from __future__ import annotations
 
-from ...store._errors import AsidesError, InvalidArgumentError, InvalidNameError
+from ...store._errors import AsidesError, InvalidArgumentError
+from .._rules import ReservedReaderError  # every integration refuses those names (integrations/_rules.py)
 
 __all__ = ["AsyncioRequiredError", "ConversationMismatchError", "ReservedReaderError"]
 
@@ -11,12 +13,6 @@ class ConversationMismatchError(InvalidArgumentError):
     """A session was opened on a conversation branch that records another session id (or none:
     a branch a host made itself). ``path`` is ``session_id``; the message names both ids.
     Nothing was written: two ids never share one conversation."""
-
-
-class ReservedReaderError(InvalidNameError):
-    """A session's reader named like a role every agent of a conversation shares (``user``,
-    ``system``, ``developer``, ``assistant``, in any case), whose items would pass for shared
-    lines or for a no-reader agent's own. ``path`` is ``reader``. Nothing was opened."""
 
 
 class AsyncioRequiredError(AsidesError, RuntimeError):

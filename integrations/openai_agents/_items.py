@@ -16,9 +16,10 @@ An item the SDK hands a session is stored as one asides message:
   edited: the text is a copy of the content as added, and an edit (a host's) changes the content
   only, so an edited message is rendered from its content instead (see ``_render``).
 
-A private item (``add_items(items, audience=[...])``) has every block carry that audience; blocks
-that may not carry one (tool calls and results, images, system changes) are written as their
-readable text instead, so the whole message is hidden from every other reader.
+A private item (``add_items(items, audience=[...])``, and, with ``private_tool_calls``, every
+tool call and tool output the agent adds: ``integrations/_rules.py``) has every block carry that
+audience; blocks that may not carry one (tool calls and results, images, system changes) are
+written as their readable text instead, so the whole message is hidden from every other reader.
 """
 
 from __future__ import annotations
@@ -32,24 +33,23 @@ import attrs
 from ...store._blocks import (
     ContentBlock,
     ImageBlock,
-    RedactedThinkingBlock,
-    SystemChangeBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    content_for_reader,
 )
 from ...store._blocks.codec import image_from_url
 from ...store._errors import MalformedContentError
 from ...store._messages import Message
 from ...store._stored_json import holds_duplicate, read_stored_json
-from ...strategies._provider_forms import IMAGE_TEXT, foreign_call_text, orphan_result_text, system_change_text
+from ...strategies._provider_forms import IMAGE_TEXT
+from .._rules import tool_audience
+from .._shared import Prepared as PreparedItem
+from .._shared import private_blocks
 
 __all__ = [
     "METADATA_KEY",
     "SHARED_PARTICIPANTS",
-    "RESERVED_READERS",
     "PreparedItem",
     "SessionRecord",
     "prepare_item",
@@ -57,7 +57,6 @@ __all__ = [
     "session_record",
     "shared_role",
     "speaker_of",
-    "wholly_visible",
 ]
 
 METADATA_KEY = "openai_agents"
@@ -68,24 +67,10 @@ SHARED_PARTICIPANTS = frozenset({"user", "system", "developer"})
 
 _MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 
-RESERVED_READERS = frozenset(_MESSAGE_ROLES)
-"""Names no session's reader may take, in any case: the shared participants, and ``assistant``,
-the speaker of an agent with no reader (:func:`speaker_of`). A reader so named would have its
-own items taken for shared lines, or for another agent's own."""
-
 
 def speaker_of(reader: str | None) -> str:
     """The participant an agent's own items are stored as: its reader, else ``assistant``."""
     return reader if reader is not None else "assistant"
-
-
-@attrs.frozen(slots=True)
-class PreparedItem:
-    """An item ready to be added: the message's participant, content and metadata."""
-
-    participant: str
-    content: tuple[ContentBlock, ...]
-    metadata: dict[str, Any]
 
 
 @attrs.frozen(slots=True)
@@ -121,11 +106,6 @@ def session_record(message: Message) -> SessionRecord | None:
     if not isinstance(parsed, dict) or holds_duplicate(parsed):
         return None
     return SessionRecord(item_json, reader)
-
-
-def wholly_visible(message: Message, reader: str | None) -> bool:
-    """Whether ``reader`` sees every block of ``message`` (so its item reveals nothing hidden)."""
-    return len(content_for_reader(message.content, reader)) == len(message.content)
 
 
 # -- content blocks of an item ----------------------------------------------------------------
@@ -218,27 +198,14 @@ def participant_of(item: Mapping[str, Any], speaker: str) -> str:
     return shared_role(item) or speaker
 
 
-def _private(block: ContentBlock, participant: str, audience: tuple[str, ...]) -> ContentBlock:
-    """``block`` for ``audience`` only: as itself where an audience may stand, else as its text."""
-    if isinstance(block, TextBlock):
-        return TextBlock(block.text, audience)
-    if isinstance(block, ThinkingBlock):
-        return ThinkingBlock(block.thinking, block.signature, audience)
-    if isinstance(block, RedactedThinkingBlock):
-        return RedactedThinkingBlock(block.data, audience)
-    if isinstance(block, ToolUseBlock):
-        return TextBlock(foreign_call_text(participant, block), audience)
-    if isinstance(block, ToolResultBlock):
-        return TextBlock(orphan_result_text(block), audience)
-    if isinstance(block, SystemChangeBlock):
-        return TextBlock(system_change_text(block), audience)
-    return TextBlock(IMAGE_TEXT, audience)
-
-
-def prepare_item(item: object, index: int, *, speaker: str, reader: str | None, audience: tuple[str, ...] | None) -> PreparedItem:
-    """The message that stores ``item`` (the ``index``-th of a batch). Refuses, with
-    :class:`MalformedContentError` at ``items[<index>]``, an item that is not a JSON object or
-    holds what JSON cannot (NaN, a lone surrogate, a key that is not a string)."""
+def prepare_item(
+    item: object, index: int, *, speaker: str, reader: str | None, audience: tuple[str, ...] | None, private_tool_calls: bool
+) -> PreparedItem:
+    """The message that stores ``item`` (the ``index``-th of a batch): for ``audience`` only when
+    one is given, else for the agent's reader alone when it is a tool call or output of the
+    agent's own and ``private_tool_calls`` holds (:func:`~.._rules.tool_audience`). Refuses,
+    with :class:`MalformedContentError` at ``items[<index>]``, an item that is not a JSON object
+    or holds what JSON cannot (NaN, a lone surrogate, a key that is not a string)."""
     path = f"items[{index}]"
     if not isinstance(item, Mapping):
         raise MalformedContentError(path, f"an item must be a JSON object (a dict), not {type(item).__name__}")
@@ -253,15 +220,23 @@ def prepare_item(item: object, index: int, *, speaker: str, reader: str | None, 
     participant = participant_of(item, speaker)
     try:
         blocks = item_blocks(item)
+        if audience is None and participant == speaker:
+            audience = tool_audience(blocks, reader=reader, private_tool_calls=private_tool_calls)
         if audience is not None:
-            blocks = [_private(b, participant, audience) for b in blocks]
+            blocks = private_blocks(blocks, participant, audience)
     except MalformedContentError as exc:
         raise MalformedContentError(f"{path}.{exc.path}", exc.problem) from None
     return PreparedItem(participant, tuple(blocks), {METADATA_KEY: {"item": item_json, "reader": reader}})
 
 
-def prepare_items(items: Sequence[object], *, speaker: str, reader: str | None, audience: tuple[str, ...] | None) -> list[PreparedItem]:
-    """Every item of a batch prepared, or the first refusal (nothing prepared is kept)."""
+def prepare_items(
+    items: Sequence[object], *, speaker: str, reader: str | None, audience: tuple[str, ...] | None, private_tool_calls: bool
+) -> list[PreparedItem]:
+    """Every item of a batch prepared (see :func:`prepare_item`), or the first refusal (nothing
+    prepared is kept)."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise MalformedContentError("items", f"items must be a list of items, not {type(items).__name__}")
-    return [prepare_item(item, n, speaker=speaker, reader=reader, audience=audience) for n, item in enumerate(items)]
+    return [
+        prepare_item(item, n, speaker=speaker, reader=reader, audience=audience, private_tool_calls=private_tool_calls)
+        for n, item in enumerate(items)
+    ]

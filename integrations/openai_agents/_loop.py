@@ -4,7 +4,8 @@ The OpenAI Agents SDK calls a session from wherever it runs: an asyncio loop in 
 loop ``Runner.run_sync`` starts and stops, one ``asyncio.run`` after another. The rules are the
 ones every integration uses (``asides/integrations/_loop.py``): called on the loop's own thread a
 call simply awaits; from anywhere else it hops into the runtime's loop without blocking it, and a
-caller cancelled while it waits stops waiting, while work already started finishes there. Here a
+caller cancelled while it waits stops waiting, while work already started finishes there (a
+write, ``add_items``, finishes so on the loop's own thread too: ``LoopHandle.finish``). Here a
 call into a loop that no longer runs raises :class:`SessionClosedError`.
 """
 

@@ -5,11 +5,13 @@ Walking the compile in order:
 * a raw message that holds a session item is returned as **that item, exactly**, when it is the
   agent's own (its participant is the agent's, and the item was added by a session of the
   agent's reader) or a shared line (``user``, ``system``, ``developer``, holding a message item
-  of that role), the reader sees all of it, the compile holds all of it (not truncated, not
-  repaired), and **it was never edited**: the item is a copy of the content as added, so once
-  an edit changed the content (a shard's, for a long message stored as shards) the message is
-  rendered from what the reader may see now, like any other. A long message stored as shards
-  gives its item once;
+  of that role), and the item still stands for the message (``integrations/_rules.py``,
+  ``saved_copy_stands``): the reader sees all of it, the compile holds all of it (not truncated,
+  not repaired), and **it was never edited**: the item is a copy of the content as added, so
+  once an edit changed the content (a shard's, for a long message stored as shards) the message
+  is rendered from what the reader may see now, like any other. A tool output is returned as
+  itself only right after the call it answers was given (a private call a memory holds leaves
+  its output as text). A long message stored as shards gives its item once;
 * a **memory** (the recall marker and the memory text, ``summary`` sources) is one
   ``{"role": "assistant", "content": ...}`` message: the agent remembers in its own voice;
 * anything else (another agent's lines, a host's messages, a part of a message, a repair) is
@@ -41,27 +43,26 @@ from ...strategies._provider_forms import (
     system_change_text,
     takes_prefix,
 )
-from ._items import SessionRecord, session_record, shared_role, wholly_visible
+from .._rules import saved_copy_stands
+from ._items import SessionRecord, session_record, shared_role
 
 __all__ = ["compile_items", "current_item", "returned_as_is"]
 
 Item = dict[str, Any]
-CALL_TYPES = ("function_call", "custom_tool_call")
 
 
 def returned_as_is(message: Message, record: SessionRecord, item: Any, *, speaker: str, reader: str | None) -> bool:
-    """Whether ``message``'s session item (``record``, parsed as ``item``) may be returned
-    exactly to the agent ``speaker`` compiling for ``reader``: a shared line, or the agent's own
-    (added by a session of its reader), stored as a session stores that item, wholly visible to
-    the reader. Whether it was edited since is the caller's to ask."""
+    """Whether ``message``'s session item (``record``, parsed as ``item``) is one the agent
+    ``speaker`` compiling for ``reader`` may get back exactly: a shared line, or the agent's own
+    (added by a session of its reader), stored as a session stores that item. Whether the item
+    still stands for the message (seen whole, held whole, never edited) is the caller's to ask."""
     if not isinstance(item, dict):
         return False
     role = shared_role(item)
     if role is not None:  # a shared line: stored as said by its role
-        fits = message.participant == role
-    else:  # the agent's own: stored as said by the agent, by a session of its reader
-        fits = message.participant == speaker and record.reader == reader
-    return fits and wholly_visible(message, reader)
+        return message.participant == role
+    # the agent's own: stored as said by the agent, by a session of its reader
+    return message.participant == speaker and record.reader == reader
 
 
 class _Calls:
@@ -71,16 +72,22 @@ class _Calls:
         self.given: set[str] = set()
         self.open: set[str] = set()
 
+    def answers_open(self, item: Item) -> bool:
+        """Whether ``item`` is no output, or the output of a call given and not yet answered."""
+        kind, call_id = item.get("type"), item.get("call_id")
+        return not (isinstance(kind, str) and kind.endswith("_output")) or call_id in self.open
+
     def note(self, item: Item) -> None:
-        call_id = item.get("call_id")
-        if not isinstance(call_id, str):
+        """Take ``item`` into account: an item with a call id is a call (a function call, a
+        custom tool's, a computer call...) or, when its type ends ``_output``, its output."""
+        call_id, kind = item.get("call_id"), item.get("type")
+        if not isinstance(call_id, str) or not isinstance(kind, str):
             return
-        kind = item.get("type")
-        if kind in CALL_TYPES:
+        if kind.endswith("_output"):
+            self.open.discard(call_id)
+        else:
             self.given.add(call_id)
             self.open.add(call_id)
-        elif isinstance(kind, str) and kind.endswith("_output"):
-            self.open.discard(call_id)
 
 
 def _render(message: CompiledMessage, source: SourceEntry, speaker: str, calls: _Calls) -> list[Item]:
@@ -197,11 +204,10 @@ def compile_items(
                 found is not None
                 and record is not None
                 and record.item_json is not None
-                and ctx.provenance.complete.get(message_id, False)
-                and not edited(found)
+                and saved_copy_stands(found, reader=reader, complete=ctx.provenance.complete.get(message_id, False), edited=edited)
             ):
                 item = record.item()
-                if returned_as_is(found, record, item, speaker=speaker, reader=reader):
+                if returned_as_is(found, record, item, speaker=speaker, reader=reader) and calls.answers_open(item):
                     body = found.metadata.get("body_id")
                     if isinstance(body, str):
                         if body in given_bodies:

@@ -12,13 +12,13 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from ...store._errors import ArgumentTypeError, InvalidArgumentError
-from ...store._names import check_optional_reader, check_reader
+from ...store._names import check_reader
 from ...strategies._models import Model
 from ...strategies._passthrough import PassthroughStrategy
+from .._rules import agent_reader, check_private_tool_calls
 from ._agent import Agent
-from ._errors import AsyncioRequiredError, ReservedReaderError
+from ._errors import AsyncioRequiredError
 from ._host import ThreadHost, acquire_host, release_host
-from ._items import RESERVED_READERS
 from ._loop import SessionClosedError, session_loop
 
 if TYPE_CHECKING:
@@ -50,16 +50,8 @@ def _audience(value: object) -> tuple[str, ...] | None:
 
 
 def _session_reader(value: object) -> str | None:
-    """A session's reader: a reader's name (or ``None``), not named like a shared role."""
-    reader = check_optional_reader(value, "reader")
-    if reader is not None and reader.casefold() in RESERVED_READERS:
-        raise ReservedReaderError(
-            "reader",
-            f"{reader!r} is named like a role every agent of a conversation shares ({', '.join(sorted(RESERVED_READERS))}, "
-            "in any case): its items would pass for shared lines or for a no-reader agent's own; name the agent instead "
-            "(reader='ann'), or give no reader",
-        )
-    return reader
+    """A session's reader: ``None`` (no reader), or an agent's reader (``integrations/_rules.py``)."""
+    return None if value is None else agent_reader(value)
 
 
 class AsidesSession:
@@ -75,7 +67,9 @@ class AsidesSession:
     (default ``PassthroughStrategy()``: every item, exactly as added; a compressing strategy gives
     the agent's memories as assistant messages, then the recent items as they were added);
     ``model`` is the model a compressing strategy writes memories with. A strategy object serves
-    one session.
+    one session. With ``private_tool_calls`` (the default, as for every integration) the agent's
+    tool calls and their outputs are for its reader alone; its messages are public (a session
+    with no reader has no one to keep them for: its calls are public).
 
     Every method may be called from any asyncio event loop or thread (``Runner.run_sync`` too),
     and under Trio. The SDK's ``Runner`` itself needs asyncio: a Runner's call from another loop
@@ -97,11 +91,19 @@ class AsidesSession:
         reader: str | None = None,
         strategy: Any = None,
         model: Model | None = None,
+        private_tool_calls: bool = True,
     ) -> None:
-        self._setup(session_id, session_settings, reader)
+        self._setup(session_id, session_settings, reader, private_tool_calls)
         host = acquire_host(db_path)
         try:
-            agent = Agent(host.runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
+            agent = Agent(
+                host.runtime,
+                session_id,
+                reader=self._reader,
+                strategy=_strategy(strategy),
+                model=model,
+                private_tool_calls=self._private_tool_calls,
+            )
             host.loop.run_blocking(agent.open)
         except BaseException:
             release_host(host)
@@ -110,12 +112,13 @@ class AsidesSession:
         self._loop = host.loop
         self._agent = agent
 
-    def _setup(self, session_id: object, session_settings: Any, reader: object) -> None:
+    def _setup(self, session_id: object, session_settings: Any, reader: object, private_tool_calls: object) -> None:
         if not isinstance(session_id, str):
             raise ArgumentTypeError("session_id", f"must be a string, not {type(session_id).__name__}")
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
         self._reader = _session_reader(reader)
+        self._private_tool_calls = check_private_tool_calls(private_tool_calls)
         self._closed = False
 
     @classmethod
@@ -128,14 +131,17 @@ class AsidesSession:
         strategy: Any = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         model: Model | None = None,
+        private_tool_calls: bool = True,
     ) -> AsidesSession:
         """A session working in ``runtime`` (call it in the runtime's event loop); it is closed at
         the latest when the runtime closes. What ``Runtime.openai_session`` returns."""
         self = cls.__new__(cls)
-        self._setup(session_id, session_settings, reader)
+        self._setup(session_id, session_settings, reader, private_tool_calls)
         self._host = None
         self._loop = session_loop(runtime.start_soon)
-        self._agent = Agent(runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model)
+        self._agent = Agent(
+            runtime, session_id, reader=self._reader, strategy=_strategy(strategy), model=model, private_tool_calls=self._private_tool_calls
+        )
         await self._agent.open()
         return self
 
@@ -147,6 +153,11 @@ class AsidesSession:
         return self._reader
 
     @property
+    def private_tool_calls(self) -> bool:
+        """Whether the agent's tool calls and their outputs are for its reader alone."""
+        return self._private_tool_calls
+
+    @property
     def branch(self) -> str:
         """The conversation's branch in the store (``openai-agents/<session_id>``)."""
         return self._agent.branch
@@ -156,12 +167,14 @@ class AsidesSession:
         """The namespace holding this agent's memories and claim on the conversation's branch."""
         return self._agent.namespace
 
-    async def _call(self, action: str, fn: Callable[[], Awaitable[T]], wrapper: object = None) -> T:
+    async def _call(self, action: str, fn: Callable[[], Awaitable[T]], wrapper: object = None, *, writes: bool = False) -> T:
+        """``fn`` run in the runtime's loop; with ``writes``, to its end even if the caller is
+        cancelled meanwhile (``LoopHandle.finish``: a batch is never left half written)."""
         if self._closed:
             raise SessionClosedError(f"{action} was refused: session {self.session_id!r} is closed")
         if wrapper is not None:
             _check_runner_loop(action)
-        return await self._loop.run(fn)
+        return await (self._loop.finish(fn) if writes else self._loop.run(fn))
 
     # -- the SDK's Session protocol -----------------------------------------------------------
 
@@ -181,9 +194,11 @@ class AsidesSession:
     async def add_items(self, items: list[TResponseInputItem], *, audience: Sequence[str] | None = None, wrapper: Any = None) -> None:
         """Add ``items`` to the conversation, in order, said by this agent (or, for a ``user``,
         ``system`` or ``developer`` message, by that role). With ``audience``, only those readers'
-        compiles and views hold them. A malformed item refuses the whole batch, writing nothing."""
+        compiles and views hold them; without, the agent's tool calls and outputs are for its
+        reader alone when ``private_tool_calls`` holds. A malformed item refuses the whole batch,
+        writing nothing; once started, the batch is written whole even if the caller is cancelled."""
         checked = _audience(audience)
-        await self._call("add_items", lambda: self._agent.add_items(items, checked), wrapper)
+        await self._call("add_items", lambda: self._agent.add_items(items, checked), wrapper, writes=True)
 
     async def pop_item(self, *, wrapper: Any = None) -> TResponseInputItem | None:
         """Remove the newest item this agent added from its view and return it (``None`` when

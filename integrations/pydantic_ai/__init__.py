@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"asides.integrations.pydantic_ai needs Pydantic AI: pip install 'asides[pydantic-ai]' ({exc})") from exc
 
 from ..._public import home_names
+from .. import ReservedReaderError  # noqa: F401  (importable here too; its home is asides.integrations)
 from ._history import AsidesHistory, LoopError
 
 __all__ = ["AsidesHistory", "LoopError"]

@@ -42,7 +42,10 @@ class AsidesHistory(AbstractCapability[Any]):
     prompt parts lead the first request. The run's history itself (``result.all_messages()``)
     is left as Pydantic AI keeps it. When the run ends, its last response is written too. With
     ``private_tool_calls`` (the default) the agent's tool calls and their results are for its
-    reader alone; its answers are public. ``strategy`` (default ``PassthroughStrategy()``)
+    reader alone; its answers are public. A host's edit of the agent's lines (a redaction) is
+    what the agent gets back from then on. ``reader`` may not be named like a role every agent
+    shares (``user``, ``system``, ``developer``, ``assistant``, in any case:
+    :class:`~asides.integrations.ReservedReaderError`). ``strategy`` (default ``PassthroughStrategy()``)
     decides what the compile holds. Pass no ``message_history`` to a run: the log is the history.
 
     Make it inside the runtime's block, in its event loop; run the agent there (``await
@@ -74,6 +77,11 @@ class AsidesHistory(AbstractCapability[Any]):
         return self._agent.reader
 
     @property
+    def private_tool_calls(self) -> bool:
+        """Whether the agent's tool calls and their results are for its reader alone."""
+        return self._agent.private_tool_calls
+
+    @property
     def namespace(self) -> str:
         return self._agent.namespace
 
@@ -93,8 +101,7 @@ class AsidesHistory(AbstractCapability[Any]):
     async def _record(self, messages: list[ModelMessage], run_id: str | None) -> None:
         await self._agent.record(self._said(messages, run_id))
 
-    async def _compiled(self, messages: list[ModelMessage], run_id: str | None) -> list[ModelMessage]:
-        await self._record(messages, run_id)
+    async def _compiled(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         compiled = messages_of(await self._agent.plan())
         own_system = [p for m in messages for p in system_parts(m)]
         if own_system:
@@ -113,13 +120,14 @@ class AsidesHistory(AbstractCapability[Any]):
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         messages = list(request_context.messages)
         run_id = ctx.run_id
-        request_context.messages = await self._loop.run(lambda: self._compiled(messages, run_id))
+        await self._loop.finish(lambda: self._record(messages, run_id))
+        request_context.messages = await self._loop.run(lambda: self._compiled(messages))
         return request_context
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
         messages = list(result.all_messages())
         run_id = ctx.run_id
-        await self._loop.run(lambda: self._record(messages, run_id))
+        await self._loop.finish(lambda: self._record(messages, run_id))
         return result
 
     async def drain(self) -> None:
