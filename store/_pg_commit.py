@@ -318,7 +318,8 @@ class Committer:
 
     async def _write_erasure(self, write: PendingWrite) -> None:
         """Plan an erasure against the model caught up under the write lock (so no process
-        commits a record between the plan and the commit), and commit it in that transaction."""
+        commits a record between the plan and the commit), and commit it in that transaction,
+        with the rewrite of the log it owes; then pay that (``_pay_owed_vacuum``)."""
         assert write.erase is not None
         message_ids, reason, at = write.erase
         connection = await self._ensure_connection()

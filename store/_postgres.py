@@ -237,7 +237,7 @@ class PostgresJournal(Committer, Serving):
         try:
             owed = await (self._call(pay) if worker else anyio.to_thread.run_sync(pay))
         except Exception as exc:
-            if is_connection_error(exc):
+            if self._connection is not None and self._connection.broken:  # it was the store's connection
                 self._drop_connection()
             log.warning(
                 "rewriting the log of %s for an erasure failed (%r); the rewrite stays owed (asides inspect shows it) and is "

@@ -3,8 +3,8 @@ owed rewrite is recorded in the erasure's own commit, finished at the next writi
 a later try while an older transaction holds it back), shown by ``asides inspect``, and the
 erased bytes are then in no data file of the store. The rewrite is held back deterministically
 by a transaction holding a snapshot older than the erasure (as an autovacuum's ``ANALYZE`` or a
-long report does), or skipped by killing the erasing process with ``kill -9`` between its
-commit and its rewrite.
+long report does), kept waiting for the table's lock by a session holding one, or skipped by
+killing the erasing process with ``kill -9`` between its commit and its rewrite.
 """
 
 from __future__ import annotations
@@ -122,6 +122,33 @@ async def test_inspect_shows_an_owed_rewrite_and_who_holds_it_back(pg_url, pg_cl
         assert pending["erasures"] == [1] and holder.info.backend_pid not in pending["blocked_by"]
     finally:
         holder.close()
+
+
+async def test_a_rewrite_that_cannot_have_the_tables_lock_in_time_stays_owed(pg_url, pg_cluster, monkeypatch, caplog, request):
+    """A session holding a lock on the log (and no snapshot) keeps the rewrite waiting; it gives
+    up after its lock timeout, says so, and the debt stays for the next open."""
+    import psycopg
+
+    from asides.store import _pg_vacuum
+
+    folder = data_dir(pg_url, request)
+    monkeypatch.setattr(_pg_vacuum, "VACUUM_LOCK_TIMEOUT_MS", 200)
+    async with open_runtime(pg_url) as rt:
+        m = await rt.open_manager(strategy=PassthroughStrategy())
+        secret = await m.add_message("user", [text(f"my passport is {SECRET}")])
+        locker = psycopg.connect(pg_url)
+        try:
+            locker.execute("LOCK TABLE asides_log IN ACCESS SHARE MODE")
+            with caplog.at_level("WARNING", logger="asides.store"):
+                await rt.erase([secret.id], reason="asked")
+            assert any("stays owed" in r.getMessage() for r in caplog.records)
+            owed = await rt.store.owed_vacuum()
+            assert owed is not None and owed.erasures == (1,)
+        finally:
+            locker.close()
+    async with open_runtime(pg_url) as rt:
+        assert await rt.store.owed_vacuum() is None
+    assert files_holding(SECRET, pg_url, folder) == []
 
 
 def _wait_for_the_erasure_commit(url: str) -> None:
