@@ -77,8 +77,30 @@ def row_body(i: int) -> str:
     return json.dumps([{"type": "text", "text": message_text(i)}], separators=(",", ":"))
 
 
-class BareSqlite:
+class BareTable:
+    """A bare table of messages on one connection (``conn``, in autocommit mode): a round is one
+    timed INSERT of message ``i``'s row (``insert``, with the connection's placeholders)."""
+
+    conn: Any
+    insert: str
+    seq: int = 0
+
+    async def one_round(self, i: int) -> float:
+        body = row_body(i)
+        t0 = time.perf_counter()
+        self.conn.execute(self.insert, ("main", self.seq, participant(i), body))
+        elapsed = time.perf_counter() - t0
+        self.seq += 1
+        return elapsed
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class BareSqlite(BareTable):
     """A bare ``sqlite3`` table of messages: one autocommit INSERT a row, WAL, ``synchronous=NORMAL``."""
+
+    insert = "INSERT INTO messages (branch, seq, participant, body) VALUES (?, ?, ?, ?)"
 
     def __init__(self, path: str) -> None:
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -87,37 +109,22 @@ class BareSqlite:
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, branch TEXT, seq INTEGER, participant TEXT, body TEXT)"
         )
-        self.seq = 0
 
     def grow(self, size: int) -> None:
         self.conn.execute("BEGIN")
         while self.seq < size:
-            self.conn.execute(
-                "INSERT INTO messages (branch, seq, participant, body) VALUES (?, ?, ?, ?)",
-                ("main", self.seq, participant(self.seq), row_body(self.seq)),
-            )
+            self.conn.execute(self.insert, ("main", self.seq, participant(self.seq), row_body(self.seq)))
             self.seq += 1
         self.conn.execute("COMMIT")
 
-    async def one_round(self, i: int) -> float:
-        body = row_body(i)
-        t0 = time.perf_counter()
-        self.conn.execute(
-            "INSERT INTO messages (branch, seq, participant, body) VALUES (?, ?, ?, ?)", ("main", self.seq, participant(i), body)
-        )
-        elapsed = time.perf_counter() - t0
-        self.seq += 1
-        return elapsed
 
-    def close(self) -> None:
-        self.conn.close()
-
-
-class BarePostgres:
+class BarePostgres(BareTable):
     """A bare psycopg table of messages in the schema ``url`` names: one autocommit INSERT a row,
     committed with the ``synchronous_commit`` an asides store opened with ``synchronous`` takes
     (the store's own rule, ``asides.store._pg_driver.set_durability``): the server's setting by
     default. ``setting`` is the one in force."""
+
+    insert = "INSERT INTO bare_messages (branch, seq, participant, body) VALUES (%s, %s, %s, %s)"
 
     def __init__(self, url: str, synchronous: str | None = None) -> None:
         import psycopg
@@ -126,28 +133,14 @@ class BarePostgres:
 
         self.conn = psycopg.connect(url, autocommit=True)
         set_durability(self.conn, url, synchronous)
-        self.setting = str(self.conn.execute("SHOW synchronous_commit").fetchone()[0])  # type: ignore[index]
+        self.setting = str(self.conn.execute("SHOW synchronous_commit").fetchone()[0])
         self.conn.execute("CREATE TABLE bare_messages (id BIGSERIAL PRIMARY KEY, branch TEXT, seq BIGINT, participant TEXT, body TEXT)")
-        self.seq = 0
 
     def grow(self, size: int) -> None:
         with self.conn.cursor().copy("COPY bare_messages (branch, seq, participant, body) FROM STDIN") as copy:
             while self.seq < size:
                 copy.write_row(("main", self.seq, participant(self.seq), row_body(self.seq)))
                 self.seq += 1
-
-    async def one_round(self, i: int) -> float:
-        body = row_body(i)
-        t0 = time.perf_counter()
-        self.conn.execute(
-            "INSERT INTO bare_messages (branch, seq, participant, body) VALUES (%s, %s, %s, %s)", ("main", self.seq, participant(i), body)
-        )
-        elapsed = time.perf_counter() - t0
-        self.seq += 1
-        return elapsed
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 @attrs.frozen

@@ -300,11 +300,15 @@ def print_main_table(r: PostgresResults) -> None:
     print()
 
 
+def _columns(sizes: tuple[int, ...], counts: tuple[int, ...], one: str, many: str) -> list[str]:
+    """The column heads of a table of writers: each count at each size (``16 writers @20k``)."""
+    return [f"{n} {one if n == 1 else many} @{count(size)}" for size in sizes for n in counts]
+
+
 def print_tasks_table(r: PostgresResults) -> None:
     sizes, counts = r.settings.sizes, r.settings.writer_tasks
     first = counts[0]
-    headers = ["writers in one process: messages/s (writes, commits)"]
-    headers += [f"{n} writer{'s' if n > 1 else ''} @{count(size)}" for size in sizes for n in counts]
+    headers = ["writers in one process: messages/s (writes, commits)", *_columns(sizes, counts, "writer", "writers")]
     rows = []
     for store in STORES:
         rows.append([f"asides on {STORE_NAMES[store]}"])
@@ -327,8 +331,7 @@ def print_tasks_table(r: PostgresResults) -> None:
 
 def print_processes_table(r: PostgresResults) -> None:
     sizes, counts = r.settings.sizes, r.settings.processes
-    headers = ["writer processes: messages/s (wall time a message)"]
-    headers += [f"{n} process{'es' if n > 1 else ''} @{count(size)}" for size in sizes for n in counts]
+    headers = ["writer processes: messages/s (wall time a message)", *_columns(sizes, counts, "process", "processes")]
     rows = []
     for b in BACKENDS:
         row = [f"asides on {NAMES[b]}"]
