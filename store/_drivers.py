@@ -26,6 +26,7 @@ import anyio
 import sniffio
 
 from ._errors import StoreFailedError
+from ._scheduling import shielded
 from ._worker import WorkerThread
 
 __all__ = ["AiosqliteDriver", "Driver", "ImmutableCheck", "ThreadDriver", "open_driver"]
@@ -50,10 +51,8 @@ class AiosqliteDriver:
         self._connection = connection
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        rows: Rows = []
-        with anyio.CancelScope(shield=True):  # see Driver: a statement sent always finishes
-            rows = list(await self._connection.execute_fetchall(sql, params))
-        return rows
+        # See Driver: a statement sent always finishes, also past asyncio's own Task.cancel().
+        return list(await shielded(lambda: self._connection.execute_fetchall(sql, params)))
 
     async def close(self) -> None:
         await self._connection.close()

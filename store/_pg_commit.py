@@ -21,6 +21,7 @@ from ._pg_driver import Connection, is_connection_error
 from ._pg_notices import Notices
 from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, number_rows
+from ._scheduling import shielded
 
 if TYPE_CHECKING:
     from ._model import LogModel
@@ -434,7 +435,10 @@ class Committer:
         committer is not idle, so that writes arriving then make one batch."""
         self._pending.append(write)
         if self._committer_idle and self._idle_scope is None and not self._in_round:
-            await self._round()
+            # The round is this writer's from here (under asyncio it runs in a task of its own,
+            # begun later), and once begun it ends, past asyncio's own Task.cancel() too.
+            self._in_round = True
+            await shielded(self._round)
             if self._has_work() or self._closing:
                 self._wake_up()
         else:
@@ -442,8 +446,7 @@ class Committer:
         # Once queued, the write completes (or is refused): a cancelled caller still waits for
         # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
         if not write.done.is_set():
-            with anyio.CancelScope(shield=True):
-                await write.done.wait()
+            await shielded(write.done.wait)
         if write.error is not None:
             raise write.error
         return write.ids

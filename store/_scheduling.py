@@ -1,29 +1,93 @@
-"""The running async library's own scheduling and cancel points, looked up once.
+"""The running async library's own scheduling and cancel points, looked up once, and waits no
+cancellation cuts short.
 
 anyio's ``cancel_shielded_checkpoint`` and ``checkpoint_if_cancelled`` look the running library up
 on every call (about 0.4 to 0.8 µs, a few percent of a lone write); a hot path takes the function
 once, where it starts, from these. Each keeps anyio's contract: :func:`scheduling_point` lets
 other tasks run and is never a cancel point; :func:`cancel_point` raises the pending cancellation,
 if any, and otherwise does not yield.
+
+**Native asyncio cancellation.** anyio's shielded scope holds off every cancellation Trio or anyio
+delivers, but not asyncio's own ``Task.cancel()`` (a host's ``task.cancel()``, ``asyncio.timeout``,
+a ``TaskGroup`` whose sibling failed): that reaches through any shield. A store that let it cut a
+commit short would stop (fail-stop) or, at the scheduling point before a commit, leave rows in
+memory that never reach the disk. So on asyncio :func:`scheduling_point` and :func:`shielded` take
+such a cancellation, finish what they do, and ask for it again once done: the caller sees it at
+its next await, as a shielded scope's cancellation would be seen, and a commit once begun always
+ends, written or failed on its own account.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+import anyio
 import anyio.lowlevel
 import sniffio
 
-__all__ = ["cancel_point", "scheduling_point"]
+__all__ = ["cancel_point", "scheduling_point", "shielded"]
+
+T = TypeVar("T")
 
 
 def scheduling_point() -> Callable[[], Awaitable[None]]:
-    """A scheduling point that is never a cancel point: under Trio its own, else anyio's."""
+    """A scheduling point that is never a cancel point: under Trio its own; under asyncio one
+    that a native ``Task.cancel()`` does not cut short either (see the module docstring)."""
     if sniffio.current_async_library() == "trio":
         import trio.lowlevel
 
         return trio.lowlevel.cancel_shielded_checkpoint
-    return anyio.lowlevel.cancel_shielded_checkpoint
+    return _asyncio_scheduling_point
+
+
+async def shielded(work: Callable[[], Awaitable[T]]) -> T:
+    """``await work()``, which no cancellation cuts short: under Trio in a shielded scope; under
+    asyncio in a task of its own, which the caller waits for whatever cancellation reaches it,
+    asking for that cancellation again once ``work`` is done (see the module docstring).
+    ``work``'s own result or exception is the caller's."""
+    if sniffio.current_async_library() != "asyncio":
+        with anyio.CancelScope(shield=True):
+            return await work()
+    import asyncio
+
+    async def run() -> T:
+        return await work()
+
+    job = asyncio.ensure_future(run())
+    deferred = False
+    try:
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):
+                    return await asyncio.shield(job)
+            except asyncio.CancelledError:
+                if job.cancelled():
+                    raise  # the work itself was cancelled: that is its outcome
+                deferred = True  # a native cancellation of the caller: the work goes on, or is done
+    finally:
+        if deferred:
+            _ask_again()
+
+
+async def _asyncio_scheduling_point() -> None:
+    import asyncio
+
+    try:
+        await anyio.lowlevel.cancel_shielded_checkpoint()
+    except asyncio.CancelledError:
+        _ask_again()  # a native cancellation: seen at the caller's next await, not here
+
+
+def _ask_again() -> None:
+    """Ask again for the native cancellation this task took, for its next await (the count
+    ``Task.cancelling()`` keeps is left as it was, so ``asyncio.timeout`` still knows its own)."""
+    import asyncio
+
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+        task.cancel()
 
 
 def cancel_point() -> Callable[[], Awaitable[None]]:

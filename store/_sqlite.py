@@ -41,7 +41,7 @@ from ._file_checks import open_error
 from ._journal import Recheck, Serving, stopped
 from ._model import LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
-from ._scheduling import scheduling_point
+from ._scheduling import scheduling_point, shielded
 from ._store import Store
 
 __all__ = [
@@ -111,8 +111,7 @@ class _Batch:
             return
         if self._ended_event is None:
             self._ended_event = anyio.Event()
-        with anyio.CancelScope(shield=True):
-            await self._ended_event.wait()
+        await shielded(self._ended_event.wait)  # past asyncio's own Task.cancel() too
 
 
 class SqliteJournal(Serving):

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import anyio
 import sniffio
 
+from ._scheduling import shielded
+
 __all__ = ["WorkerThread"]
 
 T = TypeVar("T")
@@ -89,8 +91,7 @@ class WorkerThread:
             wake(finished.set)
 
         self._jobs.put((fn, args, finish))
-        with anyio.CancelScope(shield=True):
-            await finished.wait()
+        await shielded(finished.wait)  # past asyncio's own Task.cancel() too
         ok, value = box[0]
         if not ok:
             raise value
