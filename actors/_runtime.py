@@ -222,14 +222,23 @@ class Runtime(PrivacyParts):
         )
 
     async def openai_session(
-        self, session_id: str, *, reader: str | None = None, strategy: ContextStrategy | None = None, session_settings: Any = None
+        self,
+        session_id: str,
+        *,
+        reader: str | None = None,
+        strategy: ContextStrategy | None = None,
+        session_settings: Any = None,
+        private_tool_calls: bool = True,
     ) -> AsidesSession:
         """An OpenAI Agents SDK session (``Runner.run(..., session=)``) on the conversation
         ``session_id`` of this runtime's store, for ``reader``; it lives as long as the runtime.
-        Needs the ``openai-agents`` extra; see ``asides.integrations.openai_agents``."""
+        ``private_tool_calls`` as for ``AsidesSession``. Needs the ``openai-agents`` extra; see
+        ``asides.integrations.openai_agents``."""
         from ..integrations.openai_agents import AsidesSession  # only when asked: the runtime does not need it
 
-        return await AsidesSession.bound_to(self, session_id, reader=reader, strategy=strategy, session_settings=session_settings)
+        return await AsidesSession.bound_to(
+            self, session_id, reader=reader, strategy=strategy, session_settings=session_settings, private_tool_calls=private_tool_calls
+        )
 
     # -- for code that builds on asides ----------------------------------------------------------
 

@@ -85,10 +85,12 @@ def check_message_item(participant: object, metadata: Mapping[str, Any] | None) 
 
 
 #: Where metadata holds a copy of the message's content: the entry, and the field in it (the OpenAI
-#: Agents session's saved item, ``openai_agents.item``). The copy stands for the content as first
-#: written only: an edit drops that field, in memory and on every reopen, so no read serves a copy
-#: of content that was edited away. The entry's other fields (who added the item) stay.
-CONTENT_COPIES: Mapping[str, str] = MappingProxyType({"openai_agents": "item"})
+#: Agents session's saved item, ``openai_agents.item``; the original parts LangChain and Pydantic AI
+#: keep of an agent's own private message, ``langchain.parts`` and ``pydantic_ai.parts``). The copy
+#: stands for the content as first written only: an edit drops that field, in memory and on every
+#: reopen, so no read serves a copy of content that was edited away. The entry's other fields (who
+#: added the item, the framework's ids) stay.
+CONTENT_COPIES: Mapping[str, str] = MappingProxyType({"openai_agents": "item", "langchain": "parts", "pydantic_ai": "parts"})
 
 
 def edited_version(message: Message, content: tuple[ContentBlock, ...]) -> Message:

@@ -19,6 +19,7 @@ asyncio loop (the frameworks run on asyncio), offline.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -76,6 +77,8 @@ def test_a_hosts_redaction_of_a_private_call_is_what_the_agent_gets_back(framewo
         assert "[redacted by host]" in words(later)
         assert TOOL_SECRET not in words(later) and LOOKUP not in calls_of(later), later
         well_formed(later)
+        for message in private:  # nor does a read of the message serve a copy of what was edited away
+            assert TOOL_SECRET not in json.dumps(dict(rt.store.get_message(ann.branch, message.id).metadata), default=str)
 
     run(store_path, scenario)
 

@@ -27,6 +27,7 @@ HOMES = (
     "asides",
     "asides.lowlevel",
     "asides.testing",
+    "asides.integrations",
     "asides.integrations.openai_agents",
     "asides.integrations.langchain",
     "asides.integrations.pydantic_ai",
