@@ -356,8 +356,9 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
     * counted: every chunk is asked exactly ``l1_attempt_limit`` times, then failed, and the
       compile renders the conversation raw (no memory is written, none holds the answer);
     * logged at WARNING naming the namespace, the branch and the reason;
-    * retried after a back-off, not at once: every retry comes at least half the first back-off
-      step after the rejection (on the mock clock).
+    * retried at once, not after a back-off (a rejection is no outage: the model answered; its
+      unit's attempt limit bounds it): every retry the drain logs comes after the rejection
+      pause, none by default.
 
     ``drain()`` then raises ``CompressionError`` naming the reason (issue 21, item 1), a second
     ``drain()`` returns (nothing is left to do), and compiles work."""
@@ -385,7 +386,8 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
         assert not any(key.startswith("agents/s/autobiographical/summary/") for key in state)
         assert max(len(repr(value)) for value in state.values()) < 10_000, "the answer is stored nowhere"
 
-        assert all(gap >= 0.5 * policy.first_backoff for gap in gaps(model.times)), gaps(model.times)
+        drain_log = "\n".join(r.getMessage() for r in caplog.records if "a unit failed" in r.getMessage())
+        assert set(re.findall(r"(?:the next unit in|retrying in) ([\d.]+) s", drain_log)) == {"0.0"}, drain_log
         rejections = [
             r.getMessage()
             for r in caplog.records
@@ -395,9 +397,10 @@ async def test_an_answer_that_may_not_be_stored_is_rejected_counted_logged_and_r
         assert all("'agents/s'" in m and "'main'" in m for m in rejections)
 
 
-async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(store_path, autojump_clock):
-    """An empty answer, then good ones: the retry comes after a back-off (at least half the first
-    step; before the fix it came at once), and the memory is written from the good answer."""
+async def test_a_rejected_answer_is_retried_after_the_rejection_pause_then_stored(store_path, autojump_clock):
+    """An empty answer, then good ones: the retry comes after ``ModelPolicy.rejection_pause``
+    (here 0.5 s; a fixed pause, never a growing back-off: the unit's attempt limit bounds the
+    retries), and the memory is written from the good answer."""
     times: list[float] = []
     answers = iter(["   ", *["A memory of the lines: the conversation went on."] * 100])
 
@@ -409,7 +412,7 @@ async def test_a_rejected_answer_is_retried_after_a_back_off_then_stored(store_p
     class Model:
         complete = staticmethod(respond)
 
-    async with open_test_runtime(store_path) as rt:
+    async with open_runtime(store_path, model_policy=ModelPolicy(rejection_pause=0.5)) as rt:
         room = await rt.open_manager("room", strategy=PassthroughStrategy())
         await write_conversation(room)
         manager = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=Model())
