@@ -14,7 +14,8 @@ winner's claim. It exits 1 if any of that fails.
 
 Several tasks wake at the first instant, so the claim itself is a real race. Trio deliberately
 picks the order of tasks that are ready at the same instant at random, so *which* of them wins
-can differ between runs; the times, the number of winners (one) and the proof never do.
+varies from run to run (the README's "Examples" shows one run's output); the times, the number
+of winners (one) and the proof never do.
 
 Run it: ``python examples/racing_opens.py [--tasks N]``. It uses a
 temporary store file, no network and no model.
