@@ -15,6 +15,8 @@ exported before, as the same objects.
 """
 
 from ._public import home_names
+from .actors._core import RuntimeStatistics
+from .actors._namespace import ActorStatistics
 from .store._blocks import (
     UnreadableBlock,
     block_from_json,
@@ -27,7 +29,7 @@ from .store._blocks import (
 )
 from .store._open import open_store
 from .store._sqlite import SqliteStore
-from .store._store import Store
+from .store._store import Store, StoreStatistics
 from .store._views import MessageView, reader_body, reader_view
 from .strategies._base import Selection, SelectOptions, StrategyContext, StrategyState
 from .strategies._capabilities import (
@@ -75,6 +77,10 @@ __all__ = [
     "open_store",
     "reader_body",
     "reader_view",
+    # snapshots of what a runtime, its namespace actors and a store count
+    "ActorStatistics",
+    "RuntimeStatistics",
+    "StoreStatistics",
 ]
 
 home_names(__name__, __all__, globals())

@@ -27,7 +27,7 @@ from ..strategies._base import check_strategy
 from ..strategies._models import Model
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy
-from ._namespace import NamespaceActor
+from ._namespace import ActorStatistics, NamespaceActor
 from ._protocol import Signal
 from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, context_index, context_key, context_prefix, own_record, reader_of
 from ._values import ContextEntry
@@ -46,11 +46,25 @@ class ManagerHandle(Protocol):
     async def aclose(self) -> None: ...
 
 
-__all__ = ["RuntimeCore"]
+__all__ = ["RuntimeCore", "RuntimeStatistics"]
 
 log = logging.getLogger("asides.actors")
 
 T = TypeVar("T")
+
+
+@attrs.frozen
+class RuntimeStatistics:
+    """What a runtime runs now, as ``Runtime.statistics()`` returns it: a snapshot, which does
+    not change as the runtime goes on. For measurements and tests. The store's own counts are
+    ``Runtime.store.statistics()``."""
+
+    #: Namespace actors running now (``Runtime.running_actors``).
+    running_actors: int
+    #: Managers open on the runtime (or opening), not yet closed.
+    open_managers: int
+    #: One snapshot per running actor, ordered by branch, then namespace.
+    actors: tuple[ActorStatistics, ...]
 
 
 class RuntimeCore:
@@ -109,6 +123,11 @@ class RuntimeCore:
     def running_actors(self) -> int:
         """How many namespace actors run now."""
         return len(self._actors)
+
+    def statistics(self) -> RuntimeStatistics:
+        """What the runtime runs now (``Runtime.statistics()``)."""
+        actors = tuple(self._actors[key].statistics() for key in sorted(self._actors))
+        return RuntimeStatistics(running_actors=len(actors), open_managers=len(self._managers), actors=actors)
 
     def branch_signal(self, branch: str) -> Signal:
         """The signal every write on ``branch`` raises."""

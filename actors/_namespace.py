@@ -66,7 +66,7 @@ from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, is_f
 if TYPE_CHECKING:
     from ..store._store import Store
 
-__all__ = ["NamespaceActor", "UnreadableRecord", "normalise_namespace"]
+__all__ = ["ActorStatistics", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
 log = logging.getLogger("asides.actors")
 T = TypeVar("T")
@@ -81,6 +81,34 @@ def normalise_namespace(namespace: str | None) -> str:
 class _Covered(Exception):
     """The store already holds what a claim or floor raise would write (another process wrote
     it): the write is skipped, as a claim of a claimed namespace or a floor that never lowers."""
+
+
+@attrs.frozen
+class ActorStatistics:
+    """What one namespace actor holds and counted, as ``NamespaceActor.statistics()`` returns
+    it (``Runtime.statistics()`` lists one per running actor): a snapshot, which does not change
+    as the actor goes on. For measurements and tests; counts start at 0 when the actor starts,
+    and go with it when it ends."""
+
+    branch: str
+    namespace: str
+    #: Managers bound to the actor, and callers holding it across an ``await``.
+    attached: int
+    #: Drains of the namespace on the branch running in this process (any manager).
+    drains: int
+    #: Compression requests of the namespace on the branch out to a model now (any manager).
+    requests_out: int
+    #: Commands the actor ran in its own task since it started, one turn each (work that a
+    #: command's work sends as a command runs in that turn and is not counted again).
+    commands_run: int
+    #: Raised by one on every change of the namespace's reader claim.
+    claim_generation: int
+    #: Strategy-state records of the namespace that other processes wrote and the actor followed.
+    written_elsewhere: int
+    #: Takes of the compression lease refused because another process held it (a shared store).
+    lease_refusals: int
+    #: Whether the actor has ended (it runs no command any more).
+    ended: bool
 
 
 @attrs.frozen
@@ -130,6 +158,7 @@ class NamespaceActor:
         self._current: TurnRequest | None = None
         self._stopped = False  # the loop ended: no command is run any more
         self._context_next: int | None = None
+        self._commands_run = 0  # for statistics()
 
     # -- its life (see the module docstring) -----------------------------------------------------
 
@@ -147,6 +176,23 @@ class NamespaceActor:
     def drains(self) -> int:
         """Drains of this namespace and branch running in this process (any manager)."""
         return self._drains
+
+    def statistics(self) -> ActorStatistics:
+        """What the actor holds and counted now, as one snapshot (:class:`ActorStatistics`).
+        Read from any task, in its turn or not; changes nothing (a store change still to be
+        followed is not counted in ``written_elsewhere`` until the actor follows it)."""
+        return ActorStatistics(
+            branch=self.branch,
+            namespace=self.namespace,
+            attached=self._users,
+            drains=self._drains,
+            requests_out=self._requests_out,
+            commands_run=self._commands_run,
+            claim_generation=self._claims.version,
+            written_elsewhere=self._written_elsewhere,
+            lease_refusals=self._lease.refusals,
+            ended=self._stopped,
+        )
 
     def attach(self) -> None:
         """Keep the actor: a manager binds to it, or a caller holds it across an ``await``.
@@ -601,6 +647,7 @@ class NamespaceActor:
         work, request.work = request.work, None
         assert work is not None
         request.taken = True
+        self._commands_run += 1
         self._holder = current_task_id()
         self._current = request
         if self._changes:

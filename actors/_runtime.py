@@ -26,7 +26,7 @@ from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, check_strategy
 from ..strategies._models import Model
 from ..strategies._recorded import StrategyRecord, read_strategy_record, recorded_strategy
-from ._core import RuntimeCore
+from ._core import RuntimeCore, RuntimeStatistics
 from ._gate import ModelPolicy, check_model
 from ._manager import ContextManager, Derivation, open_context_manager
 from ._namespace import normalise_namespace
@@ -110,6 +110,12 @@ class Runtime(PrivacyParts):
         """How many namespace actors run now (each ends once no manager, drain or request of its
         namespace is left)."""
         return self._core.running_actors
+
+    def statistics(self) -> RuntimeStatistics:
+        """What the runtime runs now, as one snapshot: its running actors (and each one's
+        counts), its open managers (``asides.lowlevel.RuntimeStatistics``). The store's own
+        counts are ``store.statistics()``."""
+        return self._core.statistics()
 
     def list_branches(self) -> tuple[BranchInfo, ...]:
         """Every branch: name, parent, fork sequence and head."""

@@ -69,8 +69,11 @@ class Journal(Protocol):
     read_only: bool
     #: Whether other processes may write it while this one has it open.
     shared: bool
-    #: Commits made (for measurements), and records read by catch-ups.
+    #: What the store's ``statistics()`` reports (``store._store.StoreStatistics`` says what each
+    #: counts): commits made, those that found another process's commit first, and records read
+    #: from other writers' commits.
     commits: int
+    contended_commits: int
     caught_up_records: int
     #: The error that stopped the journal (after which nothing can be written or read through
     #: it), or ``None``.

@@ -127,8 +127,8 @@ class PostgresJournal(Committer, Serving):
         #: The newest record id this process has replayed, and the newest one it has heard of.
         self._applied = 0
         self._announced = 0
+        #: What ``statistics()`` reports (``store._store.StoreStatistics``).
         self.commits = 0
-        #: Commits that found another process's commit first and took the lock (for measurements).
         self.contended_commits = 0
         self.caught_up_records = 0
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
@@ -420,9 +420,9 @@ class PostgresStore(Store):
 
     @property
     def contended_commits(self) -> int:
-        """Commits that found another process's commit first and took the write lock (for
-        measurements)."""
-        return self._database.contended_commits
+        """Commits that found another process's commit first and took the write lock:
+        ``statistics().contended_commits`` (kept here, where it is documented)."""
+        return self.statistics().contended_commits
 
     async def take_session_lock(self, name: str) -> bool:
         """Take the session lock ``name`` unless another session (another process, or another

@@ -118,6 +118,8 @@ class SqliteJournal(Serving):
     """The journal of a store file (or ``:memory:``): see the module docstring."""
 
     shared = False
+    #: One process writes a store file: no commit finds another process's first.
+    contended_commits = 0
 
     def __init__(self, path: str, driver: Driver, model: LogModel, *, read_only: bool = False, has_log: bool = True) -> None:
         self.path = path
@@ -131,8 +133,9 @@ class SqliteJournal(Serving):
         self._last_shared = False  # the last commit held more than one write
         self._unyielded = 0  # lone writes committed since a lone write last let other tasks run
         self.failure: BaseException | None = None
+        #: What ``statistics()`` reports (``store._store.StoreStatistics``): commits made, and
+        #: records a read-only open read after its open (:meth:`catch_up`).
         self.commits = 0
-        #: Records a read-only open read after its open (:meth:`catch_up`).
         self.caught_up_records = 0
         #: Whether the file had a ``log`` table at the open (a writable open makes one).
         self._has_log = has_log

@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
+
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
 from ._disclosure import DISCLOSURE, Disclosure, disclosure_body
@@ -38,9 +40,26 @@ from ._notes import STRATEGY_NOTE, strategy_note_body
 from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 
-__all__ = ["Store", "check_meta", "check_write"]
+__all__ = ["Store", "StoreStatistics", "check_meta", "check_write"]
 
 log = logging.getLogger("asides.store")
+
+
+@attrs.frozen
+class StoreStatistics:
+    """What a store counted since it was opened, as :meth:`Store.statistics` returns it: a
+    snapshot, which does not change as the store goes on. For measurements and tests; nothing
+    in it is needed to use the store."""
+
+    #: Commits this process made to the store (a group commit counts once, however many writes
+    #: it holds; a write refused by its guard or recheck commits nothing).
+    commits: int
+    #: Of those, the commits that found another process's commit first and took the write lock
+    #: (a shared store only: always 0 for a store file, which one process writes).
+    contended_commits: int
+    #: Records this process read from other writers' commits (:meth:`Store.catch_up`,
+    #: :meth:`Store.sync`, and a shared store's catching up as it commits).
+    caught_up_records: int
 
 
 class Store:
@@ -79,15 +98,23 @@ class Store:
         from elsewhere), never the store's class."""
         return self._journal.shared
 
+    def statistics(self) -> StoreStatistics:
+        """What the store counted since its open, as one snapshot (:class:`StoreStatistics`).
+        Never refused: a closed or stopped store answers what it counted until then."""
+        journal = self._journal
+        return StoreStatistics(
+            commits=journal.commits, contended_commits=journal.contended_commits, caught_up_records=journal.caught_up_records
+        )
+
     @property
     def commits(self) -> int:
-        """Commits made since the open (for measurements)."""
-        return self._journal.commits
+        """``statistics().commits`` (kept for code that reads it here; new code reads :meth:`statistics`)."""
+        return self.statistics().commits
 
     @property
     def caught_up_records(self) -> int:
-        """Records read since the open from other writers' commits (:meth:`catch_up`, :meth:`sync`)."""
-        return self._journal.caught_up_records
+        """``statistics().caught_up_records`` (kept for code that reads it here; new code reads :meth:`statistics`)."""
+        return self.statistics().caught_up_records
 
     @property
     def model(self) -> LogModel:
@@ -356,7 +383,7 @@ class Store:
     async def catch_up(self) -> int:
         """Read the records other writers committed since this store last read, replay them into
         the model and tell the listeners (the ``...Elsewhere`` events); returns how many (also
-        added to :attr:`caught_up_records`). A store file catches up only when opened read-only,
+        counted in ``statistics().caught_up_records``). A store file catches up only when opened read-only,
         in one read transaction (a commit is read whole or not at all); ``StoreFailedError`` when
         it cannot (see ``store._sqlite.SqliteJournal.catch_up``). A shared store catches up as :meth:`sync`."""
         self.raise_if_failed()

@@ -54,6 +54,7 @@ RUNTIME_API = {
     "reopen_derived",
     "running_actors",
     "start_soon",
+    "statistics",
     "store",
     "tombstone",
 }

@@ -80,6 +80,7 @@ class ListJournal:
     def __init__(self, model: LogModel, records: list[RowTuple] | None = None) -> None:
         self.path = "list:"
         self.commits = 0
+        self.contended_commits = 0
         self.caught_up_records = 0
         self.failure: BaseException | None = None
         self.closed = False
@@ -158,7 +159,7 @@ async def test_a_journal_in_a_list_drives_the_one_store():
         await store.edit_message("main", "2", (text("two, edited"),), states={"ns/x": [1]})
         with pytest.raises(Refused):
             await store.set_state("main", "ns/x", 2, guard=_refuse)
-        assert store.get_state("main", "ns/x") == [1] and store.commits == 3
+        assert store.get_state("main", "ns/x") == [1] and store.statistics().commits == 3
         assert [type(e).__name__ for e in heard] == ["MessagesAppended", "BranchCreated", "MessageEdited", "StatesWritten"]
         assert isinstance(heard[-1], StatesWritten) and heard[-1].keys == ("ns/x",)
         records = await store.records()
