@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,22 +99,29 @@ def compile_snippet(snippet: Snippet) -> Any:
     return compile(padded, snippet.page, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
+#: The module name a snippet's code runs under.
+SNIPPET_MODULE = "__doc_snippet__"
+
+
 def run_snippets(snippets: list[Snippet]) -> dict[str, Any]:
     """Run the snippets that are not skipped, in order, in one namespace (which is returned); a
-    skipped one is only compiled. A block with top-level ``await`` runs under ``trio.run``."""
-    namespace: dict[str, Any] = {"__name__": "__doc_snippet__"}
-    for snippet in snippets:
-        code = compile_snippet(snippet)
-        if snippet.skip is not None:
-            continue
-        if code.co_flags & inspect.CO_COROUTINE:
+    skipped one is only compiled. A block with top-level ``await`` runs under ``trio.run``. A
+    deprecation warned at a snippet's own line (a deprecated name the page shows) is an error."""
+    namespace: dict[str, Any] = {"__name__": SNIPPET_MODULE}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=DeprecationWarning, module=re.escape(SNIPPET_MODULE))
+        for snippet in snippets:
+            code = compile_snippet(snippet)
+            if snippet.skip is not None:
+                continue
+            if code.co_flags & inspect.CO_COROUTINE:
 
-            async def body(code: Any = code) -> None:
-                await eval(code, namespace)
+                async def body(code: Any = code) -> None:
+                    await eval(code, namespace)
 
-            trio.run(body)
-        else:
-            exec(code, namespace)
+                trio.run(body)
+            else:
+                exec(code, namespace)
     return namespace
 
 
@@ -223,6 +231,8 @@ def test_the_convention_on_a_page_of_its_own(offline: list[str]) -> None:
     assert problems[1].startswith("made-up.md:25: ") and "not on the line right before" in problems[1]
     namespace = run_snippets(snippets)
     assert len(namespace["seen"]) == 1
+    with pytest.raises(DeprecationWarning, match="old"):
+        run_snippets([Snippet("made-up.md", 1, "import warnings\nwarnings.warn('old', DeprecationWarning)\n", None)])
     with pytest.raises(ZeroDivisionError) as failure:
         run_snippets([Snippet("made-up.md", 40, "x = 1\n1 / 0\n", None)])
     last = failure.value.__traceback__
