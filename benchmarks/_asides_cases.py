@@ -229,13 +229,13 @@ async def concurrent_writes(runtime: Runtime, writers: int, per_writer: int) -> 
             latencies.append(time.perf_counter() - t0)
 
     with quiet_heap():
-        commits = runtime.store.commits
+        commits = runtime.store.statistics().commits
         t0 = time.perf_counter()
         async with anyio.create_task_group() as tasks:
             for m in managers:
                 tasks.start_soon(write, m)
         wall = time.perf_counter() - t0
-        commits = runtime.store.commits - commits
+        commits = runtime.store.statistics().commits - commits
     for m in managers:
         await m.aclose()
     total = writers * per_writer

@@ -88,14 +88,14 @@ async def measure(path: str, n: int, sequential: int, writers: int, per_writer: 
                 await store.append_message("main", f"writer{w}", content(i))
                 call_latencies.append(time.perf_counter() - t)
 
-        commits = store.commits
+        commits = store.statistics().commits
         t = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for w in range(writers):
                 nursery.start_soon(writer, w)
         wall = time.perf_counter() - t
         total = writers * per_writer
-        shared = store.commits - commits
+        shared = store.statistics().commits - commits
         assert store.head("main") == start_head + WARMUP + sequential + total
     return {
         "open_ms": opened * 1e3,

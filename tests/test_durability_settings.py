@@ -103,7 +103,7 @@ async def test_postgres_concurrent_writers_share_durable_commits(pg_url):
     async with open_runtime(pg_url) as rt:
         assert await _pg_setting(rt) == "on"
         managers = [await rt.open_manager(f"writer-{w}", strategy=PassthroughStrategy()) for w in range(writers)]
-        before = rt.store.commits
+        before = rt.store.statistics().commits
 
         async def write(m) -> None:
             for i in range(each):
@@ -112,7 +112,7 @@ async def test_postgres_concurrent_writers_share_durable_commits(pg_url):
         async with trio.open_nursery() as nursery:
             for m in managers:
                 nursery.start_soon(write, m)
-        commits = rt.store.commits - before
+        commits = rt.store.statistics().commits - before
     assert 0 < commits * 4 <= writers * each, f"{commits} commits for {writers * each} writes"
     async with open_runtime(pg_url, read_only=True) as rt:
         assert len(rt.store.messages("main")) == writers * each

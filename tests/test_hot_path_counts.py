@@ -53,7 +53,7 @@ class Work:
 
     async def around(self, call: Any) -> dict[str, int]:
         await trio.testing.wait_all_tasks_blocked()
-        commits = self.store.commits
+        commits = self.store.statistics().commits
         self.encodings = 0
         self.steps.steps = 0
         self.steps.active = True
@@ -62,7 +62,7 @@ class Work:
             await trio.testing.wait_all_tasks_blocked()
         finally:
             self.steps.active = False
-        return {"task_steps": self.steps.steps, "commits": self.store.commits - commits, "json_encodings": self.encodings}
+        return {"task_steps": self.steps.steps, "commits": self.store.statistics().commits - commits, "json_encodings": self.encodings}
 
     def close(self) -> None:
         trio.lowlevel.remove_instrument(self.steps)

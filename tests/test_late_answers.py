@@ -253,10 +253,10 @@ async def test_a_drain_answer_out_during_a_move_is_stored_on_neither_branch(stor
                 await manager.set_strategy(memory())
 
         async with trio.open_nursery() as nursery:
-            commits = rt.store.commits
+            commits = rt.store.statistics().commits
             nursery.start_soon(make_the_move)
             # A fork first commits its branch; then the move stops the drain and waits for it.
-            while rt.store.commits < commits + (1 if move == "fork" else 0):
+            while rt.store.statistics().commits < commits + (1 if move == "fork" else 0):
                 await trio.testing.wait_all_tasks_blocked(cushion=0.001)
             await trio.testing.wait_all_tasks_blocked()
             if shield:

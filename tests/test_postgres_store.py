@@ -143,7 +143,7 @@ async def test_a_commit_that_finds_its_first_id_taken_writes_nothing_and_goes_af
         await early.append_message("main", "early", (text("first"),))
         message = await late.append_message("main", "late", (text("second"),))  # late had not heard of "first"
         assert (message.id, message.sequence) == ("2", 2)
-        assert late.contended_commits == 0  # its second try, still without the lock
+        assert late.statistics().contended_commits == 0  # its second try, still without the lock
         assert [m.participant for m in late.messages("main")] == ["early", "late"]
     assert [row[:3] for row in _rows(pg_url)] == [(1, "main", 1), (2, "main", 2)]
 
@@ -309,7 +309,7 @@ async def test_concurrent_writers_in_several_stores_get_gap_free_sequences(pg_ur
                     nursery.start_soon(writer, store, f"s{index}t{task}")
             await store.sync()
             assert store.head("main") == store.model.head("main")
-            locked.append(store.contended_commits)
+            locked.append(store.statistics().contended_commits)
 
     async with trio.open_nursery() as nursery:
         for index in range(stores):

@@ -638,7 +638,7 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
         async with Snapshots.open(store_path, poll_seconds=0.01, warm=warm) as snapshots:
             first = snapshots.current
             store = first.runtime.store
-            assert store.caught_up_records == 0
+            assert store.statistics().caught_up_records == 0
             scanned = audience_names(first, "main").scanned
             assert scanned == history  # the warm-up looked at every message once
             bob_manager = first.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")]  # opened by the start
@@ -647,13 +647,13 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
             async with snapshots.borrow() as snap:
                 before = await view(snap, branch=None, reader="ann")
             for round_ in range(3):
-                records_before, ids_before = store.caught_up_records, host.store.model.next_id
+                records_before, ids_before = store.statistics().caught_up_records, host.store.model.next_id
                 seen = snapshots.changed.version
                 await host.store.append_messages("main", [("bob", (text(f"NEW-{round_}"), text(f"for carol {round_}", ["carol"])), None)])
                 written = host.store.model.next_id - ids_before
                 await _next_change(snapshots, seen)
                 assert snapshots.current is first  # caught up, not reopened
-                assert store.caught_up_records - records_before == written == 1
+                assert store.statistics().caught_up_records - records_before == written == 1
                 async with snapshots.borrow() as snap:
                     assert "carol" in known_readers(snap, "main")
                     assert audience_names(snap, "main").scanned == scanned + round_ + 1
@@ -694,12 +694,12 @@ async def test_a_store_no_writer_held_is_opened_again_once_then_caught_up_with(s
             assert reopened.version == 2
             while "FIRST-WRITE" not in json.dumps(messages_page(reopened, branch=None, after="49", limit="5")):
                 await _next_change(snapshots, snapshots.changed.version)  # the reopen may have come before the commit
-            records = reopened.runtime.store.caught_up_records
+            records = reopened.runtime.store.statistics().caught_up_records
             seen = snapshots.changed.version
             await host.store.append_messages("main", [("bob", (text("SECOND-WRITE"),), None)])
             await _next_change(snapshots, seen)
             assert snapshots.current is reopened
-            assert reopened.runtime.store.caught_up_records == records + 1
+            assert reopened.runtime.store.statistics().caught_up_records == records + 1
             assert "SECOND-WRITE" in json.dumps(messages_page(reopened, branch=None, after="49", limit="5"))
 
 
@@ -744,6 +744,6 @@ async def test_catch_up_replays_only_the_records_after_the_newest_it_holds(store
             assert [m.content[0].text for m in reader.messages("main")] == ["one", "two", "three"]
             assert reader.get_state("main", "room/note") == {"n": 1}
             assert [type(e).__name__ for e in heard] == ["MessagesAppendedElsewhere", "StatesWrittenElsewhere"]
-            assert reader.caught_up_records == 3
+            assert reader.statistics().caught_up_records == 3
         with pytest.raises(StoreFailedError, match="read-only"):
             await writer.catch_up()

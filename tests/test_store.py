@@ -439,7 +439,7 @@ async def test_refused_branch_operations_write_nothing(store_path):
         events: list[Any] = []
         store.add_listener(events.append)
         before = snapshot(store)
-        commits = store.commits
+        commits = store.statistics().commits
 
         refusals: list[tuple[type[BaseException], Callable[[], Any]]] = [
             (BranchExistsError, lambda: store.create_branch("main", "child")),
@@ -469,7 +469,7 @@ async def test_refused_branch_operations_write_nothing(store_path):
             with pytest.raises(error):
                 await call()
             assert snapshot(store) == before
-            assert store.commits == commits
+            assert store.statistics().commits == commits
             assert events == []
     async with open_store(store_path) as store:
         assert snapshot(store) == before
@@ -605,7 +605,7 @@ async def test_100_concurrent_writers_are_durable_dense_and_share_commits(store_
     every message is there with its sequence and content."""
     written: dict[int, Message] = {}
     async with open_store(store_path) as store:
-        commits = store.commits
+        commits = store.statistics().commits
 
         async def writer(i: int) -> None:
             written[i] = await store.append_message("main", f"writer{i}", body(f"writer{i}", i), {"i": i})
@@ -617,7 +617,7 @@ async def test_100_concurrent_writers_are_durable_dense_and_share_commits(store_
         assert sorted(m.sequence for m in written.values()) == list(range(1, 101))
         assert len({m.id for m in written.values()}) == 100
         assert store.head("main") == 100
-        assert store.commits - commits < 100
+        assert store.statistics().commits - commits < 100
     async with open_store(store_path) as store:
         assert store.head("main") == 100
         for message in written.values():

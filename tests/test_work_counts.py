@@ -46,13 +46,13 @@ async def _work_per_write(open_managers: int, *, close_them: bool, history: int,
                 await manager.aclose()
         await trio.testing.wait_all_tasks_blocked()
         before_calls = sum(sum(s.calls.values()) for s in others)
-        before_commits = rt.store.commits
+        before_commits = rt.store.statistics().commits
         for i in range(20):
             await writer.add_message("user", [text(f"new {i}")])
             await trio.testing.wait_all_tasks_blocked()
         return {
             "strategy_calls": sum(sum(s.calls.values()) for s in others) - before_calls,
-            "commits": rt.store.commits - before_commits,
+            "commits": rt.store.statistics().commits - before_commits,
         }
 
 
