@@ -31,11 +31,12 @@ from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
 from ..store._views import MessageView
+from ._compiled_message import CompiledMessage
 from ._errors import StrategyCapabilityError
+from ._models import Model
 
 if TYPE_CHECKING:
     from ..store._store import Store
-    from ._models import Model
 
 __all__ = [
     "CompiledMessage",
@@ -80,14 +81,6 @@ def _source_entries(value: Iterable[SourceEntry]) -> tuple[SourceEntry, ...]:
 
 def _id_set(value: Iterable[str]) -> frozenset[str]:
     return frozenset(value)
-
-
-@attrs.frozen(slots=True)
-class CompiledMessage:
-    """One message of a compile. A compiled block never has an audience."""
-
-    participant: str
-    content: tuple[ContentBlock, ...] = attrs.field(converter=_content_tuple)
 
 
 @attrs.frozen(slots=True)

@@ -10,16 +10,14 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
 from ..store._blocks import ContentBlock
-from ._base import CompiledMessage
+from ._compiled_message import CompiledMessage
 
-# The adapters are named here too, loaded on first use (``__getattr__``), so importing the models
-# never imports a provider's SDK.
-__all__ = [  # noqa: F822
+__all__ = [
     "CompletionRequest",
     "Completion",
     "Usage",
@@ -28,8 +26,6 @@ __all__ = [  # noqa: F822
     "accepted_text",
     "FINISHED",
     "ExtractiveModel",
-    "AnthropicModel",
-    "OpenAIModel",
 ]
 
 
@@ -225,10 +221,3 @@ class ExtractiveModel:
         )
         return Completion("end_turn", (TextBlock(answer),), usage)
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("AnthropicModel", "OpenAIModel"):
-        from . import _adapters as adapters
-
-        return getattr(adapters, name)
-    raise AttributeError(name)

@@ -181,12 +181,17 @@ OPENAI_RATE_LIMITED = openai_error(
 
 
 def test_adapters_need_no_sdk_to_import_strategies() -> None:
-    import asides.strategies._models as models
+    """The strategies layer, adapters included, imports where neither SDK can be imported."""
+    import subprocess
 
-    assert "AnthropicModel" in models.__all__ and "OpenAIModel" in models.__all__
-    from asides.strategies._adapters import AnthropicModel, OpenAIModel
-
-    assert models.AnthropicModel is AnthropicModel and models.OpenAIModel is OpenAIModel
+    script = (
+        "import sys; sys.modules['anthropic'] = sys.modules['openai'] = None\n"
+        "import asides.strategies as s, asides.strategies._adapters as a\n"
+        "assert s.AnthropicModel is a.AnthropicModel and s.OpenAIModel is a.OpenAIModel\n"
+        "assert sys.modules['anthropic'] is None and sys.modules['openai'] is None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(("name", "module", "extra"), [("AnthropicModel", "anthropic", "anthropic"), ("OpenAIModel", "openai", "openai")])
