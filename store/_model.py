@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -32,6 +32,7 @@ from ._erasure import (
     parse_erasure,
 )
 from ._errors import (
+    ArgumentTypeError,
     UnknownBranchError,
 )
 from ._messages import Message, edited_version
@@ -48,7 +49,7 @@ from ._records import (
 )
 from ._stored_json import holds_duplicate, read_stored_json
 
-__all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING"]
+__all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_summaries_by"]
 
 log = logging.getLogger("asides.store")
 
@@ -56,6 +57,25 @@ MESSAGE: Final = "message"
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
+
+#: The rules that say a state key holds a summary, for the count an erasure keeps of the
+#: summaries it invalidated (``Erasure.summaries_invalidated``): the strategies that write
+#: summaries hand theirs down (:func:`count_summaries_by`), so the store spells no strategy's keys.
+_SUMMARY_RULES: list[Callable[[str], bool]] = []
+
+
+def count_summaries_by(rule: Callable[[str], bool]) -> None:
+    """Count every state record whose key ``rule`` accepts among the summaries an erasure
+    invalidates, from now on in this process; a rule given again is counted once. Refuses
+    (``ArgumentTypeError`` at ``rule``) what cannot be called, changing nothing."""
+    if not callable(rule):
+        raise ArgumentTypeError("rule", f"a rule is called with a state key, and {type(rule).__name__} cannot be called")
+    if rule not in _SUMMARY_RULES:
+        _SUMMARY_RULES.append(rule)
+
+
+def _is_summary(key: str) -> bool:
+    return any(rule(key) for rule in _SUMMARY_RULES)
 
 
 class LogModel:
@@ -534,7 +554,7 @@ class LogModel:
                 for seq, value in versions:
                     if derived_from(value, targets):
                         states.append(branch.state_ids[(key, seq)])
-                        if "/summary/" in key:
+                        if _is_summary(key):
                             summaries.add((branch.name, key))
         states.sort()
         number = len(self._erasures) + 1

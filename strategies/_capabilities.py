@@ -12,7 +12,11 @@ by defining its methods, with no base class to inherit):
 * :class:`ReportsFailedUnits`: ``failed_units`` and ``describe_failed``, the units of work that
   failed for good, and why (``pending_work()`` and ``drain()`` report them);
 * :class:`FollowsStoredState`: ``follow_stored_state``, to take in state records another process
-  wrote (on a shared store) before the runtime asks it whether work waits.
+  wrote (on a shared store) before the runtime asks it whether work waits;
+* :class:`DescribesRecords`: ``owns_record`` and ``describe_records``, to tell its records among
+  a namespace's and say what they hold (:class:`RecordsReport`), for readers of a store that run
+  no strategy (``asides inspect``, ``asides compile``, ``asides serve``). Not public: the
+  built-in strategies offer it, so nothing outside the strategies layer spells their keys.
 
 One capability is a flag, as ``marks_compression_reads`` is: ``has_background_work = False``
 says the strategy never has background work (ready always, ``tick`` does nothing), so the
@@ -36,6 +40,9 @@ from ._base import StrategyContext
 from ._tokens import Estimator
 
 __all__ = [
+    "DescribesRecords",
+    "RecordedSummary",
+    "RecordsReport",
     "ShardsMessages",
     "DescribesPendingWork",
     "ReadsSummaries",
@@ -61,6 +68,39 @@ class Summary:
     message_ids: tuple[str, ...]
     first_sequence: int
     last_sequence: int
+
+
+@attrs.frozen(slots=True)
+class RecordedSummary:
+    """A summary record as a reader of the store finds it: the summary, and the ids of the
+    summaries it merged (``children``; none at level 1)."""
+
+    summary: Summary
+    children: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class RecordsReport:
+    """What a strategy's records of one namespace on one branch hold
+    (:meth:`DescribesRecords.describe_records`): every well-formed summary record, merged away
+    or not (``summaries``), how many well-formed chunk records (``chunks``), the sequence a
+    window starts at (``anchor``) and the sequence a head window starts at (``head_start``),
+    ``None`` where none is recorded, and ``(tail, problem)`` for each record it cannot read
+    (``unreadable``). Both sequences of records are in the order of their keys."""
+
+    summaries: tuple[RecordedSummary, ...] = ()
+    chunks: int = 0
+    anchor: int | None = None
+    head_start: int | None = None
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+def owns_under(prefix: str, tail: str) -> bool:
+    """Whether ``tail`` is spelled as a record under ``prefix``: ``<prefix>/`` and then one or two
+    non-empty segments (the shape of every built-in strategy's record keys)."""
+    head, _, rest = tail.partition("/")
+    segments = rest.split("/")
+    return head == prefix and len(segments) <= 2 and all(segments)
 
 
 def has_background_work(strategy: object) -> bool:
@@ -156,4 +196,24 @@ class ReportsFailedUnits(Protocol):
 
     def describe_failed(self, units: frozenset[str] | None = None) -> str | None:
         """Those units (default: every failed one) in words, with the reason; ``None`` for none."""
+        ...
+
+
+@runtime_checkable
+class DescribesRecords(Protocol):
+    """A strategy that can tell its own records among a namespace's and say what they hold, for
+    readers of a store that run no strategy. A record's *tail* is its state key less
+    ``<namespace>/``."""
+
+    name: str
+
+    def owns_record(self, tail: str) -> bool:
+        """Whether ``tail`` is spelled as one of this strategy's records, readable or not, and
+        whatever strategy the namespace runs now."""
+        ...
+
+    def describe_records(self, records: Mapping[str, Any]) -> RecordsReport:
+        """What ``records`` hold: ``{tail: value}``, each tail one it owns, each value as JSON
+        holds it (``None`` for a record an erasure emptied; a record that is not JSON is not
+        handed over). Every record is either counted or reported unreadable; none is written."""
         ...

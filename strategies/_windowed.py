@@ -3,19 +3,26 @@ jumps, so successive compiles share a stable prefix."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 from ..store._messages import Message
 from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, StrategyContext
 from ._budget import over_budget
+from ._capabilities import RecordsReport, owns_under
 from ._errors import InvalidArgumentError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued
 from ._tokens import Estimator, MessageCosts, recorded_estimator
 from ._truncation import truncate_content
 
-__all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after"]
+__all__ = ["WindowedPassthroughStrategy", "first_position_at_or_after", "is_anchor"]
+
+
+def is_anchor(value: object) -> TypeGuard[int]:
+    """The rule for the windowed anchor record: a non-negative integer (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def first_position_at_or_after(view: MessageView, sequence: int) -> int:
@@ -36,7 +43,9 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
     result at the window start; the newest unit alone over budget raises ``OverBudgetError``."""
 
     name = "windowed-passthrough"
-    ANCHOR = "windowed-passthrough/anchor"
+    #: What its record keys start with (``<kind>/``), as the compressing strategies' ``kind``.
+    kind = "windowed-passthrough"
+    ANCHOR = f"{kind}/anchor"
 
     def __init__(
         self,
@@ -66,10 +75,28 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         """The persisted anchor sequence (0 when absent or malformed; a malformed one is
         reported once)."""
         value = ctx.state.get(self.ANCHOR, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_anchor(value):
             ctx.state.report(self.ANCHOR, f"the windowed anchor is not a non-negative integer ({value!r}); read as 0")
             return 0
         return value
+
+    def owns_record(self, tail: str) -> bool:
+        """Whether ``tail`` is spelled as a record under ``windowed-passthrough/``
+        (``DescribesRecords``)."""
+        return owns_under(self.kind, tail)
+
+    def describe_records(self, records: Mapping[str, Any]) -> RecordsReport:
+        """What its records hold: the anchor; any other record, or an anchor that is not a
+        non-negative integer, is unreadable."""
+        anchor: int | None = None
+        unreadable = []
+        for tail in sorted(records):
+            value = records[tail]
+            if tail == self.ANCHOR and is_anchor(value):
+                anchor = value
+            else:
+                unreadable.append((tail, f"not a windowed anchor (a non-negative integer under {self.ANCHOR})"))
+        return RecordsReport(anchor=anchor, unreadable=tuple(unreadable))
 
     def _emit(self, message: Message, hidden: tuple[frozenset[str], frozenset[str]]) -> tuple[list[Emitted], int]:
         emitted = emit_view_message(message, hidden)

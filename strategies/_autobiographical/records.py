@@ -10,6 +10,10 @@ written once (attempt counts aside):
   the newest answer was rejected)
 * ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
 
+The store counts the summaries an erasure invalidates by :func:`is_summary_key`, which this
+module hands it (``store._model.count_summaries_by``) when it is imported, as every import of
+asides's strategies does.
+
 Everything else (owners, parents, roots, queue) is derived here, in memory. A malformed record
 is reported once and read fail-closed: a broken chunk owns nothing; a broken summary is neither
 rendered nor read, so what it covered renders raw and its chunk is queued again.
@@ -30,13 +34,24 @@ from typing import Any
 import attrs
 
 from ...store._key_numbers import key_number
+from ...store._model import count_summaries_by
+from .._capabilities import RecordedSummary, RecordsReport
 from .._capabilities import Summary as Summary  # its home; imported here by the autobiographical modules
 
-__all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "summary_n"]
+__all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "describe_records", "is_summary_key", "summary_n"]
 
 log = logging.getLogger("asides.strategies")
 
 _SUMMARY_ID = re.compile(r"^L([1-9][0-9]*)-([0-9]+)$")
+
+
+def is_summary_key(key: str) -> bool:
+    """Whether a state key holds a summary record (``<kind>/summary/<id>``, after its namespace,
+    or without it)."""
+    return "/summary/" in key
+
+
+count_summaries_by(is_summary_key)
 
 
 def summary_n(summary_id: str) -> int | None:
@@ -166,6 +181,45 @@ def decode_attempts(value: object) -> Attempts | None:
     return Attempts(rejections, failed, tuple(m for m in members if isinstance(m, str)), reason if isinstance(reason, str) else "")
 
 
+def describe_records(kind: str, records: Mapping[str, Any]) -> RecordsReport:
+    """What a namespace's records under ``<kind>/`` hold (``DescribesRecords.describe_records``):
+    each is counted (a summary, a chunk, the head start) or reported unreadable; an attempts
+    record is read and not counted; a record of a shape this module does not write is unreadable."""
+    summaries: list[RecordedSummary] = []
+    chunks = 0
+    head_start: int | None = None
+    unreadable: list[tuple[str, str]] = []
+    for tail in sorted(records):
+        value = records[tail]
+        rest = tail[len(kind) + 1 :]
+        section, _, item = rest.partition("/")
+        problem: str | None = None
+        if section == "summary" and item:
+            record = decode_summary(item, value)
+            if record is None:
+                problem = "not a well-formed summary record"
+            else:
+                summaries.append(RecordedSummary(record.summary, record.children))
+        elif section == "chunk" and item:
+            if decode_chunk(item, value) is None:
+                problem = "not a well-formed chunk record"
+            else:
+                chunks += 1
+        elif section == "attempts" and item:
+            if decode_attempts(value) is None:
+                problem = "not a well-formed attempts record"
+        elif rest == "head-start":
+            if _int(value) is None:
+                problem = "not a sequence number"
+            else:
+                head_start = value
+        else:
+            problem = f"a {kind} record asides does not know"
+        if problem is not None:
+            unreadable.append((tail, problem))
+    return RecordsReport(summaries=tuple(summaries), chunks=chunks, head_start=head_start, unreadable=tuple(unreadable))
+
+
 class Memory:
     """What a namespace's records say, in memory, with the derived links."""
 
@@ -205,7 +259,7 @@ class Memory:
         self._loading = True
         try:
             for key in sorted(items, key=_load_order):
-                if "/summary/" in key and self._unsorted:
+                if is_summary_key(key) and self._unsorted:
                     self._resort()  # summaries need the chunk order (their spans)
                 self.apply(key, items[key])
         finally:
@@ -345,7 +399,7 @@ def _load_order(key: str) -> tuple[int, int, str]:
     if "/chunk/" in key:
         chunk_id = key.rsplit("/", 1)[1]
         return (0, key_number(chunk_id) or 0, key)
-    if "/summary/" in key:
+    if is_summary_key(key):
         summary_id = key.rsplit("/", 1)[1]
         found = _SUMMARY_ID.match(summary_id)
         if found:

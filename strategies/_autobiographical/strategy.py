@@ -26,11 +26,12 @@ from ...store._errors import InvalidArgumentError
 from ...store._messages import Message
 from ...store._names import check_participant
 from .._base import Selection, SelectOptions, StrategyContext
+from .._capabilities import RecordsReport, owns_under
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .plans import Ask, Close, TransitionPlan, performs_plans, plan_unit
-from .records import Summary
+from .records import Summary, describe_records
 from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
@@ -301,6 +302,17 @@ class AutobiographicalStrategy:
         self.tracker.memory.head_start = sequence
         self.tracker.forget_view()  # the old head becomes middle: walk again
         self.tracker.sync(ctx)
+
+    # -- its records, for readers of the store ------------------------------------------------
+
+    def owns_record(self, tail: str) -> bool:
+        """Whether ``tail`` is spelled as a record under ``<kind>/`` (``DescribesRecords``)."""
+        return owns_under(self.kind, tail)
+
+    def describe_records(self, records: Mapping[str, Any]) -> RecordsReport:
+        """What its records hold: summaries, chunks, the head start, and the records it cannot
+        read (``records.describe_records``)."""
+        return describe_records(self.kind, records)
 
     # -- ingress sharding ----------------------------------------------------------------------
 
