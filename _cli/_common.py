@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from .._inspection._text import compact_json, one_line
 from ..actors._runtime import Runtime, open_runtime
 from ..store._errors import AsidesError, StoreLockedError
 from ..strategies._models import Model
@@ -92,15 +93,10 @@ class UsageError(CliError):
         super().__init__(message, EXIT_USAGE)
 
 
-def one_line(message: object) -> str:
-    """``message`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(str(message).split())
-
-
 def dumps(value: Any, *, compact: bool = False) -> str:
     """JSON for output: indented, or compact with sorted keys (one line); never NaN."""
     if compact:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return compact_json(value)
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 

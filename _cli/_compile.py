@@ -10,55 +10,19 @@ from typing import Any
 
 import trio
 
+from .._inspection._preview import STRATEGIES, block_line, compile_as_json, rebuild_strategy
+from .._inspection._records import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespace_records, namespaces_on
 from ..actors._namespace import normalise_namespace
 from ..actors._runtime import Runtime
-from ..store._blocks import (
-    ContentBlock,
-    ImageBlock,
-    RedactedThinkingBlock,
-    SystemChangeBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    content_to_json,
-)
+from ..store._blocks import TextBlock
 from ..store._names import name_problem
 from ..store._words import counted
-from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, PassthroughStrategy, WindowedPassthroughStrategy
-from ..strategies._recorded import CUSTOM_ESTIMATOR, recorded_strategy
-from ._common import EXIT_OK, CliError, UsageError, dumps, one_line, reading_runtime, require_branch
-from ._inspect import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespaces_on, split_state_key
+from ..strategies._recorded import recorded_strategy
+from ._common import EXIT_OK, CliError, UsageError, dumps, reading_runtime, require_branch
 
-__all__ = ["FORMATS", "STRATEGIES", "block_line", "cmd_compile", "compile_as_json"]
+__all__ = ["FORMATS", "cmd_compile"]
 
 FORMATS = ("text", "json", "anthropic", "openai")
-STRATEGIES: dict[str, Any] = {
-    "passthrough": PassthroughStrategy,
-    "windowed-passthrough": WindowedPassthroughStrategy,
-    "autobiographical": AutobiographicalStrategy,
-    "knowledge": KnowledgeStrategy,
-}
-
-
-def block_line(block: ContentBlock) -> str:
-    """One line for a block that is not text (text format)."""
-    if isinstance(block, ToolUseBlock):
-        return f"[tool_use {block.name} id={block.id}] {dumps(block.input, compact=True)}"
-    if isinstance(block, ToolResultBlock):
-        body = block.content if isinstance(block.content, str) else " ".join(
-            b.text if isinstance(b, TextBlock) else f"[{b.type}]" for b in block.content
-        )
-        return f"[tool_result{' error' if block.is_error else ''} for {block.tool_use_id}] {one_line(body)}"
-    if isinstance(block, ThinkingBlock):
-        return f"[thinking] {one_line(block.thinking)}"
-    if isinstance(block, RedactedThinkingBlock):
-        return "[redacted_thinking]"
-    if isinstance(block, ImageBlock):
-        return f"[image {block.media_type}]"
-    if isinstance(block, SystemChangeBlock):
-        return f"[system_change] {block.text}"
-    return f"[{getattr(block, 'type', 'block')}]"
 
 
 def _compile_as_text(compiled: Any, header: str) -> str:
@@ -75,22 +39,6 @@ def _compile_as_text(compiled: Any, header: str) -> str:
         lines += ["", f"── {label} ──"]
         lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in message.content]
     return "\n".join(lines)
-
-
-def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:
-    provenance = compiled.provenance
-    return {
-        **about,
-        "messages": [{"participant": m.participant, "content": content_to_json(m.content)} for m in compiled.messages],
-        "system_injections": content_to_json(compiled.system_injections),
-        "token_estimate": compiled.token_estimate,
-        "provenance": {
-            "entries": [
-                {"kind": e.kind, "message_ids": list(e.message_ids), "summary_id": e.summary_id} for e in provenance.entries
-            ],
-            "complete": dict(provenance.complete),
-        },
-    }
 
 
 def _strategy_for(found: FoundStrategy, chosen: str | None, where: str) -> tuple[Any, str, list[str]]:
@@ -120,28 +68,25 @@ def _strategy_for(found: FoundStrategy, chosen: str | None, where: str) -> tuple
             f"{where} records strategy {found.name!r} without its options, so this preview uses its default options; "
             "the live compile may differ"
         )
-    options = dict(found.options or {}) if name == found.name else {}
-    if options.pop("estimator", None) == CUSTOM_ESTIMATOR:
+    rebuilt = rebuild_strategy(name, found.options if name == found.name else None)
+    if rebuilt.custom_estimator:
         warnings.append(
             f"{where} counts tokens with an estimator of its own, which a store cannot hold; this preview counts with "
             "the default estimator, so what fits may differ from the live compile"
         )
-    try:
-        return STRATEGIES[name](**options), name, warnings
-    except (TypeError, ValueError) as exc:
+    if rebuilt.refused_options is not None:
         warnings.append(
-            f"{where} records options for {name!r} this version cannot use ({one_line(exc)}); this preview uses its "
-            "default options, so the live compile may differ"
+            f"{where} records options for {name!r} this version cannot use ({rebuilt.refused_options}); this preview uses "
+            "its default options, so the live compile may differ"
         )
-        return STRATEGIES[name](), name, warnings
+    return rebuilt.strategy, name, warnings
 
 
 async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     branch, namespace = args.branch, normalise_namespace(args.namespace)
     require_branch(rt, branch)
     model = rt.store.model
-    keys = model.state_keys(branch)
-    records = {split[1]: model.get_state(branch, key) for key in keys if (split := split_state_key(key)) and split[0] == namespace}
+    records = namespace_records(model, branch, namespace)
     known = namespaces_on(model, branch)
     if namespace not in known and args.strategy is None:
         reader = "no reader" if args.reader is None else f"reader {args.reader!r}"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._inspection._preview import block_line, compile_as_json
 from ..actors._runtime import Runtime
 from ..store._blocks import ContentBlock, TextBlock, text
 from ..store._views import reader_view
@@ -26,7 +27,6 @@ from ..store._words import counted
 from ..strategies import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy
 from ..testing import LeakCheck
 from ._common import EXIT_LEAK, EXIT_OK, CliError, console, dumps, one_line, writing_runtime
-from ._compile import block_line, compile_as_json
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -27,6 +27,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .._inspection._preview import STRATEGIES
 from .._version import __version__
 from ..store._groups import collapse
 from ._audit import add_audit_parser
@@ -42,7 +43,7 @@ from ._common import (
     is_expected,
     one_line,
 )
-from ._compile import FORMATS, STRATEGIES, cmd_compile
+from ._compile import FORMATS, cmd_compile
 from ._demo import cmd_demo
 from ._erase import add_erase_parser
 from ._export import cmd_export, cmd_import

@@ -18,7 +18,6 @@ import sys
 
 import trio
 
-from .._serve._hosts import is_loopback
 from ..store._groups import collapse
 from ._common import EXIT_INTERRUPTED, CliError, UsageError, check_store_file, is_shared
 
@@ -70,6 +69,8 @@ def _check_token(token: str) -> None:
 def _check_host(host: str, allow_remote: bool) -> str | None:
     """Refuse a ``host`` other machines can reach unless ``allow_remote``; the warning to print
     when it is allowed (``None`` for loopback)."""
+    from .._serve._hosts import is_loopback  # the server's package is imported only by this command
+
     if is_loopback(host):
         return None
     if not allow_remote:

@@ -15,8 +15,9 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._cli._compile import STRATEGIES, block_line, compile_as_json
-from .._cli._inspect import MessageCounts, describe_store, find_strategy, namespace_lease_holders, namespaces_on, split_state_key
+from .._inspection._preview import STRATEGIES, block_line, compile_as_json
+from .._inspection._records import find_strategy, namespace_records, namespaces_on, recorded_summaries, split_state_key
+from .._inspection._report import MessageCounts, describe_store, namespace_lease_holders
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..actors._records import is_reader_record
@@ -27,7 +28,6 @@ from ..store._errors import AsidesError
 from ..store._messages import Message
 from ..store._names import name_problem
 from ..store._views import reader_view
-from ..strategies._autobiographical.records import decode_summary
 from ..strategies._capabilities import HasEstimator
 from ..strategies._recorded import recorded_strategy
 from ..strategies._tokens import default_estimate
@@ -428,12 +428,7 @@ def _strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
 
 
 def _records(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
-    model = snapshot.runtime.store.model
-    return {
-        split[1]: model.get_state(branch, key)
-        for key in model.state_keys(branch)
-        if (split := split_state_key(key)) is not None and split[0] == namespace
-    }
+    return namespace_records(snapshot.runtime.store.model, branch, namespace)
 
 
 def namespace_names(snapshot: Snapshot, branch: str) -> list[str]:
@@ -680,17 +675,10 @@ def memories(snapshot: Snapshot, *, branch: str | None, namespace: str | None) -
     name = branch_of(snapshot, branch)
     ns = namespace_of(snapshot, name, namespace)
     records = _records(snapshot, name, ns)
-    found = []
-    for tail, value in records.items():
-        kind, _, rest = tail.partition("/")
-        section, _, item = rest.partition("/")
-        if kind in ("autobiographical", "knowledge") and section == "summary" and item:
-            record = decode_summary(item, value)
-            if record is not None:
-                found.append(record)
-    parents = {child: record.id for record in found for child in record.children}
+    found = recorded_summaries(records)
+    parents = {child: record.summary.id for record in found for child in record.children}
     levels: dict[int, list[dict[str, Any]]] = {}
-    for record in sorted(found, key=lambda r: (r.summary.first_sequence, r.id)):
+    for record in sorted(found, key=lambda r: (r.summary.first_sequence, r.summary.id)):
         s = record.summary
         levels.setdefault(s.level, []).append(
             {
