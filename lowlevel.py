@@ -9,9 +9,11 @@ store itself (tools, importers, the CLI) uses :func:`open_store` (which gives a 
 store file's is a :class:`SqliteStore`), the JSON codecs of content, and the reader-view
 functions.
 
-Every name here has this module as its one public home (its ``__module__``); the layer packages
-(``asides.store``, ``asides.strategies``) and ``asides`` itself still export the ones they
-exported before, as the same objects.
+Every name here has this module as its one public home (its ``__module__``). The ones ``asides``
+or a layer package (``asides.store``, ``asides.strategies``) exported before still import from
+there, as the same objects, with an ``AsidesDeprecationWarning`` naming this module; the JSON
+codecs of content and ``StrategyContext`` and ``Selection`` stay in their layer packages without
+one, where the specification puts them.
 """
 
 from ._public import home_names

@@ -1,7 +1,17 @@
-"""asides's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI."""
+"""asides's runtime: ``open_runtime``, namespace actors, ``ContextManager``, drains and the CLI.
 
-from ..store._disclosure import Disclosure
-from ..store._erasure import Erasure, MessageErasedError, Tombstone, UnknownMessagesError
+Exports what the specification's section 3 puts here: the runtime and its managers, compiles
+and their provenance, injections, ``BranchInfo``, and every error class. The other names it
+exported before still import from here, with an ``AsidesDeprecationWarning`` naming their one
+public home (docs/api.md, "Deprecated names"): they are the names imported ``as`` themselves,
+which ``moved`` takes out of this namespace again (type checkers still see them).
+"""
+
+from .._deprecate import deprecate_attributes, moved
+from ..store._disclosure import Disclosure as Disclosure
+from ..store._erasure import Erasure as Erasure
+from ..store._erasure import MessageErasedError, UnknownMessagesError
+from ..store._erasure import Tombstone as Tombstone
 from ..store._model import BranchInfo
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, SourceEntry
 from ..strategies._errors import AnswerRejectedError, ModelError
@@ -32,12 +42,13 @@ from ._errors import (
     UnknownBranchError,
     UnknownMessageError,
 )
-from ._gate import ModelPolicy
-from ._manager import ContextEntry, ContextManager, Derivation
+from ._gate import ModelPolicy as ModelPolicy
+from ._manager import ContextEntry as ContextEntry
+from ._manager import ContextManager
+from ._manager import Derivation as Derivation
 from ._runtime import Runtime, open_runtime
 
 __all__ = [
-    "ModelPolicy",
     "StrategyInUseError",
     "ModelError",
     "AnswerRejectedError",
@@ -47,9 +58,7 @@ __all__ = [
     "CompiledContext",
     "CompiledMessage",
     "CompressionError",
-    "ContextEntry",
     "ContextManager",
-    "Derivation",
     "FloorUnavailableError",
     "Injection",
     "InvalidArgumentError",
@@ -76,10 +85,10 @@ __all__ = [
     "UnknownBranchError",
     "UnknownMessageError",
     "open_runtime",
-    # privacy (issue 23)
-    "Disclosure",
-    "Erasure",
     "MessageErasedError",
-    "Tombstone",
     "UnknownMessagesError",
 ]
+
+deprecate_attributes(
+    __name__, moved(globals(), "asides", "0.2.0", ["ContextEntry", "Derivation", "Disclosure", "Erasure", "ModelPolicy", "Tombstone"])
+)

@@ -18,16 +18,8 @@ from typing import Any
 import anyio
 import attrs
 
-from asides import (
-    AutobiographicalStrategy,
-    ContextManager,
-    ExtractiveModel,
-    PassthroughStrategy,
-    Runtime,
-    open_runtime,
-    open_store,
-    text,
-)
+from asides import AutobiographicalStrategy, ContextManager, ExtractiveModel, PassthroughStrategy, Runtime, open_runtime, text
+from asides.lowlevel import open_store
 
 from ._common import Stats, interleave, message_text, participant, quiet_heap
 

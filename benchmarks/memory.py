@@ -51,7 +51,8 @@ def rss_kib(field: str = "VmRSS") -> int:
 
 
 async def _build(path: str, size: int) -> None:
-    from asides import open_store, text
+    from asides import text
+    from asides.lowlevel import open_store
 
     async with open_store(path) as store:
         for first in range(0, size, BUILD_BATCH):

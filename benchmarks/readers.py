@@ -61,7 +61,7 @@ def blocks_of(i: int) -> list[Any]:
 
 
 async def _build(path: str, size: int) -> None:
-    from asides import open_store
+    from asides.lowlevel import open_store
 
     async with open_store(path) as store:
         for first in range(0, size, BUILD_BATCH):

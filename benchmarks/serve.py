@@ -42,7 +42,8 @@ BATCH = 10_000
 
 
 async def build(path: str, size: int) -> None:
-    from asides import PassthroughStrategy, open_runtime, open_store, text
+    from asides import PassthroughStrategy, open_runtime, text
+    from asides.lowlevel import open_store
 
     async with open_store(path) as store:
         for first in range(0, size, BATCH):

@@ -35,7 +35,8 @@ if ROOT not in sys.path:
 
 import trio  # noqa: E402
 
-from asides.store import open_store, text  # noqa: E402
+from asides.lowlevel import open_store  # noqa: E402
+from asides.store import text  # noqa: E402
 
 BUILD_BATCH = 10_000
 WARMUP = 20

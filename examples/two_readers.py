@@ -19,7 +19,8 @@ import tempfile
 
 import trio
 
-from asides import PassthroughStrategy, content_to_json, open_runtime, text
+from asides import PassthroughStrategy, open_runtime, text
+from asides.lowlevel import content_to_json
 
 
 async def main() -> None:

@@ -51,15 +51,8 @@ from typing import Any
 
 import trio
 
-from asides import (
-    AutobiographicalStrategy,
-    ExtractiveModel,
-    PassthroughStrategy,
-    content_for_reader,
-    open_runtime,
-    open_store,
-    text,
-)
+from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, content_for_reader, open_runtime, text
+from asides.lowlevel import open_store
 
 PAD = "x" * 200
 TASKS = 4

@@ -107,7 +107,8 @@ def drivers(url: str) -> None:
 def store(url: str) -> None:
     import trio
 
-    from asides.store import open_store, text
+    from asides.lowlevel import open_store
+    from asides.store import text
 
     async def run(path: str, synchronous: str = "NORMAL") -> tuple[float, float]:
         async with open_store(path, synchronous=synchronous) as opened:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asides import TextBlock, text
-from asides.store import open_store
+from asides.lowlevel import open_store
 from asides.store._blocks import content_to_json
 from asides.store._errors import MalformedContentError
 from asides.store._records import encode_message, json_text

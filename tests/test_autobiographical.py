@@ -41,6 +41,7 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from asides import image, redacted_thinking, system_change
 from asides.actors import CompressionError, OverBudgetError, ReaderClaimError, StrategyCapabilityError, open_runtime
 from asides.store import (
     ImageBlock,
@@ -49,9 +50,6 @@ from asides.store import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    image,
-    redacted_thinking,
-    system_change,
     text,
     thinking,
     tool_result,

@@ -26,6 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from asides import image, redacted_thinking, system_change
+from asides.lowlevel import UnreadableBlock, check_content, coerce_content, has_audience
 from asides.store import (
     AsidesError,
     ImageBlock,
@@ -36,18 +38,11 @@ from asides.store import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    UnreadableBlock,
     block_from_json,
     block_to_json,
-    check_content,
-    coerce_content,
     content_for_reader,
     content_from_json,
     content_to_json,
-    has_audience,
-    image,
-    redacted_thinking,
-    system_change,
     text,
     thinking,
     tool_result,

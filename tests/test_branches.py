@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from helpers import registered_managers
 
+from asides import BranchInfo
 from asides.actors import (
     BranchExistsError,
     MalformedContentError,
@@ -41,7 +42,7 @@ from asides.actors import (
     open_runtime,
 )
 from asides.actors._namespace import UnreadableRecord
-from asides.store import BranchInfo, text
+from asides.store import text
 from asides.store._model import MISSING
 from asides.strategies._passthrough import PassthroughStrategy
 from tests.helpers import dump, message_body, namespace_actor, seed_records

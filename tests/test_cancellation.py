@@ -43,18 +43,8 @@ import trio
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from asides import (
-    BranchExistsError,
-    PassthroughStrategy,
-    ReaderClaimError,
-    Selection,
-    SelectOptions,
-    StrategyContext,
-    TextBlock,
-    WindowedPassthroughStrategy,
-    open_runtime,
-    text,
-)
+from asides import BranchExistsError, PassthroughStrategy, ReaderClaimError, TextBlock, WindowedPassthroughStrategy, open_runtime, text
+from asides.lowlevel import Selection, SelectOptions, StrategyContext
 from tests.helpers import dump, sibling_store
 
 CALLS = ["add_message", "edit_message", "open_manager", "fork", "derive", "set_strategy", "append_context_entry"]

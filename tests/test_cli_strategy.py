@@ -11,16 +11,9 @@ import json
 import pytest
 import trio
 
-from asides import (
-    AutobiographicalStrategy,
-    KnowledgeStrategy,
-    OverBudgetError,
-    PassthroughStrategy,
-    default_estimate,
-    open_runtime,
-    text,
-)
+from asides import AutobiographicalStrategy, KnowledgeStrategy, OverBudgetError, PassthroughStrategy, open_runtime, text
 from asides._cli._main import main
+from asides.lowlevel import default_estimate
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -44,7 +44,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asides.actors import ManagerClosedError, ModelPolicy, ReaderClaimError, open_runtime
+from asides import ModelPolicy
+from asides.actors import ManagerClosedError, ReaderClaimError, open_runtime
 from asides.store import text
 from asides.store._blocks import TextBlock
 from asides.strategies._autobiographical import AutobiographicalStrategy

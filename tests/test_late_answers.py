@@ -37,12 +37,10 @@ from asides import (
     CompletionRequest,
     PassthroughStrategy,
     ReaderClaimError,
-    Selection,
-    SelectOptions,
-    StrategyContext,
     completion_text,
     text,
 )
+from asides.lowlevel import Selection, SelectOptions, StrategyContext
 from asides.testing import GatedModel, open_test_runtime
 from tests.helpers import dump
 

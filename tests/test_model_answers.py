@@ -41,15 +41,14 @@ from asides import (
     CompressionError,
     ExtractiveModel,
     KnowledgeStrategy,
+    ModelPolicy,
     PassthroughStrategy,
-    Selection,
-    SelectOptions,
-    StrategyContext,
     completion_text,
     open_runtime,
     text,
 )
-from asides.actors import ModelError, ModelPolicy
+from asides.actors import ModelError
+from asides.lowlevel import Selection, SelectOptions, StrategyContext
 from asides.testing import FailingModel, open_test_runtime
 from tests.test_model_boundary import AskOnTick
 

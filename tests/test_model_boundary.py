@@ -50,17 +50,15 @@ from asides import (
     CompressionError,
     ExtractiveModel,
     InvalidArgumentError,
+    ModelPolicy,
     PassthroughStrategy,
-    Selection,
-    SelectOptions,
-    StrategyContext,
     Usage,
     completion_text,
-    estimate_text,
     open_runtime,
     text,
 )
-from asides.actors import ModelError, ModelPolicy
+from asides.actors import ModelError
+from asides.lowlevel import Selection, SelectOptions, StrategyContext, estimate_text
 from asides.testing import FailingModel, open_test_runtime
 from tests.helpers import dump, sibling_store
 

@@ -37,9 +37,9 @@ from asides import (
     PassthroughStrategy,
     Runtime,
     open_runtime,
-    open_store,
     text,
 )
+from asides.lowlevel import open_store
 from tests.helpers import dump, sibling_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import trio
 from helpers import make_deaf
 from pg_checks import check_sequences, execute, rows
 
+from asides.lowlevel import open_store
 from asides.store import (
     BranchExistsError,
     InvalidArgumentError,
@@ -19,7 +20,6 @@ from asides.store import (
     UnknownBranchError,
     UnknownMessageError,
     _pg_notices,
-    open_store,
     text,
 )
 from asides.store import _pg_commit as postgres_commits

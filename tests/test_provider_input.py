@@ -23,8 +23,6 @@ from asides import (
     MalformedContentError,
     PassthroughStrategy,
     ProviderMessage,
-    block_from_json,
-    check_content,
     from_anthropic,
     from_openai,
     image,
@@ -36,6 +34,7 @@ from asides import (
     tool_result,
     tool_use,
 )
+from asides.lowlevel import block_from_json, check_content
 from asides.strategies._provider_forms import to_anthropic, to_openai
 
 SOME = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -142,13 +142,6 @@ def test_each_subpackage_exports_only_names_with_a_public_home(name):
             assert getattr(asides.lowlevel, exported) is obj
 
 
-def test_the_lowlevel_names_stay_importable_from_asides():
-    for exported in asides.lowlevel.__all__:
-        if hasattr(asides, exported):
-            assert getattr(asides, exported) is getattr(asides.lowlevel, exported)
-    assert asides.StrategyContext is StrategyContext  # written before asides.lowlevel existed
-
-
 def test_every_exported_name_exists_and_none_is_private():
     for home in ("asides", "asides.lowlevel"):
         module = importlib.import_module(home)

@@ -728,7 +728,7 @@ async def test_an_erasure_the_host_makes_reaches_the_inspector_by_a_catch_up(sto
 async def test_catch_up_replays_only_the_records_after_the_newest_it_holds(store_path):
     """``store.catch_up()`` on a read-only open: the records written since, once each, with the
     events a write makes; refused on a store open for writing."""
-    from asides import open_store
+    from asides.lowlevel import open_store
     from asides.store._errors import StoreFailedError
 
     async with open_store(store_path) as writer:

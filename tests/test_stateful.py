@@ -86,6 +86,7 @@ from asides import (
     ExtractiveModel,
     ManagerClosedError,
     ModelError,
+    ModelPolicy,
     NarrowingRefusedError,
     PassthroughStrategy,
     ReaderClaimError,
@@ -96,7 +97,6 @@ from asides import (
     open_runtime,
     text,
 )
-from asides.actors import ModelPolicy
 from asides.store._postgres import is_postgres_url
 from tests.helpers import dump, sibling_store
 

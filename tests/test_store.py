@@ -23,23 +23,18 @@ import pytest
 import trio
 import trio.testing
 
-from asides import open_runtime
+from asides import BranchInfo, image, open_runtime, redacted_thinking, system_change
+from asides.lowlevel import MessageView, open_store
 from asides.store import (
     BranchExistsError,
-    BranchInfo,
     MalformedContentError,
     Message,
-    MessageView,
     StoreFailedError,
     StoreLockedError,
     TextBlock,
     ThinkingBlock,
     UnknownBranchError,
     UnknownMessageError,
-    image,
-    open_store,
-    redacted_thinking,
-    system_change,
     text,
     thinking,
     tool_result,

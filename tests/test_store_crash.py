@@ -24,7 +24,8 @@ import attrs
 import pytest
 
 from asides import PassthroughStrategy, content_for_reader, open_runtime
-from asides.store import StoreLockedError, open_store, text
+from asides.lowlevel import open_store
+from asides.store import StoreLockedError, text
 from tests.crash_writer import digest
 from tests.helpers import CHILD_WATCHDOG_SECONDS, read_child_line, reaped_child
 

@@ -43,10 +43,10 @@ from asides import (
     StoreCorruptError,
     StoreFailedError,
     open_runtime,
-    open_store,
     text,
 )
 from asides._cli._main import main
+from asides.lowlevel import open_store
 from asides.testing import GatedModel
 from tests.helpers import dump, sibling_store
 

@@ -17,7 +17,8 @@ from test_narrowing import StateWriter
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
 from asides.actors._records import NAMESPACE_KEYS, own_record, strategy_state_key
-from asides.store import MalformedContentError, open_store
+from asides.lowlevel import open_store
+from asides.store import MalformedContentError
 
 BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
 
@@ -219,7 +220,8 @@ async def test_item12_a_bad_reader_name_in_an_audience_raises_invalid_name_error
     """Issue 19 item 12: docs/input.md documents ``InvalidNameError`` for every bad name, each
     reader an audience lists included; the path of a block in a message is
     ``content[1].audience``. The constructors, which know no position, say ``audience``."""
-    from asides.store import InvalidNameError, MalformedContentError, block_from_json, image
+    from asides import image
+    from asides.store import InvalidNameError, MalformedContentError, block_from_json
 
     with pytest.raises(InvalidNameError) as raised:
         text("x", [name])

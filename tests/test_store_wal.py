@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from asides.store import open_store, text
+from asides.lowlevel import open_store
+from asides.store import text
 from asides.store._drivers import CHECKPOINT_EVERY
 
 COMMITS = 3 * CHECKPOINT_EVERY

@@ -17,24 +17,26 @@ from asides import (
     Completion,
     CompletionRequest,
     ContextStrategy,
-    DescribesPendingWork,
     ExtractiveModel,
-    HasEstimator,
-    HasHeadWindow,
     KnowledgeStrategy,
     OverBudgetError,
     PassthroughStrategy,
-    ReadsSummaries,
-    Selection,
-    SelectOptions,
-    ShardsMessages,
     StrategyCapabilityError,
-    StrategyContext,
     Summary,
     TextBlock,
     WindowedPassthroughStrategy,
     open_runtime,
     text,
+)
+from asides.lowlevel import (
+    DescribesPendingWork,
+    HasEstimator,
+    HasHeadWindow,
+    ReadsSummaries,
+    Selection,
+    SelectOptions,
+    ShardsMessages,
+    StrategyContext,
 )
 
 CAPABILITIES = (ShardsMessages, DescribesPendingWork, ReadsSummaries, HasHeadWindow, HasEstimator)
@@ -45,19 +47,18 @@ def chars(content: Any) -> int:
     return sum(len(b.text) for b in content if isinstance(b, TextBlock))
 
 
-def test_the_protocols_are_public_in_their_home_and_the_strategies_layer():
-    """Each protocol has one public home, ``asides.lowlevel`` (for strategy authors; its
-    ``__module__``), is exported by the strategies layer too, and stays importable from
-    ``asides`` as the same object (docs/api.md)."""
+def test_the_protocols_are_public_in_their_home():
+    """Each protocol has one public home, its ``__module__``: ``ContextStrategy`` is
+    ``asides``'s (and the strategies layer's, SPEC 3.3), the capabilities are
+    ``asides.lowlevel``'s, for strategy authors (docs/api.md). Their old imports warn
+    (tests/test_deprecations.py)."""
     import asides.lowlevel
 
-    for protocol in (ContextStrategy, *CAPABILITIES):
+    assert ContextStrategy.__module__ == "asides" and asides.strategies.ContextStrategy is ContextStrategy
+    for protocol in CAPABILITIES:
         name = protocol.__name__
-        assert name in asides.strategies.__all__
-        assert (name in asides.lowlevel.__all__ and protocol.__module__ == "asides.lowlevel") or (
-            name in asides.__all__ and protocol.__module__ == "asides"
-        )
-        assert getattr(asides, name) is getattr(asides.strategies, name) is protocol
+        assert name in asides.lowlevel.__all__ and protocol.__module__ == "asides.lowlevel"
+        assert getattr(asides.lowlevel, name) is protocol
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import trio.testing
 
-from asides import PassthroughStrategy, default_estimate, open_runtime, text
+from asides import PassthroughStrategy, open_runtime, text
+from asides.lowlevel import default_estimate
 from tests.helpers import sibling_store
 
 

@@ -101,7 +101,7 @@ def _callable_or_none(value: object) -> bool:
 
 
 def _block(value: object) -> bool:
-    return isinstance(value, (*asides.store._blocks.ALL_BLOCK_TYPES, asides.UnreadableBlock))
+    return isinstance(value, (*asides.store._blocks.ALL_BLOCK_TYPES, asides.lowlevel.UnreadableBlock))
 
 
 def _strategy(value: object) -> bool:
@@ -219,15 +219,15 @@ def _block_entries() -> list[Entry]:
             lambda messages, assistant, user: from_anthropic(messages, assistant=assistant, user=user),
             [("messages", [{"role": "user", "content": "hi"}], _seq), ("assistant", "assistant", _str), ("user", "user", _str)],
         ),
-        Entry("block_from_json", lambda obj: asides.block_from_json(obj), [("obj", {"type": "text", "text": "x"}, _mapping)]),
-        Entry("content_from_json", lambda items: asides.content_from_json(items), [("items", [], _seq)]),
+        Entry("block_from_json", lambda obj: asides.lowlevel.block_from_json(obj), [("obj", {"type": "text", "text": "x"}, _mapping)]),
+        Entry("content_from_json", lambda items: asides.lowlevel.content_from_json(items), [("items", [], _seq)]),
         Entry(
             "content_for_reader",
             lambda blocks, reader: asides.content_for_reader(blocks, reader),
             [("blocks", (block,), _seq), ("reader", "ann", _opt_str)],
         ),
-        Entry("block_to_json", lambda b: asides.block_to_json(b), [("block", block, _block)]),
-        Entry("content_to_json", lambda blocks: asides.content_to_json(blocks), [("blocks", (block,), _seq)]),
+        Entry("block_to_json", lambda b: asides.lowlevel.block_to_json(b), [("block", block, _block)]),
+        Entry("content_to_json", lambda blocks: asides.lowlevel.content_to_json(blocks), [("blocks", (block,), _seq)]),
     ]
 
 
@@ -362,7 +362,7 @@ def _live_entries(rt: Any, ann: Any, summaries: Any, message_id: str) -> list[En
 
 
 async def _open_and_close_store(path: Any, synchronous: Any, read_only: Any) -> None:
-    async with asides.open_store(path, synchronous=synchronous, read_only=read_only):
+    async with asides.lowlevel.open_store(path, synchronous=synchronous, read_only=read_only):
         pass
 
 
