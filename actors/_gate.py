@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import warnings
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -29,6 +28,7 @@ import anyio
 import attrs
 import sniffio
 
+from .._deprecate import warn_deprecated
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._errors import ModelError
 from ..strategies._models import Completion, CompletionRequest, Model, accepted_text
@@ -63,7 +63,7 @@ class ModelPolicy:
 
     ``compression_lease`` is deprecated and has no effect: it was the length of a lease record,
     and the lease is now a session lock of the store's connection, which has no length (a
-    crashed holder frees it at once). Giving it warns (``DeprecationWarning``); it stays
+    crashed holder frees it at once). Giving it warns (``AsidesDeprecationWarning``); it stays
     accepted, in its old place among the positional arguments.
     """
 
@@ -78,11 +78,12 @@ class ModelPolicy:
 
     def __attrs_post_init__(self) -> None:
         if self.compression_lease is not None:
-            warnings.warn(
-                "ModelPolicy.compression_lease has no effect any more: the compression lease is a session lock of the "
-                "store's connection, freed at once when its holder ends (docs/postgres.md); lease_retry sets how often a "
-                "waiting process asks for it",
-                DeprecationWarning,
+            warn_deprecated(
+                "asides.ModelPolicy.compression_lease",
+                "0.2.0",
+                instead=None,
+                because="it has no effect, since the compression lease is a session lock of the store's connection, freed at once "
+                "when its holder ends (docs/postgres.md); lease_retry sets how often a waiting process asks for it",
                 stacklevel=3,
             )
         for name in ("request_timeout", "answer_limit_factor", "first_backoff", "max_backoff", "lease_retry"):

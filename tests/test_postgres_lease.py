@@ -25,7 +25,8 @@ import trio.testing
 from pg_checks import Child, execute, rows
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
-from asides.actors import ModelPolicy, open_runtime
+from asides import ModelPolicy
+from asides.actors import open_runtime
 from asides.actors._lease import lease_holders
 from asides.actors._records import NAMESPACE_RECORDS  # test-only: the rule the runtime hands a StrategyState
 from asides.store import InvalidArgumentError
@@ -280,13 +281,3 @@ async def test_on_a_store_file_the_lease_costs_nothing(tmp_path):
         state = StrategyState(rt.store, "main", NAMESPACE, keys=NAMESPACE_RECORDS)
         with pytest.raises(ValueError, match="compression-lease"):
             await state.set("mine/compression-lease", 1)
-
-
-def test_the_old_compression_lease_option_is_accepted_with_a_deprecation_warning():
-    """``ModelPolicy.compression_lease`` (a lease record's length) has no effect now that the lease
-    is a session lock; code that passes it keeps working and is told so."""
-    from asides import ModelPolicy
-
-    with pytest.warns(DeprecationWarning, match="compression_lease has no effect"):
-        policy = ModelPolicy(compression_lease=90.0)
-    assert policy.lease_retry == ModelPolicy().lease_retry
