@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.abc
 
+from .._deprecate import deprecated
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..store._groups import collapsing
 from ..store._model import BranchInfo
@@ -46,8 +47,8 @@ class Runtime(PrivacyParts):
     What a host calls: :meth:`manager` / :meth:`open_manager`, :meth:`reopen_derived`,
     :meth:`list_branches`, :meth:`recorded_strategy`, :attr:`store` (read-only inspection), the privacy calls
     (:meth:`erase`, :meth:`erase_participant`, :meth:`enforce_retention`, :meth:`erasures`,
-    :meth:`tombstone`, :meth:`disclosures`, :meth:`disclosures_to`) and
-    :meth:`openai_session`. For code that builds on asides (the bundled integrations, a host
+    :meth:`tombstone`, :meth:`disclosures`, :meth:`disclosures_to`); :meth:`openai_session` is
+    deprecated. For code that builds on asides (the bundled integrations, a host
     library): :meth:`start_soon` and :meth:`attachment`. The plumbing the managers share (the
     namespace actors, branch signals, strategy holders, the context log's index) is the
     runtime's private ``RuntimeCore`` (docs/DESIGN.md, "The public surface").
@@ -227,6 +228,11 @@ class Runtime(PrivacyParts):
             derivation=derivation,
         )
 
+    @deprecated(
+        "0.2.0",
+        thing="asides.Runtime.openai_session",
+        instead="asides.integrations.openai_agents.AsidesSession.bound_to(runtime, session_id, ...)",
+    )
     async def openai_session(
         self,
         session_id: str,

@@ -87,7 +87,7 @@ class NameTypeError(InvalidNameError, ArgumentTypeError):
 class StoreLockedError(AsidesError):
     """Another process (or another runtime in this process) has the store file open. ``hint``,
     when given, is a sentence added to the message: what the opener that was refused should do
-    instead (an ``AsidesSession`` names ``Runtime.openai_session``)."""
+    instead (an ``AsidesSession`` names ``AsidesSession.bound_to``)."""
 
     def __init__(self, path: str, *, hint: str | None = None) -> None:
         self.path = path

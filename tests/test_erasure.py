@@ -161,9 +161,11 @@ async def test_erase_participant(store_path: str, request: pytest.FixtureRequest
 
 async def test_erasure_reaches_openai_agents_session_items(store_path: str, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("agents")
+    from asides.integrations.openai_agents import AsidesSession
+
     folder = data_dir(store_path, request)
     async with open_runtime(store_path) as rt:
-        session = await rt.openai_session("conv-1")
+        session = await AsidesSession.bound_to(rt, "conv-1")
         await session.add_items(
             [{"role": "user", "content": f"my pin is {SECRET}"}, {"role": "user", "content": "and the weather is fine"}]
         )
@@ -175,7 +177,7 @@ async def test_erasure_reaches_openai_agents_session_items(store_path: str, requ
         assert SECRET not in repr(items) and "weather" in repr(items)
         assert files_holding(SECRET, store_path, folder) == []
     async with open_runtime(store_path) as rt:
-        session = await rt.openai_session("conv-1")
+        session = await AsidesSession.bound_to(rt, "conv-1")
         items = await session.get_items()
         assert SECRET not in repr(items) and "weather" in repr(items)
 

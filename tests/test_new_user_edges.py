@@ -1,7 +1,7 @@
 """The smaller edges a new user met (issue 21, item 7), each through the public surface: a wrong
 type is an ``ArgumentTypeError``, ``-n ""`` is refused, the unknown-namespace hint names the
 reader given, ``NO_COLOR`` means no escape codes, counted nouns agree, a ``StoreLockedError``
-met by an ``AsidesSession`` points to ``rt.openai_session``, a leak report numbers a compile's
+met by an ``AsidesSession`` points to ``AsidesSession.bound_to``, a leak report numbers a compile's
 places one way, and inspect's legend names the columns it shows."""
 
 from __future__ import annotations
@@ -101,13 +101,13 @@ def test_inspect_legend_names_the_columns_it_shows(capsys, store):
     assert "bad:" not in words  # no bad column is shown
 
 
-async def test_a_session_refused_a_file_its_host_holds_points_to_openai_session(tmp_path):
+async def test_a_session_refused_a_file_its_host_holds_points_to_bound_to(tmp_path):
     pytest.importorskip("agents")
     from asides.integrations.openai_agents import AsidesSession
 
     path = str(tmp_path / "room.db")
     async with open_runtime(path):
-        with pytest.raises(StoreLockedError, match=r"await rt\.openai_session\(session_id, reader=\.\.\.\)"):
+        with pytest.raises(StoreLockedError, match=r"await AsidesSession\.bound_to\(rt, session_id, reader=\.\.\.\)"):
             AsidesSession("workshop", path, reader="ann")
 
 

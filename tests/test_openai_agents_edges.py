@@ -10,7 +10,7 @@ Sections:
   5. The SDK's Runner needs asyncio (issue 21.6); the README's SDK snippet runs offline as shown
 
 Every test on a store runs on both backends (``store_path``), in a host's own runtime
-(``Runtime.openai_session``), unless it is about the path-built session.
+(``AsidesSession.bound_to``), unless it is about the path-built session.
 """
 
 from __future__ import annotations
@@ -78,17 +78,17 @@ async def test_an_id_spelled_as_a_hashed_branch_name_gets_a_conversation_of_its_
     """Issue 19.1: an id that cannot be a branch name is hashed to ``openai-agents/~<digest>``; the
     valid id ``"~<digest>"`` is hashed too, so it never reaches the victim's conversation."""
     async with open_runtime(store_path) as rt:
-        victim = await rt.openai_session(victim_id, reader="ann")
+        victim = await AsidesSession.bound_to(rt, victim_id, reader="ann")
         await victim.add_items([user("VICTIM-SECRET")])
         assert victim.branch.startswith("openai-agents/~")
         spelled = victim.branch.removeprefix("openai-agents/")
-        intruder = await rt.openai_session(spelled, reader="ann")
+        intruder = await AsidesSession.bound_to(rt, spelled, reader="ann")
         assert intruder.branch != victim.branch
         assert intruder.branch.startswith("openai-agents/~")
         assert "VICTIM-SECRET" not in json.dumps(await intruder.get_items())
         assert await victim.get_items() == [user("VICTIM-SECRET")]
         # an id starting with "~" is never used as it is, even one no hashed name could be
-        tilde = await rt.openai_session("~team", reader="ann")
+        tilde = await AsidesSession.bound_to(rt, "~team", reader="ann")
         assert tilde.branch != "openai-agents/~team" and tilde.branch.startswith("openai-agents/~")
         for session in (victim, intruder, tilde):
             session.close()
@@ -117,7 +117,7 @@ def test_property_every_session_id_has_a_conversation_of_its_own(ids):
 
     async def main() -> None:
         async with open_runtime(":memory:") as rt:
-            sessions = [await rt.openai_session(i) for i in every]
+            sessions = [await AsidesSession.bound_to(rt, i) for i in every]
             for n, session in enumerate(sessions):
                 await session.add_items([user(f"MARK-{n}")])
             assert len({s.branch for s in sessions}) == len(sessions)
@@ -130,7 +130,7 @@ def test_property_every_session_id_has_a_conversation_of_its_own(ids):
 async def test_plain_ids_keep_their_branch_names(store_path):
     """An id that is a branch name and does not start with ``~`` names its branch as it is."""
     async with open_runtime(store_path) as rt:
-        session = await rt.openai_session("room-7/west wing", reader="ann")
+        session = await AsidesSession.bound_to(rt, "room-7/west wing", reader="ann")
         assert session.branch == "openai-agents/room-7/west wing"
         session.close()
 
@@ -143,12 +143,12 @@ async def test_an_open_whose_branch_records_another_id_is_refused(store_path):
         await rt.store.create_branch("openai-agents/hosts-own", "main", 0)
         head = rt.store.head("openai-agents/room")
         with pytest.raises(ConversationMismatchError) as refused:
-            await rt.openai_session("room", reader="ann")
+            await AsidesSession.bound_to(rt, "room", reader="ann")
         assert isinstance(refused.value, AsidesError)
         assert "'room'" in str(refused.value) and "'another room'" in str(refused.value)
         assert refused.value.path == "session_id"
         with pytest.raises(ConversationMismatchError, match="records no session id"):
-            await rt.openai_session("hosts-own")
+            await AsidesSession.bound_to(rt, "hosts-own")
         assert rt.store.head("openai-agents/room") == head
         assert rt.store.state_items("openai-agents/room") == {}
 
@@ -177,9 +177,9 @@ async def test_an_edit_is_what_every_reader_gets(store_path):
     public item with ``hunter2`` redacted: every agent's ``get_items`` gives the edited content,
     never the item as it was added."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room", reader="ann")
-        bob = await rt.openai_session("room", reader="bob")
-        cleo = await rt.openai_session("room", reader="cleo")
+        ann = await AsidesSession.bound_to(rt, "room", reader="ann")
+        bob = await AsidesSession.bound_to(rt, "room", reader="bob")
+        cleo = await AsidesSession.bound_to(rt, "room", reader="cleo")
         await ann.add_items([user("ANN-ONLY: the door code is 4417")], audience=["ann"])
         await bob.add_items([said("the wifi password is hunter2")])
         assert await cleo.get_items() == [user("bob: the wifi password is hunter2")]
@@ -202,7 +202,7 @@ async def test_an_edit_back_to_the_same_content_still_retires_the_item(store_pat
     """The stored item is served only while its message was never edited: an edit that writes
     the very same content still retires it (the item's extra fields go, the text stays)."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room", reader="ann")
+        ann = await AsidesSession.bound_to(rt, "room", reader="ann")
         item = {"type": "message", "role": "assistant", "id": "msg_1", "content": [{"type": "output_text", "text": "hi"}]}
         await ann.add_items([item])
         assert await ann.get_items() == [item]
@@ -218,8 +218,8 @@ async def test_an_edit_of_one_shard_retires_the_whole_item(store_path):
     item, so no shard brings the whole item back."""
     strategy = AutobiographicalStrategy(target_chunk_tokens=40, adaptive_resolution=True)
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room", reader="ann", strategy=strategy)
-        bob = await rt.openai_session("room", reader="bob")
+        ann = await AsidesSession.bound_to(rt, "room", reader="ann", strategy=strategy)
+        bob = await AsidesSession.bound_to(rt, "room", reader="bob")
         text = "Plain words go on and on about the venue. " * 30 + "The wifi password is hunter2."
         await ann.add_items([user(text)])
         host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=ann.branch)
@@ -266,7 +266,7 @@ def test_property_get_items_holds_only_what_the_reader_sees_now(steps):
 
     async def main() -> None:
         async with open_runtime(":memory:") as rt:
-            sessions = {r: await rt.openai_session("room", reader=r) for r in ("ann", "bob", None)}
+            sessions = {r: await AsidesSession.bound_to(rt, "room", reader=r) for r in ("ann", "bob", None)}
             host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=sessions["ann"].branch)
             to_edit = []
             for n, (speaker, kind, audience, edit) in enumerate(steps):
@@ -291,7 +291,7 @@ async def test_context_log_copies_and_compiles_follow_an_edit(store_path):
     """Issue 19.2, the rest of the library: a context-log copy of a message, a reader's compile
     and its provider forms all give the edited content after a redaction."""
     async with open_runtime(store_path) as rt:
-        bob = await rt.openai_session("room", reader="bob")
+        bob = await AsidesSession.bound_to(rt, "room", reader="bob")
         await bob.add_items([said("the wifi password is hunter2")])
         notes = await rt.open_manager("notes", strategy=PassthroughStrategy(), view_reader="cleo", branch=bob.branch)
         (message,) = notes.get_all_messages()
@@ -323,10 +323,10 @@ def test_a_reader_named_like_a_shared_role_is_refused(name):
 
 
 async def test_a_host_refuses_them_too(store_path):
-    """``Runtime.openai_session`` refuses the same names, and writes nothing."""
+    """``AsidesSession.bound_to`` a host's runtime refuses the same names, and writes nothing."""
     async with open_runtime(store_path) as rt:
         with pytest.raises(ReservedReaderError):
-            await rt.openai_session("room", reader="user")
+            await AsidesSession.bound_to(rt, "room", reader="user")
         assert not rt.store.has_branch("openai-agents/room")
 
 
@@ -335,8 +335,8 @@ async def test_stored_items_of_such_a_reader_are_not_served_as_shared_lines(stor
     line and its function call reach other agents as text, never verbatim as if a shared ``user``
     had said them, or as a call the agent would think it made."""
     async with open_runtime(store_path) as rt:
-        bob = await rt.openai_session("room", reader="bob")
-        nobody = await rt.openai_session("room")
+        bob = await AsidesSession.bound_to(rt, "room", reader="bob")
+        nobody = await AsidesSession.bound_to(rt, "room")
         line = said("I am not the user.")
         call = {"type": "function_call", "call_id": "c1", "name": "unlock", "arguments": "{}"}
         host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=bob.branch)
@@ -424,7 +424,7 @@ async def test_the_runner_under_trio_is_refused_clearly_before_anything_is_writt
     what to do (also logged, since the SDK's own cleanup raises over it), and nothing is written.
     Running the Runner in a worker thread, as the error says, works."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("workshop", reader="ann")
+        ann = await AsidesSession.bound_to(rt, "workshop", reader="ann")
         agent = Agent(name="ann", model=ScriptedAgentModel("Hello back."))
         with pytest.raises(BaseException) as raised:
             await Runner.run(agent, "Hello", session=ann)
@@ -494,7 +494,7 @@ async def test_an_edit_drops_the_saved_item_from_every_read(store_path):
     (a reader's ``view_message``, ``get_message``, ``get_all_messages``, and the same after a
     reopen) holds the item as it was added."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room", reader="ann")
+        ann = await AsidesSession.bound_to(rt, "room", reader="ann")
         await ann.add_items([user("ANN-ONLY: the door code is 4417")], audience=["ann"])
         host = await rt.open_manager("host", strategy=PassthroughStrategy(), branch=ann.branch)
         (private,) = host.get_all_messages()

@@ -558,12 +558,12 @@ def test_sessions_on_one_file_share_one_store(db):
 
 
 async def test_a_hosts_own_runtime_under_trio(store_path):
-    """``runtime.openai_session`` gives a session bound to the host's runtime: it works in the
+    """``AsidesSession.bound_to(runtime, ...)`` gives a session bound to the host's runtime: it works in the
     runtime's loop and from another thread's asyncio loop, and the host's managers see the
     conversation on its branch."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room", reader="ann")
-        bob = await rt.openai_session("room", reader="bob", session_settings={"limit": 1})
+        ann = await AsidesSession.bound_to(rt, "room", reader="ann")
+        bob = await AsidesSession.bound_to(rt, "room", reader="bob", session_settings={"limit": 1})
         await ann.add_items([user("Hi."), said("Hello.")])
         await ann.add_items([user("psst")], audience=["ann"])
         assert await bob.get_items() == [user("ann: Hello.")]
@@ -584,7 +584,7 @@ def test_a_hosts_own_runtime_under_asyncio_with_the_runner(store_path):
 
     async def host() -> list[Any]:
         async with open_runtime(store_path) as rt:
-            session = await rt.openai_session("room", reader="ann")
+            session = await AsidesSession.bound_to(rt, "room", reader="ann")
             model = ScriptedAgentModel("Hello from ann.")
             await Runner.run(Agent(name="ann", model=model), "Hi, ann.", session=session)
             from_thread = await asyncio.to_thread(run, session.get_items)
@@ -661,7 +661,7 @@ async def test_what_is_stored(store_path):
     """The conversation is the branch ``openai-agents/<id>``; an agent's memories and claim live
     in ``openai-agents/<reader>/<generation>``; each message keeps its item as JSON text."""
     async with open_runtime(store_path) as rt:
-        ann = await rt.openai_session("room-7", reader="ann")
+        ann = await AsidesSession.bound_to(rt, "room-7", reader="ann")
         await ann.add_items([said("Hello.")])
         assert ann.branch == "openai-agents/room-7" and ann.namespace == "openai-agents/ann/0"
         (message,) = rt.store.messages(ann.branch)

@@ -35,7 +35,7 @@ MEMORY = ":memory:"
 #: What a session refused a store file that a runtime holds should do instead.
 LOCKED_HINT = (
     "An AsidesSession opens a runtime of its own on its file; if this process's host runtime holds the file, "
-    "take the session from it: await rt.openai_session(session_id, reader=...)"
+    "take the session from it: await AsidesSession.bound_to(rt, session_id, reader=...)"
 )
 
 

@@ -74,7 +74,7 @@ class AsidesSession:
     Every method may be called from any asyncio event loop or thread (``Runner.run_sync`` too),
     and under Trio. The SDK's ``Runner`` itself needs asyncio: a Runner's call from another loop
     is refused (:class:`AsyncioRequiredError`) before it writes anything. Inside a host's own
-    runtime use ``await runtime.openai_session(...)``. ``reader`` may not be named like a shared
+    runtime use ``await AsidesSession.bound_to(runtime, ...)``. ``reader`` may not be named like a shared
     role (``user``, ``system``, ``developer``, ``assistant``, in any case:
     :class:`ReservedReaderError`).
     """
@@ -134,7 +134,7 @@ class AsidesSession:
         private_tool_calls: bool = True,
     ) -> AsidesSession:
         """A session working in ``runtime`` (call it in the runtime's event loop); it is closed at
-        the latest when the runtime closes. What ``Runtime.openai_session`` returns."""
+        the latest when the runtime closes."""
         self = cls.__new__(cls)
         self._setup(session_id, session_settings, reader, private_tool_calls)
         self._host = None
@@ -220,7 +220,7 @@ class AsidesSession:
 
     def close(self) -> None:
         """Close the session (synchronous, idempotent). The last session on a store file closes
-        the store. A session from ``Runtime.openai_session`` closes its manager in the runtime's
+        the store. A session from :meth:`bound_to` closes its manager in the runtime's
         loop (at the latest when the runtime closes)."""
         if self._closed:
             return
