@@ -208,7 +208,7 @@ __all__ = [
     "thinking",
     "tool_result",
     "tool_use",
-    # privacy (issue 23)
+    # privacy
     "Disclosure",
     "Erasure",
     "MessageErasedError",

@@ -12,7 +12,7 @@ without asides' records). Stores written by earlier versions hold the record as 
 ``<namespace>/strategy``; it is still read, and the newer of the two is in force. ``derive`` puts the child's
 strategy in the branch it makes (its ``meta``, beside the derivation), writing nothing more. A
 read-only runtime writes nothing. :func:`recorded_strategy` is the one rule for which record is
-in force (issue 21; docs/cli.md, "Which strategy a preview uses").
+in force (docs/cli.md, "Which strategy a preview uses").
 
 Its value is::
 
