@@ -1,6 +1,6 @@
 """What the managers of one runtime share, and the runtime's plumbing: its namespace actors,
-the branch signals, the supervised tasks, which manager holds which strategy, and the index of
-the context log's copies of messages.
+the branch signals, the supervised tasks, which manager holds which strategy, and the context
+log (a part of its own, ``_context_log.ContextLog``, which the managers ask).
 
 ``Runtime`` (the public handle, ``_runtime.py``) owns one ``RuntimeCore`` and hands it to the
 managers it opens; nothing here is API. A manager asks the core for its namespace's actor and for
@@ -16,21 +16,18 @@ from typing import Any, Protocol, TypeVar
 import anyio.abc
 import attrs
 
-from ..store._blocks import content_to_json, decode_stored_content
 from ..store._events import BranchCreated, MessagesAppended, MessagesErased, StatesWritten, StoreEvent, StrategyNoted
-from ..store._messages import Message
-from ..store._model import MISSING
 from ..store._rows import FromElsewhere
 from ..store._store import Store
-from ..store._views import Projections, reader_view
+from ..store._views import Projections
 from ..strategies._base import check_strategy
 from ..strategies._models import Model
+from ._context_log import ContextLog
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy
 from ._namespace import ActorStatistics, NamespaceActor
 from ._protocol import Signal
-from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, context_index, context_key, context_prefix, own_record, reader_of
-from ._values import ContextEntry
+from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, own_record
 
 
 class ManagerHandle(Protocol):
@@ -88,13 +85,14 @@ class RuntimeCore:
         #: with no filter), and the projected copies of each branch's messages, shared by
         #: readers who see a message alike (see ``asides.store._views``).
         self.view_projections = Projections(store.model)
+        #: The namespaces' context logs (the managers ask it).
+        self.context_log = ContextLog(store)
         self._tasks = tasks
         self._actors: dict[tuple[str, str], NamespaceActor] = {}
         self._signals: dict[str, Signal] = {}
         self._managers: set[ManagerHandle] = set()
         #: Which open manager holds each strategy object (by identity): one manager at a time.
         self._strategy_holders: dict[int, ManagerHandle] = {}
-        self._copies: dict[str, dict[str, list[str]]] = {}
         self._attachments: dict[type[Any], Any] = {}
         self.closing = False
         self._unlisten = store.add_listener(self._on_store_event)
@@ -230,7 +228,7 @@ class RuntimeCore:
         as the end of the namespace (the strategies read only keys under their own kind)."""
         owned = own_record(key)
         if owned is not None and owned[1] not in NAMESPACE_KEYS:
-            self._note_context_copy(branch, key)  # a context-log entry, not strategy state
+            self.context_log.note_written_elsewhere(branch, key)  # a context-log entry, not strategy state
             return
         cut = key.find("/")
         while cut != -1:
@@ -238,83 +236,6 @@ class RuntimeCore:
             if actor is not None:
                 actor.store_changed(written_elsewhere=key[cut + 1 :])
             cut = key.find("/", cut + 1)
-
-    # -- the context log ------------------------------------------------------------------------
-
-    def _copy_index(self, branch: str) -> dict[str, list[str]]:
-        index = self._copies.get(branch)
-        if index is None:
-            index = {}
-            for key in self.store.model.state_keys(branch, ""):
-                owned = own_record(key)
-                if owned is None or owned[1] in NAMESPACE_KEYS:
-                    continue  # not a context-log entry
-                value = self.store.model.get_state(branch, key)
-                if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
-                    index.setdefault(value["source_message_id"], []).append(key)
-            self._copies[branch] = index
-        return index
-
-    def _note_context_copy(self, branch: str, key: str) -> None:
-        """Index a context-log entry another process wrote, if it copies a message: this
-        process's edits of that message rewrite it too."""
-        index = self._copies.get(branch)
-        if index is None:
-            return  # built from the model when first needed
-        value = self.store.model.get_state(branch, key)
-        if isinstance(value, dict) and isinstance(value.get("source_message_id"), str):
-            keys = index.setdefault(value["source_message_id"], [])
-            if key not in keys:
-                keys.append(key)
-
-    async def write_context_entry(self, branch: str, namespace: str, entry: ContextEntry) -> None:
-        """Write ``entry`` of ``namespace``'s context log on ``branch`` (and index it when it
-        copies a message)."""
-        key = context_key(namespace, entry.index)
-        value = {"content": content_to_json(entry.content), "source_message_id": entry.source_message_id}
-        if entry.source_message_id is not None:
-            self._copy_index(branch).setdefault(entry.source_message_id, []).append(key)
-        await self.store.set_state(branch, key, value)
-
-    def context_entries(self, branch: str, namespace: str) -> tuple[ContextEntry, ...]:
-        """``namespace``'s context log on ``branch``, oldest first, read fail-closed."""
-        prefix = context_prefix(namespace)
-        entries = []
-        for key, value in self.store.model.state_items(branch, prefix).items():
-            rest = key[len(prefix) :]
-            index = context_index(rest)
-            if index is None:
-                if rest.isdigit():  # ``²``, ``07``: digits, but no context index (actors._records)
-                    log.warning("state %r on %r is no context entry (its index is not ASCII decimal); read fail-closed", key, branch)
-                continue
-            if not isinstance(value, dict):
-                continue
-            content, problems = decode_stored_content(value.get("content"))
-            if problems:
-                log.warning("context entry %s on %r is malformed, read fail-closed: %s", key, branch, problems)
-            source = value.get("source_message_id")
-            entries.append(ContextEntry(index, content, source if isinstance(source, str) else None))
-        entries.sort(key=lambda e: e.index)
-        return tuple(entries)
-
-    def context_copies(self, branch: str, message_id: str, stored: Message, content: tuple[Any, ...]) -> dict[str, Any]:
-        """The rewrites an edit makes to context-log copies of ``message_id`` on ``branch``: each
-        as its namespace's reader sees the new content, dropped (``None``) where it sees nothing."""
-        rewrites: dict[str, Any] = {}
-        edited = attrs.evolve(stored, content=content)
-        for key in self._copy_index(branch).get(message_id, ()):
-            if self.store.model.get_state(branch, key) in (None, MISSING):
-                continue
-            owned = own_record(key)
-            if owned is None:
-                continue
-            readable, reader = reader_of(self.store.model, branch, owned[0])
-            if not readable:
-                rewrites[key] = None  # whose view it holds cannot be told: fail closed
-                continue
-            seen, _ = reader_view(edited, reader)
-            rewrites[key] = None if seen is None else {"content": content_to_json(seen.content), "source_message_id": message_id}
-        return rewrites
 
     # -- closing --------------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ class Edits:
             if stored is None:
                 raise UnknownMessageError(message_id, branch)
             self._check_narrowing(stored, blocks)
-            copies = core.context_copies(branch, message_id, stored, blocks)
+            copies = core.context_log.rewrites(branch, message_id, stored, blocks)
 
             def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
                 # At commit, after every earlier commit (on a shared store another process
@@ -62,7 +62,7 @@ class Edits:
                 binding.actor.adopt_stored_records()
                 current = store.get_message(branch, message_id) or stored
                 self._check_narrowing(current, blocks)
-                if core.context_copies(branch, message_id, current, blocks) != copies:
+                if core.context_log.rewrites(branch, message_id, current, blocks) != copies:
                     raise _CopiesMoved
 
             try:
@@ -119,7 +119,7 @@ class Edits:
         async def in_the_actor() -> ContextEntry:
             binding.check("append_context_entry", started=False)
             entry = ContextEntry(binding.actor.context_next(), blocks, source_message_id)
-            await binding.core.write_context_entry(binding.branch, binding.namespace, entry)
+            await binding.core.context_log.write(binding.branch, binding.namespace, entry)
             return entry
 
         return await binding.actor.execute(ContextEntryWrite(), in_the_actor)
@@ -127,4 +127,4 @@ class Edits:
     def context_entries(self) -> tuple[ContextEntry, ...]:
         """The namespace's context log on the branch, oldest first (dropped entries left out)."""
         self._binding.check("get_context_entries", started=False)
-        return self._binding.core.context_entries(self._binding.branch, self._binding.namespace)
+        return self._binding.core.context_log.entries(self._binding.branch, self._binding.namespace)

@@ -1,5 +1,6 @@
-"""A runtime's privacy calls (part of ``Runtime``): erasure, by message, by participant and by
-age (retention), and the record of who was shown what (disclosures).
+"""A runtime's privacy calls, a part the runtime owns (``Runtime`` delegates its privacy methods
+to its ``Privacy``): erasure, by message, by participant and by age (retention), and the record
+of who was shown what (disclosures).
 
 Erasure is the one edit that narrows past a floor and ignores claims: it removes the data rather
 than hiding it. ``Runtime.erase`` writes one atomic commit (store/_erasure.py says which records
@@ -14,7 +15,7 @@ import datetime
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -26,9 +27,8 @@ from ..store._names import check_participant
 
 if TYPE_CHECKING:
     from ..store._store import Store
-    from ._core import RuntimeCore
 
-__all__ = ["Disclosure", "PrivacyParts", "RETENTION_REASON", "check_retain_for"]
+__all__ = ["Disclosure", "Privacy", "RETENTION_REASON", "check_retain_for"]
 
 log = logging.getLogger("asides.actors")
 
@@ -56,33 +56,23 @@ def _check_reason(reason: object) -> str:
     return reason
 
 
-class PrivacyParts:
-    """Erasure and retention of a :class:`~asides.actors.Runtime` (it provides the store and
-    the branch signals)."""
+class Privacy:
+    """Erasure, retention and disclosures of one runtime (``Runtime``'s privacy methods say what
+    each promises and refuses). ``wake_all_branches`` is called after every erasure that erased
+    something, so that the runtime's drains look again."""
 
-    if TYPE_CHECKING:
-        _store: Store
-        _core: RuntimeCore
-        _retain_seconds: float | None
+    def __init__(self, store: Store, wake_all_branches: Callable[[], None], *, retain_seconds: float | None) -> None:
+        self._store = store
+        self._wake_all_branches = wake_all_branches
+        self._retain_seconds = retain_seconds
 
     async def erase(self, message_ids: Iterable[str], *, reason: str) -> Erasure:
-        """Erase these messages' content from the store, from every branch: every version an
-        edit left, every context-log copy, and every summary, memory, knowledge item and chunk
-        record made from them (by provenance). What remains of each is a tombstone (its id, its
-        place in the sequence, when and why it was erased: :meth:`tombstone`); compiles, views
-        and ``get_all_messages`` leave it out. The commit is atomic; when it returns the erased
-        text is in none of the store's files (docs/guarantees.md says what a PostgreSQL server
-        keeps beyond them).
-
-        Refused, erasing nothing: an id the store does not hold (``UnknownMessagesError``,
-        naming every such id), a reason that is not a non-empty ``str``. Erasing an erased
-        message again does nothing: the answer then names only the messages it erased now (none:
-        ``message_ids == ()``, ``number == 0``). Never refused by a claim or a floor."""
+        """What ``Runtime.erase`` promises."""
         ids = _check_ids(message_ids)
         return await self._erase(ids, _check_reason(reason))
 
     async def erase_participant(self, participant: str, *, reason: str) -> Erasure:
-        """:meth:`erase` every message ``participant`` wrote, on every branch."""
+        """What ``Runtime.erase_participant`` promises."""
         check_participant(participant)
         reason = _check_reason(reason)
         await self._store.sync()
@@ -95,9 +85,7 @@ class PrivacyParts:
         return await self._erase(ids, reason)
 
     async def enforce_retention(self) -> Erasure:
-        """Erase, with the reason ``"retention"``, every message whose stored timestamp is older
-        than the runtime's ``retain_for`` (``open_runtime``); refused (``InvalidArgumentError``)
-        when the runtime has none."""
+        """What ``Runtime.enforce_retention`` promises."""
         if self._retain_seconds is None:
             raise InvalidArgumentError("retain_for", "this runtime was opened without retain_for, so it has no retention to enforce")
         await self._store.sync()
@@ -124,10 +112,10 @@ class PrivacyParts:
             done.summaries_invalidated,
             reason,
         )
-        self._core.wake_all_branches()  # drains look again
+        self._wake_all_branches()  # drains look again
         return done
 
-    async def _run_retention(self, every: float) -> None:
+    async def run_retention(self, every: float) -> None:
         """The supervised background task ``retain_for`` starts: enforce retention now and then
         every ``every`` seconds until the runtime closes. A failure is logged and tried again
         at the next turn."""
@@ -141,27 +129,21 @@ class PrivacyParts:
             await anyio.sleep(every)
 
     def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
-        """Who was shown this message, how and when, oldest first: one :class:`Disclosure` per
-        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a compression
-        request; through a summary counts). Ids only; they outlive an erasure of the message.
-        Works on a read-only runtime."""
+        """What ``Runtime.disclosures`` promises."""
         if not isinstance(message_id, str):
             raise ArgumentTypeError("message_id", f"a message id is a str, not {type(message_id).__name__}")
         return self._store.disclosures(message_id)
 
     def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
-        """Every message ``reader`` (``None``: managers with no reader) was shown, oldest first."""
+        """What ``Runtime.disclosures_to`` promises."""
         return self._store.disclosures_to(reader)
 
     def erasures(self) -> tuple[Erasure, ...]:
-        """Every erasure of the store, newest last (works on a read-only runtime)."""
+        """What ``Runtime.erasures`` promises."""
         return self._store.erasures()
 
     def tombstone(self, message_id: str) -> Tombstone | None:
-        """What remains of an erased message (its id, when and why it was erased), or ``None``
-        when it was not erased. How a read says that a message was erased: views, compiles and
-        ``get_all_messages`` leave it out; ``get_message`` returns it with no content, an empty
-        participant and ``metadata["asides_erased"] = {"at", "reason", "erasure"}``."""
+        """What ``Runtime.tombstone`` promises."""
         return self._store.tombstone(message_id)
 
 

@@ -9,7 +9,7 @@ closes the store.
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +17,8 @@ import anyio
 import anyio.abc
 
 from .._deprecate import deprecated
+from ..store._disclosure import Disclosure
+from ..store._erasure import Erasure, Tombstone
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..store._groups import collapsing
 from ..store._model import BranchInfo
@@ -31,7 +33,7 @@ from ._core import RuntimeCore, RuntimeStatistics
 from ._gate import ModelPolicy, check_model
 from ._manager import ContextManager, Derivation, open_context_manager
 from ._namespace import normalise_namespace
-from ._privacy import PrivacyParts, check_retain_for
+from ._privacy import Privacy, check_retain_for
 
 if TYPE_CHECKING:
     from ..integrations.openai_agents import AsidesSession
@@ -41,7 +43,7 @@ __all__ = ["Runtime", "open_runtime"]
 T = TypeVar("T")
 
 
-class Runtime(PrivacyParts):
+class Runtime:
     """A store with its actors and managers. Made by :func:`open_runtime`, never directly.
 
     What a host calls: :meth:`manager` / :meth:`open_manager`, :meth:`reopen_derived`,
@@ -65,12 +67,12 @@ class Runtime(PrivacyParts):
         record_disclosures: bool = True,
     ) -> None:
         self._store = store
-        self._retain_seconds = retain_seconds
         self._core = RuntimeCore(
             store, tasks, model, model_policy if model_policy is not None else ModelPolicy(), record_disclosures=record_disclosures
         )
+        self._privacy = Privacy(store, self._core.wake_all_branches, retain_seconds=retain_seconds)
         if retain_seconds is not None and not store.read_only:
-            tasks.start_soon(self._run_retention, min(retain_seconds / 10, 3600.0))
+            tasks.start_soon(self._privacy.run_retention, min(retain_seconds / 10, 3600.0))
 
     # -- public --------------------------------------------------------------------------------
 
@@ -227,6 +229,55 @@ class Runtime(PrivacyParts):
             model=None,
             derivation=derivation,
         )
+
+    # -- privacy (``Privacy``) -----------------------------------------------------------------
+
+    async def erase(self, message_ids: Iterable[str], *, reason: str) -> Erasure:
+        """Erase these messages' content from the store, from every branch: every version an
+        edit left, every context-log copy, and every summary, memory, knowledge item and chunk
+        record made from them (by provenance). What remains of each is a tombstone (its id, its
+        place in the sequence, when and why it was erased: :meth:`tombstone`); compiles, views
+        and ``get_all_messages`` leave it out. The commit is atomic; when it returns the erased
+        text is in none of the store's files (docs/guarantees.md says what a PostgreSQL server
+        keeps beyond them).
+
+        Refused, erasing nothing: an id the store does not hold (``UnknownMessagesError``,
+        naming every such id), a reason that is not a non-empty ``str``. Erasing an erased
+        message again does nothing: the answer then names only the messages it erased now (none:
+        ``message_ids == ()``, ``number == 0``). Never refused by a claim or a floor."""
+        return await self._privacy.erase(message_ids, reason=reason)
+
+    async def erase_participant(self, participant: str, *, reason: str) -> Erasure:
+        """:meth:`erase` every message ``participant`` wrote, on every branch."""
+        return await self._privacy.erase_participant(participant, reason=reason)
+
+    async def enforce_retention(self) -> Erasure:
+        """Erase, with the reason ``"retention"``, every message whose stored timestamp is older
+        than the runtime's ``retain_for`` (``open_runtime``); refused (``InvalidArgumentError``)
+        when the runtime has none."""
+        return await self._privacy.enforce_retention()
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Who was shown this message, how and when, oldest first: one :class:`Disclosure` per
+        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a compression
+        request; through a summary counts). Ids only; they outlive an erasure of the message.
+        Works on a read-only runtime."""
+        return self._privacy.disclosures(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Every message ``reader`` (``None``: managers with no reader) was shown, oldest first."""
+        return self._privacy.disclosures_to(reader)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, newest last (works on a read-only runtime)."""
+        return self._privacy.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (its id, when and why it was erased), or ``None``
+        when it was not erased. How a read says that a message was erased: views, compiles and
+        ``get_all_messages`` leave it out; ``get_message`` returns it with no content, an empty
+        participant and ``metadata["asides_erased"] = {"at", "reason", "erasure"}``."""
+        return self._privacy.tombstone(message_id)
 
     @deprecated(
         "0.2.0",

@@ -34,9 +34,9 @@ session locks) are reached through the store class that chose it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -78,8 +78,9 @@ class Journal(Protocol):
     #: The error that stopped the journal (after which nothing can be written or read through
     #: it), or ``None``.
     failure: BaseException | None
-    #: Whether the journal is closing or closed.
-    closed: bool
+    @property
+    def closed(self) -> bool:
+        """Whether the journal is closing or closed."""
 
     async def replay(self) -> None:
         """At open: read every committed record into the model."""
@@ -135,24 +136,33 @@ def stopped(path: str, failure: BaseException) -> StoreFailedError:
     return error
 
 
+def _tell_no_one(event: StoreEvent) -> None:
+    """Until it serves, a journal tells no one."""
+
+
 class Serving:
-    """A journal's life, for both journals: while it serves, its committer task runs; leaving
-    the block stops new writes (``closed``), has the committer commit what is queued and return,
-    and waits for it."""
+    """A journal's life, a part each journal owns, with the state of it: while it serves, the
+    journal's committer task runs; leaving the block stops new writes (:attr:`closed`), has the
+    committer commit what is queued and return (:attr:`closing`), and waits for it. :meth:`tell`
+    tells the store's listeners once it serves, no one before."""
 
-    closed: bool = False
-    _closing: bool = False  # the committer is to commit what is queued and return
-    _tell: Tell = staticmethod(lambda event: None)  # until it serves, a journal tells no one
+    def __init__(self, committer: Callable[[], Coroutine[Any, Any, None]], wake_committer: Callable[[], None]) -> None:
+        self._committer = committer
+        self._wake_committer = wake_committer
+        #: The journal is closing or closed: it takes no more writes.
+        self.closed = False
+        #: The committer is to commit what is queued and return.
+        self.closing = False
+        self.tell: Tell = _tell_no_one
 
-    if TYPE_CHECKING:  # what a journal provides
-
-        async def _committer(self) -> None: ...
-
-        def _wake_committer(self) -> None: ...
+    def close(self) -> None:
+        """The journal closed (after serving, or after an open that failed first)."""
+        self.closed = True
 
     @asynccontextmanager
     async def serving(self, tell: Tell) -> AsyncIterator[None]:
-        self._tell = tell
+        """Run the committer for the block, telling ``tell`` of what the journal applies."""
+        self.tell = tell
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._committer)
@@ -160,7 +170,7 @@ class Serving:
                     yield
                 finally:
                     with anyio.CancelScope(shield=True):
-                        self._closing = self.closed = True
+                        self.closing = self.closed = True
                         self._wake_committer()
         finally:
             self.closed = True

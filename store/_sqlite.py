@@ -27,6 +27,7 @@ import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from itertools import chain
 from typing import Any
 
@@ -38,7 +39,7 @@ from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
-from ._journal import Recheck, Serving, stopped
+from ._journal import Recheck, Serving, Tell, stopped
 from ._model import LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
@@ -114,7 +115,7 @@ class _Batch:
         await shielded(self._ended_event.wait)  # past asyncio's own Task.cancel() too
 
 
-class SqliteJournal(Serving):
+class SqliteJournal:
     """The journal of a store file (or ``:memory:``): see the module docstring."""
 
     shared = False
@@ -139,6 +140,8 @@ class SqliteJournal(Serving):
         self.caught_up_records = 0
         #: Whether the file had a ``log`` table at the open (a writable open makes one).
         self._has_log = has_log
+        #: Its life: whether it serves, is closing or closed, and whom it tells.
+        self._life = Serving(self._committer, self._wake_committer)
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -156,6 +159,15 @@ class SqliteJournal(Serving):
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
 
+    @property
+    def closed(self) -> bool:
+        """Whether the journal is closing or closed."""
+        return self._life.closed
+
+    def serving(self, tell: Tell) -> AbstractAsyncContextManager[None]:
+        """Commit for the block (``Journal.serving``)."""
+        return self._life.serving(tell)
+
     def _wake_committer(self) -> None:
         self._wakeup.set()
 
@@ -165,7 +177,7 @@ class SqliteJournal(Serving):
 
     async def close(self) -> None:
         """Nothing to give back: the driver is its opener's (``open_driver`` closes it)."""
-        self.closed = True
+        self._life.close()
 
     # -- the committer -----------------------------------------------------------------------
 
@@ -175,7 +187,7 @@ class SqliteJournal(Serving):
                 raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from self.failure
             batch = self._batch
             if batch is None or self._committing:
-                if self._closing and batch is None and not self._committing:
+                if self._life.closing and batch is None and not self._committing:
                     return
                 await self._wakeup.wait()
                 self._wakeup = anyio.Event()
@@ -224,7 +236,7 @@ class SqliteJournal(Serving):
             else:
                 self._unyielded += 1
             for event in events:
-                self._tell(event)
+                self._life.tell(event)
             if batch is not None:
                 await self._scheduling_point()
                 if self._batch is batch:
@@ -243,7 +255,7 @@ class SqliteJournal(Serving):
                 batch.end()
         finally:
             self._committing = False
-            if self._batch is not None or self._closing:
+            if self._batch is not None or self._life.closing:
                 self._wakeup.set()
 
     async def _commit_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
@@ -349,14 +361,14 @@ class SqliteJournal(Serving):
         transaction, tell the listeners of ``events``, then wait for the commit (``durable``)
         or have the committer start it."""
         batch = self._batch
-        if batch is None and durable and not self._committing and not self._closing:
+        if batch is None and durable and not self._committing and not self._life.closing:
             await self._lead(rows, erasures, events)
             return
         if batch is None:
             batch = self._batch = _Batch()
         batch.add(rows, erasures)
         for event in events:
-            self._tell(event)
+            self._life.tell(event)
         if not durable:
             self._wakeup.set()
             return
@@ -396,7 +408,7 @@ class SqliteJournal(Serving):
         for a record of the wrong types."""
         if not self.read_only:
             raise StoreFailedError(f"the store {self.path!r} is open for writing; catch_up is for read-only opens")
-        if self.closed:
+        if self._life.closed:
             raise StoreFailedError(f"the store {self.path!r} is closed")
         if not self._has_log:
             raise StoreFailedError(f"the store {self.path!r} had no log at its read-only open; open it again to read one")
@@ -414,7 +426,7 @@ class SqliteJournal(Serving):
             raise StoreCorruptError(self.path, str(exc)) from None
         self.caught_up_records += len(rows)
         for event in events:
-            self._tell(event)
+            self._life.tell(event)
         return len(rows)
 
 

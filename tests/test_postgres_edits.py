@@ -39,7 +39,7 @@ async def test_an_edit_whose_rewrites_keep_moving_gives_up_having_written_nothin
     from helpers import dump
 
     from asides import StoreFailedError
-    from asides.actors._core import RuntimeCore  # test-only: the runtime's private plumbing
+    from asides.actors._context_log import ContextLog  # test-only: the runtime's private plumbing
 
     async with open_runtime(store_path) as rt:
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
@@ -52,7 +52,7 @@ async def test_an_edit_whose_rewrites_keep_moving_gives_up_having_written_nothin
             rewrite = {"content": [{"type": "text", "text": f"rewrite {len(calls)}"}], "source_message_id": message_id}
             return {"agents/ann/context/0": rewrite}
 
-        monkeypatch.setattr(RuntimeCore, "context_copies", ever_new_copies)
+        monkeypatch.setattr(ContextLog, "rewrites", ever_new_copies)
         before = dump(rt.store)
         with pytest.raises(StoreFailedError, match="raced other processes' context-log writes"):
             await ann.edit_message(message.id, [text("hello again")])
