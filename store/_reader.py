@@ -9,7 +9,7 @@ listener and no model. It answers as the store does, refusals included.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ._disclosure import Disclosure
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._messages import Message
     from ._model_parts import BranchInfo
     from ._pg_vacuum import OwedVacuum
+    from ._postgres import PostgresStore
     from ._rows import RowTuple
     from ._store import Store, StoreStatistics
 
@@ -103,10 +104,8 @@ class StoreReader:
     async def owed_vacuum(self) -> OwedVacuum | None:
         """As ``PostgresStore.owed_vacuum``: the rewrite of the log that erasures still owe, or
         ``None`` when nothing is owed; always ``None`` on a store file, which owes none."""
-        from ._postgres import PostgresStore
-
         store = self.__store
-        return await store.owed_vacuum() if isinstance(store, PostgresStore) else None
+        return await cast("PostgresStore", store).owed_vacuum() if store.shared else None
 
     # -- reads ----------------------------------------------------------------------------------
 
