@@ -19,6 +19,7 @@ one, where the specification puts them.
 from ._public import home_names
 from .actors._core import RuntimeStatistics
 from .actors._namespace import ActorStatistics
+from .actors._store_access import IntegrationRecords
 from .store._blocks import (
     UnreadableBlock,
     block_from_json,
@@ -30,6 +31,7 @@ from .store._blocks import (
     has_audience,
 )
 from .store._open import open_store
+from .store._reader import StoreReader
 from .store._sqlite import SqliteStore
 from .store._store import Store, StoreStatistics
 from .store._views import MessageView, reader_body, reader_view
@@ -68,6 +70,8 @@ __all__ = [
     # the store, and content as the store keeps it
     "SqliteStore",
     "Store",
+    "StoreReader",
+    "IntegrationRecords",
     "UnreadableBlock",
     "block_from_json",
     "block_to_json",

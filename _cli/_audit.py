@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from ..actors._runtime import internal_store
 from ..store._disclosure import Disclosure
 from ._common import EXIT_OK, CliError, dumps, reading_runtime
 
@@ -60,7 +61,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 rows = [_row(d) for d in rt.disclosures_to(args.reader)]
                 return {"reader": args.reader, "messages": len({row["message_id"] for row in rows}), "disclosures": rows}
             stone = rt.tombstone(args.message)
-            if stone is None and rt.store.model.stored_message(args.message) is None:
+            if stone is None and internal_store(rt).model.stored_message(args.message) is None:
                 raise CliError(f"no message {args.message!r} in {args.path!r}")
             erased = None if stone is None else {"at": stone.erased_at, "reason": stone.reason, "erasure": stone.erasure}
             return {"message_id": args.message, "erased": erased, "disclosures": [_row(d) for d in rt.disclosures(args.message)]}

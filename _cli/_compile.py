@@ -13,7 +13,7 @@ import trio
 from .._inspection._preview import STRATEGIES, block_line, compile_as_json, rebuild_strategy
 from .._inspection._records import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespace_records, namespaces_on
 from ..actors._namespace import normalise_namespace
-from ..actors._runtime import Runtime
+from ..actors._runtime import Runtime, internal_store
 from ..store._blocks import TextBlock
 from ..store._names import name_problem
 from ..store._words import counted
@@ -85,7 +85,7 @@ def _strategy_for(found: FoundStrategy, chosen: str | None, where: str) -> tuple
 async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     branch, namespace = args.branch, normalise_namespace(args.namespace)
     require_branch(rt, branch)
-    model = rt.store.model
+    model = internal_store(rt).model
     records = namespace_records(model, branch, namespace)
     known = namespaces_on(model, branch)
     if namespace not in known and args.strategy is None:

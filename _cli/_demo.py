@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._inspection._preview import block_line, compile_as_json
-from ..actors._runtime import Runtime
+from ..actors._runtime import Runtime, internal_store
 from ..store._blocks import ContentBlock, TextBlock, text
 from ..store._views import reader_view
 from ..store._words import counted
@@ -111,7 +111,7 @@ async def _demo_room(rt: Runtime, out: Console) -> dict[str, Any]:
     def memory_progress(name: str) -> tuple[int, int, str]:
         manager = agents[name]
         counts = _memory_counts(manager.get_summaries_in_range())
-        closed = len(rt.store.model.state_keys("main", chunk_prefix[name]))
+        closed = len(internal_store(rt).model.state_keys("main", chunk_prefix[name]))
         strategy = manager.strategy
         holdback = strategy.holdback_chunks if isinstance(strategy, AutobiographicalStrategy) else 0
         due = max(closed - holdback, counts["L1"], 1)

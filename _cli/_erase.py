@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from ..actors._runtime import internal_store
 from ..store._erasure import Erasure
 from ._common import EXIT_OK, CliError, check_store_file, dumps, writing_runtime
 
@@ -69,7 +70,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
 
     async def run() -> Erasure:
         async with writing_runtime(args.path) as rt:
-            model = rt.store.model
+            model = internal_store(rt).model
             if args.participant is not None:
                 ids = [
                     m

@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from ..actors._runtime import internal_store
 from ..store._blocks import ContentBlock, UnreadableBlock, check_content, content_from_json, content_to_json
 from ..store._errors import MalformedContentError
 from ..store._messages import Message, freeze_metadata
@@ -70,7 +71,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     async def run() -> list[Message]:
         async with reading_runtime(args.path) as rt:
             require_branch(rt, args.branch)
-            return [m for m in rt.store.messages(args.branch) if not rt.store.model.is_erased(m.id)]  # tombstones left out
+            return [m for m in rt.store.messages(args.branch) if not internal_store(rt).model.is_erased(m.id)]  # tombstones left out
 
     messages = trio.run(run)
     refused: list[int] = []
@@ -168,7 +169,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                     f"the store {args.path!r} already holds messages; pass --append to add these after them "
                     "(nothing was written)"
                 )
-            await rt.store.append_messages(args.branch, items)
+            await internal_store(rt).append_messages(args.branch, items)
             return rt.store.length(args.branch)
 
     total = trio.run(run)

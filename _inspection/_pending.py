@@ -19,10 +19,7 @@ async def pending_upkeep(rt: Runtime) -> list[dict[str, Any]]:
     "since": <seconds since the epoch>, "blocked_by": [<server process id>, ...]}`` for an owed
     rewrite (``blocked_by``: whose transactions, older than those erasures, hold it back now);
     an empty list when nothing is owed."""
-    from ..store._postgres import PostgresStore
-
-    store = rt.store
-    owed = await store.owed_vacuum() if isinstance(store, PostgresStore) else None
+    owed = await rt.store.owed_vacuum()
     if owed is None:
         return []
     return [{"kind": "vacuum", "erasures": list(owed.erasures), "since": owed.since, "blocked_by": list(owed.blocked_by)}]

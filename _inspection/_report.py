@@ -11,7 +11,7 @@ from typing import Any
 
 from ..actors._lease import lease_holders
 from ..actors._records import CONTEXT, FLOOR_KEY, READER_KEY, is_floor_record, is_reader_record
-from ..actors._runtime import Runtime
+from ..actors._runtime import Runtime, internal_store
 from ..store._blocks import decode_stored_content, has_audience
 from ..store._model import UNREADABLE
 from ..store._postgres import is_postgres_url
@@ -128,9 +128,9 @@ async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
     """Who holds the compression lease of each ``(branch, namespace)`` of the store now, for
     :func:`describe_store` (asked of the database's ``pg_locks`` on a shared store; nothing on
     a store file)."""
-    model = rt.store.model
-    namespaces = {(info.name, namespace) for info in rt.list_branches() for namespace in namespaces_on(model, info.name)}
-    return await lease_holders(rt.store, namespaces)
+    store = internal_store(rt)
+    namespaces = {(info.name, namespace) for info in rt.list_branches() for namespace in namespaces_on(store.model, info.name)}
+    return await lease_holders(store, namespaces)
 
 
 def describe_store(
@@ -147,7 +147,7 @@ def describe_store(
     (:func:`namespace_lease_holders`); ``counts``: see :class:`MessageCounts`; ``pending``: the
     store's pending upkeep (``_pending.pending_upkeep``), reported under ``pending`` when given."""
     holders = holders or {}
-    store = rt.store
+    store = internal_store(rt)
     counts = counts or MessageCounts(store)
     model = store.model
     branches = []

@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..actors._runtime import internal_store
 from ..store._errors import AsidesError, InvalidArgumentError
 from . import _data
 from ._hosts import ServedHosts
@@ -172,7 +173,7 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = 
                 "store": store_label,
                 "version": snap.version,
                 "changes": snapshots.changed.version,
-                "erasures": snap.runtime.store.model.erasure_count,
+                "erasures": internal_store(snap.runtime).model.erasure_count,
                 "compile_defaults": _data.COMPILE_DEFAULTS,
             }
 

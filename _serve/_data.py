@@ -21,6 +21,7 @@ from .._inspection._report import MessageCounts, describe_store, namespace_lease
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
 from ..actors._records import is_reader_record
+from ..actors._runtime import internal_store
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
 from ..store._blocks.reader import content_for_reader, effective_audience, has_audience, is_thinking
@@ -206,7 +207,7 @@ class AudienceNames:
         self.scanned = 0
 
     def update(self, snapshot: Snapshot, branch: str) -> set[str]:
-        store = snapshot.runtime.store
+        store = internal_store(snapshot.runtime)
         model = store.model
         length, edits = store.length(branch), model.edit_count(branch)
         if store.may_hold_audience(branch):
@@ -274,7 +275,7 @@ def kept_counts(snapshot: Snapshot) -> KeptCounts:
     """The snapshot's :class:`KeptCounts` (kept across changes)."""
     found = snapshot.kept.get("message counts")
     if not isinstance(found, KeptCounts):
-        found = snapshot.kept["message counts"] = KeptCounts(snapshot.runtime.store)
+        found = snapshot.kept["message counts"] = KeptCounts(internal_store(snapshot.runtime))
     return found
 
 
@@ -283,7 +284,7 @@ def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     key = ("readers", branch)
     found = snapshot.cache.get(key)
     if found is None:
-        model = snapshot.runtime.store.model
+        model = internal_store(snapshot.runtime).model
         names = set(audience_names(snapshot, branch).update(snapshot, branch))
         for state_key in model.state_keys(branch):
             split = split_state_key(state_key)
@@ -423,16 +424,16 @@ def compare_page(snapshot: Snapshot, *, branch: str | None, readers: str | None,
 
 def _strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
     """The name of the strategy ``namespace`` runs on ``branch``, as ``asides inspect`` finds it."""
-    model = snapshot.runtime.store.model
+    model = internal_store(snapshot.runtime).model
     return find_strategy(_records(snapshot, branch, namespace), recorded_strategy(model, branch, namespace)).name
 
 
 def _records(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
-    return namespace_records(snapshot.runtime.store.model, branch, namespace)
+    return namespace_records(internal_store(snapshot.runtime).model, branch, namespace)
 
 
 def namespace_names(snapshot: Snapshot, branch: str) -> list[str]:
-    model = snapshot.runtime.store.model
+    model = internal_store(snapshot.runtime).model
     return sorted(namespaces_on(model, branch))
 
 
@@ -495,7 +496,7 @@ async def namespaces(snapshot: Snapshot) -> dict[str, Any]:
 def newest_record(snapshot: Snapshot, branch: str) -> int:
     """The record id of the newest message or state record ``branch`` holds (its parent's up to
     the fork point included; an edit is not counted); 0 when it holds none."""
-    store = snapshot.runtime.store
+    store = internal_store(snapshot.runtime)
     model = store.model
     length = store.length(branch)
     newest = int(store.messages(branch, length - 1, length)[0].id) if length else 0

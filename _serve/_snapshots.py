@@ -44,7 +44,7 @@ import anyio.abc
 
 from ..actors._manager import ContextManager
 from ..actors._protocol import Signal
-from ..actors._runtime import Runtime, open_runtime
+from ..actors._runtime import Runtime, internal_store, open_runtime
 from ..store._errors import AsidesError
 
 __all__ = ["Snapshot", "Snapshots", "is_url"]
@@ -199,7 +199,7 @@ class Snapshots:
         async with open_runtime(self.path, read_only=True) as runtime:
             self._version += 1
             snapshot = Snapshot(runtime, self._version)
-            unlisten = runtime.store.add_listener(lambda _event: self._heard(snapshot))
+            unlisten = internal_store(runtime).add_listener(lambda _event: self._heard(snapshot))
             try:
                 if self._warm is not None:
                     await self._warm(snapshot)

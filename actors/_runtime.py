@@ -24,6 +24,7 @@ from ..store._groups import collapsing
 from ..store._model import BranchInfo
 from ..store._names import check_branch, check_optional_reader
 from ..store._open import open_store
+from ..store._reader import StoreReader
 from ..store._store import Store
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, check_strategy
@@ -34,11 +35,12 @@ from ._gate import ModelPolicy, check_model
 from ._manager import ContextManager, Derivation, open_context_manager
 from ._namespace import normalise_namespace
 from ._privacy import Privacy, check_retain_for
+from ._store_access import IntegrationRecords
 
 if TYPE_CHECKING:
     from ..integrations.openai_agents import AsidesSession
 
-__all__ = ["Runtime", "open_runtime"]
+__all__ = ["Runtime", "internal_store", "open_runtime"]
 
 T = TypeVar("T")
 
@@ -51,7 +53,7 @@ class Runtime:
     (:meth:`erase`, :meth:`erase_participant`, :meth:`enforce_retention`, :meth:`erasures`,
     :meth:`tombstone`, :meth:`disclosures`, :meth:`disclosures_to`); :meth:`openai_session` is
     deprecated. For code that builds on asides (the bundled integrations, a host
-    library): :meth:`start_soon` and :meth:`attachment`. The plumbing the managers share (the
+    library): :meth:`start_soon`, :meth:`attachment` and :meth:`integration_records`. The plumbing the managers share (the
     namespace actors, branch signals, strategy holders, the context log's index) is the
     runtime's private ``RuntimeCore`` (docs/DESIGN.md, "The public surface").
     """
@@ -67,6 +69,7 @@ class Runtime:
         record_disclosures: bool = True,
     ) -> None:
         self._store = store
+        self._reader = StoreReader(store)
         self._core = RuntimeCore(
             store, tasks, model, model_policy if model_policy is not None else ModelPolicy(), record_disclosures=record_disclosures
         )
@@ -77,9 +80,18 @@ class Runtime:
     # -- public --------------------------------------------------------------------------------
 
     @property
-    def store(self) -> Store:
-        """The store, for read-only inspection."""
-        return self._store
+    def store(self) -> StoreReader:
+        """The store, for read-only inspection: its reads (``asides.lowlevel.StoreReader``), no
+        write. Writes go through managers and the privacy calls; an integration's records of its
+        own through :meth:`integration_records`."""
+        return self._reader
+
+    def integration_records(self, prefix: str) -> IntegrationRecords:
+        """A handle that writes state records under ``<prefix>/`` only and refuses a namespace's
+        own records, and makes branches (``asides.lowlevel.IntegrationRecords``): for code building
+        on asides that keeps records of its own beside the namespaces. Refuses a malformed
+        ``prefix``."""
+        return IntegrationRecords(self._store, prefix)
 
     @property
     def model(self) -> Model | None:
@@ -324,6 +336,13 @@ class Runtime:
 
     async def _aclose(self) -> None:
         await self._core.aclose()
+
+
+def internal_store(runtime: Runtime) -> Store:
+    """Not API: the runtime's writable store, for asides' own layers (the CLI, ``asides serve``,
+    the inspection reports, the bundled integrations) where they read the store's model or write
+    below the actors on purpose. A host reads ``Runtime.store`` and writes through managers."""
+    return runtime._store
 
 
 @asynccontextmanager

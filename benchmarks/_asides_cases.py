@@ -1,7 +1,7 @@
 """The asides side of the peers benchmark: each case on its own file-backed store in a directory.
 
 Runs under anyio (the caller picks Trio, the reference backend, or asyncio). History is built
-untimed with ``runtime.store.append_messages`` in batches; what is timed goes through the public
+untimed with ``append_messages`` on the runtime's store (below the actors) in batches; what is timed goes through the public
 API: ``ContextManager.add_message``, ``compile`` and ``drain``, and, for reference only,
 the store's own ``append_message`` and ``get_all_messages``.
 """
@@ -19,6 +19,7 @@ import anyio
 import attrs
 
 from asides import AutobiographicalStrategy, ContextManager, ExtractiveModel, PassthroughStrategy, Runtime, open_runtime, text
+from asides.actors._runtime import internal_store  # the store below the actors, on purpose
 from asides.lowlevel import open_store
 
 from ._common import Stats, interleave, message_text, participant, quiet_heap
@@ -46,7 +47,7 @@ def content(i: int, *, private: bool = False) -> tuple[Any, ...]:
 async def grow(runtime_or_store: Any, size: int, *, private: bool = False, batch: int = BUILD_BATCH, after_batch: Any = None) -> None:
     """Append messages to ``main`` until it holds ``size`` (untimed); ``after_batch`` (an async
     callable) runs after each batch."""
-    store = runtime_or_store.store if isinstance(runtime_or_store, Runtime) else runtime_or_store
+    store = internal_store(runtime_or_store) if isinstance(runtime_or_store, Runtime) else runtime_or_store
     have = store.head("main")
     while have < size:
         count = min(batch, size - have)
@@ -136,7 +137,7 @@ async def measure_main(directory: str, sizes: tuple[int, ...], writes: int, read
             await grow(full_store, size)
             await warm(manager)
             w = await interleave(
-                {"add": writes_through(manager), "store": store_appends(runtime.store), "full": store_appends(full_store)},
+                {"add": writes_through(manager), "store": store_appends(internal_store(runtime)), "full": store_appends(full_store)},
                 writes,
                 budget_s,
             )

@@ -73,6 +73,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import trio  # noqa: E402
 
 from asides import AutobiographicalStrategy, ExtractiveModel, OverBudgetError, open_runtime, text  # noqa: E402
+from asides.actors._runtime import internal_store  # noqa: E402
 
 NAMESPACE = "bench"
 READER = "ann"
@@ -209,7 +210,7 @@ async def run_case(size: int, arm: str, build: str, args: argparse.Namespace, gc
                     for i in range(start, min(size, start + every)):
                         participant, content = make_message(i, with_private)
                         batch.append((participant, tuple(content), None))
-                    await runtime.store.append_messages("main", batch)
+                    await internal_store(runtime).append_messages("main", batch)
                     d0 = time.perf_counter()
                     await manager.drain()
                     drain_time += time.perf_counter() - d0

@@ -23,8 +23,10 @@ FULL = {"max_tokens": 100_000_000, "reserve_for_response": 0}
 
 
 async def _build(rt: object, n: int) -> None:
-    store = rt.store  # type: ignore[attr-defined]
+    from asides.actors._runtime import internal_store  # the store below the actors, on purpose
     from asides.store import text
+
+    store = internal_store(rt)
 
     for start in range(0, n, 2000):
         await store.append_messages("main", [(participant(i), (text(message_text(i)),), None) for i in range(start, min(n, start + 2000))])

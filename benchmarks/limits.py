@@ -35,6 +35,7 @@ import anyio
 import attrs
 
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime
+from asides.actors._runtime import internal_store
 
 from . import _pg_server
 from ._asides_cases import (
@@ -162,7 +163,7 @@ async def measure_appends(directory: str, s: LimitsSettings) -> dict[int, Append
                 await grow(runtime, size)
                 bare.grow(size)
                 await warm(manager)
-                series = {"bare": bare.one_round, "append": store_appends(runtime.store), "add": writes_through(manager)}
+                series = {"bare": bare.one_round, "append": store_appends(internal_store(runtime)), "add": writes_through(manager)}
                 got = await interleave(series, s.writes, s.budget_s)
                 out[size] = AppendLimits(got["bare"], got["append"], got["add"])
             await manager.aclose()

@@ -45,6 +45,7 @@ import anyio
 import attrs
 
 from asides import PassthroughStrategy, open_runtime
+from asides.actors._runtime import internal_store
 
 from . import _asides_cases as cases
 from . import _pg_server
@@ -148,7 +149,7 @@ async def _writes_and_compiles(stores: dict[str, str], bare: dict[str, BarePostg
         series = {}
         for name in stores:
             series[f"add {name}"] = cases.writes_through(managers[name])
-            series[f"store {name}"] = cases.store_appends(runtimes[name].store)
+            series[f"store {name}"] = cases.store_appends(internal_store(runtimes[name]))
         for setting, table in bare.items():
             series[f"bare {setting}"] = table.one_round
         writes = await interleave(series, s.appends, s.budget_s)

@@ -78,6 +78,7 @@ def listen(url: str, heard: trio.MemorySendChannel[float]) -> None:
 async def measure(path: str, size: int, repeat: int) -> dict[str, Any]:
     from asides import open_runtime, text
     from asides._serve import run_inspector
+    from asides.actors._runtime import internal_store
 
     results: dict[str, Any] = {}
     async with open_runtime(path) as host, trio.open_nursery() as nursery:
@@ -122,7 +123,7 @@ async def measure(path: str, size: int, repeat: int) -> dict[str, Any]:
         live: dict[str, list[float]] = {name: [] for name in ("seen", "page", "ann", "bob", "namespaces")}
         for round_ in range(repeat // 2):
             written = time.perf_counter()
-            await host.store.append_messages("main", [("host", (text(f"written while serving, {round_}"),), None)])
+            await internal_store(host).append_messages("main", [("host", (text(f"written while serving, {round_}"),), None)])
             live["seen"].append(await heard.receive() - written)
             seconds, page = await timed(f"/api/messages?after={size + round_ - 1}&limit=100")
             assert page["messages"][-1]["blocks"][0]["text"] == f"written while serving, {round_}"

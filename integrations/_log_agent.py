@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from ..actors._manager import ContextManager
+from ..actors._runtime import internal_store
 from ..store._errors import ArgumentTypeError
 from ..strategies._passthrough import PassthroughStrategy
 from ..strategies._provider_plan import Segment
@@ -96,7 +97,7 @@ class LogAgent:
         manager = await self.manager()
         ctx = await manager.compile(max_tokens=UNBOUNDED, reserve_for_response=0)
         store = self.runtime.store
-        edited = edited_messages(store, BRANCH)
+        edited = edited_messages(internal_store(self.runtime), BRANCH)
         return plan_for(ctx, key=self.key, reader=self.reader, stored=lambda i: store.get_message(BRANCH, i), edited=edited)
 
     async def drain(self) -> None:

@@ -52,6 +52,7 @@ from typing import Any
 import trio
 
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, content_for_reader, open_runtime, text
+from asides.actors._runtime import internal_store  # below the API on purpose: Runtime.store reads only
 from asides.lowlevel import open_store
 
 PAD = "x" * 200
@@ -212,7 +213,7 @@ async def bulk(rt, round_: int, out: Printer) -> None:
     """One batch of BULK messages in one commit (more rows than one statement takes, so the
     store writes it as a multi-statement transaction), once enough other lines were printed."""
     await out.bulk_due.wait()
-    store = rt.store
+    store = internal_store(rt)
     if not store.has_branch("bulk"):
         await store.create_branch("bulk", "main")
     items = [("bulk", (text(f"bulk r{round_} i{i}"),), {"bulk": round_, "i": i}) for i in range(BULK)]

@@ -14,6 +14,7 @@ import sys
 import trio
 
 from asides import PassthroughStrategy, open_runtime, text
+from asides.actors._runtime import internal_store  # below the API on purpose: Runtime.store reads only
 
 PAD = "y" * 400
 
@@ -26,7 +27,8 @@ def say(line: str) -> None:
 async def main(path: str, count: int) -> None:
     async with open_runtime(path) as rt:
         m = await rt.open_manager("ns", strategy=PassthroughStrategy())
-        ids = [m.id for m in await rt.store.append_messages("main", [("user", (text(f"SECRET-{i} {PAD}"),), None) for i in range(count)])]
+        items = [("user", (text(f"SECRET-{i} {PAD}"),), None) for i in range(count)]
+        ids = [m.id for m in await internal_store(rt).append_messages("main", items)]
         for message_id in ids[:10]:
             await m.append_context_entry([text(f"copy of {message_id} SECRET-copy")], source_message_id=message_id)
         say("READY")

@@ -238,3 +238,12 @@ async def eventually(predicate: Callable[[], object], *, seconds: float = 60.0, 
             raise AssertionError(f"{what} did not hold within {seconds:g} s of real time")
         await trio.testing.wait_all_tasks_blocked()
         await trio.to_thread.run_sync(time.sleep, 0.001)
+
+
+def writable_store(rt: Any) -> Any:
+    """The runtime's writable store (``asides.lowlevel.Store``), reaching below the API on
+    purpose: ``Runtime.store`` reads only. For tests that seed raw records or a namespace's own
+    records, stand in for old data or another writer, listen to the store, or count its own work."""
+    from asides.actors._runtime import internal_store
+
+    return internal_store(rt)

@@ -44,6 +44,7 @@ import trio
 
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime
 from asides.actors import NarrowingRefusedError, ReaderClaimError
+from asides.actors._runtime import internal_store  # below the API on purpose: Runtime.store reads only
 from asides.store import content_to_json, text
 from asides.store._sqlite import MessagesAppended
 
@@ -178,7 +179,7 @@ async def watch(url: str) -> None:
                 for message in event.messages:
                     say(f"HEARD {message.id} {now:.6f}")
 
-        rt.store.add_listener(heard)
+        internal_store(rt).add_listener(heard)
         reading = await rt.open_manager("watcher", strategy=PassthroughStrategy())
         say("READY")
         async for line in lines():

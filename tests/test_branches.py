@@ -45,7 +45,7 @@ from asides.actors._namespace import UnreadableRecord
 from asides.store import text
 from asides.store._model import MISSING
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.helpers import dump, message_body, namespace_actor, seed_records
+from tests.helpers import dump, message_body, namespace_actor, seed_records, writable_store
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -160,7 +160,7 @@ async def test_row37_child_from_before_the_first_record_records_the_namespaces_r
         stale = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
         ann = await rt.open_manager("agents/x", strategy=PassthroughStrategy(), view_reader="ann")
         await ann.add_message("user", [text("late")])
-        assert rt.store.model.get_state_at("main", "agents/x/reader", early.sequence) is MISSING
+        assert writable_store(rt).model.get_state_at("main", "agents/x/reader", early.sequence) is MISSING
         parent = await rt.open_manager("agents/x", strategy=PassthroughStrategy())
         child = await parent.derive(branch="inspect", strategy=PassthroughStrategy(), at_sequence=early.sequence)
         assert child.view_reader == "ann"

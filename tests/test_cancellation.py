@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 
 from asides import BranchExistsError, PassthroughStrategy, ReaderClaimError, TextBlock, WindowedPassthroughStrategy, open_runtime, text
 from asides.lowlevel import Selection, SelectOptions, StrategyContext
-from tests.helpers import dump, sibling_store
+from tests.helpers import dump, sibling_store, writable_store
 
 CALLS = ["add_message", "edit_message", "open_manager", "fork", "derive", "set_strategy", "append_context_entry"]
 
@@ -240,7 +240,7 @@ def cancel_when_queued(rt: Any) -> Callable[[trio.CancelScope], Callable[[], Non
     commit): a cancel that arrives while the commit is in flight."""
 
     def arm(scope: trio.CancelScope) -> Callable[[], None]:
-        return rt.store.add_listener(lambda event: scope.cancel())
+        return writable_store(rt).add_listener(lambda event: scope.cancel())
 
     return arm
 
@@ -324,7 +324,7 @@ async def test_a_call_cancelled_from_another_task_while_its_commit_is_in_flight_
                     scope.cancel()
 
                 nursery.start_soon(cancel_once_queued)
-                return rt.store.add_listener(lambda event: queued.set())
+                return writable_store(rt).add_listener(lambda event: queued.set())
 
             outcome = await run_cancelled(attrs.evolve(call, run=run_and_note), arm)
         assert progress["returned_before_the_cancel"] is False, "the premise: the cancel came while the call waited"
@@ -509,7 +509,7 @@ def test_the_convention_holds_under_asyncio(store_path):
                 check_convention(world, call, outcome, before)
 
                 call = make_call(world, kind)
-                outcome = await run_cancelled_anyio(call, lambda scope: rt.store.add_listener(lambda event: scope.cancel()))
+                outcome = await run_cancelled_anyio(call, lambda scope: writable_store(rt).add_listener(lambda event: scope.cancel()))
                 assert outcome.returned and call.written(outcome.result), kind
                 assert outcome.delivered, kind
             held = dump(rt.store)

@@ -14,6 +14,7 @@ import trio
 from asides import AutobiographicalStrategy, KnowledgeStrategy, OverBudgetError, PassthroughStrategy, open_runtime, text
 from asides._cli._main import main
 from asides.lowlevel import default_estimate
+from tests.helpers import writable_store
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -146,7 +147,7 @@ def test_a_store_with_no_strategy_record_is_shown_as_inferred_and_compile_warns(
             host = await rt.open_manager("room", strategy=PassthroughStrategy())
             for number in range(5):
                 await host.add_message("user", [text(f"Line {number} of the room, long enough to count. " * 4)])
-            await rt.store.set_state("main", "agents/ann/reader", "ann")  # a claim, as an older asides wrote it
+            await writable_store(rt).set_state("main", "agents/ann/reader", "ann")  # a claim, as an older asides wrote it
 
     trio.run(build)
     ann = _inspected(capsys, path)["agents/ann"]
@@ -190,7 +191,7 @@ def test_a_name_only_record_of_an_older_store_is_read_with_default_options(capsy
         async with open_runtime(path) as rt:
             ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
             await ann.add_message("user", [text("Hello.")])
-            await rt.store.set_state("main", "agents/ann/strategy", "knowledge")  # as older versions wrote it
+            await writable_store(rt).set_state("main", "agents/ann/strategy", "knowledge")  # as older versions wrote it
 
     trio.run(build)
     ann = _inspected(capsys, path)["agents/ann"]

@@ -18,10 +18,11 @@ import trio
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url)
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
+from tests.helpers import writable_store
 
 
 async def _sqlite_setting(rt) -> int:
-    return int((await rt.store._journal._driver.execute("PRAGMA synchronous"))[0][0])
+    return int((await writable_store(rt)._journal._driver.execute("PRAGMA synchronous"))[0][0])
 
 
 async def _pg_setting(rt) -> str:
@@ -30,7 +31,7 @@ async def _pg_setting(rt) -> str:
     store's committer alone uses (it watches its socket while idle)."""
     from asides.store._pg_driver import connect
 
-    store = rt.store
+    store = writable_store(rt)
     fresh = await trio.to_thread.run_sync(lambda: connect(store.url, store.path, create=False, synchronous=store._journal._synchronous))
     try:
         return str(fresh._conn.execute("SHOW synchronous_commit").fetchone()[0])

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
-from tests.helpers import sibling_store
+from tests.helpers import sibling_store, writable_store
 
 
 class StepCounter(trio.abc.Instrument):
@@ -123,7 +123,7 @@ async def _one_add_and_compile(path: str, history: int, monkeypatch: pytest.Monk
         strategy = CountingPassthrough()
         manager = await rt.open_manager("agents/ann", strategy=strategy, view_reader="ann")
         if history:
-            await rt.store.append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
+            await writable_store(rt).append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
         for i in range(3):  # warm: the first writes and compiles settle caches and the committer
             await manager.add_message("user", [text(f"warm {i}")])
             await manager.compile(max_tokens=10**9)
@@ -177,7 +177,7 @@ async def test_an_autobiographical_compile_after_one_message_does_not_grow_with_
                 view_reader="ann",
             )
             for start in range(0, n, 300):
-                await rt.store.append_messages(
+                await writable_store(rt).append_messages(
                     "main", [("user", (text(f"line {i} of the history, with some words"),), None) for i in range(start, start + 300)]
                 )
                 await manager.drain()

@@ -30,6 +30,7 @@ from asides._inspection._records import namespace_records, split_state_key
 from asides._inspection._report import describe_store
 from asides.store import text
 from asides.strategies._capabilities import DescribesRecords
+from tests.helpers import writable_store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = {"target_chunk_tokens": 40, "head_window_tokens": 20, "recent_window_tokens": 60, "merge_threshold": 2}
@@ -71,7 +72,7 @@ async def test_a_compressing_strategy_describes_the_records_it_wrote(store_path,
     assert {s.level for s in summaries} >= {1, 2}, "the fixture needs merged summaries"
 
     async with open_runtime(store_path, read_only=True) as rt:
-        records = namespace_records(rt.store.model, "main", namespace)
+        records = namespace_records(writable_store(rt).model, "main", namespace)
         report = strategy().describe_records({tail: value for tail, value in records.items() if strategy().owns_record(tail)})
         described = describe_store(rt, store_path)
     assert {r.summary for r in report.summaries} == set(summaries) and len(report.summaries) == len(summaries)
@@ -94,7 +95,7 @@ async def test_the_windowed_strategy_describes_its_anchor(store_path):
         compiled = await manager.compile(max_tokens=300, reserve_for_response=0)  # over budget: re-anchors
         first = rt.store.get_message("main", compiled.provenance.entries[0].message_ids[0]).sequence
     async with open_runtime(store_path, read_only=True) as rt:
-        records = namespace_records(rt.store.model, "main", "host")
+        records = namespace_records(writable_store(rt).model, "main", "host")
         described = describe_store(rt, store_path)
     report = WindowedPassthroughStrategy().describe_records(records)
     assert report.anchor == first > 1 and report.unreadable == () and report.summaries == ()

@@ -40,7 +40,7 @@ from asides import (
     text,
 )
 from asides.lowlevel import open_store
-from tests.helpers import dump, sibling_store
+from tests.helpers import dump, sibling_store, writable_store
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -326,9 +326,11 @@ FIELDS = {
     "fork": lambda rt, m, bad: m.fork(bad),
     "derive": lambda rt, m, bad: m.derive(branch=bad, strategy=PassthroughStrategy()),
     "switch_branch": lambda rt, m, bad: m.switch_branch(bad),
-    "store participant": lambda rt, m, bad: rt.store.append_messages("main", [("user", (text("a"),), None), (bad, (text("b"),), None)]),
-    "store branch": lambda rt, m, bad: rt.store.create_branch(bad, "main"),
-    "store state key": lambda rt, m, bad: rt.store.set_states("main", {"fine": 1, bad: 2}),
+    "store participant": lambda rt, m, bad: writable_store(rt).append_messages(
+        "main", [("user", (text("a"),), None), (bad, (text("b"),), None)]
+    ),
+    "store branch": lambda rt, m, bad: writable_store(rt).create_branch(bad, "main"),
+    "store state key": lambda rt, m, bad: writable_store(rt).set_states("main", {"fine": 1, bad: 2}),
 }
 
 

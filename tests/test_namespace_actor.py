@@ -23,6 +23,7 @@ from asides import (
     open_runtime,
     text,
 )
+from tests.helpers import writable_store
 
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 
@@ -226,7 +227,7 @@ async def test_a_strategy_written_the_old_way_runs_its_tick_outside_the_actors_t
             if "agents/o/old-way/note" in keys or "agents/o/narrowing-floor" in keys:
                 tasks.note("owned writes")
 
-        rt.store.add_listener(heard)
+        writable_store(rt).add_listener(heard)
         shared = rt.store.shared
         manager = await rt.open_manager("agents/o", strategy=strategy, view_reader="ann", model=RecordingModel(tasks))
         for number in range(3):

@@ -19,7 +19,7 @@ import sys
 import pytest
 import trio
 import trio.testing
-from helpers import abandon, eventually, namespace_actor
+from helpers import abandon, eventually, namespace_actor, writable_store
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._namespace import NamespaceActor
@@ -46,7 +46,7 @@ def live_actors(rt: object) -> int:
     """Live actor objects of ``rt``'s store (another test's leftovers in this process, such as a
     shared OpenAI Agents host, are not counted)."""
     gc.collect()
-    store = rt.store  # type: ignore[attr-defined]
+    store = writable_store(rt)
     return sum(1 for o in gc.get_objects() if isinstance(o, NamespaceActor) and o.store is store)
 
 
@@ -203,8 +203,8 @@ async def test_an_actor_that_ends_gives_its_compression_lease_up(pg_url):
         abandon(manager)
         await settle()
         assert not actor.ended
-        assert await lease_holders(rt.store, [("main", "agents/s")]), "still held while the unit's request is out"
+        assert await lease_holders(writable_store(rt), [("main", "agents/s")]), "still held while the unit's request is out"
         blocking.open()
         await eventually(lambda: actor.ended, what="the actor ended with its drain")
         await rt.store.sync()  # the release reached the server with the committer's round
-        assert await lease_holders(rt.store, [("main", "agents/s")]) == {}, "given up as the actor ended"
+        assert await lease_holders(writable_store(rt), [("main", "agents/s")]) == {}, "given up as the actor ended"

@@ -21,7 +21,7 @@ Conventions used throughout:
   :func:`cut_off_model` ends with ``max_tokens``, :func:`raising_model` raises.
 * Direct floors use :class:`Marker`, a host strategy that calls ``ctx.mark_compression_read``
   from ``tick`` (or ``initialize``/``select``) and says it marks its reads (N7).
-* Fault injection (rows 53, 56-58): :func:`inject_fault` wraps ``rt.store.set_states`` so that
+* Fault injection (rows 53, 56-58): :func:`inject_fault` wraps ``writable_store(rt).set_states`` so that
   writes of chosen keys raise, as a disk or driver failure would. Nothing public can make a
   floor raise fail, so this is the only way to reach N6. The drains' retry back-off sleeps on
   Trio's clock; those tests take pytest-trio's ``mock_clock`` (time only moves when a test jumps
@@ -46,7 +46,7 @@ from asides.strategies._autobiographical import AutobiographicalStrategy
 from asides.strategies._models import Completion, Usage
 from asides.strategies._passthrough import PassthroughStrategy
 from asides.testing import FailingModel, GatedModel, ScriptedModel
-from tests.helpers import Raw, dump, seed_records, sibling_store
+from tests.helpers import Raw, dump, seed_records, sibling_store, writable_store
 
 REFUSAL_WHY = "nothing removes a block from a summary already written or a request already sent"
 FLOOR = "agents/ann/narrowing-floor"
@@ -170,7 +170,7 @@ async def assert_goes_through(rt, manager, message_id: str, content) -> None:
 
 
 class Fault:
-    """Fault injection: while ``on``, ``rt.store.set_states`` raises ``OSError`` for any write
+    """Fault injection: while ``on``, ``writable_store(rt).set_states`` raises ``OSError`` for any write
     holding a key that ``matches``, as a failed disk write would (the refused write reaches
     nothing: it raises before the store). ``settled`` is set at the first refused write, or at
     the first write of a key that ``watch`` names that went through (the unit the fault should
@@ -180,7 +180,7 @@ class Fault:
         self.on = True
         self.settled = anyio.Event()
         self.count = 0
-        original = rt.store.set_states
+        original = writable_store(rt).set_states
 
         async def set_states(branch, states, **options):
             if self.on and any(matches(key) for key in states):
@@ -193,7 +193,7 @@ class Fault:
                 if any(watch(key) for key in states):
                     self.settled.set()
 
-        rt.store.set_states = set_states
+        writable_store(rt).set_states = set_states
 
 
 def inject_fault(rt, *, suffix: str = "/narrowing-floor", contains: str | None = None, watch: str = "/autobiographical/") -> Fault:

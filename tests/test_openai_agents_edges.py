@@ -48,6 +48,7 @@ from asides.integrations.openai_agents import (
     ReservedReaderError,
     ScriptedAgentModel,
 )
+from tests.helpers import writable_store
 
 set_tracing_disabled(True)
 
@@ -139,8 +140,8 @@ async def test_an_open_whose_branch_records_another_id_is_refused(store_path):
     """Issue 19.1: a conversation's branch that records another session id (or none: a branch a
     host made itself) is refused, naming both, and nothing is written."""
     async with open_runtime(store_path) as rt:
-        await rt.store.create_branch("openai-agents/room", "main", 0, meta={"openai_agents_session": "another room"})
-        await rt.store.create_branch("openai-agents/hosts-own", "main", 0)
+        await writable_store(rt).create_branch("openai-agents/room", "main", 0, meta={"openai_agents_session": "another room"})
+        await writable_store(rt).create_branch("openai-agents/hosts-own", "main", 0)
         head = rt.store.head("openai-agents/room")
         with pytest.raises(ConversationMismatchError) as refused:
             await AsidesSession.bound_to(rt, "room", reader="ann")
@@ -159,7 +160,7 @@ def test_a_path_built_session_is_refused_too(tmp_path):
 
     async def make_branch() -> None:
         async with open_runtime(db) as rt:
-            await rt.store.create_branch("openai-agents/room", "main", 0, meta={"openai_agents_session": "another room"})
+            await writable_store(rt).create_branch("openai-agents/room", "main", 0, meta={"openai_agents_session": "another room"})
 
     trio.run(make_branch)
     with pytest.raises(ConversationMismatchError):

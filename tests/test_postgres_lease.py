@@ -32,6 +32,7 @@ from asides.actors._records import NAMESPACE_RECORDS  # test-only: the rule the 
 from asides.store import InvalidArgumentError
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
+from tests.helpers import writable_store
 from tests.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 NAMESPACE = "agents/s"
@@ -64,7 +65,7 @@ def refusals(caplog: pytest.LogCaptureFixture) -> int:
 
 async def holder_of(rt) -> str | None:
     """Who holds the lease of ``NAMESPACE`` on main now, as ``pg_locks`` says (read-only)."""
-    return (await lease_holders(rt.store, [("main", NAMESPACE)])).get(("main", NAMESPACE))
+    return (await lease_holders(writable_store(rt), [("main", NAMESPACE)])).get(("main", NAMESPACE))
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -263,7 +264,7 @@ async def test_a_drain_writes_its_strategys_records_and_nothing_else(store_path)
                 assert floors, "the premise: ann's drain raised the floor"
         if store_path.startswith("postgresql://"):
             assert lease_records(store_path) == []
-            assert await lease_holders(rt.store, [("main", "agents/ann"), ("main", "agents/nobody")]) == {}, "all given up"
+            assert await lease_holders(writable_store(rt), [("main", "agents/ann"), ("main", "agents/nobody")]) == {}, "all given up"
 
 
 async def test_on_a_store_file_the_lease_costs_nothing(tmp_path):
@@ -276,8 +277,8 @@ async def test_on_a_store_file_the_lease_costs_nothing(tmp_path):
         assert manager.get_summaries_in_range(), "compression works as before"
         assert "another process" not in (manager.pending_work() or ""), "no other process holds a lease"
         assert rt.store.get_state("main", f"{NAMESPACE}/compression-lease") is None, "no lease record"
-        assert await lease_holders(rt.store, [("main", NAMESPACE)]) == {}, "a store file records no holder"
+        assert await lease_holders(writable_store(rt), [("main", NAMESPACE)]) == {}, "a store file records no holder"
         # the name is the namespace's own: no strategy may write a key that ends like it
-        state = StrategyState(rt.store, "main", NAMESPACE, keys=NAMESPACE_RECORDS)
+        state = StrategyState(writable_store(rt), "main", NAMESPACE, keys=NAMESPACE_RECORDS)
         with pytest.raises(ValueError, match="compression-lease"):
             await state.set("mine/compression-lease", 1)

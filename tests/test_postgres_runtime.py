@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from helpers import make_deaf, namespace_actor
+from helpers import make_deaf, namespace_actor, writable_store
 from pg_checks import rows
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
@@ -111,7 +111,7 @@ async def test_a_floor_raised_elsewhere_before_an_edit_commits_refuses_it(pg_url
         message = await ann.add_message("user", SHARED)
         # Another process's actor records a compression read past the message; this runtime,
         # deaf, still holds floor 0 when the edit is checked, and learns of the raise at commit.
-        await elsewhere.store.set_state("main", "agents/s/narrowing-floor", message.sequence + 1)
+        await writable_store(elsewhere).set_state("main", "agents/s/narrowing-floor", message.sequence + 1)
         assert namespace_actor(here, "main", "agents/s").floor == 0
         with pytest.raises(NarrowingRefusedError, match="narrowing floor"):
             await ann.edit_message(message.id, NARROWED)
@@ -119,7 +119,7 @@ async def test_a_floor_raised_elsewhere_before_an_edit_commits_refuses_it(pg_url
         assert namespace_actor(here, "main", "agents/s").floor == message.sequence + 1
     async with open_runtime(pg_url) as reopened:
         assert reopened.store.get_message("main", message.id).content == message.content
-        assert reopened.store.model.edit_count("main") == 0
+        assert writable_store(reopened).model.edit_count("main") == 0
 
 
 async def test_an_edit_committed_before_a_floor_raise_elsewhere_stands(pg_url, deaf):
@@ -127,7 +127,7 @@ async def test_an_edit_committed_before_a_floor_raise_elsewhere_stands(pg_url, d
         ann = await here.open_manager("agents/s", strategy=PassthroughStrategy(), view_reader="ann")
         message = await ann.add_message("user", SHARED)
         edited = await ann.edit_message(message.id, NARROWED)
-        await elsewhere.store.set_state("main", "agents/s/narrowing-floor", message.sequence + 1)
+        await writable_store(elsewhere).set_state("main", "agents/s/narrowing-floor", message.sequence + 1)
         await elsewhere.store.sync()
         assert elsewhere.store.get_message("main", message.id) == edited
 

@@ -42,6 +42,7 @@ RUNTIME_API = {
     "erase",
     "erase_participant",
     "erasures",
+    "integration_records",
     "lease_holder",
     "list_branches",
     "manager",

@@ -19,7 +19,7 @@ from asides.actors._namespace import NamespaceActor
 from asides.store import text
 from asides.store._model import LogModel
 from asides.strategies import AutobiographicalStrategy, PassthroughStrategy
-from tests.helpers import sibling_store
+from tests.helpers import sibling_store, writable_store
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +44,16 @@ async def _counts(path: str, monkeypatch, n: int, reader: str | None, strategy, 
     for name in _READS:
         monkeypatch.setattr(LogModel, name, counting(f"read:{name}", getattr(LogModel, name)))
     async with open_runtime(path, record_disclosures=record_disclosures) as rt:
-        await rt.store.append_messages("main", [("user", tuple(_row(i)), None) for i in range(n)])
+        await writable_store(rt).append_messages("main", [("user", tuple(_row(i)), None) for i in range(n)])
         manager = await rt.open_manager("bench", strategy=strategy, view_reader=reader)
         queries: collections.Counter[str] = collections.Counter()
-        execute = rt.store._journal._driver.execute
+        execute = writable_store(rt)._journal._driver.execute
 
         async def counted_execute(sql, params=()):
             queries[sql.split()[0]] += 1
             return await execute(sql, params)
 
-        rt.store._journal._driver.execute = counted_execute
+        writable_store(rt)._journal._driver.execute = counted_execute
         await manager.tick()  # a turn queued behind the open's deliveries: they are done
         counts.clear()
         for k in range(50):

@@ -18,6 +18,7 @@ from asides.store import text
 from asides.store._messages import Message
 from asides.store._views import Projection, reader_view
 from asides.strategies._passthrough import PassthroughStrategy
+from tests.helpers import writable_store
 
 MESSAGES = 240
 READERS = 12
@@ -50,7 +51,7 @@ def copies(stored: list[Message]) -> int:
 def projections(rt: object) -> int:
     """The projections alive over this runtime's log (another test's leftovers are not counted)."""
     gc.collect()
-    model = rt.store.model  # type: ignore[attr-defined]
+    model = writable_store(rt).model  # type: ignore[attr-defined]
     return sum(1 for o in gc.get_objects() if isinstance(o, Projection) and o._model is model)
 
 

@@ -15,7 +15,7 @@ import trio.testing
 from asides.actors import InvalidArgumentError, open_runtime
 from asides.store import text
 from asides.strategies import PassthroughStrategy
-from tests.helpers import eventually
+from tests.helpers import eventually, writable_store
 
 DAY = 86_400.0
 
@@ -31,7 +31,7 @@ async def test_enforce_retention_erases_old_messages(store_path: str) -> None:
     async with open_runtime(store_path, retain_for=datetime.timedelta(days=30)) as rt:
         m = await rt.open_manager(strategy=PassthroughStrategy())
         now = time.time()
-        old, recent = await rt.store.append_messages(
+        old, recent = await writable_store(rt).append_messages(
             "main", [("user", (text("very old"),), None, now - 40 * DAY), ("user", (text("recent"),), None, now - DAY)]
         )
         erasure = await rt.enforce_retention()
@@ -46,7 +46,7 @@ async def test_retention_runs_in_the_background(store_path: str, mock_clock: tri
     every = min(retain.total_seconds() / 10, 3600.0)
     async with open_runtime(store_path, retain_for=retain) as rt:
         m = await rt.open_manager(strategy=PassthroughStrategy())
-        (old,) = await rt.store.append_messages("main", [("user", (text("old"),), None, time.time() - 11 * DAY)])
+        (old,) = await writable_store(rt).append_messages("main", [("user", (text("old"),), None, time.time() - 11 * DAY)])
         kept = await m.add_message("user", [text("new")])
         assert rt.erasures() == ()
 

@@ -17,6 +17,7 @@ import trio
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
 from asides._cli._main import main
 from asides._serve import run_inspector
+from tests.helpers import writable_store
 
 TOKEN = "serve-test-token-0123"
 
@@ -613,7 +614,7 @@ async def _write_history(rt: Any, count: int) -> None:
             if i % 10 in (3, 7):
                 blocks.append(text(f"for {'ann' if i % 10 == 3 else 'bob'}, {i}", ["ann" if i % 10 == 3 else "bob"]))
             items.append(("user", tuple(blocks), None))
-        await rt.store.append_messages("main", items)
+        await writable_store(rt).append_messages("main", items)
 
 
 async def _next_change(snapshots: Any, seen: int) -> None:
@@ -647,10 +648,12 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
             async with snapshots.borrow() as snap:
                 before = await view(snap, branch=None, reader="ann")
             for round_ in range(3):
-                records_before, ids_before = store.statistics().caught_up_records, host.store.model.next_id
+                records_before, ids_before = store.statistics().caught_up_records, writable_store(host).model.next_id
                 seen = snapshots.changed.version
-                await host.store.append_messages("main", [("bob", (text(f"NEW-{round_}"), text(f"for carol {round_}", ["carol"])), None)])
-                written = host.store.model.next_id - ids_before
+                await writable_store(host).append_messages(
+                    "main", [("bob", (text(f"NEW-{round_}"), text(f"for carol {round_}", ["carol"])), None)]
+                )
+                written = writable_store(host).model.next_id - ids_before
                 await _next_change(snapshots, seen)
                 assert snapshots.current is first  # caught up, not reopened
                 assert store.statistics().caught_up_records - records_before == written == 1
@@ -688,7 +691,7 @@ async def test_a_store_no_writer_held_is_opened_again_once_then_caught_up_with(s
         assert snapshots.current.version == 1
         async with open_runtime(store_path) as host:
             seen = snapshots.changed.version
-            await host.store.append_messages("main", [("bob", (text("FIRST-WRITE"),), None)])
+            await writable_store(host).append_messages("main", [("bob", (text("FIRST-WRITE"),), None)])
             await _next_change(snapshots, seen)
             reopened = snapshots.current
             assert reopened.version == 2
@@ -696,7 +699,7 @@ async def test_a_store_no_writer_held_is_opened_again_once_then_caught_up_with(s
                 await _next_change(snapshots, snapshots.changed.version)  # the reopen may have come before the commit
             records = reopened.runtime.store.statistics().caught_up_records
             seen = snapshots.changed.version
-            await host.store.append_messages("main", [("bob", (text("SECOND-WRITE"),), None)])
+            await writable_store(host).append_messages("main", [("bob", (text("SECOND-WRITE"),), None)])
             await _next_change(snapshots, seen)
             assert snapshots.current is reopened
             assert reopened.runtime.store.statistics().caught_up_records == records + 1

@@ -40,7 +40,7 @@ from asides.store import (
     tool_result,
     tool_use,
 )
-from tests.helpers import sibling_store
+from tests.helpers import sibling_store, writable_store
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -1039,7 +1039,7 @@ async def test_the_synchronous_setting_in_force(store_path):
         assert await _pragma(store, "synchronous") == 1
         assert [m.sequence for m in store.messages("main")] == [1]
     async with open_runtime(store_path) as rt:
-        assert await _pragma(rt.store, "synchronous") == 1
+        assert await _pragma(writable_store(rt), "synchronous") == 1
     separate = sqlite3.connect(store_path)
     try:
         assert separate.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

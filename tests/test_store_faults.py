@@ -48,7 +48,7 @@ from asides import (
 from asides._cli._main import main
 from asides.lowlevel import open_store
 from asides.testing import GatedModel
-from tests.helpers import dump, sibling_store
+from tests.helpers import dump, sibling_store, writable_store
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -145,27 +145,31 @@ async def _edit_hiding_from_everyone(rt: Any) -> None:
 
 REFUSALS: dict[str, tuple[Callable[[Any], Any], type[BaseException]]] = {
     "store batch, second content not blocks": (
-        lambda rt: rt.store.append_messages("main", [("u", (text("first"),), None), ("u", ({"type": "text", "text": "x"},), None)]),
+        lambda rt: writable_store(rt).append_messages(
+            "main", [("u", (text("first"),), None), ("u", ({"type": "text", "text": "x"},), None)]
+        ),
         ArgumentTypeError,
     ),
     "store batch, second content a string": (
-        lambda rt: rt.store.append_messages("main", [("u", (text("first"),), None), ("u", "just text", None)]),
+        lambda rt: writable_store(rt).append_messages("main", [("u", (text("first"),), None), ("u", "just text", None)]),
         ArgumentTypeError,
     ),
     "store batch, third timestamp not finite": (
-        lambda rt: rt.store.append_messages(
+        lambda rt: writable_store(rt).append_messages(
             "main", [("u", (text("a"),), None), ("u", (text("b"),), None), ("u", (text("c"),), None, float("inf"))]
         ),
         InvalidArgumentError,
     ),
     "store edit, second state not JSON": (
-        lambda rt: rt.store.edit_message(
+        lambda rt: writable_store(rt).edit_message(
             "main", rt.store.messages("main")[0].id, (text("edited"),), states={"ns/ok": 1, "ns/bad": float("nan")}
         ),
         MalformedContentError,
     ),
     "store edit, content not blocks": (
-        lambda rt: rt.store.edit_message("main", rt.store.messages("main")[0].id, ({"type": "text", "text": "x"},), states={"ns/ok": 1}),
+        lambda rt: writable_store(rt).edit_message(
+            "main", rt.store.messages("main")[0].id, ({"type": "text", "text": "x"},), states={"ns/ok": 1}
+        ),
         ArgumentTypeError,
     ),
     "manager edit over a context-log copy, refused": (
@@ -173,7 +177,7 @@ REFUSALS: dict[str, tuple[Callable[[Any], Any], type[BaseException]]] = {
         NarrowingRefusedError,
     ),
     "store states, second not JSON": (
-        lambda rt: rt.store.set_states("main", {"ns/a": 1, "ns/b": {1, 2}}),
+        lambda rt: writable_store(rt).set_states("main", {"ns/a": 1, "ns/b": {1, 2}}),
         MalformedContentError,
     ),
 }
@@ -407,7 +411,7 @@ async def _calls_after_a_failed_commit(path: str) -> dict[str, str]:
             manager = await rt.open_manager("ann", strategy=small_memory(), view_reader="ann")
             first = await manager.add_message("user", [text("kept")])
             kept.update(rt=rt, manager=manager, first=first)
-            fail_inserts(rt.store)
+            fail_inserts(writable_store(rt))
             with pytest.raises(StoreFailedError):
                 await manager.add_message("user", [text("the write whose commit fails")])
             # Calls made at once (no checkpoint since the failure) refuse too.
@@ -479,7 +483,7 @@ async def test_drain_waiting_when_the_store_fails_raises_store_failed(store_path
                 outside.start_soon(drain_outside, manager)
                 await waiting.wait()
                 await trio.testing.wait_all_tasks_blocked()
-                fail_inserts(rt.store)
+                fail_inserts(writable_store(rt))
                 model.release_all()  # the answer arrives; writing it fails; the store stops
                 await trio.sleep_forever()
         assert_store_failed(raised.value)

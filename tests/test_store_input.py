@@ -9,7 +9,7 @@ import logging
 
 import pytest
 import trio
-from helpers import Raw, message_body, seed_records
+from helpers import Raw, message_body, seed_records, writable_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli import run
@@ -321,14 +321,14 @@ async def test_issue20_a_fork_point_is_an_int_not_a_bool_on_every_path(store_pat
         await ann.add_message("user", [text("one")])
         head = rt.store.head("main")
         with pytest.raises(ArgumentTypeError) as raised:
-            await rt.store.create_branch("b", "main", at)
+            await writable_store(rt).create_branch("b", "main", at)
         assert raised.value.path == "at_sequence"
         with pytest.raises(ArgumentTypeError):
             await ann.derive(branch="d", strategy=PassthroughStrategy(), at_sequence=at)
         with pytest.raises(InvalidArgumentError, match="between 0 and"):
-            await rt.store.create_branch("b", "main", head + 1)
+            await writable_store(rt).create_branch("b", "main", head + 1)
         assert [b.name for b in rt.store.branches()] == ["main"] and rt.store.head("main") == head
-        info = await rt.store.create_branch("b", "main", 1)
+        info = await writable_store(rt).create_branch("b", "main", 1)
         assert info.fork_sequence == 1 and type(info.fork_sequence) is int
 
 

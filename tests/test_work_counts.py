@@ -15,7 +15,7 @@ import trio.testing
 
 from asides import PassthroughStrategy, open_runtime, text
 from asides.lowlevel import default_estimate
-from tests.helpers import sibling_store
+from tests.helpers import sibling_store, writable_store
 
 
 class CountingPassthrough(PassthroughStrategy):
@@ -39,7 +39,7 @@ async def _work_per_write(open_managers: int, *, close_them: bool, history: int,
     async with open_runtime(path) as rt:
         writer = await rt.open_manager("writer", strategy=PassthroughStrategy())
         if history:
-            await rt.store.append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
+            await writable_store(rt).append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(history)])
         others = [CountingPassthrough() for _ in range(open_managers)]
         managers = [await rt.open_manager(f"agents/{i}", strategy=s, view_reader=f"r{i}") for i, s in enumerate(others)]
         if close_them:
@@ -105,7 +105,7 @@ async def test_a_compile_after_one_new_message_estimates_only_that_message(store
             estimator = CountingEstimator()
             manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader=reader)
             items = [("user", (text(f"m{i}", audience=["bob"] if i % 100 == 0 else None),), None) for i in range(history)]
-            await rt.store.append_messages("main", items)
+            await writable_store(rt).append_messages("main", items)
             await manager.compile(max_tokens=10**9)
             per_compile = []
             for i in range(3):
@@ -125,7 +125,7 @@ async def test_an_edit_reprices_exactly_the_message_it_changed(store_path):
     async with open_runtime(store_path) as rt:
         estimator = CountingEstimator()
         manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(estimator=estimator), view_reader="ann")
-        written = await rt.store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(3000)])
+        written = await writable_store(rt).append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(3000)])
         await manager.compile(max_tokens=10**9)
         await manager.edit_message(written[1500].id, [text("edited")])
         before = estimator.calls

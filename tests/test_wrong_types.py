@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import trio
-from helpers import dump
+from helpers import dump, writable_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -232,7 +232,7 @@ def _block_entries() -> list[Entry]:
 
 
 def _live_entries(rt: Any, ann: Any, summaries: Any, message_id: str) -> list[Entry]:
-    store = rt.store
+    store = writable_store(rt)
     strategy = PassthroughStrategy
     content = (text("new"),)
     return [
@@ -470,7 +470,7 @@ async def test_item9_the_issues_five_reproductions(store_path):
         await ann.add_message("user", [text("hello")])
         before = dump(rt.store)
         with pytest.raises(AsidesError) as raised:
-            await rt.store.set_state("main", [], 1)
+            await writable_store(rt).set_state("main", [], 1)
         assert raised.value.path == "key"
         with pytest.raises(ArgumentTypeError):
             from_openai(None)

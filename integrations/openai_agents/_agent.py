@@ -36,7 +36,7 @@ import anyio
 import attrs
 
 from ...actors._manager import ContextManager
-from ...actors._runtime import Runtime
+from ...actors._runtime import Runtime, internal_store
 from ...store._blocks import content_for_reader
 from ...store._messages import Message
 from ...store._names import MAX_NAME_LENGTH, name_problem
@@ -123,6 +123,7 @@ class Agent:
         self.speaker = speaker_of(reader)
         self.branch = branch_of(session_id)
         self.records = f"{PREFIX}/{agent_segment(reader)}"
+        self._writes = runtime.integration_records(self.records)
         self._strategy = strategy
         self._model = model
         self._lock: anyio.Lock | None = None
@@ -155,9 +156,9 @@ class Agent:
             store = self.runtime.store
             recorded = _storable(self.session_id)
             if not store.has_branch(self.branch):
-                await store.create_branch(self.branch, "main", 0, meta={SESSION_META: recorded})
+                await self._writes.create_branch(self.branch, "main", 0, meta={SESSION_META: recorded})
             else:
-                found = store.model.branch_meta(self.branch).get(SESSION_META)
+                found = store.branch_meta(self.branch).get(SESSION_META)
                 if found != recorded:
                     said = "records no session id" if found is None else f"records the session id {found!r}"
                     raise ConversationMismatchError(
@@ -201,7 +202,7 @@ class Agent:
     async def _write_records(self, records: dict[str, Any], **changes: int) -> None:
         state = dict(self._state, revision=self._state["revision"] + 1, **changes)
         records[f"{self.records}/session"] = state
-        await self.runtime.store.set_states(self.branch, records)
+        await self._writes.set_states(self.branch, records)
         await self._follow()
 
     # -- the session's calls ------------------------------------------------------------------
@@ -219,7 +220,7 @@ class Agent:
                 speaker=self.speaker,
                 reader=manager.view_reader,
                 stored=lambda i: store.get_message(self.branch, i),
-                edited=edited_messages(store, self.branch),
+                edited=edited_messages(internal_store(self.runtime), self.branch),
             )
         if limit is None or limit < 0:
             return items
@@ -246,7 +247,7 @@ class Agent:
                 return None
             record = session_record(found[0])
             assert record is not None
-            edited = edited_messages(self.runtime.store, self.branch)
+            edited = edited_messages(internal_store(self.runtime), self.branch)
             await self._write_records({f"{self.records}/popped/{m.id}": True for m in found})
             if record.item_json is not None and not any(edited(m) for m in found):
                 return record.item()

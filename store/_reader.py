@@ -1,0 +1,173 @@
+"""The read side of a store, as a runtime hands it out: :class:`StoreReader`.
+
+A runtime's store is written only by its actors, which keep a namespace's reader record, its
+narrowing floor and its claim checked; a holder of the runtime reads the store through a
+:class:`StoreReader`, which has every read of :class:`~asides.store._store.Store` and no write, no
+listener and no model. It answers as the store does, refusals included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ._disclosure import Disclosure
+    from ._erasure import Erasure, Tombstone
+    from ._messages import Message
+    from ._model_parts import BranchInfo
+    from ._pg_vacuum import OwedVacuum
+    from ._postgres import PostgresStore
+    from ._rows import RowTuple
+    from ._store import Store, StoreStatistics
+
+__all__ = ["StoreReader"]
+
+
+class StoreReader:
+    """The reads of a runtime's store (``Runtime.store``): its messages, branches, state records,
+    disclosures, erasures and counts, as :class:`~asides.lowlevel.Store` answers them, with the same
+    refusals (``StoreFailedError`` after a failed commit, the store's own errors for an unknown
+    branch or a malformed key). It has no write, no listener and no model: writes go through a
+    manager or the runtime, and code that works on a store itself opens one with
+    ``asides.lowlevel.open_store``."""
+
+    __slots__ = ("__store",)
+
+    def __init__(self, store: Store) -> None:
+        self.__store = store
+
+    def __repr__(self) -> str:
+        return f"<StoreReader {self.__store.path!r}>"
+
+    # -- what the store is ----------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The path or URL the store was opened with."""
+        return self.__store.path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only."""
+        return self.__store.read_only
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write the store at the same time (a PostgreSQL store)."""
+        return self.__store.shared
+
+    @property
+    def closed(self) -> bool:
+        """Whether the store is closed."""
+        return self.__store.closed
+
+    @property
+    def failed(self) -> bool:
+        """Whether a commit failed (every later call then raises ``StoreFailedError``)."""
+        return self.__store.failed
+
+    def raise_if_failed(self) -> None:
+        """Raise ``StoreFailedError`` when a commit failed; nothing otherwise."""
+        self.__store.raise_if_failed()
+
+    def statistics(self) -> StoreStatistics:
+        """What the store counted since its open (``asides.lowlevel.StoreStatistics``)."""
+        return self.__store.statistics()
+
+    @property
+    def commits(self) -> int:
+        """``statistics().commits``."""
+        return self.__store.commits
+
+    @property
+    def caught_up_records(self) -> int:
+        """``statistics().caught_up_records``."""
+        return self.__store.caught_up_records
+
+    # -- following other writers ----------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """As ``Store.sync``: bring the reads up to every write committed before this call, by any
+        process (nothing to do on a store one process owns)."""
+        await self.__store.sync()
+
+    async def catch_up(self) -> int:
+        """As ``Store.catch_up``: read what other writers committed since the last read; returns
+        how many records."""
+        return await self.__store.catch_up()
+
+    async def records(self) -> list[RowTuple]:
+        """Every record as it is on disk, ``(id, branch, seq, kind, ref, body)`` in id order."""
+        return await self.__store.records()
+
+    async def owed_vacuum(self) -> OwedVacuum | None:
+        """As ``PostgresStore.owed_vacuum``: the rewrite of the log that erasures still owe, or
+        ``None`` when nothing is owed; always ``None`` on a store file, which owes none."""
+        store = self.__store
+        return await cast("PostgresStore", store).owed_vacuum() if store.shared else None
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
+        """Every disclosure of a message, oldest first."""
+        return self.__store.disclosures(message_id)
+
+    def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
+        """Everything ``reader`` was shown, oldest first."""
+        return self.__store.disclosures_to(reader)
+
+    def erasures(self) -> tuple[Erasure, ...]:
+        """Every erasure of the store, oldest first."""
+        return self.__store.erasures()
+
+    def tombstone(self, message_id: str) -> Tombstone | None:
+        """What remains of an erased message (``None``: not erased)."""
+        return self.__store.tombstone(message_id)
+
+    def branches(self) -> tuple[BranchInfo, ...]:
+        """Every branch."""
+        return self.__store.branches()
+
+    def branch_info(self, name: str) -> BranchInfo:
+        """The branch ``name``; refuses an unknown one."""
+        return self.__store.branch_info(name)
+
+    def branch_meta(self, name: str) -> Mapping[str, Any]:
+        """What was recorded with the branch ``name`` when it was made (a derivation, for
+        example); refuses an unknown branch."""
+        store = self.__store
+        store.raise_if_failed()
+        return store.model.branch_meta(name)
+
+    def has_branch(self, name: str) -> bool:
+        """Whether the branch ``name`` exists."""
+        return self.__store.has_branch(name)
+
+    def head(self, branch: str) -> int:
+        """The sequence of the newest message visible on ``branch``."""
+        return self.__store.head(branch)
+
+    def length(self, branch: str) -> int:
+        """How many messages are visible on ``branch``."""
+        return self.__store.length(branch)
+
+    def messages(self, branch: str, start: int = 0, stop: int | None = None) -> list[Message]:
+        """The messages visible on ``branch``, positions ``start`` to ``stop``."""
+        return self.__store.messages(branch, start, stop)
+
+    def get_message(self, branch: str, message_id: str) -> Message | None:
+        """The message ``message_id`` as ``branch`` sees it, or ``None``."""
+        return self.__store.get_message(branch, message_id)
+
+    def get_state(self, branch: str, key: str, default: Any = None) -> Any:
+        """The state record under ``key`` on ``branch``; ``default`` when there is none."""
+        return self.__store.get_state(branch, key, default)
+
+    def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]:
+        """Every state record on ``branch`` whose key starts with ``prefix``."""
+        return self.__store.state_items(branch, prefix)
+
+    def may_hold_audience(self, branch: str) -> bool:
+        """Whether a message visible on ``branch`` may carry an audience."""
+        return self.__store.may_hold_audience(branch)
