@@ -48,14 +48,13 @@ LEASE_RELEASE_SECONDS = 10.0
 
 @attrs.frozen
 class ModelFailure:
-    """The model has been failing: since when (wall clock), the last error, how many times in a
-    row, and when the next try is due (on the runtime's clock). ``outages`` counts those of the
-    failures in a row that were no answer at all (the model raised or timed out), not a
-    rejected answer: rejections are bounded by their unit's attempt limit."""
+    """The model has been failing: since when (wall clock), the last error, and when the next
+    try is due (on the runtime's clock). ``outages`` counts the failures in a row that were no
+    answer at all (the model raised or timed out), not a rejected answer: rejections are bounded
+    by their unit's attempt limit."""
 
     since: float
     error: str
-    count: int
     next_try: float
     outages: int = 0
 
@@ -225,7 +224,6 @@ class Drain:
                 self.failure = ModelFailure(
                     since=previous.since if previous is not None else time.time(),
                     error=describe_error(exc) if isinstance(exc, ModelError | AnswerRejectedError) else repr(exc),
-                    count=(previous.count if previous is not None else 0) + 1,
                     next_try=anyio.current_time() + wait,
                     outages=(previous.outages if previous is not None else 0) + (0 if rejected else 1),
                 )

@@ -51,10 +51,7 @@ async def shielded(work: Callable[[], Awaitable[T]]) -> T:
             return await work()
     import asyncio
 
-    async def run() -> T:
-        return await work()
-
-    job = asyncio.ensure_future(run())
+    job = asyncio.ensure_future(work())
     deferred = False
     try:
         while True:
