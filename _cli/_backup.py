@@ -32,6 +32,7 @@ from typing import Any
 
 import trio
 
+from ..store._disclosure import DISCLOSURE
 from ..store._erasure import ERASURE, erased_body, parse_erasure
 from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._key_numbers import key_number
@@ -50,7 +51,7 @@ PLACE = ("kind", "id", "branch", "sequence")
 #: a JSON object whose keys follow the place, flat).
 #: Audit records (erasures, disclosures, strategy notes: store/_erasure.py, store/_disclosure.py,
 #: store/_notes.py) live on the branch named "" and are carried as ref and body.
-AUDIT_KINDS = ("erasure", "disclosure", STRATEGY_NOTE)
+AUDIT_KINDS = (ERASURE, DISCLOSURE, STRATEGY_NOTE)
 FORMS: dict[str, tuple[str, str | None]] = {
     "message": ("", None),
     "edit": ("message", None),
