@@ -43,8 +43,8 @@ import anyio
 import anyio.abc
 
 from ..actors._manager import ContextManager
-from ..actors._protocol import Signal
 from ..actors._runtime import Runtime, internal_store, open_runtime
+from ..actors._signals import Signal
 from ..store._errors import AsidesError
 
 __all__ = ["Snapshot", "Snapshots", "is_url"]

@@ -12,8 +12,9 @@ Contracts:
 - :meth:`Binding.check` refuses every call of a manager that is closed, whose store stopped, or
   whose namespace's record names a reader it does not compile for (``ReaderClaimError``); with
   ``started`` also one whose strategy failed to start (``StrategyNotStartedError``).
-- :meth:`Binding.catch_up` and :meth:`Binding.start` run in the namespace actor's turn (a
-  command's work): they call the strategy's ``on_new_message`` and ``initialize``.
+- :meth:`Binding.catch_up`, :meth:`Binding.start` and :meth:`Binding.follow_elsewhere` run in
+  the namespace actor's turn (a command's handling): they call the strategy's
+  ``on_new_message``, ``initialize`` and ``follow_stored_state``.
 - :meth:`Binding.context` builds the one strategy context a piece of work uses.
 """
 
@@ -21,34 +22,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio
+from typing import TYPE_CHECKING, Any, cast
 
 from ..store._blocks import ContentBlock, has_audience
 from ..store._messages import freeze_metadata
 from ..store._scheduling import cancel_point
 from ..store._views import MessageView, ViewFilter
 from ..strategies._base import ContextStrategy, StrategyContext, StrategyState
-from ..strategies._capabilities import HasEstimator, ShardsMessages
+from ..strategies._capabilities import FollowsStoredState, HasEstimator, ShardsMessages
 from ..strategies._models import Model
 from ..strategies._recorded import record_to_write
 from ..strategies._tokens import default_estimate
+from ._commands import Open, RaiseFloor, WriteStates
 from ._errors import ManagerClosedError, StrategyNotStartedError
 from ._gate import ModelGate
 from ._namespace import NamespaceActor
-from ._protocol import Claim, StartStrategy, Unit
 from ._records import NAMESPACE_RECORDS
 
 if TYPE_CHECKING:
     from ..store._store import Store
-    from ._core import RuntimeCore
+    from ._context_log import ContextLog
+    from ._core import ManagerHandle, RuntimeCore
 
 __all__ = ["Binding", "MessageItem"]
 
 log = logging.getLogger("asides.actors")
-T = TypeVar("T")
 
 #: One message to append: participant, content, metadata.
 MessageItem = tuple[str, tuple[ContentBlock, ...], Mapping[str, Any] | None]
@@ -91,6 +89,7 @@ class Binding:
         self._erasures_seen = core.store.model.erasure_count  # see catch_up
         self._shards_messages = False
         self._answers = 0
+        self._followed_elsewhere = 0  # how many records written elsewhere the strategy was handed
         #: The running library's cancel point (see ``store._scheduling``): a write's first step.
         self.cancel_point = cancel_point()
 
@@ -124,6 +123,21 @@ class Binding:
     def model(self) -> Model | None:
         """The model the manager compresses with: its own, else the runtime's, else none."""
         return self.own_model if self.own_model is not None else self.core.model
+
+    @property
+    def context_log(self) -> ContextLog:
+        """The runtime's context log (every namespace's entries and copies)."""
+        return self.core.context_log
+
+    @property
+    def records_disclosures(self) -> bool:
+        """Whether the runtime records what each compile and request showed (``disclosures()``)."""
+        return self.core.records_disclosures
+
+    @property
+    def lease_retry(self) -> float:
+        """Seconds before asking again for a compression lease another process holds."""
+        return self.core.model_policy.lease_retry
 
     @property
     def closed(self) -> bool:
@@ -174,17 +188,21 @@ class Binding:
     def context(self, *, preview: bool = False, fenced: bool = False) -> StrategyContext:
         """A strategy context over the view (``preview``: its state read-only). Its calls that
         change what the actor owns (``mark_compression_read``, state writes) and its model's
-        steps are the actor's work: made in the actor's task, they run at once; made from
+        steps are the actor's: made in the actor's turn, they call the actor directly; made from
         another task (a strategy's own ``tick``), each is a command, carrying the compression
         lease's fence when ``fenced``."""
         actor = self._actor
         model = self.model
 
         def writer(records: Mapping[str, Any]) -> Awaitable[None]:
-            return self.in_the_actor(lambda: actor.write_states(records), fenced=fenced)
+            if actor.holds_turn():
+                return actor.write_states(records)
+            return actor.send(WriteStates(records, fenced))
 
         def mark(sequence: int) -> Awaitable[None]:
-            return self.in_the_actor(lambda: self._mark(sequence), fenced=fenced)
+            if actor.holds_turn():
+                return self._mark(sequence)
+            return actor.send(RaiseFloor(sequence, self.view_reader, fenced, self))
 
         return StrategyContext(
             view=self._view,
@@ -209,6 +227,7 @@ class Binding:
                 written=lambda: actor.written,
                 read_only=preview,
                 writer=writer,
+                report=self._report_state,
             ),
             reader=self.view_reader,
             preview=preview,
@@ -216,18 +235,9 @@ class Binding:
             in_flight=lambda: actor.requests_out > 0,
         )
 
-    async def in_the_actor(self, work: Callable[[], Awaitable[T]], *, fenced: bool = False) -> T:
-        """``work`` as the actor's: at once in the actor's own task (a command's work calling
-        it), else as a command (under the compression lease's fence when ``fenced``)."""
-        actor = self._actor
-        if actor.holds_turn():
-            return await work()
-
-        async def command() -> T:
-            with actor.fenced() if fenced else nullcontext():
-                return await work()
-
-        return await actor.execute(Unit(), command)
+    def _report_state(self, key: str, problem: str) -> None:
+        model = self.store.model
+        model.report(model.state_record_id(self._branch, key), f"{key}: {problem}")
 
     async def _mark(self, sequence: int) -> None:
         self.check("mark_compression_read")
@@ -256,38 +266,35 @@ class Binding:
 
     async def open(self, *, claim: str | None, action: str) -> None:
         """Claim the namespace for ``claim`` (when given), record the strategy and start it, in
-        one command of the namespace actor. Once the claim is written the open completes, even if
-        cancelled meanwhile (the cancellation reaches the caller at its next checkpoint)."""
-
-        async def in_the_actor() -> None:
-            with anyio.CancelScope(shield=True):
-                if claim is not None:
-                    await self._actor.claim(claim, action)
-                await self.record_strategy()
-                await self.start(action)
-
-        await self._actor.execute(Claim(), in_the_actor)
+        one command of the namespace actor (``Open``). Once the claim is written the open
+        completes, even if cancelled meanwhile (the cancellation reaches the caller at its next
+        checkpoint)."""
+        await self._actor.send(Open(self, claim, action))
 
     async def start(self, action: str) -> None:
-        """Run the strategy's ``initialize``, in the actor's turn (a nested command when the
-        caller holds it); a start that fails leaves every later call refused with
-        ``StrategyNotStartedError``."""
-
-        async def in_the_actor() -> None:
+        """In the actor's turn: run the strategy's ``initialize``; a start that fails leaves
+        every later call refused with ``StrategyNotStartedError``."""
+        try:
             self.check(action, started=False)
             self._shards_messages = isinstance(self._strategy, ShardsMessages)  # checked once, not per write
             self._seen_length = self.store.length(self._branch)
             self._erasures_seen = self.store.model.erasure_count
             await self._strategy.initialize(self.context())
-
-        try:
-            await self._actor.execute(StartStrategy(), in_the_actor)
         except BaseException as exc:
             self._started = False
             self._start_error = exc
             raise
         self._started = True
         self._start_error = None
+
+    def follow_elsewhere(self) -> None:
+        """In the actor's turn: hand the strategy the state records other processes wrote since
+        it last looked; nothing to do on a store only this process writes."""
+        seen = self._actor.written_elsewhere
+        if seen != self._followed_elsewhere:
+            self._followed_elsewhere = seen
+            if isinstance(self._strategy, FollowsStoredState):
+                self._strategy.follow_stored_state(self.context())
 
     async def record_strategy(self) -> None:
         """Record the strategy and its options under the namespace, so that an operator (``asides
@@ -338,9 +345,11 @@ class Binding:
 
     # -- a move, and the end ------------------------------------------------------------------
 
-    def rebind(self, branch: str, actor: NamespaceActor, strategy: ContextStrategy) -> None:
-        """Bind to ``branch`` (its namespace actor ``actor``) and ``strategy``, not started yet;
-        an answer to a request made before is stale from now on (the epoch rose)."""
+    def rebind(self, branch: str, actor: NamespaceActor, strategy: ContextStrategy, owner: object) -> None:
+        """Bind to ``branch`` (its namespace actor ``actor``) and ``strategy``, not started yet,
+        the runtime recording that manager ``owner`` holds the strategy; an answer to a request
+        made before is stale from now on (the epoch rose)."""
+        self.core.hold_strategy(strategy, cast("ManagerHandle", owner))
         self._epoch += 1
         self._branch = branch
         self._actor = actor

@@ -23,8 +23,8 @@ from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import strategy_record
 from ._background import BackgroundWork
 from ._binding import Binding
+from ._commands import Move
 from ._errors import ReaderClaimError, ReaderRecordError
-from ._protocol import Move
 from ._values import Derivation
 
 if TYPE_CHECKING:
@@ -71,28 +71,11 @@ class Moves:
         await background.stop_drain()
         target = binding.core.actor(branch, binding.namespace)
         target.attach()  # held across the awaits below; the binding holds it itself once bound
-        moved = False
-
-        async def in_the_actor() -> None:
-            nonlocal moved
-            target.check(binding.view_reader, action)  # no await before the claim below: it cannot fail
-            with anyio.CancelScope(shield=True):
-                moved = True
-                background.cancel_drain()
-                binding.rebind(branch, target, strategy)
-                binding.core.hold_strategy(strategy, self._owner)
-                if binding.view_reader is not None:
-                    await target.claim(binding.view_reader, action)
-                await binding.record_strategy()
-                await binding.start(action)
-                background.start_drain()
-
         try:
-            await target.execute(Move(), in_the_actor)
+            await target.send(Move(binding, branch, strategy, self._owner, action))
         finally:
             target.detach()
-            if not moved:
-                background.start_drain()  # refused or cancelled before anything moved: the old drain resumes
+            background.start_drain()  # the new strategy's drain; refused or cancelled before anything moved, the old one resumes
 
     def derivation(self, branch: str, strategy: ContextStrategy, at_sequence: int | None) -> Derivation:
         """Where a derive onto the new ``branch`` (checked already, as the manager) would start,

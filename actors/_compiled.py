@@ -140,12 +140,23 @@ class AssemblyCache:
         self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
         #: How many leading entries of the last selection were the previous one's, unchanged.
         self.reused = 0
+        self._disclosed_via: str | None = None  # the way of the last compile whose disclosures were taken
+
+    def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> list[str]:
+        """The ids of the messages the last selection (``sources``) showed through ``via`` that
+        are not yet recorded as disclosed: the entries the cache did not reuse from the previous
+        compile of the same way (those were recorded then), so a compile after one new message
+        looks at one entry."""
+        reused = self.reused if self._disclosed_via == via else 0
+        self._disclosed_via = via
+        return [i for entry in sources[reused:] for i in entry.message_ids]
 
     def _forget_edits(self, view: MessageView) -> None:
-        if self._view is not view:
+        if self._view is not view:  # a new view (a move, an erasure): nothing of the old one holds
             self._view = view
             self._edits = view.revision[1]
             self._messages, self._estimates, self._raw = (), {}, {}
+            self._disclosed_via = None
             return
         edits = view.revision[1]
         if edits != self._edits:

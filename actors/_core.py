@@ -26,8 +26,8 @@ from ._context_log import ContextLog
 from ._errors import StrategyInUseError
 from ._gate import ModelPolicy
 from ._namespace import ActorStatistics, NamespaceActor
-from ._protocol import Signal
 from ._records import FLOOR_KEY, NAMESPACE_KEYS, READER_KEY, own_record
+from ._signals import Signal
 
 
 class ManagerHandle(Protocol):

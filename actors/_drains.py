@@ -36,7 +36,7 @@ import attrs
 from ..strategies._errors import AnswerRejectedError, CompressionError, ModelError
 from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError, StoreFailedError, StrategyNotStartedError
 from ._gate import ModelPolicy, describe_error, is_own_cancellation
-from ._protocol import Signal
+from ._signals import Signal
 
 __all__ = ["Drain", "DrainTarget", "ModelFailure"]
 

@@ -22,7 +22,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import attrs
@@ -32,11 +32,13 @@ from .._deprecate import warn_deprecated
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ..strategies._errors import ModelError
 from ..strategies._models import Completion, CompletionRequest, Model, accepted_text
-from ._namespace import NamespaceActor
-from ._protocol import ModelRequest
+from ._commands import AnswerStale, RequestBack, RequestGivenUp, RequestOut
 from ._tracing import span
 
-__all__ = ["AnswerStale", "ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
+if TYPE_CHECKING:
+    from ._namespace import NamespaceActor
+
+__all__ = ["ModelGate", "ModelPolicy", "check_model", "is_own_cancellation"]
 
 log = logging.getLogger("asides.actors")
 
@@ -133,10 +135,6 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class AnswerStale(Exception):
-    """The answer came back after the manager moved, closed, or the claim changed: thrown away."""
-
-
 class GateOwner(Protocol):
     """What the gate needs of the manager it serves."""
 
@@ -217,29 +215,33 @@ class ModelGate:
             return await self._complete(request)
 
     async def _complete(self, request: CompletionRequest) -> Completion:
-        """The request in its steps: ``prepare`` as the actor's work, the request from this task,
-        then the answer handed back as the actor's work (stale: ``AnswerStale``), and checked.
-        Asked in the actor's own task (a command's work), every step runs there, the request too,
-        and the namespace waits meanwhile (no built-in strategy asks the model there)."""
+        """The request in the same steps as a planned unit's: :meth:`prepare` in the actor's turn
+        (a :class:`RequestOut` command from outside it), :meth:`send` from this task, then
+        :meth:`came_back` in the turn (stale: ``AnswerStale``), and the answer checked. Asked in
+        the actor's own task (a strategy calling the model while it compiles or starts), every
+        step runs there, the request too, and the namespace waits meanwhile (no built-in strategy
+        asks the model there)."""
         actor = self._actor
-        await actor.execute(ModelRequest(), lambda: self.prepare(request))
+        if actor.holds_turn():
+            await self.prepare(request)
+        else:
+            await actor.send(RequestOut(self, request))
         try:
             completion = await self._ask(request)
         except BaseException:
             await self.give_up()
             raise
-
-        async def answered() -> None:
+        if actor.holds_turn():
             self.came_back()
-
-        await actor.execute(ModelRequest(), answered)
+        else:
+            await actor.send(RequestBack(self))
         self.check_answer(completion, request)
         return completion
 
-    # -- a request in steps (the drains of strategies that return their units as effects) -------
+    # -- a request in steps ---------------------------------------------------------------------
     #
-    # ``prepare`` and ``finished``, ``check_fresh`` and ``check_answer`` run in the namespace
-    # actor's task (a command's work); ``send`` runs in the drain's task, with no turn held.
+    # ``prepare``, ``came_back``, ``given_up``, ``check_fresh`` and ``check_answer`` run in the
+    # namespace actor's turn; ``send`` runs in the drain's (or the caller's) task, with no turn held.
 
     async def prepare(self, request: CompletionRequest) -> None:
         """Before ``request`` leaves: refuse it when the claim no longer lets the manager read
@@ -269,24 +271,24 @@ class ModelGate:
         self.finished(answered=True)
         self.check_fresh()
 
+    def given_up(self, also: Callable[[], None] | None = None) -> None:
+        """In the actor's turn: the request failed or was cancelled, so no longer out (and
+        ``also`` done with it)."""
+        self.finished(answered=False)
+        if also is not None:
+            also()
+
     async def give_up(self, also: Callable[[], None] | None = None) -> None:
-        """The request failed or was cancelled: no longer out (and ``also`` done with it), as the
-        actor's work, shielded; when the actor ended (the runtime closes) nothing else uses it
-        now, and this task does it itself."""
-
-        def given_up() -> None:
-            self.finished(answered=False)
-            if also is not None:
-                also()
-
-        async def in_the_actor() -> None:
-            given_up()
-
+        """:meth:`given_up`, as the actor's (a :class:`RequestGivenUp` command from outside its
+        turn), shielded; when the actor ended (the runtime closes) nothing else uses it now, and
+        this task does it itself."""
         with anyio.CancelScope(shield=True):
+            if self._actor.holds_turn():
+                return self.given_up(also)
             try:
-                await self._actor.execute(ModelRequest(), in_the_actor)
+                await self._actor.send(RequestGivenUp(self, also))
             except Exception:
-                given_up()
+                self.given_up(also)
 
     def check_fresh(self) -> None:
         """Raise :class:`AnswerStale` when the answer is to be thrown away: the manager moved or

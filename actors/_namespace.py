@@ -2,29 +2,32 @@
 
 It owns the namespace's reader claim (``<namespace>/reader``), its narrowing floor
 (``<namespace>/narrowing-floor``), its compression lease (a session lock of a shared
-store, written nowhere: see :mod:`._lease`) and its strategy state on its branch. It serves one request
-(:mod:`._protocol`) at a time, so nothing else touches the namespace meanwhile:
+store, written nowhere: see :mod:`._lease`) and its strategy state on its branch. It handles
+one command (:mod:`._commands`) at a time, so nothing else touches the namespace meanwhile:
 
-* **Commands** (:meth:`NamespaceActor.execute`): opens (claims and strategy starts), compiles and
-  previews, edits, context-log entries, moves, the steps of a unit of compression and of a
-  head-window reset. The actor runs their work in its own task and replies with the outcome, so
-  every strategy call serving them (``initialize``, ``on_new_message`` in a catch-up, ``select``,
-  the built-in strategies' planning and commit steps) runs in the actor's task, whichever
-  manager or task asked.
+* **Commands** (:meth:`NamespaceActor.send`) are frozen values carrying their arguments and a
+  reply slot: opens (claims and strategy starts), compiles and previews, edits, context-log
+  entries, moves, the begin and commit of a unit of compression and of a head-window reset,
+  lease releases, and a strategy's own context calls made from outside the turn. One dispatch,
+  :meth:`NamespaceActor.handle`, at the end of this file, says what each does: it checks,
+  changes what the actor owns, then does its I/O. Every strategy call serving them
+  (``initialize``, ``on_new_message`` in a catch-up, ``select``, the unit protocol's planning
+  and judging) runs in the actor's task, whichever manager or task asked. No command is sent
+  from inside another's handling: work in the turn calls the actor directly.
 * **Store events** reach it as commands too (:meth:`NamespaceActor.store_changed`): a reader
   record or a floor another process wrote, and the strategy state it wrote. Until the actor has
   followed one, a check made outside its task reads the record as the store holds it.
-* **A model request never runs in the actor's task.** A unit of a strategy that returns its
-  units as effects (the built-in compressing strategies) is two commands: one plans it and
-  performs the plan, one judges the answer and writes what it makes; the request goes out
-  between them from the drain's own task (``actors/_background.py``). A strategy that runs its
-  units itself through SPEC 3.3's ``tick(ctx)`` runs its ``tick`` in the drain's task: a command
-  begins the unit, and each of its context calls that changes what the actor owns
-  (``mark_compression_read``, state writes, the model request's steps) is a command. So the
-  namespace keeps serving compiles, writes, edits and opens while a request is out.
+* **A model request never runs in the actor's task.** Every unit is two commands
+  (``strategies/_units.py``): one plans it and performs the plan up to its request, one judges
+  the answer and performs what it makes; the request goes out between them from the drain's own
+  task (``actors/_background.py``). For a strategy written against SPEC 3.3's ``tick(ctx)``
+  alone, its ``tick`` runs there in place of the request, and each of its context calls that
+  changes what the actor owns (``mark_compression_read``, state writes, the model request's
+  steps) is a command. So the namespace keeps serving compiles, writes, edits and opens while a
+  request is out.
 
-Only a command's work changes the claim, the floor and the strategy state, and the actor checks
-that on every such change.
+Only a command's handling changes the claim, the floor and the strategy state, and the actor
+checks that on every such change.
 
 A claim change raises the actor's claim *generation* (:attr:`NamespaceActor.claim_generation`):
 a drain started under one generation stops when it changes, and an answer it gets afterwards is
@@ -47,35 +50,93 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import anyio
 import attrs
 
-from ..store._errors import ArgumentTypeError
+from ..store._blocks import ContentBlock, TextBlock
+from ..store._errors import ArgumentTypeError, StoreFailedError, UnknownMessageError
+from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
-from ..strategies._errors import FloorUnavailableError
-from ._errors import ManagerClosedError, ReaderClaimError, ReaderRecordError
+from ..store._narrowing import narrowing_of
+from ..strategies._capabilities import HasHeadWindow
+from ..strategies._errors import AnswerRejectedError, CompressionError, FloorUnavailableError
+from ..strategies._units import (
+    NO_EARLIER_CONTEXT,
+    PlansTransitions,
+    PlansUnits,
+    UnitPlan,
+    judge_transition,
+    perform_judgement,
+    perform_plan,
+)
+from ._commands import (
+    AnswerStale,
+    AppendContextEntry,
+    BeginHeadReset,
+    BeginUnit,
+    Begun,
+    CatchUp,
+    Command,
+    CommitHeadReset,
+    CommitUnit,
+    Compile,
+    Edit,
+    Move,
+    NoUnit,
+    Open,
+    RaiseFloor,
+    ReleaseLease,
+    RequestBack,
+    RequestGate,
+    RequestGivenUp,
+    RequestOut,
+    Sender,
+    StoreChanged,
+    Wake,
+    WriteStates,
+)
+from ._compiled import CompiledContext, assemble
+from ._errors import ManagerClosedError, NarrowingRefusedError, ReaderClaimError, ReaderRecordError
 from ._lease import CompressionLease, LeaseLost, current_task_id
-from ._protocol import Signal, StoreChanged, TurnRequest, Wake
-from ._records import FLOOR_KEY, READER_KEY, context_index, context_prefix, is_floor_record, is_reader_record, strategy_state_key
+from ._records import (
+    FLOOR_KEY,
+    READER_KEY,
+    context_index,
+    context_prefix,
+    is_floor_record,
+    is_reader_record,
+    reader_keys,
+    strategy_state_key,
+)
+from ._signals import Signal
+from ._values import ContextEntry
 
 if TYPE_CHECKING:
     from ..store._store import Store
+    from ..strategies._base import StrategyContext
 
 __all__ = ["ActorStatistics", "NamespaceActor", "UnreadableRecord", "normalise_namespace"]
 
 log = logging.getLogger("asides.actors")
-T = TypeVar("T")
+
+#: Tries of one edit whose context-log rewrites changed before its commit (another process
+#: copied the message, or claimed a namespace holding a copy).
+EDIT_ATTEMPTS = 5
 
 
 def normalise_namespace(namespace: str | None) -> str:
     """``None``, ``""`` and ``"default"`` are one namespace, ``"default"``; any other must be a
     well-formed name (``InvalidNameError`` at ``namespace`` otherwise)."""
     return check_namespace(namespace)
+
+
+class _CopiesMoved(Exception):
+    """At an edit's commit, its context-log rewrites differed from the ones it was sent with."""
 
 
 class _Covered(Exception):
@@ -146,7 +207,7 @@ class NamespaceActor:
         #: ``None`` for the reader record or floor, else a strategy-state key another process wrote.
         self._changes: list[str | None] = []
         self._follow_sent = False  # a StoreChanged command is on its way
-        self._send, self._receive = anyio.create_memory_object_stream[TurnRequest](math.inf)
+        self._send, self._receive = anyio.create_memory_object_stream[Command](math.inf)
         self._record: str | None | UnreadableRecord = self._load_record()
         self._floor: int | object = self._load_floor()
         self._claims = Signal()
@@ -155,7 +216,7 @@ class NamespaceActor:
         #: Compression requests of this namespace and branch now out (any manager).
         self._requests_out = 0
         self._holder: int | None = None
-        self._current: TurnRequest | None = None
+        self._current: Command | None = None
         self._stopped = False  # the loop ended: no command is run any more
         self._context_next: int | None = None
         self._commands_run = 0  # for statistics()
@@ -329,17 +390,11 @@ class NamespaceActor:
         self._changes.append(written_elsewhere)
         if self._follow_sent:
             return
-        request = StoreChanged()
-        request.work = self._follow_sent_changes
         try:
-            self._send.send_nowait(request)
+            self._send.send_nowait(StoreChanged())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # closing: nothing follows the store any more
         self._follow_sent = True
-
-    async def _follow_sent_changes(self) -> None:
-        self._follow_sent = False
-        self.follow_store()
 
     def follow_store(self) -> None:
         """In the actor's turn: follow every change the store told of (:meth:`store_changed`)
@@ -361,9 +416,7 @@ class NamespaceActor:
 
     def _require_turn(self, what: str) -> None:
         if not self.holds_turn():
-            raise AssertionError(
-                f"{what} of namespace {self.namespace!r} on branch {self.branch!r} outside the namespace actor's turn"
-            )
+            raise AssertionError(f"{what} of namespace {self.namespace!r} on branch {self.branch!r} outside the namespace actor's turn")
 
     def _load_record(self) -> str | None | UnreadableRecord:
         value = self.store.model.get_state(self.branch, self.reader_key)
@@ -378,8 +431,8 @@ class NamespaceActor:
         """Follow the reader record and the narrowing floor as the store holds them now (on a
         shared store another process may have written them): a record only appears (a claim of
         this process still being written is kept), a floor only rises. A changed record raises
-        the claim generation, as a claim made here does. Called only by the actor's own work: a
-        :class:`StoreChanged` command, or the guard of a write it sent, at that write's commit."""
+        the claim generation, as a claim made here does. Called only in the actor's turn: a
+        :class:`StoreChanged` command, or the guard of a write made in it, at that write's commit."""
         stored = self._load_record()
         if stored is not None and stored != self._record:
             self._record = stored
@@ -540,20 +593,6 @@ class NamespaceActor:
         ``None`` when it may ask now."""
         return self._lease.wait()
 
-    async def release_lease_if_idle(self) -> None:
-        """Give the compression lease up, if this process holds it and no unit of the namespace
-        is at work here (no request out, no fenced unit). Call it in a turn."""
-        self._require_turn("a compression lease")
-        if self.holds_lease and self._requests_out == 0 and not self._lease.busy:
-            self._lease.release()
-
-    async def release_lease(self) -> None:
-        """Give the compression lease up, if this process holds it (its last drain of the
-        namespace stopped, ``drain()`` is done, a unit failed), so another process may compress
-        at once. Writes nothing. Call it in a turn."""
-        self._require_turn("a compression lease")
-        self._lease.release()
-
     def fenced(self) -> AbstractContextManager[None]:
         """For the block, this task's strategy-state writes and floor raises carry the lease's
         fence: each is refused at commit (:class:`LeaseLost`) unless the store's connection
@@ -587,101 +626,90 @@ class NamespaceActor:
         """Whether the current task holds this actor's turn."""
         return self._holder is not None and self._holder == current_task_id()
 
-    async def _post(self, request: TurnRequest) -> None:
-        """Queue ``request`` for the actor's loop; a cancelled caller asks for nothing, and a
-        request after the loop ended is refused."""
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._send.send_nowait(request)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._refuse(request)
+    async def send(self, command: Command) -> Any:
+        """Send ``command``: the actor handles it in its own task, in its turn (:meth:`handle`),
+        and this returns what the handling returned, or raises what it raised. Refused with an
+        ``AssertionError`` from inside a turn: no command nests in another (work in the turn calls
+        the actor directly).
 
-    async def execute(self, request: TurnRequest, work: Callable[[], Awaitable[T]]) -> T:
-        """Send ``request`` as a command: the actor runs ``work`` in its own task, in its turn,
-        and this returns what the work returned, or raises what it raised. Within the turn (the
-        work of one command running another) ``work`` runs at once, in the same task.
-
-        Cancellation: a caller cancelled before the actor takes the command changes nothing. Once
-        it is taken, a cancelled caller cancels the work (its shielded parts, such as a write
-        that began, complete), waits for it to end, shielded, and then returns the work's result
-        if it returned, or raises its own cancellation; the actor serves the next command either
-        way. Refused (``ManagerClosedError``, or the store's failure) once the actor ended."""
+        Cancellation: a sender cancelled before the actor takes the command changes nothing. Once
+        it is taken, a cancelled sender cancels the handling (its shielded parts, such as a write
+        that began, complete), waits for it to end, shielded, and then returns its result if it
+        returned, or raises its own cancellation; the actor serves the next command either way.
+        Refused (``ManagerClosedError``, or the store's failure) once the actor ended."""
         if self.holds_turn():
-            return await work()
-        request.work = work
-        await self._post(request)
+            raise AssertionError(f"{command!r} was sent to {self!r} from inside its own turn: no command nests in another")
+        reply = command.reply
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled sender asks for nothing
         try:
-            await request.granted.wait()
+            self._send.send_nowait(command)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._refuse(command)
+        try:
+            await reply.granted.wait()
         except BaseException:
-            if not request.taken:
-                request.abandoned = True
-                request.work = None
+            if not reply.taken:
+                reply.abandoned = True
                 raise
-            if request.scope is not None:
-                request.scope.cancel()
+            if reply.scope is not None:
+                reply.scope.cancel()
             with anyio.CancelScope(shield=True):
-                await request.granted.wait()
-            if request.completed:
-                return request.result  # type: ignore[no-any-return]
+                await reply.granted.wait()
+            if reply.completed:
+                return reply.result
             raise
-        reply: T = self._reply(request)
-        return reply
-
-    def _reply(self, request: TurnRequest) -> Any:
-        """What a command's requester gets once the actor answered it (see :meth:`execute`)."""
-        error, request.error = request.error, None
+        error, reply.error = reply.error, None
         if error is not None:
             try:
                 raise error
             finally:
                 del error
-        if not request.completed:  # the loop ended before it ran, or while it ran
-            self._refuse(request)
-        result, request.result = request.result, None
+        if not reply.completed:  # the loop ended before it ran, or while it ran
+            self._refuse(command)
+        result, reply.result = reply.result, None
         return result
 
-    async def _run_command(self, request: TurnRequest) -> None:
-        """In the actor's task: run a command's work in the turn and keep its outcome. A
-        cancellation of the actor's own task (the runtime closing) propagates, the command
-        unanswered but woken (its requester is refused)."""
-        work, request.work = request.work, None
-        assert work is not None
-        request.taken = True
+    async def _run_command(self, command: Command) -> None:
+        """In the actor's task: handle a command in the turn and keep its outcome. A cancellation
+        of the actor's own task (the runtime closing) propagates, the command unanswered but
+        woken (its sender is refused)."""
+        reply = command.reply
+        reply.taken = True
         self._commands_run += 1
         self._holder = current_task_id()
-        self._current = request
+        self._current = command
         if self._changes:
             self.follow_store()
         try:
             with anyio.CancelScope() as scope:
-                request.scope = scope
+                reply.scope = scope
                 try:
-                    request.result = await work()
-                    request.completed = True
+                    reply.result = await self.handle(command)
+                    reply.completed = True
                 except anyio.get_cancelled_exc_class():
-                    raise  # the requester's cancel (this scope takes it), or the actor's own
-                except BaseException as exc:  # the requester's to raise
-                    request.error = exc
+                    raise  # the sender's cancel (this scope takes it), or the actor's own
+                except BaseException as exc:  # the sender's to raise
+                    reply.error = exc
         finally:
-            request.scope = None
+            reply.scope = None
             self._holder = None
             self._current = None
-            request.granted.set()
+            reply.granted.set()
 
     async def run(self) -> None:
-        """The actor's loop: run one command at a time, until nothing uses the actor any more
+        """The actor's loop: handle one command at a time, until nothing uses the actor any more
         (it ends, see the module docstring), the runtime closes, or its task group is cancelled
-        (as when the store stops). Requests still waiting then are refused."""
+        (as when the store stops). Commands still waiting then are refused."""
         async with self._receive:
             try:
                 while not self._end_if_idle():
                     try:
-                        request = await self._receive.receive()
+                        command = await self._receive.receive()
                     except anyio.EndOfStream:  # the runtime closed the actor
                         break
-                    if request.abandoned:  # given up by its requester, or a wake-up
-                        continue
-                    await self._run_command(request)
+                    if not command.reply.abandoned:  # else given up by its sender, or a wake-up
+                        await self._run_command(command)
+                    del command  # the loop keeps nothing of a command (its manager's view) once handled
             finally:
                 self._stop()
                 while True:
@@ -689,14 +717,334 @@ class NamespaceActor:
                         waiting = self._receive.receive_nowait()
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                    if not waiting.abandoned:
-                        waiting.granted.set()  # wakes its requester, which finds the loop ended
+                    if not waiting.reply.abandoned:
+                        waiting.reply.granted.set()  # wakes its sender, which finds the loop ended
 
-    def _refuse(self, request: TurnRequest) -> NoReturn:
-        """A turn asked for after the actor's loop ended: the store's failure, if it failed."""
+    def _refuse(self, command: Command) -> NoReturn:
+        """A command sent after the actor's loop ended: the store's failure, if it failed."""
         self.store.raise_if_failed()
-        raise ManagerClosedError(request.purpose, self.namespace)
+        raise ManagerClosedError(command.purpose, self.namespace)
 
     def close(self) -> None:
-        """The runtime closes: the loop ends once the requests already sent are served."""
+        """The runtime closes: the loop ends once the commands already sent are handled."""
         self._send.close()
+
+    # -- what each command does: the one dispatch ------------------------------------------------
+
+    async def handle(self, command: Command) -> Any:
+        """Handle ``command`` in the actor's turn (see :mod:`._commands` for what each carries):
+        each handler checks, changes what the actor owns, then does its I/O."""
+        self._require_turn(command.purpose)
+        match command:
+            case Open():
+                return await self._open(command)
+            case Compile():
+                return await self._compile(command)
+            case Edit():
+                return await self._edit(command)
+            case AppendContextEntry():
+                return await self._append_context_entry(command)
+            case Move():
+                return await self._move(command)
+            case BeginUnit():
+                return await self._begin_unit(command)
+            case CommitUnit():
+                return await self._commit_unit(command)
+            case CatchUp():
+                return await self._catch_up(command)
+            case ReleaseLease():
+                return self._release_lease(if_idle=command.if_idle)
+            case BeginHeadReset():
+                return await self._begin_head_reset(command)
+            case CommitHeadReset():
+                return await self._commit_head_reset(command)
+            case RaiseFloor():
+                with self.fenced() if command.fenced else nullcontext():
+                    if command.binding is not None:
+                        command.binding.check("mark_compression_read")
+                    return await self.raise_floor(command.sequence, command.reader)
+            case WriteStates():
+                with self.fenced() if command.fenced else nullcontext():
+                    return await self.write_states(command.records)
+            case RequestOut():
+                return await command.gate.prepare(command.request)
+            case RequestBack():
+                return command.gate.came_back()
+            case RequestGivenUp():
+                return command.gate.given_up(command.also)
+            case StoreChanged():
+                self._follow_sent = False
+                return self.follow_store()
+        raise AssertionError(f"{self!r} has no handler for {command!r}")
+
+    async def _open(self, command: Open) -> None:
+        """Claim, record the strategy, start it. Once the claim is written the open completes,
+        even if its sender is cancelled meanwhile."""
+        binding = command.binding
+        with anyio.CancelScope(shield=True):
+            if command.claim is not None:
+                await self.claim(command.claim, command.action)
+            await binding.record_strategy()
+            await binding.start(command.action)
+
+    async def _compile(self, command: Compile) -> CompiledContext:
+        """Catch the strategy up, let it select, assemble, and record what the compile showed
+        (only what the assembly cache did not reuse from the previous compile of the same way:
+        that was recorded then)."""
+        binding, options = command.binding, command.options
+        binding.check(command.action)
+        ctx = await binding.catch_up()  # one context for the compile: the catch-up's when it made one
+        if ctx is None or options.preview:  # a preview's state is read-only: it makes its own
+            ctx = binding.context(preview=options.preview)
+        selection = await binding.strategy.select(ctx, command.budget, options)
+        compiled = assemble(
+            selection,
+            injections=command.injections,
+            message_injections=command.message_injections,
+            view=binding.view,
+            reader=binding.view_reader,
+            estimator=command.estimator,
+            cache=command.cache,
+        )
+        if binding.records_disclosures:
+            via = "preview" if options.preview else "compile"
+            await binding.disclose(command.cache.undisclosed(selection.sources, via), via)
+        return compiled
+
+    async def _edit(self, command: Edit) -> Message:
+        """Replace the message's content, refused where it would narrow an audience against the
+        narrowing rules (checked again at commit: a shared store may have changed meanwhile),
+        rewriting the context-log copies of the message in the same commit."""
+        binding, message_id, blocks = command.binding, command.message_id, command.blocks
+        store, context_log, branch = binding.store, binding.context_log, binding.branch
+        for _attempt in range(EDIT_ATTEMPTS):
+            binding.check("edit_message")
+            stored = store.get_message(branch, message_id)
+            if stored is None:
+                raise UnknownMessageError(message_id, branch)
+            self._check_narrowing(binding, stored, blocks)
+            copies = context_log.rewrites(branch, message_id, stored, blocks)
+
+            def recheck(stored: Message = stored, copies: dict[str, Any] = copies) -> None:
+                # At commit, after every earlier commit (on a shared store another process
+                # may have raised the floor, claimed a namespace, or copied the message).
+                self.adopt_stored_records()
+                current = store.get_message(branch, message_id) or stored
+                self._check_narrowing(binding, current, blocks)
+                if context_log.rewrites(branch, message_id, current, blocks) != copies:
+                    raise _CopiesMoved
+
+            try:
+                return await store.edit_message(branch, message_id, blocks, states=copies, guard=recheck)
+            except _CopiesMoved:
+                continue  # nothing was written: compute the rewrites again
+        raise StoreFailedError(
+            f"editing message {message_id!r} on {branch!r} raced other processes' context-log writes "
+            f"{EDIT_ATTEMPTS} times; nothing was written, try again"
+        )
+
+    def _check_narrowing(self, binding: Sender, stored: Message, blocks: tuple[ContentBlock, ...]) -> None:
+        """Refuse an edit that hides a block from a reader where compression may have read it,
+        or from anyone but the manager's own reader (``NarrowingRefusedError``)."""
+        narrowing = narrowing_of(stored.content, blocks)
+        if not narrowing.hides_anything:
+            return
+        reader = binding.view_reader
+
+        def refuse(readers: tuple[str, ...], reason: str) -> NoReturn:
+            raise NarrowingRefusedError(message_id=stored.id, namespace=self.namespace, branch=self.branch, readers=readers, reason=reason)
+
+        others = tuple(sorted(narrowing.named - ({reader} if reader else set())))
+        if reader is None:
+            refuse(others, "a manager that compiles for no reader may not hide a block from anyone")
+        if narrowing.hides_from_other_than(reader):
+            refuse(others, f"only the manager's own reader ({reader!r}) may lose sight of a block through it")
+        # Only the own reader loses sight of a block.
+        floor = self.floor
+        if not isinstance(floor, int):
+            refuse((reader,), "the record of what compression has read cannot be read")
+        if stored.sequence <= floor:
+            refuse((reader,), f"compression may have read it (the narrowing floor is {floor}, the message's sequence {stored.sequence})")
+        for namespace, value in reader_keys(self.store.model, self.branch):
+            if namespace == self.namespace:
+                continue
+            if not isinstance(value, str) or not value:
+                refuse((reader,), f"namespace {namespace!r} on this branch has a reader record that cannot be read")
+            if value == reader:
+                refuse(
+                    (reader,),
+                    f"namespace {namespace!r} on this branch also compiles for {reader!r}, and its compression cannot be seen from here",
+                )
+
+    async def _append_context_entry(self, command: AppendContextEntry) -> ContextEntry:
+        """Number the entry (the next index of the namespace's context log) and write it."""
+        binding = command.binding
+        binding.check("append_context_entry", started=False)
+        entry = ContextEntry(self.context_next(), command.blocks, command.source_message_id)
+        await binding.context_log.write(self.branch, self.namespace, entry)
+        return entry
+
+    async def _move(self, command: Move) -> None:
+        """Check the record, then (nothing refused from here on: the move completes even if its
+        sender is cancelled) rebind the manager here, claim for its reader, record the strategy
+        and start it."""
+        binding = command.binding
+        self.check(binding.view_reader, command.action)  # no checkpoint before the claim below: it cannot fail
+        with anyio.CancelScope(shield=True):
+            binding.rebind(command.branch, self, command.strategy, command.owner)
+            if binding.view_reader is not None:
+                await self.claim(binding.view_reader, command.action)
+            await binding.record_strategy()
+            await binding.start(command.action)
+
+    # -- units (strategies/_units.py), the actor performing every effect ------------------------
+
+    async def _begin_unit(self, command: BeginUnit) -> NoUnit | Begun:
+        """Start the unit (:meth:`_unit_start`), plan it and perform the plan up to its request;
+        a plan whose ``work`` runs in the drain's task is handed back as it is."""
+        binding, units = command.binding, command.units
+        started = await self._unit_start(binding, needs_model=command.needs_model)
+        if isinstance(started, NoUnit):
+            return started
+        leased = started
+        with self.fenced() if leased else nullcontext():
+            ctx = binding.context()
+            plan = units.plan_unit(ctx)
+            if plan is None:
+                return NoUnit()
+            if plan.work is not None:
+                return Begun(plan, units, None, leased)
+            plan = await perform_plan(units, ctx, plan, _ActorEffects(self, binding))
+            gate = None if plan.request is None else await self._request_out(units, ctx, plan)
+            return Begun(plan, units, gate, leased)
+
+    async def _unit_start(self, binding: Sender, *, needs_model: bool) -> NoUnit | bool:
+        """The start of every unit: check the manager, bring the strategy up to date, and take
+        the compression lease when the unit may ask the model. :class:`NoUnit` when there is no
+        unit to run (no model or nothing pending with ``needs_model``, or another process holds
+        the lease); else whether the unit runs under the lease."""
+        binding.check("tick")
+        await binding.catch_up()
+        binding.follow_elsewhere()
+        if needs_model and (binding.model is None or binding.strategy.is_ready()):
+            return NoUnit()
+        leased = binding.model is not None  # a unit that may ask the model compresses under the lease
+        if leased:
+            wait = await self.take_lease(binding.lease_retry)
+            if wait is not None:
+                return NoUnit(wait)  # another process compresses this namespace now
+        return leased
+
+    async def _request_out(self, units: PlansUnits, ctx: StrategyContext, plan: UnitPlan) -> RequestGate:
+        """Before a planned request leaves: record what it shows as disclosed, count it as out,
+        and let ``pending_work()`` say what it does. Returns the gate it goes through."""
+        gate = cast("RequestGate", ctx.model)
+        assert gate is not None and plan.request is not None
+        await gate.prepare(plan.request)
+        units.asking(plan)
+        return gate
+
+    def _answer_back(self, begun: Begun, answer: object) -> object:
+        """A planned request is back with ``answer``: no longer out; ``AnswerStale`` when it is
+        to be thrown away (a move, a close, a claim change); else the answer to judge, or the
+        ``AnswerRejectedError`` the gate's size limit makes of it."""
+        gate, request = begun.gate, begun.plan.request
+        assert gate is not None and request is not None
+        begun.units.asking(None)
+        gate.came_back()
+        try:
+            gate.check_answer(answer, request)
+        except AnswerRejectedError as exc:
+            return exc
+        return answer
+
+    async def _commit_unit(self, command: CommitUnit) -> bool:
+        """Judge the answer (thrown away when stale) and perform the judgement; whether the unit
+        did work. A unit whose ``work`` ran in the drain's task is judged by what it returned."""
+        binding, begun = command.binding, command.begun
+        units, plan = begun.units, begun.plan
+        if begun.gate is None:
+            return units.judge_answer(binding.context(), plan, command.answer).did_work
+        with self.fenced() if begun.leased else nullcontext():  # the lease stays busy from the answer's return to its records
+            answer = self._answer_back(begun, command.answer)
+            ctx = binding.context()
+            return await perform_judgement(units, ctx, units.judge_answer(ctx, plan, answer), _ActorEffects(self, binding))
+
+    async def _catch_up(self, command: CatchUp) -> bool:
+        """Catch the strategy up; whether it is ready. Ready, or ``done``, give the compression
+        lease up when no unit is at work, so the namespace's next work may go to any process."""
+        binding = command.binding
+        binding.check("drain")
+        await binding.catch_up()
+        binding.follow_elsewhere()
+        ready = bool(binding.strategy.is_ready())
+        if ready or command.done:
+            self._release_lease(if_idle=True)
+        return ready
+
+    def _release_lease(self, *, if_idle: bool) -> None:
+        """Give the compression lease up, if this process holds it (``if_idle``: and no unit of
+        the namespace is at work here: no request out, no fenced unit). Writes nothing."""
+        if not if_idle:
+            self._lease.release()
+        elif self.holds_lease and self._requests_out == 0 and not self._lease.busy:
+            self._lease.release()
+
+    async def _begin_head_reset(self, command: BeginHeadReset) -> str | Begun:
+        """With text, start the head there. Else plan the note: with nothing to read, start the
+        head at ``No earlier context.``; else raise the floor and send the request out (or hand
+        back a strategy's own ``transition_text`` to run in the sender's task)."""
+        binding, units = command.binding, command.units
+        binding.check("reset_head_window")
+        if command.text is not None:
+            await self._start_head(binding, command.text, generated=False)
+            return command.text
+        ctx = binding.context()
+        plan = cast(PlansTransitions, units).plan_transition(ctx)
+        if plan is None:
+            await self._start_head(binding, NO_EARLIER_CONTEXT, generated=True)
+            return NO_EARLIER_CONTEXT
+        if plan.work is not None:
+            return Begun(plan, units, None, False)
+        plan = await perform_plan(units, ctx, plan, _ActorEffects(self, binding))
+        return Begun(plan, units, await self._request_out(units, ctx, plan), False)
+
+    async def _commit_head_reset(self, command: CommitHeadReset) -> str:
+        """Judge the note (a stale answer: ``CompressionError``, nothing written) and start the
+        head window at a message holding it."""
+        binding, begun = command.binding, command.begun
+        if begun.gate is None:  # the strategy's own transition_text wrote it
+            binding.check("reset_head_window")
+            body = str(command.answer)
+        else:
+            try:
+                judged = self._answer_back(begun, command.answer)
+            except AnswerStale as exc:
+                raise CompressionError(f"reset_head_window: {exc}; nothing was written") from exc
+            body = judge_transition(judged)
+        await self._start_head(binding, body, generated=True)
+        return body
+
+    async def _start_head(self, binding: Sender, body: str, *, generated: bool) -> None:
+        """Append the ``[Topic Transition]`` message holding ``body`` (kept to the manager's
+        reader when the model wrote it from the reader's view) and start the head window there."""
+        strategy = cast(HasHeadWindow, binding.strategy)
+        reader = binding.view_reader
+        block = TextBlock(f"[Topic Transition]\n\n{body}", (reader,) if generated and reader else None)
+        message = await binding.store.append_message(self.branch, "Context Manager", (block,))
+        await strategy.start_head_at(binding.context(), message.sequence)
+
+
+class _ActorEffects:
+    """A unit's effects as the actor performs them, in its turn (``strategies._units``)."""
+
+    def __init__(self, actor: NamespaceActor, binding: Sender) -> None:
+        self._actor = actor
+        self._binding = binding
+
+    async def raise_floor(self, sequence: int) -> None:
+        self._binding.check("mark_compression_read")
+        await self._actor.raise_floor(sequence, self._binding.view_reader)
+
+    async def write(self, records: Mapping[str, Any]) -> None:
+        await self._actor.write_states(records)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..strategies._base import Injection, MessageInjection, SelectOptions, SourceEntry, check_budget, check_injections
+from ..strategies._base import Injection, MessageInjection, SelectOptions, check_budget, check_injections
 from ._binding import Binding
-from ._compiled import AssemblyCache, CompiledContext, assemble, injection_cost
-from ._protocol import Compile
+from ._commands import Compile
+from ._compiled import AssemblyCache, CompiledContext, injection_cost
 from ._tracing import span
 
 __all__ = ["Compiles"]
@@ -25,9 +25,8 @@ class Compiles:
 
     def __init__(self, binding: Binding) -> None:
         self._binding = binding
-        self._assembly = AssemblyCache()  # the previous compile's raw part, reused when it can be
-        self._assembly_view = binding.view  # the view the cache was made for
-        self._last_disclosed: str | None = None  # the way of the last compile recorded (_disclose)
+        #: The previous compile's raw part, reused when it can be (it forgets a replaced view).
+        self._assembly = AssemblyCache()
 
     async def compile(
         self,
@@ -74,44 +73,6 @@ class Compiles:
             preview=preview, max_tokens=max_tokens, reserve_for_response=reserve_for_response, message_injections=checked_messages
         )
         await binding.store.sync()  # on a shared store: every message committed before this call
-
-        async def in_the_actor() -> CompiledContext:
-            binding.check(action)
-            # One context for the compile: the catch-up's, when it made one (a preview's state
-            # is read-only, so a preview makes its own).
-            ctx = await binding.catch_up()
-            if ctx is None or preview:
-                ctx = binding.context(preview=preview)
-            selection = await binding.strategy.select(ctx, budget, options)
-            compiled = assemble(
-                selection,
-                injections=checked,
-                message_injections=checked_messages,
-                view=binding.view,
-                reader=binding.view_reader,
-                estimator=estimator,
-                cache=self._cache(),
-            )
-            await self._disclose(selection.sources, "preview" if preview else "compile")
-            return compiled
-
-        return await binding.actor.execute(Compile(), in_the_actor)
-
-    def _cache(self) -> AssemblyCache:
-        """The assembly cache, new once the view was replaced (a move, an erasure)."""
-        if self._assembly_view is not self._binding.view:
-            self._assembly_view = self._binding.view
-            self._assembly = AssemblyCache()
-            self._last_disclosed = None
-        return self._assembly
-
-    async def _disclose(self, sources: Sequence[SourceEntry], via: str) -> None:
-        """Record which messages a compile showed (raw, or through a summary), and to whom
-        (``Runtime.disclosures``). Only entries the assembly cache did not reuse from the
-        previous compile of the same way are looked at: those were recorded then, so a compile
-        after one new message looks at one entry."""
-        if not self._binding.core.records_disclosures:
-            return
-        reused = self._assembly.reused if self._last_disclosed == via else 0
-        self._last_disclosed = via
-        await self._binding.disclose([i for entry in sources[reused:] for i in entry.message_ids], via)
+        command = Compile(binding, action, budget, options, checked, checked_messages, estimator, self._assembly)
+        compiled: CompiledContext = await binding.actor.send(command)
+        return compiled

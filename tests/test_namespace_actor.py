@@ -68,23 +68,23 @@ class RecordingAutobiographical(RecordsCoreCalls, AutobiographicalStrategy):
         super().__init__(target_chunk_tokens=60, recent_window_tokens=0, head_window_tokens=0)
         self.tasks, self.who = tasks, who
 
-    # The planning and commit steps of a unit (the strategy returns its units as effects).
+    # The planning and judging steps of a unit (the unit protocol: the actor performs them).
 
-    def plan_next(self, ctx: Any) -> Any:
+    def plan_unit(self, ctx: Any, again: Any = None) -> Any:
         self.tasks.note(self.who)
-        plan = super().plan_next(ctx)
+        plan = super().plan_unit(ctx, again)
         if plan is not None:
             self.tasks.note("c planned")
         return plan
 
-    async def prepare(self, ctx: Any, plan: Any) -> Any:
-        self.tasks.note(self.who)
-        return await super().prepare(ctx, plan)
-
-    async def commit(self, ctx: Any, plan: Any, answer: Any) -> None:
+    def judge_answer(self, ctx: Any, plan: Any, answer: Any) -> Any:
         self.tasks.note(self.who)
         self.tasks.note("c judged")
-        await super().commit(ctx, plan, answer)
+        return super().judge_answer(ctx, plan, answer)
+
+    def took(self, ctx: Any, written: Any) -> None:
+        self.tasks.note(self.who)
+        super().took(ctx, written)
 
 
 class RecordingModel(ExtractiveModel):

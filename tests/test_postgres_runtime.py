@@ -14,7 +14,7 @@ from helpers import make_deaf, namespace_actor, writable_store
 from pg_checks import rows
 
 from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
-from asides.actors._protocol import Unit
+from asides.actors._commands import RaiseFloor
 from asides.store import text
 from asides.strategies._passthrough import PassthroughStrategy
 from tests.test_compression_readers import all_summary_texts, blocking_model, marker_model, memory, write_conversation
@@ -142,7 +142,7 @@ async def test_a_floor_raise_never_lowers_the_floor_another_runtime_raised(pg_ur
         high, low = (namespace_actor(rt, "main", "agents/s") for rt in (first, second))
 
         async def raise_to(actor, sequence: int) -> None:
-            await actor.execute(Unit(), lambda: actor.raise_floor(sequence, "ann"))
+            await actor.send(RaiseFloor(sequence, "ann"))
 
         await raise_to(high, 9)
         assert low.floor == 0  # deaf: it has not heard of the raise to 9

@@ -88,9 +88,7 @@ def _reduce_blocks(blocks: Sequence[ContentBlock]) -> list[str]:
     return parts
 
 
-def reduce_message(
-    message: Message, *, summary_participant: str, cap: int, estimator: Estimator
-) -> CompiledMessage | None:
+def reduce_message(message: Message, *, summary_participant: str, cap: int, estimator: Estimator) -> CompiledMessage | None:
     """A view message as a compression request shows it (text only: tool traffic, images and
     system changes as bracketed text, thinking dropped; a prefix naming any speaker but ``user``
     and the summary participant; truncated to ``cap``), or ``None`` when no text is left."""

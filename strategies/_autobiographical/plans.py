@@ -3,8 +3,8 @@
 A unit is planned from the tracker and the reader's view (:func:`plan_unit`), and its answer is
 judged against the tracker as it stands then (:func:`judge_answer`). Neither awaits, writes,
 reads the store or asks a model: each returns a value saying what to do, and the caller performs
-it (``units.run_plan`` in the namespace's turn; a test with no runtime at all), as hypercorn's
-protocol core takes events and returns effects. What a plan or an outcome asks:
+it (the runtime, through the unit protocol of ``strategies/_units.py``; a test with no runtime
+at all), as hypercorn's protocol core takes events and returns effects. What a plan or an outcome asks:
 
 - :class:`Close`: raise the narrowing floor to ``floor``, then write ``records`` (the chunk
   records the frontier walk cut);
@@ -27,18 +27,19 @@ marker, the target, and the instruction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import attrs
 
 from ...store._blocks import TextBlock
 from ...store._messages import Message
 from ...store._views import MessageView
-from .._base import CompiledMessage, StrategyContext
-from .._errors import AnswerRejectedError, CompressionError
+from .._base import CompiledMessage
+from .._errors import AnswerRejectedError
 from .._models import CompletionRequest, accepted_text
 from .._tokens import Estimator
+from .._units import NO_EARLIER_CONTEXT, judge_transition
 from .._windowed import first_position_at_or_after
 from .compression import MARKER, TRANSITION_REQUEST, TRANSITION_SYSTEM, recall_pair, reduce_message, system_text
 from .records import Attempts, Chunk, Summary, SummaryRecord
@@ -66,8 +67,6 @@ class Planner(Protocol):
     l1_instruction: str
     merge_instruction: str
 
-    def asking(self, plan: Ask | TransitionPlan | None) -> None:
-        """The request of ``plan`` is out now (``None``: none is), as ``pending_work()`` says."""
 
 __all__ = [
     "NO_EARLIER_CONTEXT",
@@ -76,14 +75,11 @@ __all__ = [
     "Close",
     "Outcome",
     "Planner",
-    "PlansUnits",
     "Rejected",
     "Superseded",
     "TransitionPlan",
     "judge_answer",
     "judge_transition",
-    "performs_plans",
-    "plans_units",
     "plan_transition",
     "plan_unit",
     "take_written",
@@ -145,9 +141,6 @@ class Superseded:
 
 Outcome = Accepted | Rejected | Superseded
 
-#: The transition note when there is nothing to read (no head, no summary).
-NO_EARLIER_CONTEXT = "No earlier context."
-
 
 @attrs.frozen(eq=False)
 class TransitionPlan:
@@ -157,44 +150,6 @@ class TransitionPlan:
     floor: int
     request: CompletionRequest
     describe: str = "writing a topic transition note"
-
-
-@runtime_checkable
-class PlansUnits(Protocol):
-    """A strategy whose units the runtime drives in steps: the namespace actor plans the next unit
-    (``plan_next``, writing nothing) and performs the plan (``prepare``: the floor, a close's
-    records), the drain sends the request from its own task, and the actor hands the answer back
-    (``commit``: judged by ``judge_answer``, and what it makes written). (A strategy without
-    these methods runs its units itself through ``tick(ctx)``.)"""
-
-    def plan_next(self, ctx: StrategyContext) -> Close | Ask | None: ...
-
-    async def prepare(self, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask: ...
-
-    def asking(self, plan: Ask | TransitionPlan | None) -> None: ...
-
-    async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None: ...
-
-    async def prepare_transition(self, ctx: StrategyContext) -> TransitionPlan | None: ...
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def performs_plans(tick: F) -> F:
-    """Mark a strategy's ``tick`` as the one that performs the strategy's own plans (see
-    :func:`plans_units`)."""
-    tick.performs_plans = True  # type: ignore[attr-defined]
-    return tick
-
-
-def plans_units(strategy: object) -> bool:
-    """Whether the runtime may perform ``strategy``'s units as effects (:class:`PlansUnits`): it
-    offers the methods, and its ``tick`` is the one that performs those plans. A subclass that
-    overrides ``tick`` runs its units through it, as every strategy written against SPEC 3.3's
-    ``tick(ctx)`` does."""
-    tick = getattr(type(strategy), "tick", None)
-    return bool(getattr(tick, "performs_plans", False)) and isinstance(strategy, PlansUnits)
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -229,9 +184,7 @@ def _reduce(strategy: Planner, message: Message) -> CompiledMessage | None:
     )
 
 
-def _prior(
-    strategy: Planner, view: MessageView, regions: Regions, before: int
-) -> tuple[list[CompiledMessage], int, list[str]]:
+def _prior(strategy: Planner, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int, list[str]]:
     """Prior context of a target starting at ``before``: the newest middle items before it
     within ``compression_context_tokens``, the newest sequence they show, and the ids of the
     messages they show (a summary's through it)."""
@@ -261,9 +214,7 @@ def _prior(
     return [m for shown in reversed(chosen) for m in shown], newest, ids
 
 
-def _head(
-    strategy: Planner, view: MessageView, regions: Regions, before: int
-) -> tuple[list[CompiledMessage], int, list[str]]:
+def _head(strategy: Planner, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int, list[str]]:
     """The head, reduced, when it lies before ``before``; the newest sequence it shows; the ids
     of the messages it shows."""
     if regions.he > before or regions.he <= regions.hs:
@@ -486,15 +437,3 @@ def plan_transition(strategy: Planner, view: MessageView, regions: Regions) -> T
         source_ids=tuple(dict.fromkeys([m.id for m in head] + [i for s in chosen for i in s.message_ids])),
     )
     return TransitionPlan(newest, request)
-
-
-def judge_transition(answer: object) -> str:
-    """The note ``answer`` gives (the model's return value for a :class:`TransitionPlan`'s
-    request, or the ``AnswerRejectedError`` raised for it); ``CompressionError`` naming the
-    reason when it is rejected, and nothing is written."""
-    try:
-        if isinstance(answer, AnswerRejectedError):
-            raise answer
-        return accepted_text(answer)
-    except AnswerRejectedError as exc:
-        raise CompressionError(f"the model did not write a transition note ({exc.reason}); nothing was written") from exc

@@ -11,7 +11,7 @@ summaries a compile shows stay a few per level however long the history grows.
 
 This module holds the options and the strategy protocol; the work lives beside it:
 ``tracking`` (what the records and the view say), ``scheduling`` (which unit is next, and what
-waits, in words), ``units`` (requests to the model and storing what they return), ``rendering``
+waits, in words), ``plans`` (what a unit asks for and what its answer makes), ``rendering``
 (the compile) and ``sharding`` (storing a long message as shards).
 """
 
@@ -27,16 +27,17 @@ from ...store._messages import Message
 from ...store._names import check_participant
 from .._base import Selection, SelectOptions, StrategyContext
 from .._capabilities import RecordsReport, owns_under
+from .._errors import AnswerRejectedError, CompressionError, ModelError
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
+from .._units import NO_EARLIER_CONTEXT, Judgement, UnitPlan, judge_transition, performs_plans, run_planned_unit
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
-from .plans import Ask, Close, TransitionPlan, performs_plans, plan_unit
+from .plans import Accepted, Ask, Close, Rejected, Superseded, TransitionPlan, judge_answer, plan_transition, plan_unit, take_written
 from .records import Summary, describe_records
 from .rendering import RenderCache, RenderSettings, render
 from .scheduling import describe_failed, describe_waiting, failed_units, next_unit, pending_chunks
 from .sharding import Shard, shard_message
 from .tracking import Tracker
-from .units import commit, prepare, prepare_transition, run_plan, transition_text
 
 __all__ = ["AutobiographicalStrategy"]
 
@@ -205,48 +206,70 @@ class AutobiographicalStrategy:
 
     @performs_plans
     async def tick(self, ctx: StrategyContext) -> bool:
-        """Run the highest-priority unit to its end; ``False`` when there is none, when a request
-        is already out for this namespace and branch, or when there is no model."""
-        plan = self.plan_next(ctx)
-        if plan is None:
-            return False
-        await run_plan(self, ctx, plan)
-        return True
+        """Run the highest-priority unit to its end through ``ctx`` (``run_planned_unit``);
+        ``False`` when there is none, when a request is already out for this namespace and
+        branch, or when there is no model. A runtime's drain performs the same plans itself."""
+        return await run_planned_unit(self, ctx)
 
-    # -- units as effects (the runtime's drains use these; ``tick`` performs them itself) ----------
+    # -- the unit protocol (strategies/_units.py): plans and judgements, as values ---------------
 
-    def plan_next(self, ctx: StrategyContext) -> Close | Ask | None:
+    def plan_unit(self, ctx: StrategyContext, again: UnitPlan | None = None) -> UnitPlan | None:
         """The next unit's plan (``plans``): the floor to raise and the chunk records to write
         (a close), or the floor to raise and the request to send; ``None`` when there is no unit,
         when a request is already out for this namespace and branch, or when there is no model.
-        Writes nothing; the caller performs the plan (:meth:`prepare`) and, for a request, hands
-        the answer to :meth:`commit`."""
+        With ``again``, that plan's unit planned again from the view as it stands. Writes
+        nothing."""
+        if again is not None:
+            return self._unit_plan(plan_unit(self, ctx.view, again.step.unit))
         tracker = self.tracker
         tracker.sync(ctx)
         if ctx.model is None or tracker.in_flight is not None or ctx.compression_in_flight:
             return None
         unit = next_unit(tracker, self)
-        return None if unit is None else plan_unit(self, ctx.view, unit)
+        return None if unit is None else self._unit_plan(plan_unit(self, ctx.view, unit))
 
-    async def prepare(self, ctx: StrategyContext, plan: Close | Ask) -> Close | Ask:
-        """Perform what ``plan`` asks before a request (``units.prepare``: the floor raise, a
-        close's records); the request to send, planned again after the raise, or the close."""
-        return await prepare(self, ctx, plan)
+    @staticmethod
+    def _unit_plan(step: Close | Ask) -> UnitPlan:
+        if isinstance(step, Close):
+            return UnitPlan(floor=step.floor, records=step.records, describe="closing chunks", step=step)
+        return UnitPlan(floor=step.floor, request=step.request, describe=step.describe, step=step)
 
-    def asking(self, plan: Ask | TransitionPlan | None) -> None:
+    def judge_answer(self, ctx: StrategyContext, plan: UnitPlan, answer: object) -> Judgement:
+        """What ``answer`` to ``plan``'s request makes (``plans.judge_answer``), once the strategy
+        took in what other managers wrote meanwhile: the summary, the counted rejection (then
+        raised), or nothing (superseded: a rejection is raised uncounted). Writes nothing."""
+        self.tracker.catch_up(ctx.state)
+        outcome = judge_answer(self, plan.step, answer)
+        if isinstance(outcome, Superseded):
+            return Judgement(rejection=outcome.error, step=outcome)
+        rejection = outcome.error if isinstance(outcome, Rejected) else None
+        return Judgement(records=outcome.records, rejection=rejection, step=outcome)
+
+    def took(self, ctx: StrategyContext, written: UnitPlan | Judgement) -> None:
+        """Bring the tracker up to the records just written (``plans.take_written``)."""
+        step = written.step
+        if isinstance(step, Close | Accepted | Rejected):
+            take_written(self, step, ctx.view)
+
+    def asking(self, plan: UnitPlan | None) -> None:
         """``plan``'s request is out (``pending_work()`` says what it does), or, ``None``, no
         request is out any more."""
         self.tracker.in_flight = None if plan is None else plan.describe
 
-    async def prepare_transition(self, ctx: StrategyContext) -> TransitionPlan | None:
-        """The request for a transition note, the floor raised to what it shows
-        (``units.prepare_transition``); ``None`` when there is nothing to read."""
-        return await prepare_transition(self, ctx)
-
-    async def commit(self, ctx: StrategyContext, plan: Ask, answer: object) -> None:
-        """Perform what ``answer`` to ``plan``'s request makes (``units.commit``: the summary, or
-        the counted rejection, then raised)."""
-        await commit(self, ctx, plan, answer)
+    def plan_transition(self, ctx: StrategyContext) -> UnitPlan | None:
+        """The request for a topic transition note from the head and up to three summaries, its
+        floor covering what it shows (``plans.plan_transition``); ``None`` when there is nothing
+        to read. Refused with ``CompressionError`` when there is no model to ask."""
+        regions = self.tracker.sync(ctx)
+        step: TransitionPlan | None = plan_transition(self, ctx.view, regions)
+        if step is None:
+            return None
+        if ctx.model is None:
+            raise CompressionError(
+                f"reset_head_window() with no text needs a compression model to write the transition note "
+                f"(namespace {ctx.namespace} on {ctx.branch}); pass text or configure a model"
+            )
+        return UnitPlan(floor=step.floor, request=step.request, describe=step.describe, step=step)
 
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         """Render head, then summaries and uncovered raw messages in order, then the recent
@@ -293,8 +316,23 @@ class AutobiographicalStrategy:
 
     async def transition_text(self, ctx: StrategyContext) -> str:
         """A transition note the model writes from the head and up to three summaries (raising the
-        floor first); ``No earlier context.`` when there is nothing to read."""
-        return await transition_text(self, ctx)
+        floor first, through ``ctx``); ``No earlier context.`` when there is nothing to read.
+        Writes nothing else. A runtime's ``reset_head_window`` performs the same plan itself."""
+        plan = self.plan_transition(ctx)
+        if plan is None:
+            return NO_EARLIER_CONTEXT
+        assert plan.floor is not None and plan.request is not None and ctx.model is not None
+        await ctx.mark_compression_read(plan.floor)
+        self.asking(plan)
+        try:
+            answer: object = await ctx.model.complete(plan.request)
+        except AnswerRejectedError as exc:
+            answer = exc
+        except ModelError as exc:
+            raise ModelError(f"{plan.describe}: {exc}") from exc
+        finally:
+            self.asking(None)
+        return judge_transition(answer)
 
     async def start_head_at(self, ctx: StrategyContext, sequence: int) -> None:
         """Start the head window at the message with this sequence (a topic transition)."""

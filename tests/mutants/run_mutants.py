@@ -74,8 +74,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = "tests/test_narrowing.py"
 TIMEOUT = 240  # seconds per pytest run; the whole file normally takes a few
-MANAGER = "actors/_editing.py"  # the narrowing checks of ContextManager.edit_message
-NAMESPACE = "actors/_namespace.py"
+NAMESPACE = "actors/_namespace.py"  # the actor: the narrowing checks of an edit, the floor
 #: What every run imports before the copy's own modules, imported once here before the forks: pytest
 #: and the plugins it loads (their entry points), and the libraries asides and the tests use. A
 #: module left out costs its import in each run, nothing else.
@@ -124,7 +123,7 @@ MUTANTS = [
     Mutant(
         "N3-floor",
         "N3: refused once the message's sequence is at or below the floor",
-        MANAGER,
+        NAMESPACE,
         "        if stored.sequence <= floor:\n",
         "        if False:  # MUTANT N3-floor\n",
         first=("row41", "row44"),
@@ -132,7 +131,7 @@ MUTANTS = [
     Mutant(
         "N4-other-reader",
         "N4: narrowing away from any other reader is always refused",
-        MANAGER,
+        NAMESPACE,
         "        if narrowing.hides_from_other_than(reader):\n",
         "        if False:  # MUTANT N4-other-reader\n",
         first=("row59", "n1"),
@@ -140,7 +139,7 @@ MUTANTS = [
     Mutant(
         "N4-no-reader",
         "N4: any narrowing by a manager with no reader is refused (as such)",
-        MANAGER,
+        NAMESPACE,
         '            refuse(others, "a manager that compiles for no reader may not hide a block from anyone")\n',
         "            pass  # MUTANT N4-no-reader\n",
         first=("row59",),
@@ -148,7 +147,7 @@ MUTANTS = [
     Mutant(
         "N4-same-reader-elsewhere",
         "N4: refused while another namespace on the branch records the same reader",
-        MANAGER,
+        NAMESPACE,
         "            if value == reader:\n",
         "            if False:  # MUTANT N4-same-reader-elsewhere\n",
         first=("row60",),
@@ -156,7 +155,7 @@ MUTANTS = [
     Mutant(
         "N4-unreadable-other-record",
         "N4: refused while another namespace on the branch has an unreadable reader record",
-        MANAGER,
+        NAMESPACE,
         "            if not isinstance(value, str) or not value:\n",
         "            if False:  # MUTANT N4-unreadable-other-record\n",
         first=("row61",),
@@ -164,7 +163,7 @@ MUTANTS = [
     Mutant(
         "N4-unreadable-floor",
         "N4: refused when the floor cannot be read",
-        MANAGER,
+        NAMESPACE,
         "        if not isinstance(floor, int):\n",
         "        if False:  # MUTANT N4-unreadable-floor\n",
         first=("row62",),
@@ -172,8 +171,8 @@ MUTANTS = [
     Mutant(
         "N4-own-namespace-skipped",
         "N4: only *another* namespace's record refuses (the own record does not)",
-        MANAGER,
-        "            if namespace == binding.namespace:\n",
+        NAMESPACE,
+        "            if namespace == self.namespace:\n",
         "            if False:  # MUTANT N4-own-namespace-skipped\n",
         first=("row44", "row60"),
     ),
@@ -186,8 +185,7 @@ MUTANTS = [
         more=(
             (
                 NAMESPACE,
-                "            if is_floor_record(stored) and stored >= sequence:\n"
-                "                raise _Covered\n",
+                "            if is_floor_record(stored) and stored >= sequence:\n                raise _Covered\n",
                 "            pass  # MUTANT N2-never-lowers (the commit-time check)\n",
             ),
         ),
@@ -213,7 +211,7 @@ MUTANTS = [
                 "                        actor.store_changed()\n",
                 "                        pass  # MUTANT N3-in-memory\n",
             ),
-            (MANAGER, "                binding.actor.adopt_stored_records()\n", "                pass  # MUTANT N3-in-memory\n"),
+            (NAMESPACE, "                self.adopt_stored_records()\n                current = ", "                current = "),
         ),
         first=("row42", "row44"),
     ),
@@ -343,7 +341,7 @@ def run_in_child(run: Run, every: bool) -> NoReturn:
         sys.dont_write_bytecode = True
         plugins = [RunFirst(run.mutant.first)] if run.mutant is not None else []
         code = int(pytest.main(pytest_args(run.mutant, every), plugins=plugins))
-        tested = sys.modules.get("asides.actors._editing")
+        tested = sys.modules.get("asides.actors._namespace")
         where = getattr(tested, "__file__", None)
         if where is None or not Path(where).resolve().is_relative_to(run.repo.resolve()):
             print(f"\nthe run imported {where}, not the copy's modules; the mutant was not tested")
