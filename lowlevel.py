@@ -4,7 +4,10 @@ A host needs none of these: ``import asides`` gives the runtime, managers, conte
 errors. Writing a strategy of your own, you get a :class:`StrategyContext` on every call (its
 ``view`` a :class:`MessageView`, its ``state`` a :class:`StrategyState`) and return a
 :class:`Selection`; the optional capabilities are the small protocols below, and
-:class:`NoBackgroundWork` is a base for a strategy with no background work. Code that works on a
+:class:`NoBackgroundWork` is a base for a strategy with no background work. A strategy whose
+background work asks a model may plan its units as values (:class:`PlansUnits`: a
+:class:`UnitPlan` per unit, a :class:`Judgement` per answer) and leave every effect to the
+runtime, which then keeps serving compiles while a request is out. Code that works on a
 store itself (tools, importers, the CLI) uses :func:`open_store` (which gives a :class:`Store`; a
 store file's is a :class:`SqliteStore`), the JSON codecs of content, and the reader-view
 functions.
@@ -47,6 +50,7 @@ from .strategies._capabilities import (
 )
 from .strategies._passthrough import NoBackgroundWork
 from .strategies._tokens import default_estimate, estimate_text
+from .strategies._units import Judgement, PlansTransitions, PlansUnits, UnitPlan, performs_plans, run_planned_unit
 
 __all__ = [
     # what a strategy is handed and returns
@@ -64,6 +68,13 @@ __all__ = [
     "ReadsSummaries",
     "ReportsFailedUnits",
     "ShardsMessages",
+    # the unit protocol: background work planned as values, performed by the runtime
+    "Judgement",
+    "PlansTransitions",
+    "PlansUnits",
+    "UnitPlan",
+    "performs_plans",
+    "run_planned_unit",
     # token estimates
     "default_estimate",
     "estimate_text",
