@@ -20,8 +20,9 @@ the small protocols of ``_capabilities``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -35,8 +36,16 @@ from ._compiled_message import CompiledMessage
 from ._errors import StrategyCapabilityError
 from ._models import Model
 
-if TYPE_CHECKING:
-    from ..store._store import Store
+log = logging.getLogger("asides.strategies")
+
+
+class StateReads(Protocol):
+    """The store reads a :class:`StrategyState` makes (a ``StoreReader`` offers them)."""
+
+    def get_state(self, branch: str, key: str, default: Any = None) -> Any: ...
+
+    def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
+
 
 __all__ = [
     "CompiledMessage",
@@ -219,11 +228,16 @@ class StrategyState:
     that raises the branch sequence by one. The namespace's reader record, narrowing floor and
     context log are not reachable through here: the runtime, which makes every ``StrategyState``,
     hands it the rule that keeps them apart as ``keys`` (a :class:`RecordKeys`).
+
+    It reads through ``store``, a store's reads (a :class:`~asides.lowlevel.StoreReader` will
+    do), and writes only through ``writer``: the runtime's is the namespace actor, so no write
+    passes the actor's claim and floor. Made with no writer, it reads only, and a write is
+    refused (``InvalidArgumentError``) after its keys are checked.
     """
 
     def __init__(
         self,
-        store: Store,
+        store: StateReads,
         branch: str,
         namespace: str,
         *,
@@ -231,6 +245,7 @@ class StrategyState:
         written: Callable[[], Sequence[str]] | None = None,
         read_only: bool = False,
         writer: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None,
+        report: Callable[[str, str], None] | None = None,
     ) -> None:
         self._store = store
         self._branch = branch
@@ -240,6 +255,7 @@ class StrategyState:
         self._written = written
         self._read_only = read_only
         self._writer = writer
+        self._report = report
 
     @property
     def read_only(self) -> bool:
@@ -254,7 +270,7 @@ class StrategyState:
     def get(self, key: str, default: Any = None) -> Any:
         """The record under ``key``; ``default`` when absent; ``UNREADABLE`` when its JSON is
         broken (report it and read it fail-closed)."""
-        value = self._store.model.get_state(self._branch, self._key(key))
+        value = self._store.get_state(self._branch, self._key(key), MISSING)
         return default if value is MISSING else value
 
     def items(self, prefix: str = "") -> dict[str, Any]:
@@ -263,28 +279,37 @@ class StrategyState:
         no key :meth:`get` may read)."""
         full = self._prefix + prefix
         cut = len(self._prefix)
-        return {k[cut:]: v for k, v in self._store.model.state_items(self._branch, full).items() if not self._keys.is_own_record(k)}
+        return {k[cut:]: v for k, v in self._store.state_items(self._branch, full).items() if not self._keys.is_own_record(k)}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""
         await self.set_many({key: value})
 
     async def set_many(self, records: Mapping[str, Any]) -> None:
-        """Write several records in one commit; each raises the branch sequence by one."""
+        """Write several records in one commit; each raises the branch sequence by one. A key
+        that spells a namespace's own record is refused before anything is written, and so is
+        every write of a state made with no writer."""
         if self._read_only:
             raise RuntimeError("a preview writes nothing: select must not write state when options.preview is true")
-        if records:
-            if self._writer is not None:
-                for key in records:
-                    self._key(key)  # refuses a key that ends like a namespace's own record
-                await self._writer(dict(records))
-            else:
-                await self._store.set_states(self._branch, {self._key(k): v for k, v in records.items()})
+        if not records:
+            return
+        for key in records:
+            self._key(key)  # refuses a key that ends like a namespace's own record
+        if self._writer is None:
+            raise InvalidArgumentError(
+                f"the strategy state of namespace {self._namespace!r} on branch {self._branch!r}",
+                "it was made with no writer, so it reads only; a strategy writes through the context the runtime hands it",
+            )
+        await self._writer(dict(records))
 
     def report(self, key: str, problem: str) -> None:
-        """Report a malformed record under ``key`` (logged once, with its record id)."""
+        """Report a malformed record under ``key`` (logged once, with its record id, by the
+        runtime's state; logged as is by one made with no ``report``)."""
         full = self._key(key)
-        self._store.model.report(self._store.model.state_record_id(self._branch, full), f"{full}: {problem}")
+        if self._report is not None:
+            self._report(full, problem)
+        else:
+            log.warning("%s on branch %r holds malformed data, read fail-closed: %s", full, self._branch, problem)
 
     @property
     def revision(self) -> int:

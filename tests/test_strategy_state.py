@@ -1,0 +1,28 @@
+"""``StrategyState`` made by hand: it reads through a store's reads alone (``Runtime.store``, a
+``StoreReader``) and, with no writer, refuses every write after checking its keys, writing
+nothing. The runtime's own states write through the namespace actor (tests/actors/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
+from asides.actors._records import NAMESPACE_RECORDS
+from asides.lowlevel import StrategyState
+
+
+async def test_a_state_with_no_writer_reads_through_the_store_reader_and_refuses_writes(store_path):
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/s", strategy=PassthroughStrategy(), view_reader="ann")
+        await manager.add_message("user", [text("hello")])
+        state = StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS)
+        assert state.get("missing", "default") == "default"
+        assert state.items() == {}  # the namespace's own reader record is not a strategy's
+        before = rt.store.state_items("main")
+        head = rt.store.head("main")
+        with pytest.raises(ValueError, match="narrowing-floor"):  # the key check comes first
+            await state.set("mine/narrowing-floor", 1)
+        with pytest.raises(InvalidArgumentError, match="no writer") as info:
+            await state.set_many({"notes/1": "a note", "notes/2": "another"})
+        assert "'agents/s'" in str(info.value) and "'main'" in str(info.value)
+        assert rt.store.state_items("main") == before and rt.store.head("main") == head
