@@ -2,12 +2,15 @@
 
 A deprecated function, method, argument or importable name keeps working; each use warns once,
 with an :class:`AsidesDeprecationWarning` that names the thing, the version of asides that
-deprecated it and what to use instead. Three entry points:
+deprecated it and what to use instead. Three entry points, and one helper:
 
 * :func:`warn_deprecated`, called where the deprecated thing is used (an argument, say);
 * :func:`deprecated`, a decorator for a function or method (sync or async);
 * :func:`deprecate_attributes`, which keeps names importable from a module that no longer binds
-  them: ``from asides.store import open_store`` still gives ``open_store``, and warns.
+  them: ``from asides.store import open_store`` still gives ``open_store``, and warns;
+* :func:`replacement`, which a deprecated thing forwards to when what replaces it lives in a
+  layer above it (``Runtime.openai_session``, replaced by the OpenAI Agents integration's own
+  entry point): named by its path and imported at the call, so no layer imports one above it.
 
 Nothing here decides what is deprecated: each module names its own deprecated things, and
 docs/api.md ("Deprecated names") lists them all.
@@ -16,6 +19,7 @@ docs/api.md ("Deprecated names") lists them all.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import sys
 import warnings
@@ -65,6 +69,17 @@ def warn_deprecated(thing: object, version: str, *, instead: object, because: st
     if because:
         message += f": {because}"
     warnings.warn(AsidesDeprecationWarning(message), stacklevel=stacklevel + 1)
+
+
+def replacement(path: str) -> Any:
+    """The object ``path`` names (``"package.module:Class.attribute"``), imported now: what a
+    deprecated thing forwards to when its replacement lives in a layer above it (see the module
+    docstring). A path that names nothing raises ``ImportError`` or ``AttributeError``."""
+    module, _, attribute = path.partition(":")
+    value: Any = importlib.import_module(module)
+    for part in filter(None, attribute.split(".")):
+        value = getattr(value, part)
+    return value
 
 
 def deprecated(version: str, *, instead: object, thing: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:

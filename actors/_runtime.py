@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 
-from .._deprecate import deprecated
+from .._deprecate import deprecated, replacement
 from ..store._disclosure import Disclosure
 from ..store._erasure import Erasure, Tombstone
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
@@ -36,9 +36,6 @@ from ._manager import ContextManager, Derivation, open_context_manager
 from ._namespace import normalise_namespace
 from ._privacy import Privacy, check_retain_for
 from ._store_access import IntegrationRecords
-
-if TYPE_CHECKING:
-    from ..integrations.openai_agents import AsidesSession
 
 __all__ = ["Runtime", "internal_store", "open_runtime"]
 
@@ -304,14 +301,13 @@ class Runtime:
         strategy: ContextStrategy | None = None,
         session_settings: Any = None,
         private_tool_calls: bool = True,
-    ) -> AsidesSession:
+    ) -> Any:
         """An OpenAI Agents SDK session (``Runner.run(..., session=)``) on the conversation
         ``session_id`` of this runtime's store, for ``reader``; it lives as long as the runtime.
         ``private_tool_calls`` as for ``AsidesSession``. Needs the ``openai-agents`` extra; see
         ``asides.integrations.openai_agents``."""
-        from ..integrations.openai_agents import AsidesSession  # only when asked: the runtime does not need it
-
-        return await AsidesSession.bound_to(
+        bound_to = replacement("asides.integrations.openai_agents:AsidesSession.bound_to")  # a layer above: by name
+        return await bound_to(
             self, session_id, reader=reader, strategy=strategy, session_settings=session_settings, private_tool_calls=private_tool_calls
         )
 
