@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from .._deprecate import deprecated
+
 if TYPE_CHECKING:
     from ._disclosure import Disclosure
     from ._erasure import Erasure, Tombstone
@@ -76,14 +78,18 @@ class StoreReader:
         return self.__store.statistics()
 
     @property
+    @deprecated("0.2.0", thing="asides.lowlevel.StoreReader.commits", instead="asides.lowlevel.StoreReader.statistics().commits")
     def commits(self) -> int:
         """``statistics().commits``."""
-        return self.__store.commits
+        return self.__store.statistics().commits
 
     @property
+    @deprecated(
+        "0.2.0", thing="asides.lowlevel.StoreReader.caught_up_records", instead="asides.lowlevel.StoreReader.statistics().caught_up_records"
+    )
     def caught_up_records(self) -> int:
         """``statistics().caught_up_records``."""
-        return self.__store.caught_up_records
+        return self.__store.statistics().caught_up_records
 
     # -- following other writers ----------------------------------------------------------------
 

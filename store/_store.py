@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from .._deprecate import deprecated
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
 from ._disclosure import DISCLOSURE, Disclosure, disclosure_body
@@ -107,13 +108,15 @@ class Store:
         )
 
     @property
+    @deprecated("0.2.0", thing="asides.lowlevel.Store.commits", instead="asides.lowlevel.Store.statistics().commits")
     def commits(self) -> int:
-        """``statistics().commits`` (kept for code that reads it here; new code reads :meth:`statistics`)."""
+        """``statistics().commits``."""
         return self.statistics().commits
 
     @property
+    @deprecated("0.2.0", thing="asides.lowlevel.Store.caught_up_records", instead="asides.lowlevel.Store.statistics().caught_up_records")
     def caught_up_records(self) -> int:
-        """``statistics().caught_up_records`` (kept for code that reads it here; new code reads :meth:`statistics`)."""
+        """``statistics().caught_up_records``."""
         return self.statistics().caught_up_records
 
     @property

@@ -15,7 +15,7 @@ import pytest
 import trio
 from helpers import eventually, namespace_actor
 
-from asides import PassthroughStrategy, open_runtime, text
+from asides import AsidesDeprecationWarning, PassthroughStrategy, open_runtime, text
 from asides.lowlevel import ActorStatistics, RuntimeStatistics, StoreStatistics, open_store
 from tests.test_compression_readers import blocking_model, memory, write_conversation
 
@@ -40,8 +40,11 @@ async def test_a_store_snapshot_counts_each_commit_and_does_not_change_afterward
         after = store.statistics()
         assert after.commits - before.commits == 6
         assert (after.contended_commits, after.caught_up_records) == (0, 0), "one process: nothing contended, nothing caught up"
-        # The public-but-undocumented attributes read the same counts.
-        assert (store.commits, store.caught_up_records) == (after.commits, after.caught_up_records)
+        # The old counters read the same counts, with a deprecation warning each.
+        with pytest.warns(AsidesDeprecationWarning, match=r"Store\.commits is deprecated.*statistics\(\)\.commits"):
+            assert store.commits == after.commits
+        with pytest.warns(AsidesDeprecationWarning, match=r"Store\.caught_up_records is deprecated"):
+            assert store.caught_up_records == after.caught_up_records
     closed = store.statistics()  # a closed store answers what it counted
     assert closed.commits == after.commits
 
@@ -85,7 +88,8 @@ async def test_a_store_counts_the_records_it_caught_up_with_from_another_writer(
             stats = reader.statistics()
             assert stats.caught_up_records == 3
             assert stats.commits == 0, "a read-only open commits nothing"
-            assert reader.caught_up_records == 3
+            with pytest.warns(AsidesDeprecationWarning):
+                assert reader.caught_up_records == 3
         assert writer.statistics().caught_up_records == 0, "its own commits are not caught up with"
         if writer.shared:  # PostgreSQL: the documented attribute reads the snapshot
             assert writer.contended_commits == writer.statistics().contended_commits  # type: ignore[attr-defined]

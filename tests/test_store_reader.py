@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from helpers import dump, writable_store
 
-from asides import AsidesError, PassthroughStrategy, UnknownBranchError, open_runtime, text
+from asides import AsidesDeprecationWarning, AsidesError, PassthroughStrategy, UnknownBranchError, open_runtime, text
 from asides.lowlevel import IntegrationRecords, StoreReader
 
 #: What the writable store has and the reader must not.
@@ -68,7 +68,10 @@ async def test_reads_answer_as_the_store_does(store_path):
             store.failed,
         )
         assert reader.statistics() == store.statistics()
-        assert (reader.commits, reader.caught_up_records) == (store.commits, store.caught_up_records)
+        with pytest.warns(AsidesDeprecationWarning, match=r"StoreReader\.commits is deprecated"):
+            assert reader.commits == store.statistics().commits
+        with pytest.warns(AsidesDeprecationWarning, match=r"StoreReader\.caught_up_records is deprecated"):
+            assert reader.caught_up_records == store.statistics().caught_up_records
         assert reader.branches() == store.branches() and len(reader.branches()) == 3
         for branch in ("main", "side", "tool"):
             assert reader.has_branch(branch)
