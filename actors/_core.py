@@ -91,8 +91,10 @@ class RuntimeCore:
         self._actors: dict[tuple[str, str], NamespaceActor] = {}
         self._signals: dict[str, Signal] = {}
         self._managers: set[ManagerHandle] = set()
-        #: Which open manager holds each strategy object (by identity): one manager at a time.
+        #: Which open manager holds each strategy object (by identity): one manager at a time;
+        #: and the other way, which strategy each manager holds.
         self._strategy_holders: dict[int, ManagerHandle] = {}
+        self._held: dict[ManagerHandle, int] = {}
         self._attachments: dict[type[Any], Any] = {}
         self.closing = False
         self._unlisten = store.add_listener(self._on_store_event)
@@ -166,12 +168,13 @@ class RuntimeCore:
         self.check_strategy_free(strategy, manager)
         self.release_strategy(manager)
         self._strategy_holders[id(strategy)] = manager
+        self._held[manager] = id(strategy)
 
     def release_strategy(self, manager: ManagerHandle) -> None:
-        """``manager`` holds no strategy any more."""
-        for key, holder in list(self._strategy_holders.items()):
-            if holder is manager:
-                del self._strategy_holders[key]
+        """``manager`` holds no strategy any more (in constant time, however many are open)."""
+        key = self._held.pop(manager, None)
+        if key is not None and self._strategy_holders.get(key) is manager:
+            del self._strategy_holders[key]
 
     @property
     def open_managers(self) -> int:
