@@ -57,10 +57,6 @@ _WHY = (
 )
 
 
-def _who(reader: str | None) -> str:
-    return "no reader" if reader is None else f"reader {reader!r}"
-
-
 class ReaderClaimError(AsidesError):
     """Another reader holds the namespace (or the manager compiles for no reader where one is
     recorded, or it went stale when another reader claimed the namespace)."""

@@ -32,11 +32,6 @@ class Narrowing:
     def hides_anything(self) -> bool:
         return bool(self.named) or self.from_everyone_but is not None
 
-    def hides_from(self, reader: str) -> bool:
-        if reader in self.named:
-            return True
-        return self.from_everyone_but is not None and reader not in self.from_everyone_but
-
     def hides_from_other_than(self, reader: str | None) -> bool:
         """Whether it hides a block from any reader other than ``reader``."""
         if self.from_everyone_but is not None:

@@ -362,11 +362,6 @@ class Memory:
             summary_id = self.parent[summary_id]
         return summary_id
 
-    def rendering_summary(self, chunk_id: str) -> str | None:
-        """The highest summary covering a chunk (its top ancestor, else its level-1 summary), or None."""
-        l1 = self.l1_of.get(chunk_id)
-        return None if l1 is None else self.root_of(l1)
-
     def chunk_span(self, summary_id: str) -> tuple[int, int]:
         """Indexes (in chunk order) of the first and last chunk a summary covers."""
         record = self.summaries[summary_id]

@@ -52,9 +52,6 @@ class Regions:
     def in_head(self, p: int) -> bool:
         return self.hs <= p < self.he
 
-    def in_recent(self, p: int) -> bool:
-        return p >= self.ts
-
     def in_middle(self, p: int) -> bool:
         return p < self.hs or self.he <= p < self.ts
 
