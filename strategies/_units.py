@@ -50,6 +50,7 @@ __all__ = [
     "TickedUnits",
     "UnitEffects",
     "UnitPlan",
+    "ask_through",
     "judge_transition",
     "perform_judgement",
     "perform_plan",
@@ -213,18 +214,26 @@ async def run_planned_unit(units: PlansUnits, ctx: StrategyContext) -> bool:
     plan = await perform_plan(units, ctx, plan, effects)
     if plan.request is None:
         return True
+    answer = await ask_through(units, ctx, plan)
+    return await perform_judgement(units, ctx, units.judge_answer(ctx, plan, answer), effects)
+
+
+async def ask_through(units: PlansUnits, ctx: StrategyContext, plan: UnitPlan) -> object:
+    """Send ``plan.request`` through ``ctx.model``, telling ``units`` it is out (``asking``) and
+    back: the answer, or the ``AnswerRejectedError`` raised for it (to judge); a model error
+    propagates naming the unit, and no model at all is ``CompressionError``."""
+    assert plan.request is not None
     if ctx.model is None:
         raise CompressionError(f"no compression model is configured for {ctx.namespace} on {ctx.branch}")
     units.asking(plan)
     try:
-        answer: object = await ctx.model.complete(plan.request)
+        return await ctx.model.complete(plan.request)
     except AnswerRejectedError as exc:
-        answer = exc
+        return exc
     except ModelError as exc:
         raise ModelError(f"{plan.describe}: {exc}") from exc
     finally:
         units.asking(None)
-    return await perform_judgement(units, ctx, units.judge_answer(ctx, plan, answer), effects)
 
 
 class TickedUnits:

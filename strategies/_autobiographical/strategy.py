@@ -27,10 +27,10 @@ from ...store._messages import Message
 from ...store._names import check_participant
 from .._base import Selection, SelectOptions, StrategyContext
 from .._capabilities import RecordsReport, owns_under
-from .._errors import AnswerRejectedError, CompressionError, ModelError
+from .._errors import CompressionError
 from .._tokens import Estimator, MessageCosts, recorded_estimator
 from .._truncation import truncate_content
-from .._units import NO_EARLIER_CONTEXT, Judgement, UnitPlan, judge_transition, performs_plans, run_planned_unit
+from .._units import NO_EARLIER_CONTEXT, Judgement, UnitPlan, ask_through, judge_transition, performs_plans, run_planned_unit
 from .compression import L1_INSTRUCTION, MERGE_INSTRUCTION
 from .plans import Accepted, Ask, Close, Rejected, Superseded, TransitionPlan, judge_answer, plan_transition, plan_unit, take_written
 from .records import Summary, describe_records
@@ -321,18 +321,9 @@ class AutobiographicalStrategy:
         plan = self.plan_transition(ctx)
         if plan is None:
             return NO_EARLIER_CONTEXT
-        assert plan.floor is not None and plan.request is not None and ctx.model is not None
+        assert plan.floor is not None
         await ctx.mark_compression_read(plan.floor)
-        self.asking(plan)
-        try:
-            answer: object = await ctx.model.complete(plan.request)
-        except AnswerRejectedError as exc:
-            answer = exc
-        except ModelError as exc:
-            raise ModelError(f"{plan.describe}: {exc}") from exc
-        finally:
-            self.asking(None)
-        return judge_transition(answer)
+        return judge_transition(await ask_through(self, ctx, plan))
 
     async def start_head_at(self, ctx: StrategyContext, sequence: int) -> None:
         """Start the head window at the message with this sequence (a topic transition)."""
