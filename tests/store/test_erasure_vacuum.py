@@ -163,7 +163,7 @@ def _wait_for_the_erasure_commit(url: str) -> None:
 
 @pytest.mark.slow
 async def test_kill_9_between_an_erasures_commit_and_its_rewrite_is_finished_at_the_next_open(pg_url, pg_cluster, tmp_path, request):
-    """The child (tests/erase_crash_writer.py) commits its erasure, then waits for the older
+    """The child (tests/store/erase_crash_writer.py) commits its erasure, then waits for the older
     snapshot held here; it is killed there, before its rewrite."""
     folder = data_dir(pg_url, request)
     stderr_path = str(tmp_path / "child.err")

@@ -29,9 +29,9 @@ from asides.store import StoreLockedError, text
 from tests.crash_writer import digest
 from tests.helpers import CHILD_WATCHDOG_SECONDS, read_child_line, reaped_child
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-CHILD = os.path.join(HERE, "crash_writer.py")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(TESTS)
+CHILD = os.path.join(TESTS, "crash_writer.py")
 PAD = "x" * 200
 
 

@@ -1,5 +1,5 @@
 """kill -9 in the middle of an erasure (issue 23): after reopen the erasure is complete or not
-started, never half. The child (tests/erase_crash_writer.py) erases 3,000 messages in one
+started, never half. The child (tests/store/erase_crash_writer.py) erases 3,000 messages in one
 erasure; the parent kills it at a drawn point of the commit (no sleeps: it counts the child's
 lines), then opens the store and checks."""
 

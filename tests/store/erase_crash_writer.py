@@ -1,6 +1,6 @@
-"""Child process for the kill -9 test of tests/test_erasure_crash.py.
+"""Child process for the kill -9 test of tests/store/test_erasure_crash.py.
 
-``python tests/erase_crash_writer.py PATH COUNT`` opens a runtime on PATH, writes COUNT messages
+``python tests/store/erase_crash_writer.py PATH COUNT`` opens a runtime on PATH, writes COUNT messages
 (each holding ``SECRET-<i>`` and padding) plus a context-log copy of each of the first ten, and
 prints ``READY``; then it erases all of them in one erasure and prints ``ERASING`` before and
 ``ERASED`` after, while another task prints ``T <n>`` lines for as long as the erasure runs, so
