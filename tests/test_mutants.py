@@ -2,7 +2,7 @@
 
 Runs ``tests/mutants/run_mutants.py`` as a subprocess: every mutant of
 ``ContextManager._check_narrowing`` and ``NamespaceActor.raise_floor`` it lists must make at least
-one test of ``tests/test_narrowing.py`` fail. It copies the repository once per mutant and runs
+one test of ``tests/actors/test_narrowing.py`` fail. It copies the repository once per mutant and runs
 that file there, each run a process forked from one that imported pytest and its plugins once,
 with the tests that killed the mutant before run first (docs/testing.md, "The suite's time"):
 about half a minute of CPU in all, marked ``slow``.

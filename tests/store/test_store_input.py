@@ -13,12 +13,12 @@ from helpers import Raw, message_body, seed_records, writable_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli import run
-from test_narrowing import StateWriter
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
 from asides.actors._records import NAMESPACE_KEYS, own_record, strategy_state_key
 from asides.lowlevel import open_store
 from asides.store import MalformedContentError
+from tests.actors.test_narrowing import StateWriter
 
 BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
 

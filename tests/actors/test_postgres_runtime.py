@@ -17,7 +17,7 @@ from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._commands import RaiseFloor
 from asides.store import text
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.test_compression_readers import all_summary_texts, blocking_model, marker_model, memory, write_conversation
+from tests.actors.test_compression_readers import all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 
 def reader_rows(url: str, key: str) -> list[str]:

@@ -50,7 +50,7 @@ from asides import (
 from asides.actors import ModelError
 from asides.lowlevel import Selection, SelectOptions, StrategyContext
 from asides.testing import FailingModel, open_test_runtime
-from tests.test_model_boundary import AskOnTick
+from tests.actors.test_model_boundary import AskOnTick
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 
@@ -389,7 +389,7 @@ def test_the_readmes_model_section_shows_a_custom_model_answering_end_turn():
     ``Completion("end_turn", ...)`` and names the one finished stop reason."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index("\n## Plugging in a real model\n")
     section = readme[start : readme.index("\n## ", start + 1)]
     code = "\n".join(re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M))

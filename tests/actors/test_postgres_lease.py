@@ -32,8 +32,8 @@ from asides.actors._records import NAMESPACE_RECORDS  # test-only: the rule the 
 from asides.store import InvalidArgumentError
 from asides.strategies._base import StrategyState
 from asides.strategies._passthrough import PassthroughStrategy
+from tests.actors.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 from tests.helpers import writable_store
-from tests.test_compression_readers import BIG, all_summary_texts, blocking_model, marker_model, memory, write_conversation
 
 NAMESPACE = "agents/s"
 RETRY = ModelPolicy().lease_retry

@@ -89,7 +89,7 @@ async def test_the_disclosure_benchmark_runs_on_a_tiny_history() -> None:
     import os
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if root not in sys.path:
         sys.path.insert(0, root)
     from benchmarks import disclosures

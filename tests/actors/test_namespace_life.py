@@ -25,7 +25,7 @@ from asides.actors import NarrowingRefusedError, ReaderClaimError, open_runtime
 from asides.actors._namespace import NamespaceActor
 from asides.store import text
 from asides.strategies._passthrough import PassthroughStrategy
-from tests.test_compression_readers import BIG, blocking_model, compiled_text, marker_model, memory, write_conversation
+from tests.actors.test_compression_readers import BIG, blocking_model, compiled_text, marker_model, memory, write_conversation
 
 CYCLES = 10_000
 WARM = 1_000

@@ -17,7 +17,7 @@ from helpers import eventually, namespace_actor
 
 from asides import PassthroughStrategy, open_runtime, text
 from asides.lowlevel import ActorStatistics, RuntimeStatistics, StoreStatistics, open_store
-from tests.test_compression_readers import blocking_model, memory, write_conversation
+from tests.actors.test_compression_readers import blocking_model, memory, write_conversation
 
 
 def _frozen(snapshot: object, field: str) -> None:
