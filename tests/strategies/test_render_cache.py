@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from asides import AutobiographicalStrategy, KnowledgeStrategy, open_runtime, text, tool_result, tool_use
 from tests.helpers import sibling_store
-from tests.test_autobiographical import BIG, fake_model, tok
+from tests.strategies.test_autobiographical import BIG, fake_model, tok
 
 _EXAMPLES = itertools.count()
 
