@@ -259,7 +259,7 @@ def test_the_supervisor_example_keeps_each_workers_briefing_to_itself() -> None:
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "examples" / "langchain_supervisor.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "langchain_supervisor.py"
     spec = importlib.util.spec_from_file_location("langchain_supervisor", path)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)

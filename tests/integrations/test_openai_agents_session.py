@@ -40,7 +40,7 @@ from asides.integrations.openai_agents import AsidesSession, ScriptedAgentModel,
 
 set_tracing_disabled(True)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ set_tracing_disabled(True)
 # The SDK under Trio leaves its own cleanup coroutine unawaited (it cannot start an asyncio task).
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine '_close_runner_owned_model_provider:RuntimeWarning")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def user(text: str) -> dict[str, Any]:

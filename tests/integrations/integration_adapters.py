@@ -1,4 +1,4 @@
-"""One small adapter per agent framework, for ``tests/test_integration_contract.py``: the contract
+"""One small adapter per agent framework, for ``tests/integrations/test_integration_contract.py``: the contract
 every integration keeps is written once against :class:`Adapter`, and a new integration joins it
 by adding an adapter here.
 

@@ -1,6 +1,6 @@
 """The contract every integration keeps (issue 31, items 3 to 5), held once against all three: the
 LangChain middleware, the Pydantic AI history and the OpenAI Agents session, each through the
-small adapter in ``tests/integration_adapters.py`` (a new integration joins by adding one).
+small adapter in ``tests/integrations/integration_adapters.py`` (a new integration joins by adding one).
 
 1. A host's redaction reaches the agent it hides something from: what an agent gets back of its
    own lines comes from what its reader sees now, never from a copy kept when they were written.
