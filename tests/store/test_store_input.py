@@ -12,13 +12,13 @@ import trio
 from helpers import Raw, message_body, seed_records, writable_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import run
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
 from asides.actors._records import NAMESPACE_KEYS, own_record, strategy_state_key
 from asides.lowlevel import open_store
 from asides.store import MalformedContentError
 from tests.actors.test_narrowing import StateWriter
+from tests.cli.test_cli import run
 
 BIG = {"max_tokens": 100_000, "reserve_for_response": 0}
 
@@ -263,7 +263,7 @@ def test_item11_restore_refuses_a_nul_naming_the_record_and_writes_nothing(store
     """Issue 19 item 11: a NUL in a raw body, a key or a branch name restored into SQLite but
     printed ``psycopg.DataError`` on PostgreSQL. Both refuse it now, in one line naming the
     record and the column, before anything is written: both backends take the same dumps."""
-    from test_cli import one_error_line
+    from tests.cli.test_cli import one_error_line
 
     first = {"kind": "message", "id": "1", "branch": "main", "sequence": 1, "participant": "user", "content": [], "metadata": {}}
     lines = ['{"asides":"dump","format":1}', json.dumps(first), json.dumps(record)]

@@ -29,7 +29,7 @@ from asides.actors import open_runtime
 from asides.store import text, thinking, tool_result, tool_use
 from asides.strategies import AutobiographicalStrategy, ExtractiveModel, WindowedPassthroughStrategy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NO_LEAK = "no private line reached a reader it was not for"
 
 
@@ -504,7 +504,7 @@ def test_foreign_files_are_refused(capsys, tmp_path):
 
 async def test_a_write_to_a_store_another_process_holds_is_one_line_and_exits_1(built, tmp_path):
     """import and restore write: while a host holds the store, the CLI (a subprocess) says so on
-    one line and exits 1 (a refusal). The reading commands work then (tests/test_cli_live.py)."""
+    one line and exits 1 (a refusal). The reading commands work then (tests/cli/test_cli_live.py)."""
     source = tmp_path / "one.jsonl"
     source.write_text('{"participant":"u","content":[{"type":"text","text":"x"}]}\n', encoding="utf-8")
     dump = tmp_path / "dump.jsonl"

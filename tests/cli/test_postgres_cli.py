@@ -92,7 +92,7 @@ def test_the_readme_route_to_a_local_server(pg_cluster, capsys):
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "ASIDES_TEST_POSTGRES_URL"}
     started = subprocess.run(["sh", ".ci/postgres", "start"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
