@@ -217,7 +217,7 @@ def test_a_test_marked_both_trio_and_anyio_by_hand_is_refused_in_one_line(tmp_pa
 
 
 def _readme_section(title: str) -> str:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index(f"\n## {title}\n")
     end = readme.find("\n## ", start + 1)
     return readme[start : end if end >= 0 else len(readme)]

@@ -28,7 +28,7 @@ import pytest
 from asides._cli._demo import demo_script
 
 CHROMIUM = "/usr/bin/chromium"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGES = os.path.join(ROOT, "docs", "images")
 TOKEN = "browser-test-token-4567"
 CHROMIUM_ARGS = [
