@@ -3,7 +3,7 @@
 one check of ``actors/manager.py::ContextManager._check_narrowing`` or
 ``actors/namespace.py::NamespaceActor.raise_floor`` is taken out?
 
-Not a pytest module (its name does not start with ``test_``); ``tests/test_mutants.py`` runs it
+Not a pytest module (its name does not start with ``test_``); ``tests/package/test_mutants.py`` runs it
 as a subprocess (marked slow). Run it directly with::
 
     .venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [--every] [MUTANT_ID ...]

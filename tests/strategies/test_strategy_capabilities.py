@@ -51,7 +51,7 @@ def test_the_protocols_are_public_in_their_home():
     """Each protocol has one public home, its ``__module__``: ``ContextStrategy`` is
     ``asides``'s (and the strategies layer's, SPEC 3.3), the capabilities are
     ``asides.lowlevel``'s, for strategy authors (docs/api.md). Their old imports warn
-    (tests/test_deprecations.py)."""
+    (tests/package/test_deprecations.py)."""
     import asides.lowlevel
 
     assert ContextStrategy.__module__ == "asides" and asides.strategies.ContextStrategy is ContextStrategy

@@ -18,7 +18,7 @@ import pytest
 
 import asides
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 USER_SCRIPT = """

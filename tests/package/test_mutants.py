@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent / "mutants" / "run_mutants.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "mutants" / "run_mutants.py"
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from asides.store import text
 from asides.strategies._capabilities import DescribesRecords
 from tests.helpers import writable_store
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL = {"target_chunk_tokens": 40, "head_window_tokens": 20, "recent_window_tokens": 60, "merge_threshold": 2}
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 

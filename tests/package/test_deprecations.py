@@ -22,7 +22,7 @@ import pytest
 import asides
 from asides import AsidesDeprecationWarning, ModelPolicy, PassthroughStrategy, open_runtime, text
 
-API_MD = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def documented() -> tuple[int, list[tuple[str, str, str]]]:
