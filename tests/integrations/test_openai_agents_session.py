@@ -53,6 +53,7 @@ from asides import (
     InvalidNameError,
     MalformedContentError,
     PassthroughStrategy,
+    StoreLockedError,
     TextBlock,
     open_runtime,
 )
@@ -652,6 +653,16 @@ def test_a_trio_runtime_elsewhere_in_the_process_does_not_matter(db):
     finally:
         stop.set()
         thread.join()
+
+
+async def test_a_session_refused_a_file_its_host_holds_points_to_bound_to(tmp_path):
+    pytest.importorskip("agents")
+    from asides.integrations.openai_agents import AsidesSession
+
+    path = str(tmp_path / "room.db")
+    async with open_runtime(path):
+        with pytest.raises(StoreLockedError, match=r"await AsidesSession\.bound_to\(rt, session_id, reader=\.\.\.\)"):
+            AsidesSession("workshop", path, reader="ann")
 
 
 # -- 7. Refusals, closing, and what is stored ---------------------------------------------------

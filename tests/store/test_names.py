@@ -6,7 +6,9 @@ valid Unicode (no lone surrogate), free of control characters and line separator
 256 characters long (see docs/input.md). Every refusal raises ``InvalidNameError`` (also a
 ``MalformedContentError``, an ``InvalidArgumentError`` and a ``ValueError``) whose ``path`` names
 the field; the store is exactly as it was (a full dump is compared), it has not stopped, and
-other writers go on working; after a reopen nothing of the refused call is there.
+other writers go on working; after a reopen nothing of the refused call is there. A name of the
+wrong type is an ``ArgumentTypeError`` (also an ``InvalidNameError`` and a ``TypeError``; issue
+21, item 7).
 
 Sections:
   1. Helpers
@@ -30,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asides import (
+    ArgumentTypeError,
     AsidesError,
     InvalidArgumentError,
     InvalidNameError,
@@ -188,6 +191,24 @@ async def test_a_manager_passed_as_a_namespace_is_told_to_pass_its_name(store_pa
         async with rt.manager("agents/ann", strategy=PassthroughStrategy()) as ann:
             error = await refused_name(rt.open_manager(ann, strategy=PassthroughStrategy()), "namespace")
             assert "ContextManager" in error.problem and ".namespace" in error.problem
+
+
+@pytest.mark.parametrize("where", ["participant", "namespace", "view_reader", "branch"])
+async def test_a_name_of_the_wrong_type_is_an_argument_type_error(store_path, where):
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
+        head = rt.store.head("main")
+        calls = {
+            "participant": lambda: manager.add_message(3, [text("x")]),  # type: ignore[arg-type]
+            "namespace": lambda: rt.open_manager(3, strategy=PassthroughStrategy()),  # type: ignore[arg-type]
+            "view_reader": lambda: rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader=3),  # type: ignore[arg-type]
+            "branch": lambda: manager.fork(3),  # type: ignore[arg-type]
+        }
+        with pytest.raises(ArgumentTypeError) as refused:
+            await calls[where]()
+        assert isinstance(refused.value, InvalidNameError) and isinstance(refused.value, TypeError)
+        assert refused.value.path == where
+        assert rt.store.head("main") == head  # nothing written
 
 
 # -- 3. Metadata --------------------------------------------------------------------------------

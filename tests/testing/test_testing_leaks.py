@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, text
+from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
 from asides.testing import HarnessError, Leak, LeakCheck, LeaksFound, ScriptedModel, open_test_runtime
 
 
@@ -107,3 +107,19 @@ async def test_a_model_shared_by_two_readers_is_refused():
         assert shared.requests
         with pytest.raises(HarnessError, match="whose requests"):
             await check.scan(ann, bob)
+
+
+async def test_a_leak_report_numbers_a_compiles_places_one_way(store_path):
+    """A marker that reaches bob through a compile is reported at the compiled message's place,
+    and its provenance at the same number, with the stored id named as an id (it used to say
+    ``message 2`` for the place and ``provenance of message 5`` for the id)."""
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("room", strategy=PassthroughStrategy())
+        bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+        await host.add_message("user", [text("Hello, all.")])
+        leaked = await host.add_message("user", [text("ANN-ONLY the code is 4417.")])  # no audience: a leak, on purpose
+        compiled = await bob.compile()
+        check = LeakCheck({"ann": ["ANN-ONLY"]})
+        check.record("bob", compiled, where="compile")
+        places = sorted(leak.where for leak in check.leaks())
+        assert places == ["compile, message 2", f"compile, provenance of message 2 (stored id {leaked.id})"]
