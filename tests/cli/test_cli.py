@@ -6,7 +6,7 @@ on a store the test builds, export -> import -> export identical, an import with
 line writing nothing and naming the line, ``import --append``; plus ``--help`` everywhere,
 one-line errors for a missing, locked or foreign store and an unknown namespace or branch, and an
 unreadable record shown, never dropped. The read-only commands against a live store, backups,
-strict JSON lines, exit codes and output widths have their own files (tests/test_cli_*.py).
+strict JSON lines, exit codes and output widths have their own files (tests/cli/test_cli_*.py).
 
 ``main`` runs its own ``trio.run``, so the tests that call it are synchronous; stores are built
 with ``trio.run`` in fixtures.

@@ -20,7 +20,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "mutants" / "run_mutants.py"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # one run of test_narrowing.py per mutant: past the default 120 s under load
+@pytest.mark.timeout(900)  # one run of tests/actors/test_narrowing.py per mutant: past the default 120 s under load
 def test_every_narrowing_mutant_is_killed():
     proc = subprocess.run(
         [sys.executable, str(SCRIPT)],

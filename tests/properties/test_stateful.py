@@ -944,7 +944,7 @@ class CancellingMachine(RuntimeMachine):
 
 #: Examples per run on PostgreSQL: each opens and reopens runtimes on a fresh schema, so the
 #: PostgreSQL half runs fewer examples than SQLite's (the multi-process run of
-#: test_postgres_processes.py checks the same invariants across processes).
+#: tests/actors/test_postgres_processes.py checks the same invariants across processes).
 POSTGRES_EXAMPLES = 10
 
 
