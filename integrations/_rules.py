@@ -1,6 +1,6 @@
 """The rules every integration keeps, in one place: the LangChain middleware, the Pydantic AI
 history and the OpenAI Agents session all decide these here, and a new integration uses them
-from its first day (``tests/test_integration_contract.py`` holds every integration to them).
+from its first day (``tests/integrations/test_integration_contract.py`` holds every integration to them).
 
 * **Reader names** (:func:`agent_reader`): an agent's reader is a reader's name, and never one
   named like a role every agent shares (``user``, ``system``, ``developer``, ``assistant``, in

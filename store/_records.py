@@ -102,7 +102,7 @@ def encode_message(
         record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
         return participant, blocks, frozen, stamp, json_text(record, "content")
     # The same text ``json_text`` gives that record (key order and separators included), without
-    # building its wire form first: ``tests/test_append_path.py`` holds the two to be equal.
+    # building its wire form first: ``tests/store/test_append_path.py`` holds the two to be equal.
     body = (
         '{"participant": '
         + _JSON_STRING(participant)

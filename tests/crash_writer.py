@@ -1,4 +1,4 @@
-"""Child process for tests/test_store_crash.py (SPEC S1, S4).
+"""Child process for tests/store/test_store_crash.py (SPEC S1, S4).
 
 Every acknowledged write is printed on its own line and flushed, only after the call that made
 it returned (so it is durable), until the parent kills the process.

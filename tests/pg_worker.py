@@ -1,4 +1,4 @@
-"""Child process for tests/test_postgres_processes.py: one process of several sharing one
+"""Child process for tests/actors/test_postgres_processes.py: one process of several sharing one
 PostgreSQL store. It prints one line per acknowledged result, flushed, only after the store
 returned it (so it is durable); the parent reads them.
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env python
-"""Mutation run for the narrowing rules (SPEC N2-N6): does ``tests/test_narrowing.py`` notice when
+"""Mutation run for the narrowing rules (SPEC N2-N6): does ``tests/actors/test_narrowing.py`` notice when
 one check of ``actors/manager.py::ContextManager._check_narrowing`` or
 ``actors/namespace.py::NamespaceActor.raise_floor`` is taken out?
 
-Not a pytest module (its name does not start with ``test_``); ``tests/test_mutants.py`` runs it
+Not a pytest module (its name does not start with ``test_``); ``tests/package/test_mutants.py`` runs it
 as a subprocess (marked slow). Run it directly with::
 
     .venv/bin/python tests/mutants/run_mutants.py [-j JOBS] [--every] [MUTANT_ID ...]
 
 For each mutant it copies the repository (without ``.git`` and caches) to a temporary directory,
 applies a one-line mutation by string replacement (failing loudly when the anchor text is not
-found exactly once), runs ``pytest -x tests/test_narrowing.py`` there (verbose, so a run that hangs
+found exactly once), runs ``pytest -x tests/actors/test_narrowing.py`` there (verbose, so a run that hangs
 names its test; ``-x``: the first failing test kills the mutant, so the run stops there), and
 reports the test that failed (``--every`` runs each to the end and lists every test that
 kills it). The unmutated copy runs too, whole, and must pass. The exit status is non-zero when any
@@ -72,7 +72,7 @@ from typing import NoReturn
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_FILE = "tests/test_narrowing.py"
+TEST_FILE = "tests/actors/test_narrowing.py"
 TIMEOUT = 240  # seconds per pytest run; the whole file normally takes a few
 NAMESPACE = "actors/_namespace.py"  # the actor: the narrowing checks of an edit, the floor
 #: What every run imports before the copy's own modules, imported once here before the forks: pytest
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n[{status}] {mutant.id}: {mutant.rule}\n  {mutant.path}: {mutant.anchor.splitlines()[0].strip()}\n  {run.summary}")
         for name in run.failed:
             print(f"    failed: {name}")
-        expected = tuple(f"tests/test_narrowing.py::test_{name}_" for name in mutant.first)
+        expected = tuple(f"tests/actors/test_narrowing.py::test_{name}_" for name in mutant.first)
         if killed(run) and not any(name.startswith(expected) for name in run.failed):
             print(f"    (none of its first tests {', '.join(mutant.first)} killed it: update its first)")
         if not killed(run):
