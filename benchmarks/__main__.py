@@ -17,7 +17,7 @@ part: peers, memory, drivers, postgres, limits and history. ``all``: every part.
 makes each part smaller (the default parts together take about three and a half minutes on an
 idle 2-core machine, history about one of them); without it the peers part adds the
 autobiographical compile at 200,000 messages, memory adds 1,000,000 messages and history
-measures 100,000, 1,000,000 and 10,000,000 (about half an hour, and some 10 GB of memory).
+measures 100,000, 1,000,000 and 10,000,000 (over half an hour, and some 10 GB of memory).
 """
 
 from __future__ import annotations

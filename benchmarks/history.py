@@ -50,7 +50,7 @@ message within 1.2×; 50 readers within 2× the resident growth of one. asides t
 whole log into memory at open, so open time and memory grow with N: most goals are not met.
 
 The quick part takes about a minute on an idle 2-core machine. The full part grows with N: by
-the times at 100,000, some three minutes at 1,000,000 and half an hour at 10,000,000, whose
+the times at 100,000, some three minutes at 1,000,000 and half an hour more at 10,000,000, whose
 processes each need about 10 GB of memory (the 50 readers' more). A measurement whose child fails,
 for memory or anything else, is printed as failed and its goals as not measured.
 """
