@@ -10,12 +10,14 @@ SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22'
 ``serve`` (``asides serve``'s log page and reader's view over HTTP at 200,000 messages; needs the
 ``serve`` extra), ``cache`` (how much of each request a prompt cache could serve, asides next to
 LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``), ``readers`` (the memory of
-50 reader managers against one reader's, issue 19) and ``disclosures`` (what recording who was
-shown what costs a compile, issue 23). With no part: peers,
-memory, drivers, postgres and limits. ``all``: every part. ``--quick`` makes each part smaller (the
-default parts together take about two and a half minutes on an idle 2-core machine); without it
-the peers part adds the autobiographical compile at 200,000 messages and memory adds 1,000,000
-messages.
+50 reader managers against one reader's, issue 19), ``disclosures`` (what recording who was
+shown what costs a compile, issue 23) and ``history`` (open, first compile, writes and memory at
+100,000 to 10,000,000 messages next to the Agents SDK's ``SQLiteSession``, issue 33). With no
+part: peers, memory, drivers, postgres, limits and history. ``all``: every part. ``--quick``
+makes each part smaller (the default parts together take about three and a half minutes on an
+idle 2-core machine, history about one of them); without it the peers part adds the
+autobiographical compile at 200,000 messages, memory adds 1,000,000 messages and history
+measures 100,000, 1,000,000 and 10,000,000 (over half an hour, and some 10 GB of memory).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import time
 
 from ._common import machine
 
-DEFAULT = ("peers", "memory", "drivers", "postgres", "limits")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers", "disclosures")
+DEFAULT = ("peers", "memory", "drivers", "postgres", "limits", "history")
+PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers", "disclosures", "history")
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -76,12 +78,16 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import readers
 
         readers.run(quick)
+    elif part == "history":
+        from . import history
+
+        history.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("parts", nargs="*", help=f"parts to run, of {', '.join(PARTS)}, all (default: {' '.join(DEFAULT)})")
-    parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about two and a half minutes")
+    parser.add_argument("--quick", action="store_true", help="smaller runs: the default parts take about three and a half minutes")
     parser.add_argument("--backend", choices=("trio", "asyncio"), default="trio", help="asides' event loop in peers and postgres")
     args = parser.parse_args(argv)
     for part in args.parts:

@@ -27,7 +27,6 @@ import os
 import sqlite3
 import tempfile
 import time
-import timeit
 from functools import partial
 from typing import Any
 
@@ -51,7 +50,20 @@ from ._asides_cases import (
     warm,
     writes_through,
 )
-from ._common import Goal, Stats, duration, interleave, message_text, participant, print_goals, print_table, progress, ratio, section
+from ._common import (
+    Goal,
+    Stats,
+    duration,
+    interleave,
+    message_text,
+    participant,
+    print_goals,
+    print_table,
+    progress,
+    python_speed,
+    ratio,
+    section,
+)
 
 
 @attrs.frozen
@@ -258,12 +270,6 @@ def measure_postgres(s: LimitsSettings) -> PostgresLimits | str:
         finally:
             schemas.drop_all()
         return PostgresLimits(bare, add, f"{_pg_server.describe(url)}, {where}")
-
-
-def python_speed() -> float:
-    """The machine's ``sum(range(1000))`` time, in seconds (best of 5 repeats)."""
-    number = 20_000
-    return min(timeit.repeat("sum(range(1000))", number=number, repeat=5)) / number
 
 
 @attrs.frozen

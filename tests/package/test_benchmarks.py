@@ -18,7 +18,7 @@ if ROOT not in sys.path:  # the benchmarks live beside the package, not in it
 from pg_cluster import pg_cluster_fixture  # noqa: E402, F401  (the fixture pg_cluster)
 
 from benchmarks import _asides_cases as cases  # noqa: E402
-from benchmarks import _pg_server, limits, memory, peers, postgres  # noqa: E402
+from benchmarks import _pg_server, history, limits, memory, peers, postgres  # noqa: E402
 from benchmarks._common import MESSAGE_BYTES, Stats, message_text, rounds  # noqa: E402
 from benchmarks._peer_libraries import AppendAndRead  # noqa: E402
 from benchmarks._under_writes import CompileUnderWrites  # noqa: E402
@@ -193,3 +193,47 @@ def test_limits_measure_every_ratio_on_a_tiny_history(monkeypatch: pytest.Monkey
     out = capsys.readouterr().out
     for line in ("bare sqlite3 INSERT at 80", "sum(range(1000))", "Goals (issue 22)", "skipped: PostgreSQL is not installed"):
         assert line in out
+
+
+@pytest.mark.slow
+def test_history_measures_every_case_at_two_tiny_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("agents")
+    results = history.run(quick=True, sizes=(1000, 2000))
+    for size in (1000, 2000):
+        r = results[size]
+        assert not [case for case, m in r.items() if "error" in m], r
+        assert r["plain"]["messages"] == size and r["plain"]["compiled"] > 0
+        assert r["readers"]["managers"] == history.READERS
+        assert r["add"]["count"] == history.ADDS and r["compile"]["count"] == history.COMPILES
+        assert r["reader"]["rss_kib"] > 0 and r["peer"]["seconds"] > 0
+    out = capsys.readouterr().out
+    for line in (
+        "sum(range(1000)) on this machine",
+        "1k messages (store built in",
+        "2k messages (store built in",
+        "SQLiteSession open + get_items(limit=100)",
+        "asides (reader ann) ÷ SQLiteSession",
+        "50 readers ÷ one reader",
+        "2k ÷ 1k",
+        "Goals (issue 33, item 6)",
+        "open + 1st compile @2k <",
+        "50 readers @2k ≤ 2× one reader's resident growth",
+    ):
+        assert line in out, line
+
+
+def test_history_goals_are_judged_as_the_issue_says() -> None:
+    def size(open_s: float, rss_mb: float, compile_s: float, readers_mb: float) -> dict[str, dict[str, float]]:
+        return {
+            "reader": {"seconds": open_s, "rss_kib": rss_mb * 1024},
+            "readers": {"rss_kib": readers_mb * 1024},
+            "compile": {"mean_s": compile_s},
+        }
+
+    # sum(range(1000)) at 31 µs: open + first compile under 3.1 s at the largest size
+    good = history.goals({100: size(2.0, 100, 1e-3, 150), 1000: size(2.9, 120, 1.1e-3, 200)}, 31e-6)
+    assert [g.met for g in good] == [True] * 7
+    bad = history.goals({100: size(1.0, 100, 1e-3, 250), 1000: size(3.2, 400, 1.3e-3, 900)}, 31e-6)
+    assert [g.met for g in bad] == [False] * 7
+    failed = history.goals({100: size(1.0, 100, 1e-3, 150), 1000: {"reader": {"error": "killed by signal 9"}}}, 31e-6)
+    assert [g.met for g in failed] == [None, None, None, None, None, True, None]
