@@ -13,7 +13,7 @@ JSON text and decoded on first use, so opening a large store costs one pass over
 from __future__ import annotations
 
 import logging
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
@@ -164,6 +164,7 @@ class LogModel:
                 branch.own_seqs.append(seq)
                 if body_may_hold_audience(body):
                     branch.may_hold_audience = True
+                    branch.own_audience.append(len(branch.own) - 1)
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
                 branch.edit_log.append(ref)
@@ -237,6 +238,8 @@ class LogModel:
         branch.own.append(message)
         branch.own_ids.append(record_id)
         branch.own_seqs.append(seq)
+        if has_audience(content):
+            branch.own_audience.append(len(branch.own) - 1)
         self._note_content(branch, content, body)
         return message
 
@@ -257,6 +260,28 @@ class LogModel:
     def may_hold_audience(self, branch_name: str) -> bool:
         """Conservative: false only if no block with an audience was ever stored on the branch."""
         return self._branch(branch_name).may_hold_audience
+
+    def audience_positions(self, branch_name: str, start: int = 0) -> list[int]:
+        """The positions from ``start`` on of the messages whose stored body may name a reader,
+        oldest first (edits aside: :meth:`edited_ids`). Costs what it returns, never the branch's
+        length: a reader's view computes from these alone."""
+        branch = self._branch(branch_name)
+        found: list[int] = []
+        for owner, _limit, count, offset in branch.ancestors:
+            if offset + count <= start:
+                continue
+            marked = owner.own_audience
+            lo = bisect_left(marked, start - offset) if start > offset else 0
+            found.extend(offset + i for i in marked[lo : bisect_left(marked, count)])
+        base, marked = branch.base_count, branch.own_audience
+        lo = bisect_left(marked, start - base) if start > base else 0
+        found.extend(base + i for i in marked[lo:])
+        return found
+
+    def edited_ids(self, branch_name: str) -> frozenset[str]:
+        """Ids of the messages that may read otherwise than their stored body on this branch:
+        with an edit visible there (inherited or its own), or erased (on any branch)."""
+        return frozenset(self._branch(branch_name).edited_ids) | self._erased.keys()
 
     def _note_damaged(self, content: tuple[ContentBlock, ...], body: str) -> None:
         if content:

@@ -130,6 +130,9 @@ class Branch:
         self.own: list[Message | str] = []
         self.own_ids: array[int] = array("q")
         self.own_seqs: array[int] = array("q")
+        # The indexes in ``own`` of the messages whose stored body may name a reader (a block
+        # with an audience): what a reader's view of the branch computes from, never the rest.
+        self.own_audience: array[int] = array("q")
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []

@@ -16,23 +16,31 @@ positions before and after such a message is first decoded, and a strategy's rea
 lists.
 
 Fast path: while no block with an audience was ever stored on the branch and there is
-no ``view_filter``, the view reads the branch directly and returns the stored objects themselves;
-the first audience block switches it to a maintained list, built once and then kept up to date
-incrementally (a write costs the view one message, not a pass over history).
+no ``view_filter``, the view reads the branch directly and returns the stored objects themselves.
 
-Shared projections: the maintained list is a :class:`Projection`. Views made with the same
-:class:`Projections` (a runtime keeps one for its store) share one projection per branch and
-reader when they have no ``view_filter``; a view with a filter keeps its own. Across readers, a
-branch's projected copies are shared too: readers who see a message alike get the same copy
-(:class:`BranchCopies`), so what each reader holds of its own is a reference per message and
-what differs for it, never a copy of every message. Both are held weakly: they go with the last
-view that uses them. Every read is still checked by the view that makes it.
+A reader's view is computed, not kept (:class:`SparseProjection`, every view with no
+``view_filter``): only a message whose stored body may name a reader, or one edited or erased,
+can read otherwise for a reader than as stored, and the model indexes those
+(``LogModel.audience_positions``, ``LogModel.edited_ids``). The view holds and decodes them
+alone: where the reader sees nothing of one, and the reader's copy of each it sees otherwise.
+Every other message is read from the branch when asked. So opening a view, and bringing it up
+to date after a write, cost what may differ for the reader, never the branch's length, and a
+read costs what it returns. A view with a ``view_filter`` must ask the filter of every message:
+it keeps the maintained list of its own (:class:`Projection`), built once and then kept up to
+date incrementally (a write costs it one message, not a pass over history).
+
+Shared projections: views made with the same :class:`Projections` (a runtime keeps one for its
+store) share one projection per branch and reader when they have no ``view_filter``. Across
+readers, a branch's projected copies are shared too: readers who see a message alike get the
+same copy (:class:`BranchCopies`), so what each reader holds of its own is what differs for it,
+never a copy of every message. Both are held weakly: they go with the last view that uses them.
+Every read is still checked by the view that makes it.
 """
 
 from __future__ import annotations
 
 import weakref
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -50,6 +58,7 @@ __all__ = [
     "MessageView",
     "Projection",
     "Projections",
+    "SparseProjection",
     "ViewFilter",
     "reader_view",
     "content_for_reader",
@@ -265,6 +274,37 @@ class Projection:
             self.hidden_uses.update(uses)
             self.hidden_results.update(results)
 
+    # -- reads, after :meth:`sync` (the plain path while nothing is maintained) ----------------
+
+    def read_length(self) -> int:
+        return len(self.items) if self.built else self._model.length(self.branch)
+
+    def read_all(self) -> tuple[Message, ...]:
+        return self.built_all() if self.built else self.plain_all()
+
+    def read_slice(self, start: int | None, stop: int | None) -> tuple[Message, ...]:
+        if self.built:
+            return tuple(self.items[start:stop])
+        return self.plain_many(self._model.slice(self.branch, 0 if start is None else start, stop))
+
+    def read_at(self, index: int) -> Message:
+        return self.items[index] if self.built else self.plain_one(self._model.at(self.branch, index))
+
+    def read_id_at(self, index: int) -> str:
+        return self.items[index].id if self.built else self._model.id_at(self.branch, index)
+
+    def read_position_of(self, message_id: str) -> int | None:
+        if not self.built:
+            return self._model.position_of(self.branch, message_id)
+        stored = self._model.get(self.branch, message_id)
+        return None if stored is None else self.index_of(stored.sequence)
+
+    def hidden_ids(self) -> tuple[frozenset[str], frozenset[str]]:
+        return (
+            frozenset(k for k, n in self.hidden_uses.items() if n > 0),
+            frozenset(k for k, n in self.hidden_results.items() if n > 0),
+        )
+
     def index_of(self, sequence: int) -> int | None:
         """The position of the message with ``sequence`` in the maintained list, or ``None``."""
         index = bisect_left(self.items, sequence, key=_sequence)
@@ -308,6 +348,170 @@ class Projection:
             self._all = None
 
 
+class SparseProjection(Projection):
+    """One reader's view of one branch with no ``view_filter``, computed rather than kept: the
+    view is the branch less the messages the reader sees nothing of, and with its own copy of
+    the ones it sees otherwise than stored. Only the messages whose stored body may name a
+    reader, and the edited ones (an erasure counts as one), can be either
+    (``LogModel.audience_positions``, ``LogModel.edited_ids``), so it holds and decodes those
+    alone: the branch position of each message the reader sees nothing of (``removed``) and each
+    copy (``copies``). Every other message is read from the branch when asked, as on the plain
+    path. Its memory, and the work of bringing it up to date, follow those messages, never the
+    branch's length; a read costs what it returns."""
+
+    __slots__ = ("removed", "_gaps", "copies", "_seen_erasures", "_started")
+
+    def __init__(self, model: LogModel, branch: str, reader: str | None, copies: BranchCopies | None = None) -> None:
+        super().__init__(model, branch, reader, None, copies)
+        self.removed: list[int] = []  # branch positions of the messages the reader sees nothing of, sorted
+        self._gaps: list[int] = []  # removed[k] - k: how a view position finds its branch position
+        self.copies: dict[int, Message] = {}  # branch position -> the reader's copy, where it differs
+        self._seen_erasures = 0
+        self._started = False
+
+    @property
+    def plain(self) -> bool:
+        return not self._started and not self._model.may_hold_audience(self.branch)
+
+    def sync(self) -> None:
+        """Bring it up to date with the branch: the messages written since that may name a
+        reader, then the edited ones (an erasure starts it afresh)."""
+        model, branch = self._model, self.branch
+        if not self._started:
+            if not model.may_hold_audience(branch):
+                return
+            self._start()
+            return
+        if model.erasure_count != self._seen_erasures:
+            self._reset()
+            self._start()
+            return
+        length = model.length(branch)
+        if length > self._seen_length:
+            for position in model.audience_positions(branch, self._seen_length):
+                self._place(position)
+            self._seen_length = length
+            self._all = None
+        edits = model.edit_count(branch)
+        if edits > self._seen_edits:
+            for message_id in dict.fromkeys(model.edits_since(branch, self._seen_edits)):
+                edited = model.position_of(branch, message_id)
+                if edited is not None:
+                    self._unplace(edited)
+                    self._place(edited)
+            self._seen_edits = edits
+            self._all = None
+
+    def _reset(self) -> None:
+        self.removed, self._gaps, self.copies = [], [], {}
+        self.thinking_dropped.clear()
+        self._hidden_of.clear()
+        self.hidden_uses.clear()
+        self.hidden_results.clear()
+        self._all = None
+
+    def _start(self) -> None:
+        model, branch = self._model, self.branch
+        self._started = True
+        self._seen_erasures = model.erasure_count
+        self._seen_length = model.length(branch)
+        self._seen_edits = model.edit_count(branch)
+        positions = set(model.audience_positions(branch))
+        for message_id in model.edited_ids(branch):
+            position = model.position_of(branch, message_id)
+            if position is not None:
+                positions.add(position)
+        for position in sorted(positions):
+            self._place(position)
+        self._all = None
+
+    def _place(self, position: int) -> None:
+        stored = self._model.at(self.branch, position)
+        projected = self._project(stored)
+        if projected is None:
+            index = bisect_left(self.removed, position)
+            self.removed.insert(index, position)
+            self._gaps.insert(index, position - index)
+            for k in range(index + 1, len(self._gaps)):
+                self._gaps[k] -= 1
+        elif projected is not stored:
+            self.copies[position] = projected
+
+    def _unplace(self, position: int) -> None:
+        self.copies.pop(position, None)
+        index = bisect_left(self.removed, position)
+        if index < len(self.removed) and self.removed[index] == position:
+            del self.removed[index]
+            del self._gaps[index]
+            for k in range(index, len(self._gaps)):
+                self._gaps[k] += 1
+
+    # -- reads, after :meth:`sync` ---------------------------------------------------------------
+
+    def _message(self, position: int) -> Message:
+        found = self.copies.get(position)
+        return found if found is not None else self.plain_one(self._model.at(self.branch, position))
+
+    def _position(self, index: int) -> int:
+        """The branch position of the view's ``index`` (0 <= index < length)."""
+        return index + bisect_right(self._gaps, index)
+
+    def _index(self, index: int) -> int:
+        length = self.read_length()
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError(index)
+        return index
+
+    def read_length(self) -> int:
+        return self._model.length(self.branch) - len(self.removed)
+
+    def read_all(self) -> tuple[Message, ...]:
+        if not self._started:
+            return self.plain_all()
+        if self._all is None:
+            self._all = self.read_slice(0, None)
+        return self._all
+
+    def read_slice(self, start: int | None, stop: int | None) -> tuple[Message, ...]:
+        if not self._started:
+            return super().read_slice(start, stop)
+        first, end, _ = slice(start, stop).indices(self.read_length())
+        if first >= end:
+            return ()
+        removed = self.removed
+        position = self._position(first)
+        k = bisect_right(removed, position)
+        out: list[Message] = []
+        for _ in range(end - first):
+            out.append(self._message(position))
+            position += 1
+            while k < len(removed) and removed[k] == position:
+                position += 1
+                k += 1
+        return tuple(out)
+
+    def read_at(self, index: int) -> Message:
+        if not self._started:
+            return super().read_at(index)
+        return self._message(self._position(self._index(index)))
+
+    def read_id_at(self, index: int) -> str:
+        if not self._started:
+            return super().read_id_at(index)
+        return self._model.id_at(self.branch, self._position(self._index(index)))
+
+    def read_position_of(self, message_id: str) -> int | None:
+        position = self._model.position_of(self.branch, message_id)
+        if position is None or not self._started:
+            return position
+        k = bisect_left(self.removed, position)
+        if k < len(self.removed) and self.removed[k] == position:
+            return None
+        return position - k
+
+
 class Projections:
     """What the views of one store's model share (a runtime keeps one): a :class:`Projection`
     per branch and reader for views with no filter, and a :class:`BranchCopies` per branch. Held
@@ -337,7 +541,7 @@ class Projections:
         key = (branch, reader)
         projection = self._lists.get(key)
         if projection is None:
-            projection = self._lists[key] = Projection(self._model, branch, reader, None, self.copies(branch))
+            projection = self._lists[key] = SparseProjection(self._model, branch, reader, self.copies(branch))
         return projection
 
     def __len__(self) -> int:
@@ -370,7 +574,12 @@ class MessageView:
         self.branch = branch
         self.reader = reader
         self._check = check or _no_check
-        self._p = shared.projection(branch, reader, view_filter) if shared is not None else Projection(model, branch, reader, view_filter)
+        if shared is not None:
+            self._p = shared.projection(branch, reader, view_filter)
+        elif view_filter is None:
+            self._p = SparseProjection(model, branch, reader)
+        else:
+            self._p = Projection(model, branch, reader, view_filter)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -386,44 +595,41 @@ class MessageView:
 
     # -- reads (each checked) ----------------------------------------------------------------
 
-    def _read(self, plain: Callable[[], T], built: Callable[[], T]) -> T:
-        """Answer a read plainly or from the maintained list, whichever the view reads now. The
-        choice changes only with a write to the branch (the first audience block), never while
-        nothing is written: the plain and the maintained list place every message alike, damaged
-        ones included (see the module docstring), so a strategy's reads never mix two lists."""
+    def _synced(self) -> Projection:
+        """The projection, checked and brought up to date. Which list it reads changes only
+        with a write to the branch (the first audience block), never while nothing is written:
+        every list places every message alike, damaged ones included (see the module
+        docstring), so a strategy's reads never mix two lists."""
         self._check()
         self._p.sync()
-        return built() if self._p.built else plain()
+        return self._p
 
     def length(self) -> int:
         """How many messages the view holds."""
-        return self._read(lambda: self._model.length(self.branch), lambda: len(self._p.items))
+        return self._synced().read_length()
 
     def get_all(self) -> tuple[Message, ...]:
         """Every message of the view, oldest first."""
-        return self._read(self._p.plain_all, self._p.built_all)
+        return self._synced().read_all()
 
     def get_from(self, index: int) -> tuple[Message, ...]:
         """The messages from position ``index`` on (negative counts from the end)."""
-        p = self._p
-        return self._read(lambda: p.plain_many(self._model.slice(self.branch, index)), lambda: tuple(p.items[index:]))
+        return self._synced().read_slice(index, None)
 
     def get_tail(self, count: int) -> tuple[Message, ...]:
         """The newest ``count`` messages, oldest first."""
         if count <= 0:
             self._check()
             return ()
-        p = self._p
-        return self._read(lambda: p.plain_many(self._model.slice(self.branch, -count)), lambda: tuple(p.items[-count:]))
+        return self._synced().read_slice(-count, None)
 
     def at(self, index: int) -> Message:
         """The message at position ``index``."""
-        p = self._p
-        return self._read(lambda: p.plain_one(self._model.at(self.branch, index)), lambda: p.items[index])
+        return self._synced().read_at(index)
 
     def id_at(self, index: int) -> str:
         """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
-        return self._read(lambda: self._model.id_at(self.branch, index), lambda: self._p.items[index].id)
+        return self._synced().read_id_at(index)
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -432,31 +638,17 @@ class MessageView:
 
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
         """Messages at positions ``start`` to ``stop`` (exclusive)."""
-        p = self._p
-        return self._read(lambda: p.plain_many(self._model.slice(self.branch, start, stop)), lambda: tuple(p.items[start:stop]))
-
-    def _built_position(self, message_id: str) -> int | None:
-        stored = self._model.get(self.branch, message_id)
-        if stored is None:
-            return None
-        return self._p.index_of(stored.sequence)
+        return self._synced().read_slice(start, stop)
 
     def position_of(self, message_id: str) -> int | None:
         """The position of ``message_id`` in this view, or ``None`` when the view does not hold it."""
-        return self._read(lambda: self._model.position_of(self.branch, message_id), lambda: self._built_position(message_id))
+        return self._synced().read_position_of(message_id)
 
     def get(self, message_id: str) -> Message | None:
         """The view's message with that id, or ``None`` when the view does not hold it."""
-
-        def plain() -> Message | None:
-            position = self._model.position_of(self.branch, message_id)
-            return None if position is None else self._p.plain_one(self._model.at(self.branch, position))
-
-        def built() -> Message | None:
-            position = self._built_position(message_id)
-            return None if position is None else self._p.items[position]
-
-        return self._read(plain, built)
+        p = self._synced()
+        position = p.read_position_of(message_id)
+        return None if position is None else p.read_at(position)
 
     def sequence_of(self, message_id: str) -> int | None:
         """The sequence of the view's message with that id, or ``None``."""
@@ -466,13 +658,7 @@ class MessageView:
     def hidden_tool_ids(self) -> tuple[frozenset[str], frozenset[str]]:
         """Ids of tool calls, and of the calls answered by tool results, that are on the branch
         but hidden from this view. Both empty on the plain fast path."""
-        self._check()
-        p = self._p
-        p.sync()
-        return (
-            frozenset(k for k, n in p.hidden_uses.items() if n > 0),
-            frozenset(k for k, n in p.hidden_results.items() if n > 0),
-        )
+        return self._synced().hidden_ids()
 
     def edited_since(self, count: int) -> list[str]:
         """Ids of the messages edited on the branch after its first ``count`` edits, in order
