@@ -351,6 +351,7 @@ async def open_runtime(
     synchronous: str | None = None,
     retain_for: datetime.timedelta | None = None,
     record_disclosures: bool = True,
+    message_cache: int | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open (creating) the store at ``path`` and a runtime over it for the block.
 
@@ -377,12 +378,17 @@ async def open_runtime(
     ``record_disclosures`` (on by default): every compile, preview and compression request
     records which messages it showed, and to whom (``Runtime.disclosures``); ``False`` records
     nothing. A read-only runtime records nothing either (it cannot write), but answers.
+
+    ``message_cache``: how many of the messages read back from a store file stay decoded in
+    memory (``open_store``; 20,000 by default). Opening a file leaves in it the body of every
+    message that names no reader, so an open holds what each message needs to be found and
+    ordered, not its text.
     """
     if not isinstance(record_disclosures, bool):
         raise ArgumentTypeError("record_disclosures", f"must be a bool, not {type(record_disclosures).__name__}")
     check_model(model, "open_runtime")
     retain_seconds = check_retain_for(retain_for)
-    async with open_store(path, read_only=read_only, synchronous=synchronous) as store, collapsing():
+    async with open_store(path, read_only=read_only, synchronous=synchronous, message_cache=message_cache) as store, collapsing():
         async with anyio.create_task_group() as tasks:
             runtime = Runtime(store, tasks, model, model_policy, retain_seconds=retain_seconds, record_disclosures=record_disclosures)
             try:

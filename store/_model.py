@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
@@ -54,6 +55,11 @@ __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MI
 log = logging.getLogger("asides.store")
 
 MESSAGE: Final = "message"
+
+#: How many messages read from the database (their bodies left there at open) stay decoded in
+#: memory, by default; and how many bodies one read asks the database for at most.
+DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
+FETCH_BATCH: Final = 900
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
@@ -102,6 +108,12 @@ class LogModel:
         # Strategy notes (store/_notes.py): by branch, then namespace, ``(at, record id, value)``
         # in the order they were written.
         self._strategy_notes: dict[str, dict[str, list[tuple[int, int, Any]]]] = {}
+        # Message bodies left in the database at open (``None`` in a branch's ``own``): how to
+        # read them (``read_bodies_with``), and the messages decoded from bodies so read, oldest
+        # read first, of which at most ``body_cache`` are kept (the rest are read again).
+        self._read_bodies: Callable[[Sequence[int]], Mapping[int, str]] | None = None
+        self._loaded: OrderedDict[int, tuple[Branch, int]] = OrderedDict()
+        self.body_cache = DEFAULT_BODY_CACHE
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -112,7 +124,7 @@ class LogModel:
             if (
                 type(record_id) is not int
                 or type(seq) is not int
-                or type(body) is not str
+                or (type(body) is not str and not (body is None and kind == MESSAGE and self._read_bodies is not None))
                 or type(branch_name) is not str
                 or type(kind) is not str
                 or (ref is not None and type(ref) is not str)
@@ -159,10 +171,10 @@ class LogModel:
             branch.head = max(branch.head, seq)
             if kind == MESSAGE:
                 self._owner.set(record_id, branch, len(branch.own))
-                branch.own.append(body)
+                branch.own.append(body)  # None: left in the database (read_bodies_with)
                 branch.own_ids.append(record_id)
                 branch.own_seqs.append(seq)
-                if body_may_hold_audience(body):
+                if body is not None and body_may_hold_audience(body):
                     branch.may_hold_audience = True
                     branch.own_audience.append(len(branch.own) - 1)
             elif kind == EDIT and ref is not None:
@@ -318,10 +330,24 @@ class LogModel:
         """Ids of messages edited on this branch, in order, from the ``start``-th edit on."""
         return self._branch(branch_name).edit_log[start:]
 
+    def read_bodies_with(self, read: Callable[[Sequence[int]], Mapping[int, str]], cache: int = DEFAULT_BODY_CACHE) -> None:
+        """Before :meth:`replay`: the journal can read message bodies by record id (synchronously,
+        from committed records), so a replay may leave a message's body out (``None``) when it
+        names no reader (a journal's rows say so: see ``store/_sqlite.py``). Such a body is read
+        when the message is, and at most ``cache`` messages read that way stay decoded."""
+        self._read_bodies = read
+        self.body_cache = cache
+
     def _base(self, owner: Branch, index: int) -> Message:
         entry = owner.own[index]
-        if isinstance(entry, str) and self._erased and str(owner.own_ids[index]) in self._erased:
-            entry = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
+        if entry is None or (isinstance(entry, str) and self._erased):
+            if self._erased and str(owner.own_ids[index]) in self._erased:
+                entry = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
+                return entry
+        if entry is None:
+            self._fetch([(owner, index)])
+            entry = owner.own[index]
+            assert entry is not None
         if isinstance(entry, str):
             text = entry
             entry = decode_message(owner.own_ids[index], owner.own_seqs[index], text)
@@ -329,6 +355,46 @@ class LogModel:
             if unsafe_content(entry.content):
                 self._note_damaged(entry.content, text)
         return entry
+
+    def _fetch(self, places: Sequence[tuple[Branch, int]]) -> None:
+        """Read the bodies of the messages at ``places`` (each left out at open) from the
+        journal, in batches, keeping them as text until decoded; then let the oldest read go
+        beyond the cache's size."""
+        assert self._read_bodies is not None
+        for first in range(0, len(places), FETCH_BATCH):
+            batch = places[first : first + FETCH_BATCH]
+            bodies = self._read_bodies([owner.own_ids[index] for owner, index in batch])
+            for owner, index in batch:
+                record_id = owner.own_ids[index]
+                body = bodies.get(record_id)
+                if body is None:  # gone from the database meanwhile: read it fail-closed
+                    body = ""
+                owner.own[index] = body
+                self._loaded[record_id] = (owner, index)
+                self._loaded.move_to_end(record_id)
+        while len(self._loaded) > self.body_cache:
+            _record_id, (owner, index) = self._loaded.popitem(last=False)
+            owner.own[index] = None
+
+    def prefetch(self, branch_name: str, start: int, stop: int) -> None:
+        """Read in one go the bodies a read of positions ``start`` to ``stop`` will need (those
+        left in the database), instead of one query a message."""
+        if self._read_bodies is None:
+            return
+        branch = self._branch(branch_name)
+        start, stop, _ = slice(start, stop).indices(branch.base_count + len(branch.own))
+        missing: list[tuple[Branch, int]] = []
+        for position in range(start, stop):
+            if position >= branch.base_count:
+                owner, index = branch, position - branch.base_count
+            else:
+                segment = bisect_right(branch.segment_starts, position) - 1
+                owner, _limit, _count, offset = branch.ancestors[segment]
+                index = position - offset
+            if owner.own[index] is None:
+                missing.append((owner, index))
+        if missing:
+            self._fetch(missing)
 
     def _resolve(self, branch: Branch, base: Message) -> Message:
         if base.id not in branch.edited_ids or base.id in self._erased:
@@ -391,7 +457,14 @@ class LogModel:
         check_int(start, "start")
         check_int(stop, "stop", optional=True)
         start, stop, _ = slice(start, stop).indices(total)
-        return [self._at(branch, i) for i in range(start, stop)]
+        if self._read_bodies is None:
+            return [self._at(branch, i) for i in range(start, stop)]
+        out: list[Message] = []
+        for first in range(start, stop, FETCH_BATCH):  # a batch of bodies read, then decoded
+            last = min(stop, first + FETCH_BATCH)
+            self.prefetch(branch_name, first, last)
+            out.extend(self._at(branch, i) for i in range(first, last))
+        return out
 
     def position_of(self, branch_name: str, message_id: str) -> int | None:
         """Where ``message_id`` stands on this branch, or ``None`` if it is not visible there."""

@@ -127,7 +127,7 @@ class Branch:
         self.ancestor_index = {b.name: i for i, (b, _l, _c, _o) in enumerate(self.ancestors)}
         # A message read back at open stays its JSON text (a str) until first read; its record id
         # and sequence are kept beside it, as machine integers (memory: see docs/benchmarks.md).
-        self.own: list[Message | str] = []
+        self.own: list[Message | str | None] = []
         self.own_ids: array[int] = array("q")
         self.own_seqs: array[int] = array("q")
         # The indexes in ``own`` of the messages whose stored body may name a reader (a block

@@ -13,15 +13,21 @@ from ._drivers import open_driver
 from ._errors import ArgumentTypeError, InvalidArgumentError, StoreFailedError
 from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
 from ._groups import collapsing
-from ._model import LogModel
+from ._model import DEFAULT_BODY_CACHE, LogModel
 from ._sqlite import SCHEMA, SqliteJournal, SqliteStore
 from ._store import Store
+
+#: How many messages read back from a store file stay decoded in memory, unless ``open_store``
+#: is told otherwise (``message_cache``).
+DEFAULT_MESSAGE_CACHE = DEFAULT_BODY_CACHE
 
 __all__ = ["open_store"]
 
 
 @asynccontextmanager
-async def open_store(path: str = ":memory:", *, synchronous: str | None = None, read_only: bool = False) -> AsyncIterator[Store]:
+async def open_store(
+    path: str = ":memory:", *, synchronous: str | None = None, read_only: bool = False, message_cache: int | None = None
+) -> AsyncIterator[Store]:
     """Open (creating) the store at ``path`` for the duration of the block.
 
     With ``read_only``, the file is opened read-only and nothing is created, migrated or locked:
@@ -43,7 +49,17 @@ async def open_store(path: str = ":memory:", *, synchronous: str | None = None, 
     may lose the last fraction of a second of commits to a crash of the server
     (docs/postgres.md). Anything else is refused (``ArgumentTypeError``,
     ``InvalidArgumentError``) before anything is opened.
+
+    ``message_cache`` is how many of the messages read back from a store file stay decoded in
+    memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000). A file's open leaves in the file the
+    body of every message that names no reader, and a read of one reads its body then; the
+    messages written while the store is open, and those naming a reader, stay in memory. (A
+    PostgreSQL store and ``:memory:`` hold every body.)
     """
+    if message_cache is not None and (not isinstance(message_cache, int) or isinstance(message_cache, bool)):
+        raise ArgumentTypeError("message_cache", f"must be an int or None, not {type(message_cache).__name__}")
+    if message_cache is not None and message_cache < 1:
+        raise InvalidArgumentError("message_cache", f"must be at least 1, not {message_cache!r}")
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     check_str(path, "path")
@@ -76,7 +92,9 @@ async def open_store(path: str = ":memory:", *, synchronous: str | None = None, 
             except sqlite3.Error as exc:
                 raise open_error(path, exc) from exc
             model = LogModel()
-            journal = SqliteJournal(path, driver, model, read_only=read_only, has_log=has_log)
+            journal = SqliteJournal(
+                path, driver, model, read_only=read_only, has_log=has_log, body_cache=message_cache or DEFAULT_MESSAGE_CACHE
+            )
             await journal.replay()
             if not read_only:
                 try:

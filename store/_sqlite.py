@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from itertools import chain
@@ -34,13 +36,13 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ._drivers import Driver, ImmutableCheck
+from ._drivers import Driver, ImmutableCheck, _read_only_target
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import LogModel, RecordTypeError
+from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
 from ._store import Store
@@ -122,7 +124,16 @@ class SqliteJournal:
     #: One process writes a store file: no commit finds another process's first.
     contended_commits = 0
 
-    def __init__(self, path: str, driver: Driver, model: LogModel, *, read_only: bool = False, has_log: bool = True) -> None:
+    def __init__(
+        self,
+        path: str,
+        driver: Driver,
+        model: LogModel,
+        *,
+        read_only: bool = False,
+        has_log: bool = True,
+        body_cache: int = DEFAULT_BODY_CACHE,
+    ) -> None:
         self.path = path
         self.read_only = read_only
         self._driver = driver
@@ -142,6 +153,10 @@ class SqliteJournal:
         self._has_log = has_log
         #: Its life: whether it serves, is closing or closed, and whom it tells.
         self._life = Serving(self._committer, self._wake_committer)
+        #: The connection that reads message bodies left in the file at open (made when first needed).
+        self._body_reader: sqlite3.Connection | None = None
+        self._absolute_path = os.path.abspath(path) if path != ":memory:" else path
+        self._body_cache = body_cache
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -150,8 +165,11 @@ class SqliteJournal:
         wrong types)."""
         if not self._has_log:
             return
+        lazy = self.path != ":memory:"  # a file can be read again; memory cannot
+        if lazy:
+            self._model.read_bodies_with(self._read_bodies, self._body_cache)
         try:
-            rows = await self._driver.execute(SELECT_ROWS)
+            rows = await self._driver.execute(SELECT_ROWS_LEAVING_BODIES if lazy else SELECT_ROWS)
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
         try:
@@ -176,8 +194,27 @@ class SqliteJournal:
         self._has_log = True
 
     async def close(self) -> None:
-        """Nothing to give back: the driver is its opener's (``open_driver`` closes it)."""
+        """Give back the connection that read bodies; the driver is its opener's (``open_driver``
+        closes it)."""
         self._life.close()
+        reader, self._body_reader = self._body_reader, None
+        if reader is not None:
+            reader.close()
+
+    def _read_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
+        """The bodies of committed message records, read synchronously (``LogModel.read_bodies_with``)
+        through a read-only connection of its own, made at the first read: a point query by
+        record id, which no commit blocks (WAL). A body the file does not hold is left out."""
+        reader = self._body_reader
+        if reader is None:
+            if self.read_only:  # as the open's own connection: immutable while no writer holds the file
+                uri = _read_only_target(self._absolute_path)[0]
+            else:
+                uri = f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro"
+            reader = self._body_reader = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        marks = ",".join("?" * len(record_ids))
+        rows = reader.execute(f"SELECT id, body FROM log WHERE id IN ({marks})", list(record_ids)).fetchall()  # noqa: S608 - placeholders
+        return {record_id: body for record_id, body in rows if type(body) is str}
 
     # -- the committer -----------------------------------------------------------------------
 
@@ -451,6 +488,13 @@ class SqliteStore(Store):
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
+# At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
+# reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
+# no ``\u`` escape that could spell it); it is read when the message is (``_read_bodies``).
+SELECT_ROWS_LEAVING_BODIES = (
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'message' AND typeof(body) = 'text' "
+    "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log ORDER BY id"
+)
 SELECT_ROWS_AFTER = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id"
 
 

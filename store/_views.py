@@ -53,6 +53,8 @@ from ._messages import Message
 if TYPE_CHECKING:
     from ._model import LogModel
 
+FETCH_BATCH = 900  # bodies read in one go by a long read (as ``store._model.FETCH_BATCH``)
+
 __all__ = [
     "BranchCopies",
     "MessageView",
@@ -484,7 +486,10 @@ class SparseProjection(Projection):
         position = self._position(first)
         k = bisect_right(removed, position)
         out: list[Message] = []
-        for _ in range(end - first):
+        model, branch = self._model, self.branch
+        for count in range(end - first):
+            if count % FETCH_BATCH == 0:  # the bodies the next batch needs, in one read
+                model.prefetch(branch, position, position + FETCH_BATCH + len(removed) - k)
             out.append(self._message(position))
             position += 1
             while k < len(removed) and removed[k] == position:

@@ -1,0 +1,111 @@
+"""A store file's open leaves in the file the body of every message that names no reader, and a
+read of such a message reads its body then, keeping at most ``message_cache`` of them decoded.
+
+Held against the store as written: every reader's view of a file reopened with a cache of a few
+messages (so nearly every read goes to the file) reads what the writer's own views read, over
+random writes, edits, erasures and forks."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+
+from asides import ArgumentTypeError, InvalidArgumentError, Message, PassthroughStrategy, open_runtime, text
+from asides.lowlevel import MessageView, open_store
+from tests.helpers import writable_store
+from tests.store.test_sparse_views import OPS, READERS
+
+
+def in_memory(model: Any, branch: str = "main") -> tuple[int, int]:
+    """(messages whose body is in memory, messages decoded) among the branch's own."""
+    own = model._branch(branch).own
+    return sum(1 for entry in own if entry is not None), sum(1 for entry in own if isinstance(entry, Message))
+
+
+async def write_long(path: str, count: int) -> None:
+    async with open_store(path) as store:
+        await store.append_messages(
+            "main",
+            [("user", (text(f"m{i}"), *((text(f"for ann {i}", ["ann"]),) if i % 100 == 0 else ())), None) for i in range(count)],
+        )
+
+
+async def test_an_open_holds_the_bodies_that_name_a_reader_and_reads_the_rest_when_asked(tmp_path):
+    path = str(tmp_path / "long.db")
+    await write_long(path, 3000)
+    async with open_store(path, message_cache=50) as store:
+        model = store.model
+        assert in_memory(model) == (30, 0), "only the 30 bodies naming ann, none decoded"
+        assert [m.content[0].text for m in store.messages("main", 2997, 3000)] == ["m2997", "m2998", "m2999"]
+        for i in range(0, 3000, 7):  # one at a time, from the file
+            assert store.messages("main", i, i + 1)[0].content[0].text == f"m{i}"
+        assert len(model._loaded) <= 50, "no more than the cache stays decoded"
+        assert len(store.messages("main")) == 3000  # a whole read still reads everything, in batches
+        message = await store.append_message("main", "user", (text("new"),))
+        assert store.get_message("main", message.id) is message  # what is written stays in memory
+
+
+async def test_a_runtime_over_a_long_file_compiles_the_newest_reading_only_them(tmp_path):
+    path = str(tmp_path / "long.db")
+    await write_long(path, 3000)
+    async with open_runtime(path, message_cache=100) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        compiled = await ann.compile(max_tokens=2_000, reserve_for_response=0)
+        assert compiled.messages[-1].content[0].text == "m2999"
+        bodies, _decoded = in_memory(writable_store(rt).model)
+        assert bodies <= 30 + 100
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [(0, InvalidArgumentError), (-5, InvalidArgumentError), ("10", ArgumentTypeError), (True, ArgumentTypeError)]
+)
+async def test_a_bad_message_cache_is_refused_before_anything_is_opened(tmp_path, value, error):
+    path = tmp_path / "never.db"
+    with pytest.raises(error, match="message_cache"):
+        async with open_store(str(path), message_cache=value):
+            pass  # pragma: no cover
+    assert not path.exists()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(ops=OPS)
+def test_a_file_read_back_through_a_tiny_cache_reads_as_written(ops):
+    async def run(path: str) -> None:
+        async with open_store(path) as store:
+            model = store.model
+            branches = ["main"]
+            for op in ops:
+                branch = branches[-1]
+                length = model.length(branch)
+                try:
+                    if op[0] == "append":
+                        await store.append_message(branch, op[1], tuple(op[2]))
+                    elif op[0] == "edit" and length:
+                        await store.edit_message(branch, model.id_at(branch, op[1] % length), tuple(op[2]))
+                    elif op[0] == "erase" and length:
+                        await store.erase([model.id_at(branch, op[1] % length)], reason="test", at=0.0)
+                    elif op[0] == "fork":
+                        branches.append(f"side-{len(branches)}")
+                        await store.create_branch(branches[-1], branch)
+                except Exception as exc:  # a refused write writes nothing
+                    assert type(exc).__module__.startswith("asides"), exc
+            async with open_store(path, read_only=True, message_cache=3) as reopened:
+                for branch in branches:
+                    for reader in READERS:
+                        written = MessageView(model, branch, reader=reader)
+                        read = MessageView(reopened.model, branch, reader=reader)
+                        expected = written.get_all()
+                        assert [read.at(i) for i in range(read.length())] == list(expected), (branch, reader)
+                        assert read.get_all() == expected
+                        assert read.hidden_tool_ids() == written.hidden_tool_ids()
+                        for position in range(model.length(branch)):
+                            message_id = model.id_at(branch, position)
+                            assert read.position_of(message_id) == written.position_of(message_id)
+
+    with tempfile.TemporaryDirectory() as folder:
+        trio.run(run, str(Path(folder) / "store.db"))
