@@ -14,10 +14,10 @@ LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``), ``readers
 shown what costs a compile, issue 23) and ``history`` (open, first compile, writes and memory at
 100,000 to 10,000,000 messages next to the Agents SDK's ``SQLiteSession``, issue 33). With no
 part: peers, memory, drivers, postgres, limits and history. ``all``: every part. ``--quick``
-makes each part smaller (the default parts together take about three and a half minutes on an
-idle 2-core machine, history about one of them); without it the peers part adds the
+makes each part smaller (the default parts together take about four minutes on an
+idle 2-core machine, history about one and a half of them); without it the peers part adds the
 autobiographical compile at 200,000 messages, memory adds 1,000,000 messages and history
-measures 100,000, 1,000,000 and 10,000,000 (over half an hour, and some 10 GB of memory).
+measures 100,000, 1,000,000 and 10,000,000 (the last takes minutes to build).
 """
 
 from __future__ import annotations
