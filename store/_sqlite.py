@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ._drivers import Driver, ImmutableCheck, _read_only_target
+from ._drivers import Driver, ImmutableCheck, _file_stamp, _read_only_target
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
@@ -157,6 +157,8 @@ class SqliteJournal:
         self._body_reader: sqlite3.Connection | None = None
         self._absolute_path = os.path.abspath(path) if path != ":memory:" else path
         self._body_cache = body_cache
+        #: A read-only open's target and file stamp (``_read_only_target``), taken at the open.
+        self._body_target: tuple[str, tuple[int, ...] | None] | None = None
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -167,6 +169,8 @@ class SqliteJournal:
             return
         lazy = self.path != ":memory:"  # a file can be read again; memory cannot
         if lazy:
+            if self.read_only:  # as the open's own connection: immutable while no writer holds the file
+                self._body_target = _read_only_target(self._absolute_path)
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
         try:
             rows = await self._driver.execute(SELECT_ROWS_LEAVING_BODIES if lazy else SELECT_ROWS)
@@ -205,15 +209,26 @@ class SqliteJournal:
         """The bodies of committed message records, read synchronously (``LogModel.read_bodies_with``)
         through a read-only connection of its own, made at the first read: a point query by
         record id, which no commit blocks (WAL). A body the file does not hold is left out."""
-        reader = self._body_reader
-        if reader is None:
-            if self.read_only:  # as the open's own connection: immutable while no writer holds the file
-                uri = _read_only_target(self._absolute_path)[0]
-            else:
-                uri = f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro"
-            reader = self._body_reader = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        marks = ",".join("?" * len(record_ids))
-        rows = reader.execute(f"SELECT id, body FROM log WHERE id IN ({marks})", list(record_ids)).fetchall()  # noqa: S608 - placeholders
+        reader, transient = self._body_reader, False
+        try:
+            uri, stamp = self._body_target or (f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro", None)
+            if stamp is not None and _file_stamp(self._absolute_path) != stamp:
+                raise StoreFailedError(
+                    f"the store {self.path!r} was opened with no writer (immutable mode) and written since; open it again to read more"
+                )
+            if reader is None:
+                reader = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                if self._life.closed:
+                    transient = True  # a read after the close: nothing keeps the connection
+                else:
+                    self._body_reader = reader
+            marks = ",".join("?" * len(record_ids))
+            rows = reader.execute(f"SELECT id, body FROM log WHERE id IN ({marks})", list(record_ids)).fetchall()  # noqa: S608 - placeholders
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailedError(f"the messages' bodies could not be read from {self.path!r}: {exc}") from exc
+        finally:
+            if transient and reader is not None:
+                reader.close()
         return {record_id: body for record_id, body in rows if type(body) is str}
 
     # -- the committer -----------------------------------------------------------------------

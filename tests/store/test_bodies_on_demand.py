@@ -15,7 +15,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 
-from asides import ArgumentTypeError, InvalidArgumentError, Message, PassthroughStrategy, open_runtime, text
+from asides import ArgumentTypeError, InvalidArgumentError, Message, PassthroughStrategy, StoreFailedError, open_runtime, text
 from asides.lowlevel import MessageView, open_store
 from tests.helpers import writable_store
 from tests.store.test_sparse_views import OPS, READERS
@@ -109,3 +109,28 @@ def test_a_file_read_back_through_a_tiny_cache_reads_as_written(ops):
 
     with tempfile.TemporaryDirectory() as folder:
         trio.run(run, str(Path(folder) / "store.db"))
+
+
+async def test_a_body_the_file_can_no_longer_give_is_a_store_error_naming_it(tmp_path):
+    """The file went away under a read-only open: reading a message whose body stayed in it
+    raises ``StoreFailedError`` naming the file, not a bare ``sqlite3`` error."""
+    path = tmp_path / "gone.db"
+    await write_long(str(path), 200)
+    async with open_store(str(path), read_only=True) as store:
+        for leftover in tmp_path.iterdir():
+            leftover.unlink()
+        with pytest.raises(StoreFailedError, match="gone.db"):
+            store.messages("main", 5, 6)
+
+
+async def test_a_read_only_open_with_no_writer_refuses_bodies_once_a_writer_changed_the_file(tmp_path):
+    """Opened read-only while no writer held it (SQLite's immutable mode), a store whose file a
+    writer changed since refuses to read bodies it left there, as its other reads do, rather than
+    read pages the writer may have moved."""
+    path = str(tmp_path / "changed.db")
+    await write_long(path, 200)
+    async with open_store(path, read_only=True) as reader:
+        assert reader.messages("main", 0, 1)[0].content[0].text == "m0"  # read before any writer came
+        await write_long(path, 500)  # a writer opens, appends and closes (its close checkpoints)
+        with pytest.raises(StoreFailedError, match="immutable mode"):
+            reader.messages("main", 150, 151)
