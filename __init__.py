@@ -109,6 +109,7 @@ from .store import (
 from .store._blocks import Audience, image, redacted_thinking, system_change
 from .store._disclosure import Disclosure
 from .store._erasure import Erasure, Tombstone
+from .store._pages import MessagePages, ViewChangedError
 from .store._views import ViewFilter
 from .strategies import (
     AnthropicModel,
@@ -160,6 +161,7 @@ __all__ = [
     "MalformedContentError",
     "ManagerClosedError",
     "Message",
+    "MessagePages",
     "MessageInjection",
     "Model",
     "ModelError",
@@ -192,6 +194,7 @@ __all__ = [
     "ToolUseBlock",
     "UnknownBranchError",
     "UnknownMessageError",
+    "ViewChangedError",
     "Usage",
     "ViewFilter",
     "WindowedPassthroughStrategy",

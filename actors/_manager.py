@@ -30,6 +30,7 @@ from ..store._blocks import ContentBlock, check_content, coerce_content
 from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError, UnknownMessageError
 from ..store._messages import Message
 from ..store._names import check_branch
+from ..store._pages import MessagePages, stored_pages
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, Injection, MessageInjection, check_marks_reads
 from ..strategies._capabilities import ReadsSummaries, Summary
@@ -136,8 +137,11 @@ class ContextManager:
         binding.check("get_message", started=False)
         return binding.store.get_message(binding.branch, message_id)
 
-    def get_all_messages(self) -> tuple[Message, ...]:
-        """Every message on the branch, as stored.
+    def get_all_messages(self) -> MessagePages:
+        """Every message on the branch, as stored, oldest first: a :class:`MessagePages` that
+        reads them a page at a time (``len()`` is free; nothing reads the whole history unless
+        the caller iterates it). Erased messages are left out (their tombstones:
+        ``Runtime.tombstone``). A read after an erasure raises ``ViewChangedError``: ask again.
 
         Warning: this is the whole log, other readers' private blocks included, even on a manager
         bound to a reader. It is for hosts and operators that need the log itself. To show a
@@ -145,11 +149,10 @@ class ContextManager:
         """
         binding = self._binding
         binding.check("get_all_messages", started=False)
-        messages = binding.store.messages(binding.branch)
-        model = binding.store.model
-        if model.erasure_count:  # an erased message is left out (its tombstone: Runtime.tombstone)
-            return tuple(m for m in messages if not model.is_erased(m.id))
-        return tuple(messages)
+        def check() -> None:
+            binding.check("get_all_messages", started=False)
+
+        return stored_pages(binding.store.model, binding.branch, "get_all_messages", check)
 
     def view_message(self, message_id: str) -> Message | None:
         """The message as this manager's reader sees it (blocks meant for other readers left
@@ -157,10 +160,13 @@ class ContextManager:
         self._binding.check("view_message", started=False)
         return self._binding.view.get(message_id)
 
-    def view_messages(self) -> tuple[Message, ...]:
-        """Every message of the branch as this manager's reader sees it, oldest first."""
+    def view_messages(self) -> MessagePages:
+        """Every message of the branch as this manager's reader sees it, oldest first: a
+        :class:`MessagePages` that reads them a page at a time, each read checked as
+        :meth:`view_message` is. A read after the reader's positions moved (an erasure, or an
+        edit that changed what the reader sees) raises ``ViewChangedError``: ask again."""
         self._binding.check("view_messages", started=False)
-        return self._binding.view.get_all()
+        return self._binding.view.pages("view_messages")
 
     # -- compile -------------------------------------------------------------------------------
 

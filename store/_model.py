@@ -591,6 +591,12 @@ class LogModel:
     def is_erased(self, message_id: str) -> bool:
         return message_id in self._erased
 
+    def erased_positions(self, branch_name: str) -> list[int]:
+        """The positions on this branch of its erased messages, sorted. Costs the erasures, never
+        the branch's length."""
+        found = (self.position_of(branch_name, message_id) for message_id in self._erased)
+        return sorted(p for p in found if p is not None)
+
     def tombstone(self, message_id: str) -> Tombstone | None:
         """What remains of an erased message, or ``None`` when it was not erased."""
         return self._erased.get(message_id)

@@ -49,6 +49,7 @@ import attrs
 
 from ._blocks import ContentBlock, TextBlock, ToolResultBlock, ToolUseBlock, content_for_reader, is_thinking
 from ._messages import Message
+from ._pages import MessagePages
 
 if TYPE_CHECKING:
     from ._model import LogModel
@@ -174,6 +175,7 @@ class Projection:
         "_all",
         "_plain_all",
         "_plain_key",
+        "moves",
         "__weakref__",
     )
 
@@ -197,6 +199,10 @@ class Projection:
         self._all: tuple[Message, ...] | None = None
         self._plain_all: tuple[Message, ...] | None = None
         self._plain_key: tuple[int, int] | None = None
+        #: Counts the changes that moved a position the view already had: a message it held left
+        #: it, or one it did not hold came in, other than at its end (an erasure aside, which
+        #: the model counts). A sequence of the view's messages is stale once it changes.
+        self.moves = 0
 
     @property
     def plain(self) -> bool:
@@ -342,10 +348,12 @@ class Projection:
                 if projected is None:
                     if present:
                         del items[index]
+                        self.moves += 1
                 elif present:
                     items[index] = projected
                 else:
                     items.insert(index, projected)
+                    self.moves += 1
             self._seen_edits = edits
             self._all = None
 
@@ -399,12 +407,20 @@ class SparseProjection(Projection):
             for message_id in dict.fromkeys(model.edits_since(branch, self._seen_edits)):
                 edited = model.position_of(branch, message_id)
                 if edited is not None:
+                    was_removed = self._removed_at(edited)
                     self._unplace(edited)
                     self._place(edited)
+                    if self._removed_at(edited) != was_removed:
+                        self.moves += 1
             self._seen_edits = edits
             self._all = None
 
+    def _removed_at(self, position: int) -> bool:
+        index = bisect_left(self.removed, position)
+        return index < len(self.removed) and self.removed[index] == position
+
     def _reset(self) -> None:
+        self.moves += 1
         self.removed, self._gaps, self.copies = [], [], {}
         self.thinking_dropped.clear()
         self._hidden_of.clear()
@@ -419,12 +435,17 @@ class SparseProjection(Projection):
         self._seen_length = model.length(branch)
         self._seen_edits = model.edit_count(branch)
         positions = set(model.audience_positions(branch))
+        edited: set[int] = set()
         for message_id in model.edited_ids(branch):
             position = model.position_of(branch, message_id)
             if position is not None:
-                positions.add(position)
-        for position in sorted(positions):
+                edited.add(position)
+        for position in sorted(positions | edited):
             self._place(position)
+        # Until now the view read the branch as it is; an edited message it no longer holds
+        # moved the positions after it (one that only now has an audience was appended since).
+        if any(self._removed_at(position) for position in edited):
+            self.moves += 1
         self._all = None
 
     def _place(self, position: int) -> None:
@@ -616,6 +637,19 @@ class MessageView:
     def get_all(self) -> tuple[Message, ...]:
         """Every message of the view, oldest first."""
         return self._synced().read_all()
+
+    def pages(self, source: str) -> MessagePages:
+        """Every message of the view, oldest first, as a :class:`MessagePages` that reads them a
+        page at a time; ``source`` names the call that asked, for its errors."""
+        length = self._synced().read_length()
+
+        def read(start: int, stop: int) -> tuple[Message, ...]:
+            return self._synced().read_slice(start, stop)
+
+        def stamp() -> tuple[int, int]:
+            return (self._model.erasure_count, self._p.moves)
+
+        return MessagePages(source, length, read, stamp)
 
     def get_from(self, index: int) -> tuple[Message, ...]:
         """The messages from position ``index`` on (negative counts from the end)."""

@@ -942,6 +942,16 @@ class CancellingMachine(RuntimeMachine):
         return "cancelled", None
 
 
+class TinyCacheMachine(RuntimeMachine):
+    """The machine on a store file opened with a message cache of three: after each reopen (a
+    rule), nearly every read of a message written before it reads its body from the file, and
+    every invariant above still holds (no leak, no erased text, every acknowledged message)."""
+
+    def _open_runtime(self) -> None:
+        self._runtime_cm = self.portal.wrap_async_context_manager(open_runtime(self.path, model_policy=POLICY, message_cache=3))
+        self.rt = self._runtime_cm.__enter__()
+
+
 #: Examples per run on PostgreSQL: each opens and reopens runtimes on a fresh schema, so the
 #: PostgreSQL half runs fewer examples than SQLite's (the multi-process run of
 #: tests/actors/test_postgres_processes.py checks the same invariants across processes).
@@ -974,6 +984,18 @@ def _run(machine: type[RuntimeMachine], store_path: str) -> None:
 def test_runtime_state_machine(store_path):
     """The machine of the module docstring: leaks, records, floors, refusals, reopens."""
     _run(RuntimeMachine, store_path)
+
+
+@pytest.mark.sqlite_only("a store file's bodies are read on demand; PostgreSQL's are all held")
+@pytest.mark.timeout(3600 if PROFILE is LONG else 300)
+def test_runtime_state_machine_with_a_tiny_message_cache(store_path):
+    """The machine with a message cache of three messages, so nearly every read after a
+    reopen pages from the file: leaks, erasures, records, floors and refusals as above."""
+    started = time.monotonic()
+    STEPS.update(checks=0, examples=0, cancelled=0)
+    run_state_machine_as_test(TinyCacheMachine, settings=PROFILE)
+    if PROFILE is LONG:
+        print(f"\nTinyCacheMachine: {STEPS['examples']} examples in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)

@@ -40,7 +40,7 @@ async def test_kill_9_mid_erasure_is_all_or_nothing(tmp_path, point):
     async with open_runtime(path) as rt:
         erasures = rt.erasures()
         m = await rt.open_manager("ns", strategy=PassthroughStrategy())
-        messages = m.get_all_messages()
+        messages = tuple(m.get_all_messages())
         entries = m.get_context_entries()
         if erasures:
             assert len(erasures) == 1 and len(erasures[0].message_ids) == COUNT

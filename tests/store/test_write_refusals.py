@@ -134,7 +134,7 @@ async def test_row12_refuses_an_audience_where_a_write_may_not_put_one(store_pat
             await m.preview_context(**BIG)
             assert recorder.calls == calls + ["select"], "no strategy heard of a refused write"
             assert m.get_message(original.id) == original
-            assert m.get_all_messages() == (original,)
+            assert tuple(m.get_all_messages()) == (original,)
 
 
 async def test_row12_allowed_audiences_and_audience_as_tool_input_data(store_path):
