@@ -129,6 +129,10 @@ class Journal(Protocol):
         """What the search index says of ``query``'s words (``Store.search_candidates``)."""
         ...
 
+    async def index_search(self) -> int:
+        """Index now what the search index has not reached (``Store.index_search``)."""
+        ...
+
     async def records(self) -> list[RowTuple]:
         """Every record as the journal holds it now, in id order, after the commit of every
         write already applied."""

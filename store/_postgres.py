@@ -802,17 +802,39 @@ class PostgresJournal:
         """The indexer (store/_search.py): index the records after the last one indexed, a
         batch per transaction on the index's connection, whenever enough of them wait."""
         reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
-        self._index_reached = reached if reached is not None else 1
+        self._index_reached = max(self._index_reached, reached if reached is not None else 1)
         while True:
             if self._model.next_id - self._index_reached < INDEX_EVERY:
                 await self._index_wanted.wait()
                 self._index_wanted = anyio.Event()
                 continue
-            first = self._index_reached
-            last = min(self._model.next_id - 1, first + BUILD_BATCH - 1)
-            self._index_reached = await self._on_index_connection(
-                functools.partial(Connection.build_search, first=first, last=last), "indexing the log for search"
-            )
+            await self._index_batch()
+
+    async def _index_batch(self) -> None:
+        """Index the next batch of the records this process has applied (all committed)."""
+        first = self._index_reached
+        last = min(self._model.next_id - 1, first + BUILD_BATCH - 1)
+        if last < first:
+            return
+        reached = await self._on_index_connection(
+            functools.partial(Connection.build_search, first=first, last=last), "indexing the log for search"
+        )
+        self._index_reached = max(self._index_reached, reached)
+
+    async def index_search(self) -> int:
+        """Index now every record this process has applied that the index has not reached (a
+        writing open; the indexer does it in the background); returns how many records."""
+        if self.read_only:
+            return 0
+        if self.failure is not None:
+            raise stopped(self.path, self.failure)
+        reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
+        if reached is None:
+            return 0
+        self._index_reached = start = max(self._index_reached, reached)
+        while self._index_reached < self._model.next_id:
+            await self._index_batch()
+        return self._index_reached - start
 
     async def records(self) -> list[RowTuple]:
         """Every record as the database holds it now, in id order (read on a connection of its

@@ -165,6 +165,10 @@ class SqliteJournal:
         self._indexed = False
         self._index_reached = 1
         self._index_wanted = anyio.Event()
+        self._index_lock = anyio.Lock()
+        self._build_statement = sqlite_build_statement()
+        #: The newest committed record (commits are made in id order): the indexer reads no further.
+        self._committed_to = 0
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -235,30 +239,54 @@ class SqliteJournal:
             raise open_error(self.path, exc) from exc
         self._indexed = bool(rows)
         self._index_reached = int(rows[0][0]) if rows else 1
+        self._committed_to = self._model.next_id - 1  # what the open replayed is committed
 
-    def _note_commit(self) -> None:
-        """Wake the indexer once enough records wait for it."""
-        if self._model.next_id - self._index_reached >= INDEX_EVERY:
+    def _note_commit(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Note the newest record committed (commits are made in id order), and wake the
+        indexer once enough records wait for it."""
+        if rows:
+            self._committed_to = max(self._committed_to, int(rows[-1][0]))
+        if self._committed_to + 1 - self._index_reached >= INDEX_EVERY:
             self._index_wanted.set()
 
     async def _index(self) -> None:
-        """The indexer: index the records after the last one indexed, a batch per statement,
-        whenever enough of them wait, keeping its progress in the file. Each statement runs
-        between two commits, or inside one (a failed commit stops the store, and the batch
-        with it); only committed records are indexed."""
-        statement = sqlite_build_statement()
+        """The indexer: index the committed records after the last one indexed, a batch per
+        statement, whenever enough of them wait, keeping its progress in the file. Each
+        statement runs between two commits, or inside one (a failed commit stops the store,
+        and the batch with it)."""
         while self.failure is None:
-            waiting = self._model.next_id - self._index_reached
-            if waiting < INDEX_EVERY:
+            if self._committed_to + 1 - self._index_reached < INDEX_EVERY:
                 await self._index_wanted.wait()
                 self._index_wanted = anyio.Event()
                 continue
-            first = self._index_reached
-            last = min(self._model.next_id - 1, first + BUILD_BATCH - 1)
-            await self._driver.execute(statement, (first, last, first, last))
-            await self._driver.execute("UPDATE search_build SET next_id = ?", (last + 1,))
-            self._index_reached = last + 1
+            await self._index_batch()
             await anyio.lowlevel.checkpoint()
+
+    async def _index_batch(self) -> None:
+        """Index the next batch of committed records the index has not reached."""
+        async with self._index_lock:
+            first = self._index_reached
+            last = min(self._committed_to, first + BUILD_BATCH - 1)
+            if last < first:
+                return
+            await self._driver.execute(self._build_statement, (first, last, first, last))
+            await self._driver.execute("UPDATE search_build SET next_id = max(next_id, ?)", (last + 1,))
+            self._index_reached = last + 1
+
+    async def index_search(self) -> int:
+        """Index now every committed record the index has not reached (a writing open; the
+        indexer does it in the background); returns how many records that was."""
+        if self.read_only or not self._indexed:
+            return 0
+        if self.failure is not None:
+            raise stopped(self.path, self.failure)
+        start = self._index_reached
+        while self._index_reached <= self._committed_to:
+            try:
+                await self._index_batch()
+            except sqlite3.Error as exc:
+                raise StoreFailedError(f"the search index of {self.path!r} could not be written: {exc}") from exc
+        return self._index_reached - start
 
     async def search_candidates(self, query: Sequence[str]) -> Candidates:
         """The messages some version of which holds every word of ``query``, and the records
@@ -340,7 +368,7 @@ class SqliteJournal:
             finally:
                 self._committing = False
             self.commits += 1
-            self._note_commit()
+            self._note_commit(batch.rows)
             self._last_shared = batch.writes > 1
             batch.end()
 
@@ -387,7 +415,7 @@ class SqliteJournal:
                 self._stop(exc, len(rows), batch)
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
-            self._note_commit()
+            self._note_commit(rows)
             self._last_shared = batch is not None and batch.writes > 1
             if batch is not None:
                 batch.end()

@@ -408,6 +408,14 @@ class Store:
         self.raise_if_failed()
         return await self._journal.search_candidates(query)
 
+    async def index_search(self) -> int:
+        """Index now, for search, every committed record the index has not reached (a writing
+        open's indexer does so in the background, in batches; a search reads what it has not
+        reached, so this changes no answer, only how it is found). Returns how many records it
+        indexed; nothing on a read-only open."""
+        self.raise_if_failed()
+        return await self._journal.index_search()
+
     # -- reads (memory only) -----------------------------------------------------------------
 
     def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:

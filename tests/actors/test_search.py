@@ -28,7 +28,7 @@ from asides import (
     text,
 )
 from asides.lowlevel import open_store
-from tests.helpers import is_postgres_url
+from tests.helpers import is_postgres_url, writable_store
 
 
 async def _managers(rt: Any) -> tuple[Any, Any, Any]:
@@ -95,6 +95,48 @@ async def test_edits_and_branches_are_searched_as_the_reader_reads_them(store_pa
         assert await side.search("crane") == (), "the child forked before the edit"
 
 
+async def test_what_the_index_finds_and_what_it_has_not_reached_yet_answer_alike(store_path):
+    async with open_runtime(store_path) as rt:
+        host, ann, bob = await _managers(rt)
+        for i in range(30):
+            await host.add_message("user", [text(f"ibis {i}" + (" for ann" if i % 3 else ""), ["ann"] if i % 3 else None)])
+        before = (await ann.search("ibis", limit=100), await bob.search("ibis", limit=100))
+        assert await writable_store(rt).index_search() >= 30
+        assert await writable_store(rt).index_search() == 0, "nothing is indexed twice"
+        assert (await ann.search("ibis", limit=100), await bob.search("ibis", limit=100)) == before
+        assert len(before[0]) == 30 and len(before[1]) == 10
+
+
+@pytest.mark.sqlite_only("counts the statements through the SQLite driver's execute")
+async def test_the_index_costs_a_write_nothing_and_follows_in_batches(store_path):
+    """A write makes its one INSERT and nothing for the index; the indexer indexes at least
+    INDEX_EVERY records per batch of two statements, whatever the history."""
+    from asides.store._search import INDEX_EVERY
+
+    writes = 5 * INDEX_EVERY
+    async with open_runtime(store_path) as rt:
+        host, _ann, bob = await _managers(rt)
+        store = writable_store(rt)
+        await store.append_messages("main", [("user", (text(f"old {i}"),), None) for i in range(3000)])
+        await store.index_search()
+        driver = store._journal._driver
+        execute = driver.execute
+        statements: list[str] = []
+
+        async def counted(sql, params=()):
+            statements.append(sql)
+            return await execute(sql, params)
+
+        driver.execute = counted
+        for i in range(writes):
+            await host.add_message("user", [text(f"new line {i}")])
+        await store.index_search()
+        ours = [sql for sql in statements if "search" in sql]
+        assert len(statements) - len(ours) == writes, "a write makes its one INSERT, and nothing for the index"
+        assert 0 < len(ours) <= 2 * (writes // INDEX_EVERY) + 2
+        assert [h.text for h in await bob.search("new line 777")] == ["new line 777"]
+
+
 async def test_every_hit_is_a_disclosure_to_its_reader(store_path):
     async with open_runtime(store_path) as rt:
         host, ann, bob = await _managers(rt)
@@ -114,6 +156,7 @@ async def test_an_erased_line_is_never_found_and_its_words_are_in_no_store_file(
         line = await host.add_message("user", [text(f"the code is {secret}", ["ann"])])
         await host.edit_message(line.id, [text(f"the code is still {secret}", ["ann"])])
         kept = await host.add_message("user", [text("the code is elsewhere")])
+        assert await writable_store(rt).index_search() > 0, "the line is in the index, not only in the log"
         assert [h.id for h in await ann.search(secret)] == [line.id]
         assert files_holding(secret, store_path, folder), "the check finds it before the erasure"
         await rt.erase([line.id], reason="asked")

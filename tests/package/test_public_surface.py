@@ -82,6 +82,7 @@ MANAGER_API = {
     "pending_work",
     "preview_context",
     "reset_head_window",
+    "search",
     "search_summaries",
     "set_strategy",
     "strategy",
