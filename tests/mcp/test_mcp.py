@@ -340,3 +340,60 @@ def test_the_command_refuses_a_namespace_another_reader_claims(tmp_path, capsys)
     assert main(["mcp", path, "-n", "agents/ann", "-r", "bob"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("asides: ") and "'ann'" in err and len(err.strip().splitlines()) == 1
+
+
+class RefusingManager:
+    """A manager whose every read and write is refused by the library."""
+
+    namespace = "agents/ann"
+    view_reader = "ann"
+
+    async def compile(self, **_options: Any) -> Any:
+        raise asides.InvalidArgumentError("max_tokens", "is refused here, as the library would")
+
+    async def add_message(self, *_args: Any, **_options: Any) -> Any:
+        raise asides.StoreFailedError("the store failed: disk full")
+
+    async def search(self, *_args: Any, **_options: Any) -> Any:
+        raise asides.InvalidArgumentError("query", "is refused here")
+
+    def get_summaries_in_range(self) -> Any:
+        raise asides.ManagerClosedError("get_summaries_in_range", "agents/ann")
+
+
+async def test_a_library_error_is_a_tool_error_with_its_message():
+    from asides._mcp._tools import make_server
+
+    async with Client(make_server(RefusingManager())) as client:  # type: ignore[arg-type]
+        with trio.fail_after(PATIENCE):
+            assert "is refused here, as the library would" in await refused(client, "recall", {"max_tokens": 100})
+            assert "disk full" in await refused(client, "remember", {"text": "x"})
+            assert "is refused here" in await refused(client, "search", {"query": "x"})
+            assert "closed" in await refused(client, "memories", {})
+            assert "closed" in await refused(client, "memories", {})  # and it answers on
+
+
+def test_the_openai_agents_snippet_of_docs_mcp_md_runs(tmp_path, monkeypatch):
+    """docs/mcp.md's OpenAI Agents snippet, as it stands (the server it starts is given this
+    test's import path): the agent remembers through the server, for ann alone."""
+    import asyncio
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("agents")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    snippet = next(code for code in re.findall(r"```python\n(.*?)```", page, re.S) if "MCPServerStdio" in code)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "docs/mcp.md", "exec"), namespace)  # noqa: S102
+    namespace["memory"].params.env = child_env() or None
+    assert asyncio.run(asyncio.wait_for(namespace["run_ann"](), 3 * PATIENCE)) == "Noted."
+
+    async def read_back() -> None:
+        async with open_runtime(str(tmp_path / "room.db")) as rt:
+            bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+            [line] = bob.get_all_messages()
+            assert line.participant == "ann" and [(b.text, b.audience) for b in line.content] == [("The crane moves at noon.", ("ann",))]
+            assert not (await bob.compile(max_tokens=1000, reserve_for_response=0)).messages
+
+    trio.run(read_back)
