@@ -397,3 +397,32 @@ def test_the_openai_agents_snippet_of_docs_mcp_md_runs(tmp_path, monkeypatch):
             assert not (await bob.compile(max_tokens=1000, reserve_for_response=0)).messages
 
     trio.run(read_back)
+
+
+async def test_stdio_stops_when_its_client_closes_stdin_and_writes_nothing_else_to_stdout(tmp_path):
+    path = str(tmp_path / "log.db")
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "asides", "mcp", path, "-n", "agents/ann", "-r", "ann"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        said = b""
+        with trio.fail_after(PATIENCE):
+            while b"on stdio\n" not in said:
+                chunk = await process.stderr.receive_some()
+                assert chunk, f"the server ended before it served: {said.decode()}"
+                said += chunk
+        await process.stdin.aclose()
+        with trio.fail_after(PATIENCE):
+            assert await process.wait() == 0
+        assert await process.stdout.receive_some() == b""
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    async with open_runtime(path) as rt:  # the server let the file go
+        with pytest.raises(asides.ReaderClaimError):
+            await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="bob")
