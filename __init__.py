@@ -110,6 +110,7 @@ from .store._blocks import Audience, image, redacted_thinking, system_change
 from .store._disclosure import Disclosure
 from .store._erasure import Erasure, Tombstone
 from .store._pages import MessagePages, ViewChangedError
+from .store._search import SearchHit
 from .store._views import ViewFilter
 from .strategies import (
     AnthropicModel,
@@ -176,6 +177,7 @@ __all__ = [
     "ReaderRecordError",
     "RedactedThinkingBlock",
     "Runtime",
+    "SearchHit",
     "SourceEntry",
     "StoreCorruptError",
     "StoreFailedError",

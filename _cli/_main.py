@@ -50,6 +50,7 @@ from ._erase import add_erase_parser
 from ._export import cmd_export, cmd_import
 from ._inspect import cmd_inspect
 from ._mcp import add_mcp_command
+from ._search import add_search_command
 from ._serve import add_serve_command
 
 __all__ = ["build_parser", "main"]
@@ -133,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compile_.add_argument("--strategy", choices=sorted(STRATEGIES), help="override the detected strategy")
     compile_.set_defaults(run=cmd_compile)
+
+    add_search_command(commands, _store_help(), EXIT_CODES_TEXT)
 
     export = commands.add_parser(
         "export",

@@ -162,7 +162,7 @@ def make_server(manager: ContextManager) -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, SearchResults]:
         if not query.strip():
             _refuse("query is blank: give words to look for")
-        found = await _library(manager.search(query, limit=limit))  # type: ignore[attr-defined]
+        found = await _library(manager.search(query, limit=limit))
         hits = [
             SearchHit(
                 kind=hit.kind,

@@ -31,6 +31,7 @@ from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedCo
 from ..store._messages import Message
 from ..store._names import check_branch
 from ..store._pages import MessagePages, stored_pages
+from ..store._search import SearchHit
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, Injection, MessageInjection, check_marks_reads
 from ..strategies._capabilities import ReadsSummaries, Summary
@@ -41,6 +42,7 @@ from ._branches import Moves
 from ._compiled import CompiledContext
 from ._editing import Edits
 from ._reading import Compiles
+from ._searching import search
 from ._values import ContextEntry, Derivation
 
 if TYPE_CHECKING:
@@ -305,6 +307,42 @@ class ContextManager:
         strategy = self._binding.strategy
         found = strategy.search_summaries(pattern, limit=limit) if isinstance(strategy, ReadsSummaries) else ()
         return _not_erased(self._binding.store.model, found)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        kind: str | None = None,
+        participant: str | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> tuple[SearchHit, ...]:
+        """What this manager's reader may see that holds every word of ``query``, best first:
+        messages as the reader sees them on this branch (a block meant for someone else is never
+        matched, counted or shown) and the namespace's memories. A query is words (letters and
+        digits; case and punctuation do not count); a hit holds every one. ``score`` is BM25's
+        term-frequency and length parts over the reader's own hits (no weight from lines the
+        reader cannot see), ties newest first.
+
+        ``kind`` narrows to ``"message"`` or ``"memory"``; ``participant`` (who wrote it) and the
+        time range ``after`` <= timestamp < ``before`` (seconds since the epoch) narrow messages
+        and leave memories out. A manager with no reader finds no block that has an audience.
+        Every message hit returned is recorded as shown to the reader (``disclosures()``,
+        ``via="search"``). Refuses a query with no word, ``limit`` outside 1..1000, an unknown
+        ``kind`` and ill-typed filters (``InvalidArgumentError`` naming the argument), reading
+        and writing nothing.
+        """
+        return await search(
+            self._binding,
+            self.get_summaries_in_range,
+            query,
+            limit=limit,
+            kind=kind,
+            participant=participant,
+            after=after,
+            before=before,
+        )
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""

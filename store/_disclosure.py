@@ -1,8 +1,8 @@
-"""Disclosures: which messages each compile, preview and compression request showed, and to whom.
+"""Disclosures: which messages each compile, preview, compression request and search showed, and to whom.
 
 Pure logic, no I/O. A disclosure record (kind ``disclosure``, on the audit branch ``""`` like an
 erasure record, its sequence its record id) says that the messages it names were shown through
-``via`` (``"compile"``, ``"preview"``, ``"compression"``) to ``reader`` (``None``: no reader) of
+``via`` (``"compile"``, ``"preview"``, ``"compression"``, ``"search"``) to ``reader`` (``None``: no reader) of
 ``namespace`` on ``branch`` at ``at``. It holds ids, never content, and outlives an erasure of
 those messages.
 
@@ -26,7 +26,7 @@ __all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "disclosure_body
 #: The kind of a disclosure record.
 DISCLOSURE: Final = "disclosure"
 #: The ways a message is disclosed.
-VIAS: Final = ("compile", "preview", "compression")
+VIAS: Final = ("compile", "preview", "compression", "search")
 
 
 @attrs.frozen

@@ -47,6 +47,7 @@ from ._rows import PendingRow, RowTuple
 if TYPE_CHECKING:
     from ._erasure import Erasure
     from ._model import LogModel
+    from ._search import Candidates
 
 __all__ = ["Journal", "Recheck", "Serving", "Tell", "stopped"]
 
@@ -123,6 +124,10 @@ class Journal(Protocol):
 
     async def sync(self) -> None:
         """Return once the model holds every record committed before the call."""
+
+    async def search_candidates(self, query: Sequence[str]) -> Candidates:
+        """What the search index says of ``query``'s words (``Store.search_candidates``)."""
+        ...
 
     async def records(self) -> list[RowTuple]:
         """Every record as the journal holds it now, in id order, after the commit of every

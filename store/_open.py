@@ -106,6 +106,9 @@ async def open_store(
                 except sqlite3.Error as exc:
                     raise open_error(path, exc) from exc
                 journal.log_made()
+                await journal.prepare_index()
+            else:
+                await journal.read_index_state()
             store = SqliteStore(journal, model)
             if not read_only and model.erasure_count and path != ":memory:":
                 # An erasure whose process died between its commit and its checkpoint may have

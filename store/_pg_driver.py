@@ -33,7 +33,7 @@ import anyio
 
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
-from ._pg_schema import CHANNEL, ID_KEY, prepare_schema
+from ._pg_schema import CHANNEL, ID_KEY, build_search, prepare_schema, search_state
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
@@ -246,6 +246,26 @@ class Connection:
     def backend_pid(self) -> int:
         """The server process of this connection (it signs the notifications of its commits)."""
         return int(self._conn.info.backend_pid)
+
+    def search(self, query: Sequence[str]) -> tuple[list[int], int | None]:
+        """The ids of the messages some version of which holds every word of ``query``, and
+        the first record id the index has not reached (``None``: the store has no index), on a
+        connection that commits nothing else."""
+        reached = search_state(self._conn)
+        if reached is None:
+            return [], None
+        rows = self._conn.execute(
+            "SELECT DISTINCT message FROM asides_search WHERE words @@ to_tsquery('simple', %s)", (" & ".join(query),)
+        ).fetchall()
+        return [int(row[0]) for row in rows], reached
+
+    def search_state(self) -> int | None:
+        """The first record id the index has not reached (``None``: the store has no index)."""
+        return search_state(self._conn)
+
+    def build_search(self, first: int, last: int) -> int:
+        """One batch of the indexer (``_pg_schema.build_search``)."""
+        return build_search(self._conn, first, last)
 
     def rows_after(self, applied: int) -> list[RowTuple]:
         """Every record with an id above ``applied``, in id order (read a page at a time; the

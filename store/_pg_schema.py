@@ -27,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from ._errors import StoreFailedError
+from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
 
-__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "prepare_schema", "search_path_schemas"]
+__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "build_search", "prepare_schema", "prepare_search", "search_path_schemas", "search_state"]
 
 FORMAT_VERSION = 2
 CHANNEL = "asides_log"
@@ -171,6 +172,8 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
     if "asides_meta" in found:
         _check_marker(conn, where)  # another format (format 1's tables included) is refused here
     if found == set(_TABLES):
+        if create:
+            prepare_search(conn)
         return str(schema)
     if found:
         raise StoreFailedError(
@@ -185,4 +188,43 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
         if not found:
             for statement in _CREATE:
                 conn.execute(statement)
+            _make_search(conn)
     return prepare_schema(conn, where, create=False)
+
+
+def _make_search(conn: Any) -> None:
+    """Make the search index (store/_search.py) in the connection's transaction, with nothing
+    indexed yet (the indexer starts at the first record)."""
+    for statement in PG_SEARCH_SCHEMA:
+        conn.execute(statement)
+    conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
+
+
+def prepare_search(conn: Any) -> None:
+    """A writing open: make the search index when the store has none (once, whichever process
+    comes first)."""
+    if search_state(conn) is not None:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+        if search_state(conn) is None:
+            _make_search(conn)
+
+
+def search_state(conn: Any) -> int | None:
+    """The first record id the index has not reached, or ``None`` when the store has no index."""
+    row = conn.execute("SELECT value FROM asides_meta WHERE key = 'search_next'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def build_search(conn: Any, first: int, last: int) -> int:
+    """Index the records with ids in ``[first, last]`` not indexed yet, and note the progress
+    (idempotent: processes indexing at once index nothing twice); returns the first record id
+    the index has not reached."""
+    with conn.transaction():
+        conn.execute(PG_BUILD_STATEMENT, (first, last))
+        row = conn.execute(
+            "UPDATE asides_meta SET value = greatest(value::bigint, %s)::text WHERE key = 'search_next' RETURNING value",
+            (last + 1,),
+        ).fetchone()
+    return int(row[0])

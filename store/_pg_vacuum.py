@@ -156,6 +156,9 @@ def pay_owed_vacuum(conn: Any, lock_key: int, wait_seconds: float, *, wait_for_l
         conn.execute(f"SET lock_timeout = {VACUUM_LOCK_TIMEOUT_MS}")
         try:
             conn.execute("VACUUM FULL asides_log")
+            (indexed,) = conn.execute("SELECT to_regclass('asides_search') IS NOT NULL").fetchone()
+            if indexed:  # the search index's dead rows hold the erased words (store/_search.py)
+                conn.execute("VACUUM FULL asides_search")
         finally:
             conn.execute("SELECT set_config('lock_timeout', %s, false)", (lock_timeout,))
         conn.execute("DELETE FROM asides_meta WHERE key = ANY(%s)", (keys,))

@@ -44,6 +44,7 @@ the model up to every commit made before it was called.
 
 from __future__ import annotations
 
+import functools
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -58,7 +59,7 @@ from . import _pg_commit, _pg_vacuum
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._groups import collapsing
-from ._journal import Recheck, Serving, Tell
+from ._journal import Recheck, Serving, Tell, stopped
 from ._model import LogModel
 from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
@@ -67,6 +68,7 @@ from ._pg_vacuum import OwedVacuum
 from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import shielded
+from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
 from ._store import Store
 from ._worker import WorkerThread
 
@@ -135,6 +137,12 @@ class PostgresJournal:
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
         #: task group trying it again while serving, and whether that task runs.
         self._vacuum_owed = False
+        #: The connection that reads the search index and builds it (store/_search.py), made at
+        #: the first search or build, one call at a time; and the records not indexed yet.
+        self._index_connection: Connection | None = None
+        self._index_lock = anyio.Lock()
+        self._index_reached = 1
+        self._index_wanted = anyio.Event()
         self._background: anyio.abc.TaskGroup | None = None
         self._retrying = False
         #: Its life: whether it serves, is closing or closed, and whom it tells.
@@ -163,6 +171,8 @@ class PostgresJournal:
             self._background = background
             if self._vacuum_owed:
                 self._owe_vacuum()
+            if not self.read_only:
+                background.start_soon(self._index)
             try:
                 yield
             finally:
@@ -176,6 +186,9 @@ class PostgresJournal:
         self._drop_connection()
         with anyio.CancelScope(shield=True):
             await self._worker.stop()
+            index, self._index_connection = self._index_connection, None
+            if index is not None:
+                await anyio.to_thread.run_sync(index.close)
 
     # -- the worker thread and the connection ------------------------------------------------
 
@@ -325,6 +338,7 @@ class PostgresJournal:
         self._announced = max(self._announced, self._applied)
         for event in events:
             self._life.tell(event)
+        self._note_commit()
 
     # -- the committer (docs/postgres.md, "A commit") -----------------------------------------
 
@@ -751,6 +765,54 @@ class PostgresJournal:
         before = self.caught_up_records
         await self.sync()
         return self.caught_up_records - before
+
+    # -- the search index (store/_search.py) ---------------------------------------------------
+
+    async def _on_index_connection(self, fn: Callable[[Connection], T], what: str) -> T:
+        """``fn`` on the index's connection in a worker thread, one call at a time (a lost
+        connection is made again at the next call); ``StoreFailedError`` saying ``what`` failed."""
+        async with self._index_lock:
+            try:
+                connection = self._index_connection
+                if connection is None or connection.broken:
+                    connection = self._index_connection = await anyio.to_thread.run_sync(
+                        lambda: connect(self.url, self.path, create=False)
+                    )
+                return await anyio.to_thread.run_sync(fn, connection)
+            except Exception as exc:
+                raise failure(self.path, exc, what) from exc
+
+    async def search_candidates(self, query: Sequence[str]) -> Candidates:
+        """The messages some version of which holds every word of ``query`` (``Candidates``),
+        read on the index's own connection, so no commit waits for it."""
+        if self.failure is not None:
+            raise stopped(self.path, self.failure)
+        ids, reached = await self._on_index_connection(lambda connection: connection.search(query), "searching")
+        if reached is None:  # a store with no index (only a read-only open leaves it so)
+            reached = 1
+        self._index_reached = max(self._index_reached, reached)
+        return Candidates(frozenset(ids), range(reached, self._model.next_id))
+
+    def _note_commit(self) -> None:
+        """Wake the indexer once enough records wait for it (store/_search.py)."""
+        if self._model.next_id - self._index_reached >= INDEX_EVERY:
+            self._index_wanted.set()
+
+    async def _index(self) -> None:
+        """The indexer (store/_search.py): index the records after the last one indexed, a
+        batch per transaction on the index's connection, whenever enough of them wait."""
+        reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
+        self._index_reached = reached if reached is not None else 1
+        while True:
+            if self._model.next_id - self._index_reached < INDEX_EVERY:
+                await self._index_wanted.wait()
+                self._index_wanted = anyio.Event()
+                continue
+            first = self._index_reached
+            last = min(self._model.next_id - 1, first + BUILD_BATCH - 1)
+            self._index_reached = await self._on_index_connection(
+                functools.partial(Connection.build_search, first=first, last=last), "indexing the log for search"
+            )
 
     async def records(self) -> list[RowTuple]:
         """Every record as the database holds it now, in id order (read on a connection of its

@@ -28,8 +28,8 @@ import logging
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from itertools import chain
 from typing import Any
 
@@ -45,6 +45,7 @@ from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
+from ._search import BUILD_BATCH, INDEX_EVERY, SQLITE_SEARCH_SCHEMA, Candidates, sqlite_build_statement, sqlite_match_expression
 from ._store import Store
 
 __all__ = [
@@ -159,6 +160,11 @@ class SqliteJournal:
         self._body_cache = body_cache
         #: A read-only open's target and file stamp (``_read_only_target``), taken at the open.
         self._body_target: tuple[str, tuple[int, ...] | None] | None = None
+        #: Whether the file holds the search index (store/_search.py), and the record ids it has
+        #: not indexed yet (a background build indexes them while a writing open serves).
+        self._indexed = False
+        self._index_reached = 1
+        self._index_wanted = anyio.Event()
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -186,9 +192,87 @@ class SqliteJournal:
         """Whether the journal is closing or closed."""
         return self._life.closed
 
-    def serving(self, tell: Tell) -> AbstractAsyncContextManager[None]:
-        """Commit for the block (``Journal.serving``)."""
-        return self._life.serving(tell)
+    @asynccontextmanager
+    async def serving(self, tell: Tell) -> AsyncIterator[None]:
+        """Commit for the block (``Journal.serving``), the search index following the log
+        meanwhile (a writing open's indexer)."""
+        async with self._life.serving(tell), anyio.create_task_group() as background:
+            if self._indexed and not self.read_only:
+                background.start_soon(self._index)
+            try:
+                yield
+            finally:
+                background.cancel_scope.cancel()
+
+    # -- the search index (store/_search.py) ---------------------------------------------------
+
+    async def prepare_index(self) -> None:
+        """A writing open: make the search index when the file has none (the indexer then
+        starts at the first record), and read how far it got."""
+        try:
+            found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'search_build'")
+            if not found[0][0]:
+                await self._driver.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in SQLITE_SEARCH_SCHEMA:
+                        await self._driver.execute(statement)
+                    await self._driver.execute("INSERT INTO search_build (next_id) VALUES (1)")
+                    await self._driver.execute("COMMIT")
+                except BaseException:
+                    await self._driver.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        await self.read_index_state()
+
+    async def read_index_state(self) -> None:
+        """Read whether the file holds the search index and the first record it has not reached
+        (a file without one: none is reached, and each search reads every record)."""
+        try:
+            found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'search_build'")
+            rows = await self._driver.execute("SELECT next_id FROM search_build") if found[0][0] else []
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        self._indexed = bool(rows)
+        self._index_reached = int(rows[0][0]) if rows else 1
+
+    def _note_commit(self) -> None:
+        """Wake the indexer once enough records wait for it."""
+        if self._model.next_id - self._index_reached >= INDEX_EVERY:
+            self._index_wanted.set()
+
+    async def _index(self) -> None:
+        """The indexer: index the records after the last one indexed, a batch per statement,
+        whenever enough of them wait, keeping its progress in the file. Each statement runs
+        between two commits, or inside one (a failed commit stops the store, and the batch
+        with it); only committed records are indexed."""
+        statement = sqlite_build_statement()
+        while self.failure is None:
+            waiting = self._model.next_id - self._index_reached
+            if waiting < INDEX_EVERY:
+                await self._index_wanted.wait()
+                self._index_wanted = anyio.Event()
+                continue
+            first = self._index_reached
+            last = min(self._model.next_id - 1, first + BUILD_BATCH - 1)
+            await self._driver.execute(statement, (first, last, first, last))
+            await self._driver.execute("UPDATE search_build SET next_id = ?", (last + 1,))
+            self._index_reached = last + 1
+            await anyio.lowlevel.checkpoint()
+
+    async def search_candidates(self, query: Sequence[str]) -> Candidates:
+        """The messages some version of which holds every word of ``query``, and the records
+        the index has not reached (``Candidates``)."""
+        if self.failure is not None:
+            raise stopped(self.path, self.failure)
+        unindexed = range(self._index_reached, self._model.next_id)
+        if not self._indexed:
+            return Candidates(frozenset(), unindexed)
+        try:
+            rows = await self._driver.execute("SELECT DISTINCT message FROM search WHERE search MATCH ?", (sqlite_match_expression(query),))
+        except sqlite3.Error as exc:
+            raise StoreFailedError(f"the search index of {self.path!r} could not be read: {exc}") from exc
+        return Candidates(frozenset(int(row[0]) for row in rows), unindexed)
 
     def _wake_committer(self) -> None:
         self._wakeup.set()
@@ -256,6 +340,7 @@ class SqliteJournal:
             finally:
                 self._committing = False
             self.commits += 1
+            self._note_commit()
             self._last_shared = batch.writes > 1
             batch.end()
 
@@ -302,6 +387,7 @@ class SqliteJournal:
                 self._stop(exc, len(rows), batch)
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
+            self._note_commit()
             self._last_shared = batch is not None and batch.writes > 1
             if batch is not None:
                 batch.end()
@@ -342,6 +428,8 @@ class SqliteJournal:
                 await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
             for sql, params in erasures:
                 await self._driver.execute(sql, params)
+            if self._indexed:  # merge the index's segments, so no erased word stays in one
+                await self._driver.execute("INSERT INTO search (search) VALUES ('optimize')")
             await self._driver.execute("COMMIT")
         except BaseException:
             await self._driver.execute("ROLLBACK")

@@ -40,6 +40,7 @@ from ._names import check_branch, check_state_key, check_state_records
 from ._notes import STRATEGY_NOTE, strategy_note_body
 from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
+from ._search import Candidates
 
 __all__ = ["Store", "StoreStatistics", "check_meta", "check_write"]
 
@@ -398,6 +399,14 @@ class Store:
         record already in memory."""
         self.raise_if_failed()
         return await self._journal.records()
+
+    async def search_candidates(self, query: Sequence[str]) -> Candidates:
+        """What the search index says of ``query``'s words (store/_search.py): the ids of the
+        messages some version of which, on any branch and for any reader, may hold every word,
+        and the records not indexed yet. Not reader-scoped: ``ContextManager.search`` decides
+        what a reader is answered."""
+        self.raise_if_failed()
+        return await self._journal.search_candidates(query)
 
     # -- reads (memory only) -----------------------------------------------------------------
 

@@ -38,8 +38,6 @@ from asides._mcp import reader_manager, serve_http  # noqa: E402
 TOKEN = "mcp-test-token-0123"
 #: Seconds a server may take to start or a call to answer on a busy 2-core machine.
 PATIENCE = 90
-HAS_SEARCH = hasattr(asides.ContextManager, "search")
-needs_search = pytest.mark.skipif(not HAS_SEARCH, reason="ContextManager.search is not in this version yet")
 
 
 async def build(path: str) -> None:
@@ -157,6 +155,7 @@ async def check_bad_arguments(client: Client) -> None:
     assert "private" in await refused(client, "remember", {"text": "x", "private": "false"})
     assert "query" in await refused(client, "search", {"query": ""})
     assert "blank" in await refused(client, "search", {"query": "  "})
+    assert "query" in await refused(client, "search", {"query": "?!"})  # the library's refusal: no word
     assert "limit" in await refused(client, "search", {"query": "plan", "limit": -1})
     assert "limit" in await refused(client, "search", {"query": "plan", "limit": 0})
     assert "limit" in await refused(client, "search", {"query": "plan", "limit": "ten"})
@@ -239,21 +238,19 @@ async def test_remember_reaches_its_reader_and_no_other_server(store_path):
             private = await call(ann, "remember", {"text": "ANN-NOTE the crane moves at noon"})
             await call(ann, "remember", {"text": "ANN-PUBLIC the crane moves", "private": False})
             assert "ANN-NOTE the crane moves at noon" in (await call(ann, "recall", {"max_tokens": 10_000}))["text"]
-            if HAS_SEARCH:
-                found = await call(ann, "search", {"query": "crane noon"})
-                assert private["id"] in {hit["id"] for hit in found["hits"]}
+            found = await call(ann, "search", {"query": "crane noon"})
+            assert private["id"] in {hit["id"] for hit in found["hits"]}
         async with serving(store_path, "agents/bob", "bob") as url, over_http(url) as bob:
             seen = (await call(bob, "recall", {"max_tokens": 10_000}))["text"]
             assert "ANN-PUBLIC the crane moves" in seen and "BOB-SECRET" in seen
             assert "ANN-NOTE" not in seen and "ANN-SECRET" not in seen
-            if HAS_SEARCH:
-                for query in ("crane noon", "ANN-NOTE", "budget", "ANN-SECRET"):
-                    found = await call(bob, "search", {"query": query})
-                    assert all("ANN-NOTE" not in hit["text"] and "ANN-SECRET" not in hit["text"] for hit in found["hits"]), query
-                    assert private["id"] not in {hit["id"] for hit in found["hits"]}
+            for query in ("crane noon", "ANN-NOTE", "budget", "ANN-SECRET"):
+                found = await call(bob, "search", {"query": query})
+                assert all("ANN-NOTE" not in hit["text"] and "ANN-SECRET" not in hit["text"] for hit in found["hits"]), query
+                assert private["id"] not in {hit["id"] for hit in found["hits"]}
+            assert "ANN-PUBLIC the crane moves" in " ".join(h["text"] for h in (await call(bob, "search", {"query": "crane"}))["hits"])
 
 
-@needs_search
 async def test_search_finds_what_its_reader_may_see(tmp_path):
     path = str(tmp_path / "log.db")
     await build(path)

@@ -8,6 +8,9 @@ ticks and drains, forks, switches, strategy switches, derives, context-log copie
 closing and reopening the runtime. Every text block holds a unique marker (``M17``), so "did a
 block reach someone it is hidden from" is a text search.
 
+A search rule checks every hit the same way (the reader's to see, never erased, disclosed
+through ``search``), and that a marker the reader sees is found.
+
 After every step:
 
 * no compile, provenance body, summary read (``search_summaries``, ``get_summaries_in_range``),
@@ -590,6 +593,40 @@ class RuntimeMachine(RuleBasedStateMachine):
         if slot.kind in ("passthrough", "windowed"):
             assert seen == visible, f"{reader!r}'s compile lost {sorted(visible - seen)}"
         assert seeing <= listed, f"{reader!r}'s compile covers none of messages {sorted(seeing - listed)}"
+
+    @rule(pick=st.integers(0, 20), number=st.integers(0, 150), word=st.sampled_from((None, *WORDS)))
+    def search(self, pick, number, word):
+        """A search for a marker (or one of the words every block holds some of): every hit is
+        the reader's to see and holds no erased line; a marker the reader sees on the branch is
+        found; every message hit is recorded as shown to the reader through ``search``."""
+        if not (self.live()):
+            return  # checked here, not as a precondition: it reads the runtime, whose timing Hypothesis must not see
+        slot = self.live()[pick % len(self.live())]
+        stale = self.stale(slot)
+        marker = f"M{number}"
+        query = marker if word is None else word
+
+        async def call() -> Any:
+            return await slot.manager.search(query, limit=1000)
+
+        try:
+            hits = self.run(self.attempt, call, True, slot)
+        except Refused as refused:
+            assert stale and isinstance(refused.error, ReaderClaimError), f"search refused: {refused}"
+            return
+        assert not stale, "a stale manager searched"
+        branch, reader = slot.manager.branch, slot.manager.view_reader
+        visible = self.visible(branch, reader)
+        held = markers(" ".join(hit.text for hit in hits))
+        assert held <= visible, f"{reader!r}'s search on {branch!r} holds hidden {sorted(held - visible)}"
+        assert not held & self.erased, f"a search holds erased {sorted(held & self.erased)}"
+        found = {hit.id for hit in hits if hit.kind == "message"}
+        if word is None and marker in visible and marker not in self.erased:
+            holder = {mid for mid, blocks in self.content[branch].items() if any(b.marker == marker for b in blocks)}
+            assert holder <= found, f"{reader!r}'s search on {branch!r} missed {marker}"
+        for message_id in found:
+            ways = {(d.namespace, d.reader, d.via) for d in self.run(self._disclosures, message_id)}
+            assert (slot.namespace, reader, "search") in ways, f"search hit {message_id} is not in the disclosures"
 
     @rule(pick=st.integers(0, 20), drain=st.booleans())
     def tick_or_drain(self, pick, drain):

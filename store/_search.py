@@ -1,0 +1,210 @@
+"""Full-text search over the log: the index each backend keeps, and the pure rules a search
+answers by.
+
+**The index** holds the text of every message record and edit record (its text blocks, and
+tool results whose content is a string) as a row keyed by the record's id, naming the message
+it is a version of. SQLite keeps it in an FTS5 table (``search``), PostgreSQL in a table of
+``tsvector`` with a GIN index (``asides_search``, the ``simple`` configuration: no stemming, no
+stop words, as FTS5's ``unicode61``).
+
+It follows the log in batches, not write by write: a writing open's indexer indexes the records
+after the last one indexed whenever :data:`INDEX_EVERY` of them are waiting, up to
+:data:`BUILD_BATCH` in one statement (so a write pays none of it, and a batch costs what it
+indexes, never the history), and keeps how far it got in the store. A store made before the
+index was is indexed the same way, from its first record, in the background. A search also reads
+the records the index has not reached yet (at most about :data:`INDEX_EVERY` once it has caught
+up), so what it finds never waits for the indexer. An erasure's overwrite of a record takes the
+record's row out in the same transaction (a trigger), so an erased line is never found again.
+
+**The index knows no reader.** It finds candidates: the messages any version of which, on any
+branch, holds every word of the query in any block. What a reader is answered is decided here,
+from the reader's own view of each candidate (:func:`match`): a candidate the reader does not
+see, or whose visible text does not hold every word, is dropped, and the score is computed from
+that visible text alone (:func:`score`): BM25's term-frequency and length parts, over the
+reader's hits. No weight comes from the index (an inverse document frequency would count other
+readers' lines), so nothing in a reader's answer, its order included, depends on a line the
+reader may not see.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "BUILD_BATCH",
+    "INDEX_EVERY",
+    "PG_BUILD_STATEMENT",
+    "PG_SEARCH_SCHEMA",
+    "SQLITE_SEARCH_SCHEMA",
+    "Candidates",
+    "SearchHit",
+    "match",
+    "query_words",
+    "score",
+    "snippet",
+    "sqlite_build_statement",
+    "sqlite_match_expression",
+    "words",
+]
+
+#: Records indexed by one statement of the indexer.
+BUILD_BATCH: Final = 1000
+#: The indexer runs once this many records wait for it.
+INDEX_EVERY: Final = 200
+#: BM25's usual constants.
+_K1: Final = 1.2
+_B: Final = 0.75
+#: A hit's text is the whole visible text up to this many characters, else a snippet this long.
+SNIPPET_CHARS: Final = 280
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the index tokenizes them: runs of letters and digits, case-folded."""
+    return _WORD.findall(text.casefold())
+
+
+def query_words(query: str) -> tuple[str, ...]:
+    """The distinct words of a query, in order (a query is words; punctuation, quotes and
+    operators are separators)."""
+    return tuple(dict.fromkeys(words(query)))
+
+
+@attrs.frozen
+class SearchHit:
+    """One thing a search found that its reader may see: a message (``kind="message"``, ``id``
+    its id) or one of the namespace's memories (``kind="memory"``, ``id`` the summary's id).
+    ``text`` is what the reader sees of it (a snippet around the first match when long);
+    ``score`` ranks hits, higher first. ``sequence`` is the message's sequence (a memory's newest
+    covered sequence), ``participant`` and ``timestamp`` the message's (``None`` for a memory);
+    ``level`` a memory's level (``None`` for a message)."""
+
+    kind: str
+    id: str
+    text: str
+    score: float
+    sequence: int
+    participant: str | None = None
+    timestamp: float | None = None
+    level: int | None = None
+
+
+@attrs.frozen
+class Candidates:
+    """What the index says of a query: the ids of the messages some version of which may hold
+    every word (``ids``), and the record ids it has not indexed yet (``unindexed``), whose
+    messages a search reads as well."""
+
+    ids: frozenset[int]
+    unindexed: range = range(0)
+
+
+def match(text: str, query: Sequence[str]) -> list[str] | None:
+    """The words of ``text`` when it holds every word of ``query``, else ``None``."""
+    found = words(text)
+    present = set(found)
+    return found if all(word in present for word in query) else None
+
+
+def score(found: Sequence[str], query: Sequence[str], average_length: float) -> float:
+    """BM25's term-frequency and length parts for a text whose words are ``found``, among hits
+    of ``average_length`` words (see the module docstring: no index-wide weight)."""
+    length = len(found) or 1
+    norm = _K1 * (1 - _B + _B * length / (average_length or 1))
+    total = 0.0
+    for word in query:
+        tf = found.count(word)
+        total += tf * (_K1 + 1) / (tf + norm)
+    return round(total, 6)
+
+
+def snippet(text: str, query: Sequence[str]) -> str:
+    """``text`` itself when short, else about :data:`SNIPPET_CHARS` characters around the first
+    word of ``query`` it holds, with an ellipsis where cut."""
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    folded = text.casefold()
+    first = min((m.start() for w in query for m in [re.search(rf"(?<![^\W_]){re.escape(w)}(?![^\W_])", folded)] if m), default=0)
+    start = max(0, min(first - SNIPPET_CHARS // 3, len(text) - SNIPPET_CHARS))
+    end = start + SNIPPET_CHARS
+    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+
+def _sqlite_text(body: str) -> str:
+    """The SQL expression of the indexed text of a record body (``NULL`` when none)."""
+    return (
+        "(SELECT group_concat(CASE json_extract(value, '$.type') "
+        "WHEN 'text' THEN json_extract(value, '$.text') "
+        "WHEN 'tool_result' THEN CASE json_type(value, '$.content') WHEN 'text' THEN json_extract(value, '$.content') END "
+        f"END, char(10)) FROM json_each({body}, '$.content'))"
+    )
+
+
+def _sqlite_message(row: str) -> str:
+    return f"CASE {row}.kind WHEN 'message' THEN {row}.id ELSE CAST({row}.ref AS INTEGER) END"
+
+
+#: The index of a store file: made by a writing open (each statement is idempotent).
+SQLITE_SEARCH_SCHEMA: Final = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, message UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE TABLE IF NOT EXISTS search_build (next_id INTEGER NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS search_rewritten AFTER UPDATE OF body ON log BEGIN DELETE FROM search WHERE rowid = old.id; END",
+)
+
+
+def sqlite_build_statement() -> str:
+    """One batch of a store file's indexer: the records with ids in ``[?, ?]`` not indexed yet
+    (so a batch run twice indexes nothing twice)."""
+    return (
+        f"INSERT INTO search (rowid, body, message) SELECT id, t, m FROM (SELECT log.id AS id, {_sqlite_text('log.body')} AS t, "
+        f"{_sqlite_message('log')} AS m FROM log WHERE log.id BETWEEN ? AND ? AND log.kind IN ('message', 'edit') "
+        "AND json_valid(log.body) AND log.id NOT IN (SELECT rowid FROM search WHERE rowid BETWEEN ? AND ?)) "
+        "WHERE t IS NOT NULL AND t != ''"
+    )
+
+
+def sqlite_match_expression(query: Sequence[str]) -> str:
+    """An FTS5 query holding every word (each quoted: nothing in a word is an operator)."""
+    return " ".join(f'"{word}"' for word in query)
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+
+#: The index of a PostgreSQL store: made by a writing open in the store's schema (idempotent).
+PG_SEARCH_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS asides_search (id bigint PRIMARY KEY, message bigint NOT NULL, words tsvector NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS asides_search_words ON asides_search USING gin (words)",
+    """CREATE OR REPLACE FUNCTION asides_search_text(body text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE doc jsonb; found text;
+BEGIN
+  BEGIN doc := body::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END;
+  IF jsonb_typeof(doc) IS DISTINCT FROM 'object' OR jsonb_typeof(doc->'content') IS DISTINCT FROM 'array' THEN RETURN NULL; END IF;
+  SELECT string_agg(CASE b->>'type' WHEN 'text' THEN b->>'text'
+    WHEN 'tool_result' THEN CASE WHEN jsonb_typeof(b->'content') = 'string' THEN b->>'content' END END, E'\\n')
+    INTO found FROM jsonb_array_elements(doc->'content') AS b WHERE jsonb_typeof(b) = 'object';
+  RETURN found;
+END $$""",
+    """CREATE OR REPLACE FUNCTION asides_search_forget() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM asides_search WHERE id = OLD.id;
+  RETURN NULL;
+END $$""",
+    "DROP TRIGGER IF EXISTS asides_search_forget ON asides_log",
+    "CREATE TRIGGER asides_search_forget AFTER UPDATE OF body ON asides_log FOR EACH ROW EXECUTE FUNCTION asides_search_forget()",
+)
+
+#: One batch of a PostgreSQL store's indexer (ids in ``[%s, %s]``; idempotent).
+PG_BUILD_STATEMENT: Final = (
+    "INSERT INTO asides_search (id, message, words) "
+    "SELECT id, CASE kind WHEN 'message' THEN id ELSE ref::bigint END, to_tsvector('simple', t) FROM "
+    "(SELECT id, kind, ref, asides_search_text(body) AS t FROM asides_log WHERE id BETWEEN %s AND %s "
+    "AND kind IN ('message', 'edit')) AS indexed WHERE t IS NOT NULL AND t <> '' ON CONFLICT (id) DO NOTHING"
+)
