@@ -10,11 +10,10 @@ from typing import Any
 
 import trio
 
-from .._inspection._preview import STRATEGIES, block_line, compile_as_json, rebuild_strategy
+from .._inspection._preview import STRATEGIES, compile_as_json, compile_as_text, rebuild_strategy
 from .._inspection._records import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespace_records, namespaces_on
 from ..actors._namespace import normalise_namespace
 from ..actors._runtime import Runtime, internal_store
-from ..store._blocks import TextBlock
 from ..store._names import name_problem
 from ..store._words import counted
 from ..strategies._recorded import recorded_strategy
@@ -23,22 +22,6 @@ from ._common import EXIT_OK, CliError, UsageError, dumps, reading_runtime, requ
 __all__ = ["FORMATS", "cmd_compile"]
 
 FORMATS = ("text", "json", "anthropic", "openai")
-
-
-def _compile_as_text(compiled: Any, header: str) -> str:
-    lines = [header]
-    if compiled.system_injections:
-        lines += ["", "── system ──"]
-        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in compiled.system_injections]
-    for message, source in zip(compiled.messages, compiled.provenance.entries, strict=True):
-        label = message.participant
-        if source.kind == "summary":
-            label += f"  (memory {source.summary_id})"
-        elif source.kind != "raw":
-            label += f"  ({source.kind})"
-        lines += ["", f"── {label} ──"]
-        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in message.content]
-    return "\n".join(lines)
 
 
 def _strategy_for(found: FoundStrategy, chosen: str | None, where: str) -> tuple[Any, str, list[str]]:
@@ -161,5 +144,5 @@ def cmd_compile(args: argparse.Namespace) -> int:
             f"# {about['namespace']} on {about['branch']}, for {reader} ({about['strategy']}): "
             f"{counted(len(compiled.messages), 'message')}, ~{compiled.token_estimate} tokens"
         )
-        print(_compile_as_text(compiled, header))
+        print(compile_as_text(compiled, header))
     return EXIT_OK

@@ -11,6 +11,7 @@ Commands (``asides COMMAND --help`` for each)::
     asides dump PATH > backup.jsonl
     asides restore NEWPATH backup.jsonl
     asides serve STORE [--host 127.0.0.1] [--port 8077] [--token TOKEN]
+    asides mcp PATH --namespace NS --reader R [--http [--host 127.0.0.1] [--port 8078] [--token TOKEN]]
     asides erase PATH (--message ID... | --participant NAME) --reason TEXT [--yes] [--json]
     asides audit PATH (MESSAGE_ID | --reader NAME) [--json]
 
@@ -48,6 +49,7 @@ from ._demo import cmd_demo
 from ._erase import add_erase_parser
 from ._export import cmd_export, cmd_import
 from ._inspect import cmd_inspect
+from ._mcp import add_mcp_command
 from ._search import add_search_command
 from ._serve import add_serve_command
 
@@ -187,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("dump", metavar="DUMP", help="the dump file, or - for stdin")
     restore.set_defaults(run=cmd_restore)
     add_serve_command(commands, EXIT_CODES_TEXT)
+    add_mcp_command(commands, EXIT_CODES_TEXT)
     add_erase_parser(commands, EXIT_CODES_TEXT)
     add_audit_parser(commands, EXIT_CODES_TEXT)
     return parser

@@ -15,16 +15,18 @@ import errno
 import secrets
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from ..store._groups import collapse
 from ._common import EXIT_INTERRUPTED, CliError, UsageError, check_store_file, is_shared
 
-__all__ = ["add_serve_command", "cmd_serve"]
+__all__ = ["add_serve_command", "check_token", "cmd_serve", "new_token", "port_number", "run_until_interrupted"]
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """``--port``'s type: a port number, 0 (a free one) to 65535."""
     try:
         value = int(text)
     except ValueError:
@@ -56,12 +58,19 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         action="store_true",
         help="allow a --host other machines can reach (the page shows private lines, over plain HTTP)",
     )
-    serve.add_argument("--port", type=_port, default=8077, help="the port (default: 8077; 0 picks a free one)")
+    serve.add_argument("--port", type=port_number, default=8077, help="the port (default: 8077; 0 picks a free one)")
     serve.add_argument("--token", default=None, help="the access token (default: a new random one each start)")
     serve.set_defaults(run=cmd_serve)
 
 
-def _check_token(token: str) -> None:
+def new_token() -> str:
+    """A new random access token (for a start without ``--token``)."""
+    return secrets.token_urlsafe(24)
+
+
+def check_token(token: str) -> None:
+    """Refuse (bad usage) a ``--token`` shorter than 8 characters or with any character that a
+    URL would have to escape."""
     if len(token) < 8 or not all(c.isascii() and (c.isalnum() or c in "-_.~") for c in token):
         raise UsageError("--token must be at least 8 characters of letters, digits and -_.~ (it goes in a URL)")
 
@@ -93,8 +102,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("asides serve needs the serve extra: pip install 'asides[serve]'") from None
     from .._serve import run_inspector
 
-    token = args.token if args.token is not None else secrets.token_urlsafe(24)
-    _check_token(token)
+    token = args.token if args.token is not None else new_token()
+    check_token(token)
     if is_shared(args.path):
         from ..store._postgres import redact_url
 
@@ -110,37 +119,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if warning is not None:
         print(f"asides: warning: {warning}", file=sys.stderr, flush=True)
+    interrupted = run_until_interrupted(
+        lambda until_interrupted: run_inspector(
+            args.path,
+            host=args.host,
+            port=args.port,
+            token=token,
+            store_label=label,
+            on_ready=ready,
+            shutdown_trigger=until_interrupted,
+        ),
+        host=args.host,
+        port=args.port,
+        what="another inspector or service",
+    )
+    if interrupted:
+        print("asides: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def run_until_interrupted(
+    serve: Callable[[Callable[[], Awaitable[None]]], Awaitable[None]], *, host: str, port: int, what: str
+) -> bool:
+    """Run ``serve(shutdown_trigger)`` under Trio until it returns; whether it stopped because
+    of Ctrl-C (SIGINT) or SIGTERM. A signal is a shutdown request, not an exception thrown into
+    whichever task runs: ``shutdown_trigger`` returns, the server stops its connections, and the
+    command exits 130. A port in use is refused in one line (``what`` names who may hold it)."""
     interrupted = trio.Event()
 
     async def until_interrupted() -> None:
-        # Ctrl-C is a shutdown request, not an exception thrown into whichever task runs: the
-        # server stops its connections (an open event stream included) and the command exits 130.
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:
                 interrupted.set()
                 return
 
     try:
-        trio.run(
-            lambda: run_inspector(
-                args.path,
-                host=args.host,
-                port=args.port,
-                token=token,
-                store_label=label,
-                on_ready=ready,
-                shutdown_trigger=until_interrupted,
-            )
-        )
+        trio.run(lambda: serve(until_interrupted))
     except (OSError, BaseExceptionGroup) as exc:
         inner = collapse(exc) if isinstance(exc, BaseExceptionGroup) else exc
         if isinstance(inner, OSError) and inner.errno == errno.EADDRINUSE:
-            raise CliError(
-                f"port {args.port} on {args.host} is in use (another inspector or service listens there); "
-                "try --port 0, which picks a free one"
-            ) from None
+            raise CliError(f"port {port} on {host} is in use ({what} listens there); try --port 0, which picks a free one") from None
         raise
-    if interrupted.is_set():
-        print("asides: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return 0
+    return interrupted.is_set()

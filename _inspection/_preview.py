@@ -1,5 +1,6 @@
 """The compile preview that ``asides compile`` and ``asides serve`` show: which strategies a
-reader of the store can build, a strategy built again from its record, and a compile as JSON.
+reader of the store can build, a strategy built again from its record, and a compile as JSON or
+as text (which ``asides mcp`` answers ``recall`` with too).
 A preview runs in a read-only runtime, so it writes nothing."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, Passthroug
 from ..strategies._recorded import CUSTOM_ESTIMATOR
 from ._text import compact_json, one_line
 
-__all__ = ["STRATEGIES", "RebuiltStrategy", "block_line", "compile_as_json", "rebuild_strategy"]
+__all__ = ["STRATEGIES", "RebuiltStrategy", "block_line", "compile_as_json", "compile_as_text", "rebuild_strategy"]
 
 #: The strategies a preview can build, by name.
 STRATEGIES: dict[str, Any] = {
@@ -53,6 +54,25 @@ def block_line(block: ContentBlock) -> str:
     if isinstance(block, SystemChangeBlock):
         return f"[system_change] {block.text}"
     return f"[{getattr(block, 'type', 'block')}]"
+
+
+def compile_as_text(compiled: Any, header: str) -> str:
+    """A compile as plain text: ``header``, the system injections, then each message under a
+    ``── participant ──`` rule (a memory names its summary id, any other non-raw source its
+    kind); text blocks as they are, any other block as one line (:func:`block_line`)."""
+    lines = [header]
+    if compiled.system_injections:
+        lines += ["", "── system ──"]
+        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in compiled.system_injections]
+    for message, source in zip(compiled.messages, compiled.provenance.entries, strict=True):
+        label = message.participant
+        if source.kind == "summary":
+            label += f"  (memory {source.summary_id})"
+        elif source.kind != "raw":
+            label += f"  ({source.kind})"
+        lines += ["", f"── {label} ──"]
+        lines += [b.text if isinstance(b, TextBlock) else block_line(b) for b in message.content]
+    return "\n".join(lines)
 
 
 def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 records (``DescribesRecords``), and what ``asides inspect`` reports of a store a compressing
 manager wrote matches what the manager itself says; an erasure counts the summaries it
 invalidates by the rule the strategies hand the store. And the import picture: no circle among
-module-level imports (nor, within one layer, among any imports), ``_serve`` and ``_inspection``
-import nothing of ``_cli``, ``_inspection`` nothing of ``_serve``, ``_cli`` the server only when
-its command runs, ``store/`` nothing of ``strategies/`` or ``actors/``, and ``strategies/``
-nothing of ``actors/``."""
+module-level imports (nor, within one layer, among any imports), ``_serve``, ``_mcp`` and
+``_inspection`` import nothing of ``_cli``, ``_inspection`` nothing of ``_serve`` or ``_mcp``,
+``_cli`` the servers only when their commands run, ``store/`` nothing of ``strategies/`` or
+``actors/``, and ``strategies/`` nothing of ``actors/``."""
 
 from __future__ import annotations
 
@@ -248,13 +248,14 @@ def test_no_import_circle(kinds, within_a_layer):
 @pytest.mark.parametrize(
     ("layer", "never", "unless"),
     [
-        ("_serve", {"_cli"}, set()),
-        ("_inspection", {"_cli", "_serve"}, set()),
-        ("_cli", {"_serve"}, {"lazy"}),  # the serve command starts the server when it runs
-        ("store", {"strategies", "actors", "integrations", "_inspection", "_cli", "_serve"}, set()),
-        ("strategies", {"actors", "integrations", "_inspection", "_cli", "_serve"}, set()),
-        ("actors", {"integrations", "_inspection", "_cli", "_serve"}, set()),
-        ("integrations", {"_inspection", "_cli", "_serve"}, set()),
+        ("_serve", {"_cli", "_mcp"}, set()),
+        ("_mcp", {"_cli"}, set()),
+        ("_inspection", {"_cli", "_serve", "_mcp"}, set()),
+        ("_cli", {"_serve", "_mcp"}, {"lazy"}),  # the serve and mcp commands start their servers when they run
+        ("store", {"strategies", "actors", "integrations", "_inspection", "_cli", "_serve", "_mcp"}, set()),
+        ("strategies", {"actors", "integrations", "_inspection", "_cli", "_serve", "_mcp"}, set()),
+        ("actors", {"integrations", "_inspection", "_cli", "_serve", "_mcp"}, set()),
+        ("integrations", {"_inspection", "_cli", "_serve", "_mcp"}, set()),
     ],
 )
 def test_no_arrow_back_between_layers(layer, never, unless):

@@ -76,6 +76,8 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     for static in ("index.html", "app.js", "style.css"):  # asides serve's page, shipped in the wheel
         assert f"asides/_serve/static/{static}" in names
     assert "asides/__main__.py" in names
+    for module in ("__init__", "_tools", "_http"):  # asides mcp's server
+        assert f"asides/_mcp/{module}.py" in names
     for private in ("asides/tests/", "asides/examples/", "asides/benchmarks/", "asides/docs/"):
         assert not any(n.startswith(private) for n in names), private
     version = wheel.name.split("-")[1]
