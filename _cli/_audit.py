@@ -27,7 +27,7 @@ def add_audit_parser(commands: Any, epilog: str) -> None:
     audit = commands.add_parser(
         "audit",
         help="who was shown a message (and whether it was erased), or what a reader was shown",
-        description="Print who was shown a message, how (compile, preview, or a compression request to the model "
+        description="Print who was shown a message, how (compile, preview, search, or a compression request to the model "
         "provider) and when, and whether and why it was erased; or, with --reader, every message that reader was "
         "shown. Records hold ids, never content, and outlive erasure. Opens the store read-only.",
         epilog=epilog,
