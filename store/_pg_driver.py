@@ -33,7 +33,7 @@ import anyio
 
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
-from ._pg_schema import CHANNEL, ID_KEY, build_search, prepare_schema, search_state
+from ._pg_schema import CHANNEL, ID_KEY, audit_anchor, build_search, prepare_schema, search_state
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
@@ -258,6 +258,10 @@ class Connection:
             "SELECT DISTINCT message FROM asides_search WHERE words @@ to_tsquery('simple', %s)", (" & ".join(query),)
         ).fetchall()
         return [int(row[0]) for row in rows], reached
+
+    def audit_anchor(self) -> str | None:
+        """The value anchoring the store's audit exports (``None``: none yet)."""
+        return audit_anchor(self._conn)
 
     def search_state(self) -> int | None:
         """The first record id the index has not reached (``None``: the store has no index)."""

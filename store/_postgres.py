@@ -137,6 +137,7 @@ class PostgresJournal:
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
         #: task group trying it again while serving, and whether that task runs.
         self._vacuum_owed = False
+        self.audit_anchor: str | None = None
         #: The connection that reads the search index and builds it (store/_search.py), made at
         #: the first search or build, one call at a time; and the records not indexed yet.
         self._index_connection: Connection | None = None
@@ -157,6 +158,7 @@ class PostgresJournal:
         rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
         self._model.replay(rows)
         self._applied = self._announced = rows[-1][0] if rows else 0
+        self.audit_anchor = await anyio.to_thread.run_sync(connection.audit_anchor)
 
     @property
     def closed(self) -> bool:
@@ -800,15 +802,23 @@ class PostgresJournal:
 
     async def _index(self) -> None:
         """The indexer (store/_search.py): index the records after the last one indexed, a
-        batch per transaction on the index's connection, whenever enough of them wait."""
-        reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
-        self._index_reached = max(self._index_reached, reached if reached is not None else 1)
+        batch per transaction on the index's connection, whenever enough of them wait. A
+        failure (the database out of reach) is logged and tried again at the next wake: a
+        search reads what the index has not reached, so nothing waits for it."""
+        known = False
         while True:
-            if self._model.next_id - self._index_reached < INDEX_EVERY:
-                await self._index_wanted.wait()
-                self._index_wanted = anyio.Event()
-                continue
-            await self._index_batch()
+            try:
+                if not known:
+                    reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
+                    self._index_reached = max(self._index_reached, reached if reached is not None else 1)
+                    known = True
+                if self._model.next_id - self._index_reached >= INDEX_EVERY:
+                    await self._index_batch()
+                    continue
+            except StoreFailedError as exc:
+                log.warning("the search index of %r could not be brought up to date (tried again later): %s", self.path, exc)
+            await self._index_wanted.wait()
+            self._index_wanted = anyio.Event()
 
     async def _index_batch(self) -> None:
         """Index the next batch of the records this process has applied (all committed)."""
