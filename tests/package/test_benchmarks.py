@@ -256,7 +256,7 @@ def test_search_measures_every_goal_at_two_tiny_sizes(capsys: pytest.CaptureFixt
     writes = results[2000]["writes"]
     assert [w["mode"] for w in writes] == ["off", "on"]
     assert writes[0]["add"]["count"] == 200 and writes[1]["add"]["count"] >= 200
-    assert writes[1]["indexed"] == writes[1]["written"], "the window holds the indexing of every record written in it"
+    assert writes[1]["written"] <= writes[1]["indexed"] <= writes[1]["written"] + 1, "the window holds the indexing of all it wrote"
     out = capsys.readouterr().out
     for line in (
         "Search (reader ann, limit=10)",
