@@ -28,7 +28,8 @@ from asides import (
     text,
 )
 from asides.lowlevel import open_store
-from tests.helpers import is_postgres_url
+from asides.store._search import INDEX_EVERY
+from tests.helpers import is_postgres_url, writable_store
 
 
 async def _managers(rt: Any) -> tuple[Any, Any, Any]:
@@ -93,6 +94,24 @@ async def test_edits_and_branches_are_searched_as_the_reader_reads_them(store_pa
         on_side = await side.search("heron")
         assert [h.text for h in on_side] == ["the heron flew north", "a heron on the side branch"]
         assert await side.search("crane") == (), "the child forked before the edit"
+
+
+async def test_an_edit_the_index_has_not_reached_is_searched_as_read(store_path):
+    """The edited message was indexed with its old text, the edit not yet: the new text is
+    found at once, the old one no longer."""
+    async with open_runtime(store_path) as rt:
+        host, ann, _bob = await _managers(rt)
+        old = await host.add_message("user", [text("the heron flew north")])
+        for i in range(INDEX_EVERY):
+            await host.add_message("user", [text(f"filler {i}")])
+        journal = writable_store(rt)._journal
+        with trio.fail_after(10):
+            while journal._index_reached <= int(old.id):  # the indexer has reached the message
+                await trio.sleep(0.01)
+        await host.edit_message(old.id, [text("the crane flew north")])
+        assert journal._index_reached <= journal._model.next_id - 1, "the edit is not indexed yet"
+        assert [h.id for h in await ann.search("crane")] == [old.id]
+        assert await ann.search("heron") == ()
 
 
 async def test_every_hit_is_a_disclosure_to_its_reader(store_path):
