@@ -55,11 +55,11 @@ common-ish one reads about one message in 80 through the view, so its cost grows
 design, docs/search.md "Costs"); the slowest write during the build at the larger size within 2×
 one commit, and its p99 too; a write with the index within 1.3× one without.
 
-The full part measures 100,000 and 1,000,000 messages (about six minutes on an idle 2-core
-machine: the 1M store's build, its index's build and four scans of it take most of it), 50
-searches of each query, 2 scans of each, 3 pairs of write processes. ``--quick`` measures 50,000
-and 500,000 messages (the same tenfold step), 10 searches, 1 scan of each query and 1 pair of
-write processes: about a minute and a half.
+The full part measures 100,000 and 1,000,000 messages (304 s on a busy 2-core machine, load 3:
+the 1M store's build, its index's build and four scans of it take most of it), 50 searches of
+each query, 2 scans of each, 3 pairs of write processes. ``--quick`` measures 50,000 and 500,000
+messages (the same tenfold step; at 100k and 1M it took 177 s), 10 searches, 1 scan of each
+query and 1 pair of write processes: 106 s at load 3.
 """
 
 from __future__ import annotations
