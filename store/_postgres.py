@@ -838,7 +838,7 @@ class PostgresJournal:
         if reached is None:  # a store with no index (only a read-only open leaves it so)
             reached = 1
         self._index_reached = max(self._index_reached, reached)
-        return Candidates(frozenset(ids), range(reached, self._model.next_id))
+        return Candidates(frozenset(ids) | self._model.edited_since(reached), range(reached, self._model.next_id))
 
     def _note_commit(self) -> None:
         """Wake the indexer once enough records wait for it (store/_search.py)."""

@@ -311,12 +311,12 @@ class SqliteJournal:
             raise stopped(self.path, self.failure)
         unindexed = range(self._index_reached, self._model.next_id)
         if not self._indexed:
-            return Candidates(frozenset(), unindexed)
+            return Candidates(self._model.edited_since(unindexed.start), unindexed)
         try:
             rows = await self._driver.execute("SELECT DISTINCT message FROM search WHERE search MATCH ?", (sqlite_match_expression(query),))
         except sqlite3.Error as exc:
             raise StoreFailedError(f"the search index of {self.path!r} could not be read: {exc}") from exc
-        return Candidates(frozenset(int(row[0]) for row in rows), unindexed)
+        return Candidates(frozenset(int(row[0]) for row in rows) | self._model.edited_since(unindexed.start), unindexed)
 
     def _wake_committer(self) -> None:
         self._wakeup.set()
