@@ -10,12 +10,11 @@ them. Every message hit returned is recorded as shown to the reader (``via="sear
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from ..store._arguments import check_int
-from ..store._blocks import ContentBlock, TextBlock, ToolResultBlock
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
-from ..store._search import SearchHit, match, query_words, score, snippet
+from ..store._search import SearchHit, match, query_words, score, searchable_text, snippet
 from ..strategies._capabilities import Summary
 from ._binding import Binding
 from ._tracing import span
@@ -26,18 +25,6 @@ __all__ = ["KINDS", "MAX_LIMIT", "search"]
 KINDS = ("message", "memory")
 #: The most hits one search returns.
 MAX_LIMIT = 1000
-
-
-def visible_text(content: Iterable[ContentBlock]) -> str:
-    """The searchable text of content as a reader sees it: its text blocks and the tool
-    results whose content is text, one per line."""
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ToolResultBlock) and isinstance(block.content, str):
-            parts.append(block.content)
-    return "\n".join(parts)
 
 
 def _check_time(value: object, name: str) -> float | None:
@@ -85,7 +72,7 @@ async def search(
             candidates = await binding.store.search_candidates(words)
             binding.check("search", started=False)  # the manager may have closed meanwhile
             view = binding.view
-            for message_id in sorted(candidates.ids.union(candidates.unindexed)):
+            for message_id in sorted(candidates.ids):
                 message = view.get(str(message_id))
                 if message is None:
                     continue  # not on this branch, erased, or nothing of it for this reader
@@ -93,7 +80,7 @@ async def search(
                     continue
                 if (since is not None and message.timestamp < since) or (until is not None and message.timestamp >= until):
                     continue
-                text = visible_text(message.content)
+                text = searchable_text(message.content)
                 matched = match(text, words)
                 if matched is not None:
                     hit = SearchHit("message", message.id, text, 0.0, message.sequence, message.participant, message.timestamp)

@@ -19,7 +19,7 @@ At each size N, in a temporary directory, each step in a fresh child process:
 2. *index build* (goal 2): ``open_runtime(path)``, a writing open, creates the empty index and
    its indexer builds it from the first record in the background. Meanwhile a writer task calls
    ``add_message`` (300 bytes, a manager with no reader) every 50 ms, each timed, until the
-   indexer has caught up (fewer than 200 records waiting); then the same writer makes 100 more
+   indexer has caught up (fewer than ``INDEX_EVERY`` records waiting); then the same writer makes 100 more
    timed writes, at the same pace, with no build running. A heartbeat task (a 2 ms sleep in a
    loop) records how late the event loop wakes it, and each indexer statement is timed (the
    driver's ``execute`` wrapped, benchmark-only). *One commit* is the median of the writes with
@@ -46,7 +46,7 @@ At each size N, in a temporary directory, each step in a fresh child process:
    counted) until the indexer has run after the last of them, so the window ends as it began and
    holds the indexing of every record written in it (printed: indexed of written). The cost per
    write is the window's wall time ÷ the writes in it: the writer waits for the indexer's
-   statements, which run on the same connection between two commits. *Without* warms up with 200
+   statements, which run on the same connection between two commits. *Without* warms up with INDEX_EVERY
    untimed writes and times 2,000.
 
 The goals, judged in this one run: a search at the larger size within 2× a search at the
@@ -102,7 +102,7 @@ class SearchSettings:
     scans: int = 2  # of each query
     interval_s: float = 0.05  # between two writes during the build
     idle_writes: int = 100  # after the build
-    writes: int = 2000  # in each write process (a multiple of 200: the indexer runs every 200)
+    writes: int = 2000  # in each write process (a multiple of INDEX_EVERY: the indexer runs every INDEX_EVERY)
     pairs: int = 3  # of write processes, without and with the index
 
 
@@ -532,7 +532,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         )
     print_table(headers, rows)
     print(
-        "build: from the writing open's end until fewer than 200 records wait. One commit: the median of the\n"
+        "build: from the writing open's end until fewer than INDEX_EVERY records wait. One commit: the median of the\n"
         "same writer's add_message, same pace, once the build is done (a lone add_message is one commit of one\n"
         "record). The loop's longest stall: how late a 2 ms sleep woke, during the build (and after it)."
     )

@@ -72,8 +72,10 @@ class ThreadDriver:
     With ``inline_commits`` (for ``synchronous=NORMAL``, where a commit does not wait for the
     disk), a small write outside a transaction runs on the event loop's thread instead when the
     worker has nothing queued: it costs about 10 µs, less than handing it to a thread and back
-    (about 120 µs). Such a connection does not checkpoint on its own (``wal_autocheckpoint=0``):
-    every :data:`CHECKPOINT_EVERY` inline commits a passive checkpoint, which writes the database
+    (about 120 µs); only an insert of log records is taken so (``INSERT INTO log``), never the
+    search indexer's batch, which runs long. Such a connection does not checkpoint on its own
+    (``wal_autocheckpoint=0``): every :data:`CHECKPOINT_EVERY` inline commits a passive
+    checkpoint, which writes the database
     file, is queued to the worker thread, and writes sent meanwhile queue behind it there. Reads,
     transactions and large writes always run in the worker thread.
     """
@@ -104,7 +106,7 @@ class ThreadDriver:
             and connection is not None
             and not connection.in_transaction
             and len(params) <= INLINE_PARAMETERS
-            and sql.startswith("INSERT")
+            and sql.startswith("INSERT INTO log ")
         ):
             cursor = self._inline_cursor
             if cursor is None:

@@ -48,6 +48,7 @@ from ._records import (
     decode_message,
     unsafe_content,
 )
+from ._search import holds_every, searchable_text
 from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_summaries_by"]
@@ -642,6 +643,24 @@ class LogModel:
         """A message as its own branch stored it (its newest edits aside), wherever it is."""
         found = self._owner.get(message_id)
         return None if found is None else self._base(*found)
+
+    def messages_holding(self, record_ids: range, words: Sequence[str]) -> frozenset[int]:
+        """The ids of the message records among ``record_ids`` whose stored text (any block,
+        whoever it is for) holds every one of ``words``: what a search reads of the records its
+        index has not reached. Reads the bodies it lacks in batches; costs the records asked."""
+        found: set[int] = set()
+        for first in range(record_ids.start, record_ids.stop, FETCH_BATCH):
+            batch = range(first, min(record_ids.stop, first + FETCH_BATCH))
+            places = [place for place in map(self._owner.of_record, batch) if place is not None]
+            if self._read_bodies is not None:
+                lacking = [place for place in places if place[0].own[place[1]] is None]
+                if lacking:
+                    self._fetch(lacking)
+            for record_id in batch:
+                message = self.message_record(record_id)
+                if message is not None and not self.is_erased(message.id) and holds_every(searchable_text(message.content), words):
+                    found.add(record_id)
+        return frozenset(found)
 
     def message_record(self, record_id: int) -> Message | None:
         """:meth:`stored_message` by record id (``None``: no message has it)."""

@@ -401,12 +401,15 @@ class Store:
         return await self._journal.records()
 
     async def search_candidates(self, query: Sequence[str]) -> Candidates:
-        """What the search index says of ``query``'s words (store/_search.py): the ids of the
-        messages some version of which, on any branch and for any reader, may hold every word,
-        and the records not indexed yet. Not reader-scoped: ``ContextManager.search`` decides
-        what a reader is answered."""
+        """The messages some version of which, on any branch and for any reader, may hold every
+        word of ``query`` (store/_search.py): what the index finds, and what the records it has
+        not reached yet hold (read here, from the model). Not reader-scoped:
+        ``ContextManager.search`` decides what a reader is answered."""
         self.raise_if_failed()
-        return await self._journal.search_candidates(query)
+        found = await self._journal.search_candidates(query)
+        self.raise_if_failed()
+        tail = self._model.messages_holding(found.unindexed, query) if found.unindexed else frozenset()
+        return Candidates(found.ids | tail)
 
     async def index_search(self) -> int:
         """Index now, for search, every committed record the index has not reached (a writing

@@ -112,7 +112,7 @@ async def test_what_the_index_finds_and_what_it_has_not_reached_yet_answer_alike
 async def test_the_index_costs_a_write_nothing_and_follows_in_batches(store_path):
     """A write makes its one INSERT and nothing for the index; the indexer indexes at least
     INDEX_EVERY records per batch of two statements, whatever the history."""
-    writes = 5 * INDEX_EVERY
+    writes = 2 * INDEX_EVERY
     async with open_runtime(store_path) as rt:
         host, _ann, bob = await _managers(rt)
         store = writable_store(rt)

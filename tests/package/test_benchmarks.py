@@ -250,13 +250,16 @@ def test_search_measures_every_goal_at_two_tiny_sizes(capsys: pytest.CaptureFixt
         s = r["search"]
         assert s["rare_hits"] == search.rare_hits(size) == 1 and s["rare_candidates"] == 1 + (size > 25_000)
         assert s["common-ish_hits"] > 0 and s["rare_search"]["count"] == s["common-ish_search"]["count"] == 3
-        assert s["rare_scan"]["count"] == 1 and s["unindexed"] < 200
+        assert s["rare_scan"]["count"] == 1 and s["unindexed"] < 1000
         x = r["index"]
         assert x["statements"]["count"] >= size // 1000 and x["idle"]["count"] == 5
     writes = results[2000]["writes"]
     assert [w["mode"] for w in writes] == ["off", "on"]
     assert writes[0]["add"]["count"] == 200 and writes[1]["add"]["count"] >= 200
-    assert writes[1]["written"] <= writes[1]["indexed"] <= writes[1]["written"] + 1, "the window holds the indexing of all it wrote"
+    from asides.store._search import INDEX_EVERY
+
+    # The window holds the indexing of what it wrote, give or take one batch written about its edges.
+    assert abs(writes[1]["indexed"] - writes[1]["written"]) <= INDEX_EVERY
     out = capsys.readouterr().out
     for line in (
         "Search (reader ann, limit=10)",
