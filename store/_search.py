@@ -38,6 +38,7 @@ from ._blocks import ContentBlock, TextBlock, ToolResultBlock
 
 __all__ = [
     "BUILD_BATCH",
+    "BUILD_STEP",
     "INDEX_EVERY",
     "PG_BUILD_STATEMENT",
     "PG_SEARCH_SCHEMA",
@@ -60,6 +61,9 @@ __all__ = [
 BUILD_BATCH: Final = 1000
 #: The indexer runs once this many records wait for it.
 INDEX_EVERY: Final = 1000
+#: Records indexed by one statement while the indexer works through a backlog (a store made
+#: before the index): small, so that a write waits for one step at most.
+BUILD_STEP: Final = 32
 #: BM25's usual constants.
 _K1: Final = 1.2
 _B: Final = 0.75

@@ -46,7 +46,7 @@ from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
-from ._search import BUILD_BATCH, INDEX_EVERY, SQLITE_SEARCH_SCHEMA, Candidates, sqlite_build_statement, sqlite_match_expression
+from ._search import BUILD_BATCH, BUILD_STEP, INDEX_EVERY, SQLITE_SEARCH_SCHEMA, Candidates, sqlite_build_statement, sqlite_match_expression
 from ._store import Store
 
 __all__ = [
@@ -262,32 +262,40 @@ class SqliteJournal:
             self._index_wanted.set()
 
     async def _index(self) -> None:
-        """The indexer: index the committed records after the last one indexed, a batch per
-        statement, whenever enough of them wait, keeping its progress in the file. Each
-        statement runs between two commits, or inside one (a failed commit stops the store,
-        and the batch with it)."""
+        """The indexer: index the committed records after the last one indexed, whenever
+        enough of them wait, keeping its progress in the file. Each statement runs between two
+        commits, or inside one (a failed commit stops the store, and the batch with it). A
+        backlog (a store made before the index, or one reopened far behind) is worked through
+        in steps of :data:`BUILD_STEP` records, each about the cost of a commit or two, letting
+        other tasks run between them, so a write waits for one step at most; the records a
+        writer adds are indexed :data:`BUILD_BATCH` at a time, which costs a record about half
+        as much."""
         while self.failure is None:
-            if self._committed_to + 1 - self._index_reached < INDEX_EVERY:
+            waiting = self._committed_to + 1 - self._index_reached
+            if waiting < INDEX_EVERY:
                 await self._index_wanted.wait()
                 self._index_wanted = anyio.Event()
                 continue
             try:
-                await self._index_batch()
+                await self._index_batch(BUILD_STEP if waiting > 2 * INDEX_EVERY else BUILD_BATCH)
             except sqlite3.Error as exc:  # searches read what it has not reached: nothing waits for it
                 log.warning("the search index of %r could not be brought up to date (it stops here): %s", self.path, exc)
                 return
             await anyio.lowlevel.checkpoint()
 
-    async def _index_batch(self) -> None:
-        """Index the next batch of committed records the index has not reached."""
+    async def _index_batch(self, size: int = BUILD_BATCH) -> None:
+        """Index the next ``size`` committed records the index has not reached, noting the
+        progress in the file at least every :data:`BUILD_BATCH` records (a step run again
+        after a crash indexes nothing twice)."""
         async with self._index_lock:
             first = self._index_reached
-            last = min(self._committed_to, first + BUILD_BATCH - 1)
+            last = min(self._committed_to, first + size - 1)
             if last < first:
                 return
             await self._driver.execute(self._build_statement, (first, last, first, last))
-            await self._driver.execute("UPDATE search_build SET next_id = max(next_id, ?)", (last + 1,))
             self._index_reached = last + 1
+            if last // BUILD_BATCH != (first - 1) // BUILD_BATCH or last == self._committed_to:
+                await self._driver.execute("UPDATE search_build SET next_id = max(next_id, ?)", (last + 1,))
 
     async def index_search(self) -> int:
         """Index now every committed record the index has not reached (a writing open; the
