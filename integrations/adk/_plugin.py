@@ -113,6 +113,14 @@ class AsidesPlugin(BasePlugin):
         super().__init__(name)
         self.service = service
 
+    @staticmethod
+    def check_agents(agent: BaseAgent) -> None:
+        """Refuse ``agent``'s tree when an agent in it is named like a role every agent shares
+        (:class:`~asides.integrations.ReservedReaderError`): its name is its reader's. The plugin
+        checks every run's tree before the run; call it when the tree is built to be refused
+        there, before anything was written."""
+        check_agents(agent)
+
     async def before_run_callback(self, *, invocation_context: InvocationContext) -> types.Content | None:
         check_agents(invocation_context.agent)
         return None
