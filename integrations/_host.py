@@ -25,9 +25,8 @@ import threading
 from pathlib import Path
 
 import anyio
-import trio
-
 import attrs
+import trio
 
 from ..actors._runtime import Runtime, open_runtime
 from ..store._errors import StoreLockedError

@@ -114,6 +114,13 @@ class AsidesPlugin(BasePlugin):
         self.service = service
 
     @staticmethod
+    def reader_of(agent: BaseAgent | str) -> str:
+        """The reader an agent is: its name. Refuses a name like a role every agent shares
+        (:class:`~asides.integrations.ReservedReaderError`), so a host may check a name before
+        it builds the agent."""
+        return agent_reader(agent if isinstance(agent, str) else agent.name)
+
+    @staticmethod
     def check_agents(agent: BaseAgent) -> None:
         """Refuse ``agent``'s tree when an agent in it is named like a role every agent shares
         (:class:`~asides.integrations.ReservedReaderError`): its name is its reader's. The plugin

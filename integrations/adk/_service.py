@@ -390,10 +390,12 @@ class AsidesSessionService(BaseSessionService):
         after = config.after_timestamp if config is not None else None
 
         async def get(runtime: Runtime) -> Session | None:
-            record = self._record(runtime, session_key(app_name, user_id, sid))
-            if record is None or record.get("deleted"):
-                return None
-            return self._session(runtime, record, read_events(runtime, record["branch"], limit, after))
+            key = session_key(app_name, user_id, sid)
+            async with runtime.attachment(_Shared).lock(key):  # after any append under way in this runtime
+                record = self._record(runtime, key)
+                if record is None or record.get("deleted"):
+                    return None
+                return self._session(runtime, record, read_events(runtime, record["branch"], limit, after))
 
         return await self._call(get)
 
@@ -557,6 +559,19 @@ class AsidesSessionService(BaseSessionService):
         prefix = f"{EVENT_RECORDS}{position:012d}."
         n = len(runtime.store.state_items(branch, prefix))
         await runtime.integration_records(KEY).set_states(branch, {f"{prefix}{n:06d}": shell_json(event)})
+
+    async def session_branch(self, *, app_name: str, user_id: str, session_id: str) -> str | None:
+        """The branch holding the session's lines (``None`` when there is no such session), for
+        ``asides inspect`` or a host manager on it (``rt.open_manager(..., branch=...)``)."""
+        _text(app_name, "app_name")
+        _text(user_id, "user_id")
+        sid = _text(session_id, "session_id", empty=True).strip()
+
+        async def get(runtime: Runtime) -> str | None:
+            record = self._record(runtime, session_key(app_name, user_id, sid))
+            return None if record is None or record.get("deleted") else str(record["branch"])
+
+        return await self._call(get)
 
     # -- what the plugin and the memory service use -----------------------------------------------
 

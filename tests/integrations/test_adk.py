@@ -31,7 +31,8 @@ APP, USER = "trip", "u1"
 
 
 def said(author: str, text: str, **fields: Any) -> Event:
-    return Event(author=author, invocation_id="inv", content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)]), **fields)
+    content = types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)])
+    return Event(author=author, invocation_id="inv", content=content, **fields)
 
 
 def texts(session: Any) -> list[str]:
@@ -45,7 +46,8 @@ def test_create_refuses_a_duplicate_id_and_keeps_state_scopes(store_path):
     async def main() -> None:
         service = AsidesSessionService(store_path)
         try:
-            s = await service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"app:a": 1, "user:b": 2, "c": 3, "temp:d": 4})
+            state = {"app:a": 1, "user:b": 2, "c": 3, "temp:d": 4}
+            s = await service.create_session(app_name=APP, user_id=USER, session_id="s1", state=state)
             assert s.state == {"app:a": 1, "user:b": 2, "c": 3} and s.events == []
             with pytest.raises(AlreadyExistsError):
                 await service.create_session(app_name=APP, user_id=USER, session_id="s1")
@@ -99,12 +101,17 @@ def test_get_session_config_reads_the_tail(store_path):
             base = time.time()
             for n in range(150):
                 await service.append_event(s, said("user" if n % 2 else "ann", f"line {n}", timestamp=base + n))
-            await service.append_event(s, Event(author="ann", invocation_id="inv", actions=EventActions(state_delta={"k": 1}), timestamp=base + 150))
-            got = await service.get_session(app_name=APP, user_id=USER, session_id="s", config=GetSessionConfig(num_recent_events=3))
+            no_content = Event(author="ann", invocation_id="inv", actions=EventActions(state_delta={"k": 1}), timestamp=base + 150)
+            await service.append_event(s, no_content)
+
+            async def get(**config: Any) -> Any:
+                return await service.get_session(app_name=APP, user_id=USER, session_id="s", config=GetSessionConfig(**config))
+
+            got = await get(num_recent_events=3)
             assert [e.timestamp for e in got.events] == [base + 148, base + 149, base + 150]
             assert texts(got) == ["line 148", "line 149"]
-            assert (await service.get_session(app_name=APP, user_id=USER, session_id="s", config=GetSessionConfig(num_recent_events=0))).events == []
-            after = await service.get_session(app_name=APP, user_id=USER, session_id="s", config=GetSessionConfig(after_timestamp=base + 140))
+            assert (await get(num_recent_events=0)).events == []
+            after = await get(after_timestamp=base + 140)
             assert texts(after) == [f"line {n}" for n in range(140, 150)]
             whole = await service.get_session(app_name=APP, user_id=USER, session_id="s")
             assert len(whole.events) == 151 and [e.id for e in whole.events] == [e.id for e in s.events]
@@ -203,7 +210,8 @@ def request_texts(model: ScriptedAdkModel, n: int = -1) -> str:
 
 
 async def run(runner: Runner, text: str, session_id: str = "room") -> None:
-    async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=message):
         pass
 
 
@@ -285,9 +293,6 @@ def test_memory_search_is_scoped_to_the_asking_agent(store_path):
             await service.append_event(old, said("carol", "A badger was seen near the river."))
             found: dict[str, list[str]] = {}
 
-            def search_tool(tool_context: Any) -> str:
-                return "searched"
-
             async def recall(query: str, tool_context: Any) -> str:
                 """Search the memory."""
                 response = await tool_context.search_memory(query)
@@ -298,7 +303,12 @@ def test_memory_search_is_scoped_to_the_asking_agent(store_path):
                 model = ScriptedAdkModel(ScriptedAdkModel.call("recall", {"query": "badger"}), "ok")
                 agent = LlmAgent(name=name, model=model, tools=[recall])
                 runner = Runner(
-                    app_name=APP, agent=agent, session_service=service, memory_service=memory, plugins=[service.plugin()], auto_create_session=True
+                    app_name=APP,
+                    agent=agent,
+                    session_service=service,
+                    memory_service=memory,
+                    plugins=[service.plugin()],
+                    auto_create_session=True,
                 )
                 await run(runner, "recall", session_id=f"new-{name}")
             assert "The badger key is under the mat." in found["ann"] and "A badger was seen near the river." in found["ann"]
