@@ -327,7 +327,8 @@ class AdkAgent(Agent):
         for content in request.contents:
             for part in content.parts or []:
                 if part.function_call is not None:
-                    out.append(("call", part.function_call.id or "", call_text(part.function_call.name, dict(part.function_call.args or {}))))
+                    call = part.function_call
+                    out.append(("call", call.id or "", call_text(call.name, dict(call.args or {}))))
                 elif part.function_response is not None:
                     response = part.function_response.response or {}
                     out.append(("result", part.function_response.id or "", str(response.get("result", response))))
