@@ -48,9 +48,11 @@ CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("asid
 """The agent whose model call or tool runs in this task (set by :class:`AsidesPlugin`)."""
 
 
-def check_agents(agent: BaseAgent) -> None:
+def check_agents(agent: object) -> None:
     """Refuse an agent tree where an agent is named like a role every agent shares (its name is
-    its reader's: :func:`~.._rules.agent_reader`)."""
+    its reader's: :func:`~.._rules.agent_reader`); a node that is no agent is passed over."""
+    if not isinstance(agent, BaseAgent):
+        return
     agent_reader(agent.name)
     for sub in agent.sub_agents:
         check_agents(sub)

@@ -34,7 +34,9 @@ class ScriptedAdkModel(BaseLlm):
     turns: int = 0
 
     def __init__(self, *replies: Reply, answer: Callable[[LlmRequest], Reply] | None = None, **kwargs: Any) -> None:
-        super().__init__(replies=list(replies), answer=answer, **kwargs)
+        super().__init__(**kwargs)
+        self.replies = list(replies)
+        self.answer = answer
 
     @staticmethod
     def call(name: str, args: dict[str, Any] | None = None, *, call_id: str | None = None) -> types.Part:
@@ -43,7 +45,8 @@ class ScriptedAdkModel(BaseLlm):
 
     def _reply(self, request: LlmRequest) -> Reply:
         if self.answer is not None:
-            return self.answer(request)
+            answered: Reply = self.answer(request)
+            return answered
         if not self.replies:
             return "OK."
         reply = self.replies[min(self.turns, len(self.replies) - 1)]

@@ -146,7 +146,7 @@ def _strategy_factory(strategy: object) -> Callable[[], Any]:
     if isinstance(strategy, ContextStrategy):
         return lambda: copy.deepcopy(strategy)
     if callable(strategy):
-        return strategy  # type: ignore[return-value]
+        return strategy
     raise ArgumentTypeError("strategy", f"must be a strategy, a function returning one, or None, not {type(strategy).__name__}")
 
 
