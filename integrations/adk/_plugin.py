@@ -22,7 +22,7 @@ An agent named like a role every agent shares is refused before its run
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.plugins.base_plugin import BasePlugin
@@ -37,15 +37,20 @@ if TYPE_CHECKING:
     from google.adk.agents.invocation_context import InvocationContext
     from google.adk.models.llm_request import LlmRequest
     from google.adk.models.llm_response import LlmResponse
+    from google.adk.sessions.session import Session
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
-
-    from ._service import AsidesSessionService
 
 __all__ = ["CURRENT_AGENT", "AsidesPlugin", "contents_of", "check_agents"]
 
 CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("asides_adk_current_agent", default=None)
 """The agent whose model call or tool runs in this task (set by :class:`AsidesPlugin`)."""
+
+
+class _Views(Protocol):
+    """What the plugin needs of its session service (``AsidesSessionService.view``)."""
+
+    async def view(self, session: Session, agent: str) -> list[Segment]: ...
 
 
 def check_agents(agent: object) -> None:
@@ -111,7 +116,7 @@ class AsidesPlugin(BasePlugin):
     (``service.plugin()``): give it to the ``Runner`` (``plugins=[service.plugin()]``) whose
     session service is that service. See the module docstring."""
 
-    def __init__(self, service: AsidesSessionService, name: str = "asides") -> None:
+    def __init__(self, service: _Views, name: str = "asides") -> None:
         super().__init__(name)
         self.service = service
 

@@ -64,6 +64,7 @@ from .._loop import LoopHandle, RuntimeClosedError
 from .._rules import agent_reader, answered_calls, check_private_tool_calls, edited_messages, made_calls, write_batch
 from .._shared import Prepared, Said, batches, plan_for
 from ._events import KEY, USER, audience_of, events_of, metadata_for, private_content, said_of, shell_json
+from ._plugin import AsidesPlugin
 
 if TYPE_CHECKING:
     from ...actors._runtime import Runtime
@@ -622,11 +623,9 @@ class AsidesSessionService(BaseSessionService):
 
         await self._call(drained)
 
-    def plugin(self) -> Any:
+    def plugin(self) -> AsidesPlugin:
         """The ADK plugin that gives each agent's model its own view of the session (see
         :class:`~asides.integrations.adk.AsidesPlugin`)."""
-        from ._plugin import AsidesPlugin
-
         return AsidesPlugin(self)
 
     def __repr__(self) -> str:
