@@ -268,7 +268,7 @@ class Runtime:
 
     def disclosures(self, message_id: str) -> tuple[Disclosure, ...]:
         """Who was shown this message, how and when, oldest first: one :class:`Disclosure` per
-        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a compression
+        ``(namespace, reader, way)`` that first showed it (a compile, a preview, a search, a compression
         request; through a summary counts). Ids only; they outlive an erasure of the message.
         Works on a read-only runtime."""
         return self._privacy.disclosures(message_id)

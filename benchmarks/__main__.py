@@ -11,13 +11,16 @@ SQLite or psycopg INSERT and a passthrough compile of the same output, issue 22'
 ``serve`` extra), ``cache`` (how much of each request a prompt cache could serve, asides next to
 LangChain's ``SummarizationMiddleware``; needs ``asides[langchain]``), ``readers`` (the memory of
 50 reader managers against one reader's, issue 19), ``disclosures`` (what recording who was
-shown what costs a compile, issue 23) and ``history`` (open, first compile, writes and memory at
-100,000 to 10,000,000 messages next to the Agents SDK's ``SQLiteSession``, issue 33). With no
-part: peers, memory, drivers, postgres, limits and history. ``all``: every part. ``--quick``
-makes each part smaller (the default parts together take about four minutes on an
-idle 2-core machine, history about one and a half of them); without it the peers part adds the
-autobiographical compile at 200,000 messages, memory adds 1,000,000 messages and history
-measures 100,000, 1,000,000 and 10,000,000 (the last takes minutes to build).
+shown what costs a compile, issue 23), ``history`` (open, first compile, writes and memory at
+100,000 to 10,000,000 messages next to the Agents SDK's ``SQLiteSession``, issue 33) and ``search``
+(``ContextManager.search`` against a scan of the reader's view, the index's background build
+under writes, and what the index costs a write; --quick at 50,000 and 500,000 messages, about a
+minute and a half, the full part at 100,000 and 1,000,000). With no part: peers, memory,
+drivers, postgres, limits and history. ``all``: every part. ``--quick`` makes each part smaller
+(the default parts together take about four minutes on an idle 2-core machine, history about
+one and a half of them); without it the peers part adds the autobiographical compile at 200,000
+messages, memory adds 1,000,000 messages and history measures 100,000, 1,000,000 and 10,000,000
+(the last takes minutes to build).
 """
 
 from __future__ import annotations
@@ -28,7 +31,21 @@ import time
 from ._common import machine
 
 DEFAULT = ("peers", "memory", "drivers", "postgres", "limits", "history")
-PARTS = ("peers", "memory", "drivers", "postgres", "limits", "writes", "compression", "serve", "cache", "readers", "disclosures", "history")
+PARTS = (
+    "peers",
+    "memory",
+    "drivers",
+    "postgres",
+    "limits",
+    "writes",
+    "compression",
+    "serve",
+    "cache",
+    "readers",
+    "disclosures",
+    "history",
+    "search",
+)
 
 
 def run_part(part: str, quick: bool, backend: str) -> None:
@@ -82,6 +99,10 @@ def run_part(part: str, quick: bool, backend: str) -> None:
         from . import history
 
         history.run(quick)
+    elif part == "search":
+        from . import search
+
+        search.run(quick)
 
 
 def main(argv: list[str] | None = None) -> None:

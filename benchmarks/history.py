@@ -278,11 +278,12 @@ def child(argv: list[str]) -> None:
     print(json.dumps(out))
 
 
-def _run_child(*args: str) -> dict[str, Any]:
+def _run_child(*args: str, module: str = "benchmarks.history") -> dict[str, Any]:
     """A child's JSON answer, or ``{"error": ...}`` if it failed (killed for memory, say): a
-    failed measurement is printed as failed, not the end of the part."""
+    failed measurement is printed as failed, not the end of the part. ``module`` is the part
+    whose ``--child`` runs it (the search part's children are its own)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    command = [sys.executable, "-m", "benchmarks.history", "--child", *args]
+    command = [sys.executable, "-m", module, "--child", *args]
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=root)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]

@@ -21,7 +21,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "disclosure_body"]
+__all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "DisclosureRecord", "disclosure_body"]
 
 #: The kind of a disclosure record.
 DISCLOSURE: Final = "disclosure"
@@ -40,6 +40,20 @@ class Disclosure:
     branch: str
     via: str
     at: float
+
+
+@attrs.frozen
+class DisclosureRecord:
+    """One disclosure record: the messages one compile, preview, search or compression request
+    newly showed to ``reader`` of ``namespace`` on ``branch`` through ``via`` at ``at``."""
+
+    record_id: int
+    namespace: str
+    reader: str | None
+    branch: str
+    via: str
+    at: float
+    message_ids: tuple[str, ...]
 
 
 @attrs.frozen
@@ -137,6 +151,14 @@ class DisclosureLog:
                 seen.extend(bytes(index + 1 - len(seen) + 64))
             seen[index] |= 1 << (value & 7)
         return True
+
+    def records(self) -> tuple[DisclosureRecord, ...]:
+        """Every disclosure record as written, in record order (what ``asides audit --export``
+        writes)."""
+        return tuple(
+            DisclosureRecord(r.record_id, r.namespace, r.reader, r.branch, r.via, r.at, tuple(str(i) for i in r.ids()))
+            for r in self._records
+        )
 
     def for_message(self, message_id: str) -> tuple[Disclosure, ...]:
         """Every disclosure of one message, oldest first."""

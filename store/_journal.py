@@ -76,6 +76,8 @@ class Journal(Protocol):
     commits: int
     contended_commits: int
     caught_up_records: int
+    #: The random value the store keeps to anchor its audit exports (``None``: none yet).
+    audit_anchor: str | None
     #: The error that stopped the journal (after which nothing can be written or read through
     #: it), or ``None``.
     failure: BaseException | None

@@ -101,6 +101,10 @@ class LogModel:
         # order, and the state records replay found already overwritten (so replaying an
         # erasure record at open need not look for them).
         self._erased: dict[str, Tombstone] = {}
+        # Every edit record's id and the message it edits, in id order, on any branch (a search
+        # reads the messages whose edits its index has not reached: ``edited_since``).
+        self._edit_records: list[int] = []
+        self._edit_refs: list[str] = []
         self._erasures: list[Erasure] = []
         self._nulled_states: set[int] = set()
         #: Who was shown what (store/_disclosure.py).
@@ -179,6 +183,8 @@ class LogModel:
                     branch.own_audience.append(len(branch.own) - 1)
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
+                self._edit_records.append(record_id)
+                self._edit_refs.append(ref)
                 branch.edit_log.append(ref)
                 branch.edited_ids.add(ref)
                 branch.resolved.pop(ref, None)
@@ -322,6 +328,12 @@ class LogModel:
             return None
         found = self._damaged.get(id(content))
         return found[1] if found is not None and found[0] is content else None
+
+    def edited_since(self, record_id: int) -> frozenset[int]:
+        """The ids (as numbers) of the messages edited by a record with an id of ``record_id`` or
+        more, on any branch."""
+        start = bisect_left(self._edit_records, record_id)
+        return frozenset(int(ref) for ref in self._edit_refs[start:] if ref.isdigit())
 
     def edit_count(self, branch_name: str) -> int:
         return len(self._branch(branch_name).edit_log)

@@ -50,11 +50,12 @@ async def open_store(
     (docs/postgres.md). Anything else is refused (``ArgumentTypeError``,
     ``InvalidArgumentError``) before anything is opened.
 
-    ``message_cache`` is how many of the messages read back from a store file stay decoded in
-    memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000). A file's open leaves in the file the
-    body of every message that names no reader, and a read of one reads its body then; the
-    messages written while the store is open, and those naming a reader, stay in memory. (A
-    PostgreSQL store and ``:memory:`` hold every body.)
+    ``message_cache`` is how many of the messages read back from the store stay decoded in
+    memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000). The open of a store file or of a
+    PostgreSQL store leaves in the database the body of every message that names no reader, and
+    a read of one reads its body then (one point query, or one round trip for a batch of 900);
+    the messages written while the store is open, those caught up from other processes, and
+    those naming a reader, stay in memory. (``:memory:`` holds every body.)
     """
     if message_cache is not None and (not isinstance(message_cache, int) or isinstance(message_cache, bool)):
         raise ArgumentTypeError("message_cache", f"must be an int or None, not {type(message_cache).__name__}")
@@ -74,7 +75,9 @@ async def open_store(
     if is_postgres_url(path):  # a shared store (docs/postgres.md)
         from ._postgres import open_postgres_store
 
-        async with open_postgres_store(path, read_only=read_only, synchronous=synchronous) as shared:
+        async with open_postgres_store(
+            path, read_only=read_only, synchronous=synchronous, message_cache=message_cache or DEFAULT_MESSAGE_CACHE
+        ) as shared:
             yield shared
         return
     synchronous = synchronous or "NORMAL"  # a store file's default

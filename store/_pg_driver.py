@@ -33,7 +33,7 @@ import anyio
 
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
-from ._pg_schema import CHANNEL, ID_KEY, build_search, prepare_schema, search_state
+from ._pg_schema import CHANNEL, ID_KEY, audit_anchor, build_search, prepare_schema, search_state
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
@@ -48,6 +48,12 @@ RowTuple = tuple[int, str, int, str, str | None, str]
 #: reads (measured: 4.4 ms for 3 rows at 28,000 records; 4 writer processes then made 190
 #: commits a second instead of 800).
 _SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
+#: As ``_SELECT_AFTER``, leaving out the body of every message that cannot name a reader (the
+#: first test of ``body_may_hold_audience``, as a store file's open does): the open's replay.
+_SELECT_AFTER_LEAVING_BODIES = (
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'message' AND position('\"audience\"' in body) = 0 "
+    "AND position('\\u' in body) = 0 THEN NULL ELSE body END FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
+)
 PAGE_ROWS = 5000
 #: Append rows: one statement, so in autocommit mode one round trip commits it. Its records are
 #: numbered after the newest record this process has seen; when another process committed
@@ -259,6 +265,10 @@ class Connection:
         ).fetchall()
         return [int(row[0]) for row in rows], reached
 
+    def audit_anchor(self) -> str | None:
+        """The value anchoring the store's audit exports (``None``: none yet)."""
+        return audit_anchor(self._conn)
+
     def search_state(self) -> int | None:
         """The first record id the index has not reached (``None``: the store has no index)."""
         return search_state(self._conn)
@@ -267,21 +277,29 @@ class Connection:
         """One batch of the indexer (``_pg_schema.build_search``)."""
         return build_search(self._conn, first, last)
 
-    def rows_after(self, applied: int) -> list[RowTuple]:
+    def rows_after(self, applied: int, *, leave_bodies: bool = False) -> list[RowTuple]:
         """Every record with an id above ``applied``, in id order (read a page at a time; the
-        log only grows at its end, so the pages join up)."""
-        return self._pages_from(self._page_after(applied))
+        log only grows at its end, so the pages join up). With ``leave_bodies``, a message that
+        cannot name a reader comes with no body (``None``), read when first asked
+        (:meth:`bodies`)."""
+        return self._pages_from(self._page_after(applied, leave_bodies), leave_bodies)
 
-    def _page_after(self, applied: int) -> list[RowTuple]:
-        return self._conn.execute(_SELECT_AFTER, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
+    def _page_after(self, applied: int, leave_bodies: bool = False) -> list[RowTuple]:
+        query = _SELECT_AFTER_LEAVING_BODIES if leave_bodies else _SELECT_AFTER
+        return self._conn.execute(query, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
 
-    def _pages_from(self, page: list[RowTuple]) -> list[RowTuple]:
+    def _pages_from(self, page: list[RowTuple], leave_bodies: bool = False) -> list[RowTuple]:
         """``page`` and every record after it, when it is a full page."""
         rows = list(page)
         while len(page) == PAGE_ROWS:
-            page = self._page_after(page[-1][0])
+            page = self._page_after(page[-1][0], leave_bodies)
             rows.extend(page)
         return rows
+
+    def bodies(self, ids: Sequence[int]) -> dict[int, str]:
+        """The bodies of these records, in one round trip (one statement)."""
+        rows = self._conn.execute("SELECT id, body FROM asides_log WHERE id = ANY(%s)", (list(ids),)).fetchall()
+        return {int(record_id): body for record_id, body in rows if type(body) is str}
 
     def rows_with_ids(self, ids: list[int]) -> list[RowTuple]:
         return self._conn.execute(  # type: ignore[no-any-return]

@@ -24,12 +24,23 @@ runs them in its worker thread.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from ._errors import StoreFailedError
 from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
 
-__all__ = ["FORMAT_VERSION", "CHANNEL", "ID_KEY", "build_search", "prepare_schema", "prepare_search", "search_path_schemas", "search_state"]
+__all__ = [
+    "FORMAT_VERSION",
+    "CHANNEL",
+    "ID_KEY",
+    "audit_anchor",
+    "build_search",
+    "prepare_schema",
+    "prepare_search",
+    "search_path_schemas",
+    "search_state",
+]
 
 FORMAT_VERSION = 2
 CHANNEL = "asides_log"
@@ -198,11 +209,17 @@ def _make_search(conn: Any) -> None:
     for statement in PG_SEARCH_SCHEMA:
         conn.execute(statement)
     conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
+    conn.execute(
+        "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
+    )
 
 
 def prepare_search(conn: Any) -> None:
     """A writing open: make the search index when the store has none (once, whichever process
-    comes first)."""
+    comes first), and the random value that anchors the store's audit exports."""
+    conn.execute(
+        "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
+    )
     if search_state(conn) is not None:
         return
     with conn.transaction():
@@ -228,3 +245,9 @@ def build_search(conn: Any, first: int, last: int) -> int:
             (last + 1,),
         ).fetchone()
     return int(row[0])
+
+
+def audit_anchor(conn: Any) -> str | None:
+    """The value anchoring the store's audit exports, or ``None`` when it has none yet."""
+    row = conn.execute("SELECT value FROM asides_meta WHERE key = 'audit_anchor'").fetchone()
+    return None if row is None else str(row[0])

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -60,7 +61,7 @@ from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._groups import collapsing
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import LogModel
+from ._model import DEFAULT_BODY_CACHE, LogModel
 from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
@@ -107,9 +108,21 @@ class PostgresJournal:
     shared = True
 
     def __init__(
-        self, url: str, model: LogModel, connection: Connection, *, read_only: bool = False, synchronous: str | None = None
+        self,
+        url: str,
+        model: LogModel,
+        connection: Connection,
+        *,
+        read_only: bool = False,
+        synchronous: str | None = None,
+        body_cache: int = DEFAULT_BODY_CACHE,
     ) -> None:
         self.path = redact_url(url)
+        self._body_cache = body_cache
+        #: The connection that reads message bodies left in the database at open (made when
+        #: first needed; used from the thread that reads the model, one statement at a time).
+        self._body_connection: Connection | None = None
+        self._body_lock = threading.Lock()
         self.read_only = read_only
         self.url = url
         self._model = model
@@ -137,6 +150,7 @@ class PostgresJournal:
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
         #: task group trying it again while serving, and whether that task runs.
         self._vacuum_owed = False
+        self.audit_anchor: str | None = None
         #: The connection that reads the search index and builds it (store/_search.py), made at
         #: the first search or build, one call at a time; and the records not indexed yet.
         self._index_connection: Connection | None = None
@@ -154,9 +168,11 @@ class PostgresJournal:
         """Read every committed record into the model, on the connection of the open."""
         connection = self._connection
         assert connection is not None
-        rows = await anyio.to_thread.run_sync(connection.rows_after, 0)
+        self._model.read_bodies_with(self._read_bodies, self._body_cache)
+        rows = await anyio.to_thread.run_sync(functools.partial(connection.rows_after, 0, leave_bodies=True))
         self._model.replay(rows)
         self._applied = self._announced = rows[-1][0] if rows else 0
+        self.audit_anchor = await anyio.to_thread.run_sync(connection.audit_anchor)
 
     @property
     def closed(self) -> bool:
@@ -189,6 +205,10 @@ class PostgresJournal:
             index, self._index_connection = self._index_connection, None
             if index is not None:
                 await anyio.to_thread.run_sync(index.close)
+            with self._body_lock:
+                bodies, self._body_connection = self._body_connection, None
+            if bodies is not None:
+                await anyio.to_thread.run_sync(bodies.close)
 
     # -- the worker thread and the connection ------------------------------------------------
 
@@ -766,6 +786,33 @@ class PostgresJournal:
         await self.sync()
         return self.caught_up_records - before
 
+    # -- message bodies read on demand --------------------------------------------------------
+
+    def _read_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
+        """The bodies of committed message records (``LogModel.read_bodies_with``), read
+        synchronously, in one round trip, on a connection of their own: a read that misses the
+        cache holds up the thread that reads (the event loop's) for that round trip and no
+        longer, and waits for no commit (a commit holds no lock a read needs). After the close a
+        read opens a connection for itself and closes it. A body the database cannot give is a
+        ``StoreFailedError`` naming the store."""
+        with self._body_lock:
+            connection, transient = self._body_connection, False
+            try:
+                if connection is None or connection.broken:
+                    connection = connect(self.url, self.path, create=False)
+                    if self._life.closed:
+                        transient = True
+                    else:
+                        self._body_connection = connection
+                return connection.bodies(record_ids)
+            except StoreFailedError:
+                raise
+            except Exception as exc:
+                raise StoreFailedError(f"the messages' bodies could not be read from {self.path!r}: {exc}") from exc
+            finally:
+                if transient and connection is not None:
+                    connection.close()
+
     # -- the search index (store/_search.py) ---------------------------------------------------
 
     async def _on_index_connection(self, fn: Callable[[Connection], T], what: str) -> T:
@@ -791,7 +838,7 @@ class PostgresJournal:
         if reached is None:  # a store with no index (only a read-only open leaves it so)
             reached = 1
         self._index_reached = max(self._index_reached, reached)
-        return Candidates(frozenset(ids), range(reached, self._model.next_id))
+        return Candidates(frozenset(ids) | self._model.edited_since(reached), range(reached, self._model.next_id))
 
     def _note_commit(self) -> None:
         """Wake the indexer once enough records wait for it (store/_search.py)."""
@@ -800,15 +847,23 @@ class PostgresJournal:
 
     async def _index(self) -> None:
         """The indexer (store/_search.py): index the records after the last one indexed, a
-        batch per transaction on the index's connection, whenever enough of them wait."""
-        reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
-        self._index_reached = max(self._index_reached, reached if reached is not None else 1)
+        batch per transaction on the index's connection, whenever enough of them wait. A
+        failure (the database out of reach) is logged and tried again at the next wake: a
+        search reads what the index has not reached, so nothing waits for it."""
+        known = False
         while True:
-            if self._model.next_id - self._index_reached < INDEX_EVERY:
-                await self._index_wanted.wait()
-                self._index_wanted = anyio.Event()
-                continue
-            await self._index_batch()
+            try:
+                if not known:
+                    reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
+                    self._index_reached = max(self._index_reached, reached if reached is not None else 1)
+                    known = True
+                if self._model.next_id - self._index_reached >= INDEX_EVERY:
+                    await self._index_batch()
+                    continue
+            except StoreFailedError as exc:
+                log.warning("the search index of %r could not be brought up to date (tried again later): %s", self.path, exc)
+            await self._index_wanted.wait()
+            self._index_wanted = anyio.Event()
 
     async def _index_batch(self) -> None:
         """Index the next batch of the records this process has applied (all committed)."""
@@ -921,12 +976,16 @@ class PostgresStore(Store):
 
 
 @asynccontextmanager
-async def open_postgres_store(url: str, *, read_only: bool = False, synchronous: str | None = None) -> AsyncIterator[PostgresStore]:
+async def open_postgres_store(
+    url: str, *, read_only: bool = False, synchronous: str | None = None, message_cache: int = DEFAULT_BODY_CACHE
+) -> AsyncIterator[PostgresStore]:
     """Open (creating its tables, unless ``read_only``) the store at the PostgreSQL ``url`` for
     the block; any number of processes may have it open at once. ``synchronous``: the durability
     of its commits (``_pg_driver.set_durability``; ``None``, the default: the server's setting).
     A writing open first pays the rewrite of the log erasures owe, if any, waiting at most
-    ``OPEN_WAIT_SECONDS`` for older transactions (``PostgresStore.owed_vacuum``).
+    ``OPEN_WAIT_SECONDS`` for older transactions (``PostgresStore.owed_vacuum``). The open leaves
+    in the database the body of every message that cannot name a reader; a read of one reads it
+    then (``PostgresJournal._read_bodies``), keeping at most ``message_cache`` of them decoded.
 
     Refuses with ``StoreFailedError``: a database that cannot be reached, and a schema that holds
     another format or tables that are not an asides store's (changing nothing there). Leaving the
@@ -940,7 +999,7 @@ async def open_postgres_store(url: str, *, read_only: bool = False, synchronous:
             raise
         raise StoreFailedError(f"cannot open the store {where!r}: {exc}") from exc
     model = LogModel()
-    journal = PostgresJournal(url, model, connection, read_only=read_only, synchronous=synchronous)
+    journal = PostgresJournal(url, model, connection, read_only=read_only, synchronous=synchronous, body_cache=message_cache)
     store = PostgresStore(journal, model)
     try:
         async with collapsing():

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._deprecate import deprecated
 
 if TYPE_CHECKING:
-    from ._disclosure import Disclosure
+    from ._disclosure import Disclosure, DisclosureRecord
     from ._erasure import Erasure, Tombstone
     from ._messages import Message
     from ._model_parts import BranchInfo
@@ -122,6 +122,15 @@ class StoreReader:
     def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
         """Everything ``reader`` was shown, oldest first."""
         return self.__store.disclosures_to(reader)
+
+    def disclosure_records(self) -> tuple[DisclosureRecord, ...]:
+        """Every disclosure record, in record order."""
+        return self.__store.disclosure_records()
+
+    @property
+    def audit_anchor(self) -> str | None:
+        """The value the store keeps to anchor its audit exports (``None``: none yet)."""
+        return self.__store.audit_anchor
 
     def erasures(self) -> tuple[Erasure, ...]:
         """Every erasure of the store, oldest first."""

@@ -97,8 +97,9 @@ class SearchHit:
 @attrs.frozen
 class Candidates:
     """What the index says of a query: the ids of the messages some version of which may hold
-    every word (``ids``), and the record ids it has not indexed yet (``unindexed``), whose
-    messages a search reads as well."""
+    every word (``ids``), with those of the messages edited by a record it has not indexed yet
+    (whose new text it cannot know), and the record ids it has not indexed yet (``unindexed``),
+    whose messages a search reads as well."""
 
     ids: frozenset[int]
     unindexed: range = range(0)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import secrets
 import sqlite3
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -162,6 +163,7 @@ class SqliteJournal:
         self._body_target: tuple[str, tuple[int, ...] | None] | None = None
         #: Whether the file holds the search index (store/_search.py), and the record ids it has
         #: not indexed yet (a background build indexes them while a writing open serves).
+        self.audit_anchor: str | None = None
         self._indexed = False
         self._index_reached = 1
         self._index_wanted = anyio.Event()
@@ -225,6 +227,10 @@ class SqliteJournal:
                 except BaseException:
                     await self._driver.execute("ROLLBACK")
                     raise
+            await self._driver.execute("CREATE TABLE IF NOT EXISTS audit_anchor (value TEXT NOT NULL)")
+            await self._driver.execute(
+                "INSERT INTO audit_anchor (value) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM audit_anchor)", (secrets.token_hex(32),)
+            )
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
         await self.read_index_state()
@@ -239,6 +245,12 @@ class SqliteJournal:
             raise open_error(self.path, exc) from exc
         self._indexed = bool(rows)
         self._index_reached = int(rows[0][0]) if rows else 1
+        try:
+            found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'audit_anchor'")
+            anchors = await self._driver.execute("SELECT value FROM audit_anchor") if found[0][0] else []
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        self.audit_anchor = str(anchors[0][0]) if anchors else None
         self._committed_to = self._model.next_id - 1  # what the open replayed is committed
 
     def _note_commit(self, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -259,7 +271,11 @@ class SqliteJournal:
                 await self._index_wanted.wait()
                 self._index_wanted = anyio.Event()
                 continue
-            await self._index_batch()
+            try:
+                await self._index_batch()
+            except sqlite3.Error as exc:  # searches read what it has not reached: nothing waits for it
+                log.warning("the search index of %r could not be brought up to date (it stops here): %s", self.path, exc)
+                return
             await anyio.lowlevel.checkpoint()
 
     async def _index_batch(self) -> None:
@@ -295,12 +311,12 @@ class SqliteJournal:
             raise stopped(self.path, self.failure)
         unindexed = range(self._index_reached, self._model.next_id)
         if not self._indexed:
-            return Candidates(frozenset(), unindexed)
+            return Candidates(self._model.edited_since(unindexed.start), unindexed)
         try:
             rows = await self._driver.execute("SELECT DISTINCT message FROM search WHERE search MATCH ?", (sqlite_match_expression(query),))
         except sqlite3.Error as exc:
             raise StoreFailedError(f"the search index of {self.path!r} could not be read: {exc}") from exc
-        return Candidates(frozenset(int(row[0]) for row in rows), unindexed)
+        return Candidates(frozenset(int(row[0]) for row in rows) | self._model.edited_since(unindexed.start), unindexed)
 
     def _wake_committer(self) -> None:
         self._wakeup.set()

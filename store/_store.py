@@ -28,7 +28,7 @@ import attrs
 from .._deprecate import deprecated
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
-from ._disclosure import DISCLOSURE, Disclosure, disclosure_body
+from ._disclosure import DISCLOSURE, Disclosure, DisclosureRecord, disclosure_body
 from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
 from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
 from ._events import StoreEvent
@@ -427,6 +427,17 @@ class Store:
         """Everything ``reader`` was shown, oldest first."""
         self.raise_if_failed()
         return self._model.disclosure_log.for_reader(reader)
+
+    def disclosure_records(self) -> tuple[DisclosureRecord, ...]:
+        """Every disclosure record, in record order."""
+        self.raise_if_failed()
+        return self._model.disclosure_log.records()
+
+    @property
+    def audit_anchor(self) -> str | None:
+        """The random value the store keeps to anchor its audit exports (made by the first
+        writing open of this version; ``None`` before)."""
+        return self._journal.audit_anchor
 
     def erasures(self) -> tuple[Erasure, ...]:
         """Every erasure of the store, oldest first."""

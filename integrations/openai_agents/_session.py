@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sniffio
+from agents.handoffs import Handoff
 from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from agents.run_config import CallModelData, ModelInputData
 
 from ...store._errors import ArgumentTypeError, InvalidArgumentError
 from ...store._names import check_reader
@@ -120,6 +124,8 @@ class AsidesSession:
         self._reader = _session_reader(reader)
         self._private_tool_calls = check_private_tool_calls(private_tool_calls)
         self._closed = False
+        #: The agents a handoff sent this session's runs to, by name (:meth:`call_model_input_filter`).
+        self._others: dict[str, Agent] = {}
 
     @classmethod
     async def bound_to(
@@ -212,6 +218,59 @@ class AsidesSession:
         leaves another agent's view."""
         await self._call("clear_session", self._agent.clear, wrapper)
 
+    # -- handoffs ------------------------------------------------------------------------------
+
+    async def call_model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """A ``RunConfig(call_model_input_filter=session.call_model_input_filter)``: before each
+        model call of a run on this session, the agent about to be called is sent its own view.
+
+        For the session's own agent (its ``reader``), the input is left as the SDK made it (it
+        is that agent's view, and the items of the run). For another agent, as after a handoff,
+        whose reader is its name, the input becomes: that reader's view of the conversation as
+        stored (as its own session's ``get_items`` gives it, with passthrough: every line it may
+        see, others' lines naming them, no line whose audience leaves it out); then the items of
+        this run before the handoff to it that the log does not hold yet, their messages only
+        (their tool calls and outputs are the previous agents': kept only with
+        ``private_tool_calls`` false); then every item from the handoff to it on (its own turn).
+        So after a handoff the receiving agent is never sent another agent's private lines or
+        tool output.
+        An agent named like a shared role (``user``, ``assistant``, ...) is refused with
+        :class:`~asides.integrations.ReservedReaderError`, as a session for it would be."""
+        name = data.agent.name
+        if name == self._reader:
+            return data.model_data
+        given = list(data.model_data.input)
+        items = await self._call("call_model_input_filter", lambda: self._view_for(name, given, data.agent))
+        return ModelInputData(input=items, instructions=data.model_data.instructions)
+
+    async def _view_for(self, name: str, given: list[Any], agent: Any) -> list[Any]:
+        """In the runtime's loop: ``name``'s view of the stored conversation, then what of
+        ``given`` the log does not hold yet (see :meth:`call_model_input_filter`)."""
+        other = self._others.get(name)
+        if other is None:
+            other = Agent(
+                self._agent.runtime,
+                self.session_id,
+                reader=agent_reader(name),
+                strategy=PassthroughStrategy(),
+                model=None,
+                private_tool_calls=self._private_tool_calls,
+            )
+            await other.open()
+            self._others[name] = other
+        theirs = await other.get_items(None)
+        handed = _handoff_index(given, agent)
+        earlier, own = (given, []) if handed is None else (given[: handed + 1], given[handed + 1 :])
+        stored = Counter(_canonical(item) for item in await self._agent.get_items(None))
+        fresh: list[Any] = []
+        for item in earlier:
+            key = _canonical(item)
+            if stored[key] > 0:
+                stored[key] -= 1  # in the log: ``theirs`` holds what this reader may see of it
+            elif not self._private_tool_calls or _field(item, "type") not in _TOOL_ITEMS:
+                fresh.append(item)
+        return theirs + fresh + own
+
     # -- beyond the protocol ------------------------------------------------------------------
 
     async def drain(self) -> None:
@@ -225,6 +284,9 @@ class AsidesSession:
         if self._closed:
             return
         self._closed = True
+        others, self._others = list(self._others.values()), {}
+        for other in others:
+            self._close_agent(other)
         host, self._host = self._host, None
         if host is None:
             if self._loop.on_loop_thread:
@@ -241,6 +303,16 @@ class AsidesSession:
             pass
         finally:
             release_host(host)
+
+    def _close_agent(self, agent: Agent) -> None:
+        """Close one of the session's agents in the runtime's loop (see :meth:`close`)."""
+        if self._loop.on_loop_thread:
+            self._loop.spawn(agent.aclose)
+            return
+        try:
+            self._loop.run_blocking(agent.aclose)
+        except SessionClosedError:
+            pass  # the runtime closed, and the manager with it
 
     def __repr__(self) -> str:
         return f"<AsidesSession {self.session_id!r} reader={self._reader!r}{' closed' if self._closed else ''}>"
@@ -271,3 +343,41 @@ def _check_runner_loop(action: str) -> None:
 
 def _strategy(strategy: Any) -> Any:
     return PassthroughStrategy() if strategy is None else strategy
+
+
+_TOOL_ITEMS = frozenset({"function_call", "function_call_output", "reasoning", "computer_call", "computer_call_output"})
+
+
+def _canonical(item: Any) -> str:
+    """An item as a comparable text (items are JSON-like dicts, or SDK models)."""
+    if hasattr(item, "model_dump"):
+        item = item.model_dump(exclude_unset=True)
+    return json.dumps(item, sort_keys=True, default=str)
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def _hands_to(item: Any, name: str) -> bool:
+    """Whether a tool output is the SDK's answer to a handoff to ``name`` (``{"assistant": name}``,
+    whatever the handoff tool is called)."""
+    output = _field(item, "output")
+    if not isinstance(output, str):
+        return False
+    try:
+        said = json.loads(output)
+    except ValueError:
+        return False
+    return isinstance(said, dict) and said == {"assistant": name}
+
+
+def _handoff_index(items: list[Any], agent: Any) -> int | None:
+    """The position of the newest answer to a handoff to ``agent`` in ``items`` (``None``: none)."""
+    name = Handoff.default_tool_name(agent)
+    calls = {_field(item, "call_id") for item in items if _field(item, "type") == "function_call" and _field(item, "name") == name}
+    found = None
+    for index, item in enumerate(items):
+        if _field(item, "type") == "function_call_output" and (_field(item, "call_id") in calls or _hands_to(item, agent.name)):
+            found = index
+    return found

@@ -28,6 +28,7 @@ from asides import (
     text,
 )
 from asides.lowlevel import open_store
+from asides.store._search import INDEX_EVERY
 from tests.helpers import is_postgres_url, writable_store
 
 
@@ -111,8 +112,6 @@ async def test_what_the_index_finds_and_what_it_has_not_reached_yet_answer_alike
 async def test_the_index_costs_a_write_nothing_and_follows_in_batches(store_path):
     """A write makes its one INSERT and nothing for the index; the indexer indexes at least
     INDEX_EVERY records per batch of two statements, whatever the history."""
-    from asides.store._search import INDEX_EVERY
-
     writes = 5 * INDEX_EVERY
     async with open_runtime(store_path) as rt:
         host, _ann, bob = await _managers(rt)
@@ -135,6 +134,21 @@ async def test_the_index_costs_a_write_nothing_and_follows_in_batches(store_path
         assert len(statements) - len(ours) == writes, "a write makes its one INSERT, and nothing for the index"
         assert 0 < len(ours) <= 2 * (writes // INDEX_EVERY) + 2
         assert [h.text for h in await bob.search("new line 777")] == ["new line 777"]
+
+
+async def test_an_edit_the_index_has_not_reached_is_searched_as_read(store_path):
+    """The edited message was indexed with its old text, the edit not yet: the new text is
+    found at once, the old one no longer."""
+    async with open_runtime(store_path) as rt:
+        host, ann, _bob = await _managers(rt)
+        old = await host.add_message("user", [text("the heron flew north")])
+        assert await writable_store(rt).index_search() > 0  # the message is in the index, old text and all
+        await host.edit_message(old.id, [text("the crane flew north")])  # fewer than INDEX_EVERY wait: not indexed
+        assert [h.id for h in await ann.search("crane")] == [old.id]
+        assert await ann.search("heron") == ()
+        assert await writable_store(rt).index_search() > 0  # and once the edit is indexed, alike
+        assert [h.id for h in await ann.search("crane")] == [old.id]
+        assert await ann.search("heron") == ()
 
 
 async def test_every_hit_is_a_disclosure_to_its_reader(store_path):

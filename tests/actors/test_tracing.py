@@ -66,6 +66,23 @@ async def test_spans_carry_counts_never_content(store_path: str, spans: InMemory
     assert SECRET not in repr([(s.name, dict(s.attributes or {}), [e.attributes for e in s.events]) for s in finished])
 
 
+async def test_a_search_span_counts_what_it_returned_never_the_query_or_the_lines(store_path: str, spans: InMemorySpanExporter) -> None:
+    from asides.strategies import PassthroughStrategy
+
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await host.add_message("user", [text(f"the {SECRET} is here")])
+        await host.add_message("user", [text(f"the {SECRET} for bob", ["bob"])])
+        hits = await ann.search(SECRET)
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "asides.search"]
+    attributes = dict(span.attributes or {})
+    assert attributes["asides.namespace"] == "agents/ann" and attributes["asides.reader"] == "ann"
+    assert attributes["asides.hits"] == len(hits) == 1 and attributes["asides.messages"] == 1
+    assert attributes["asides.outcome"] == "ok"
+    assert SECRET.split("-")[0] not in repr(attributes)
+
+
 async def test_a_refused_compile_says_so(store_path: str, spans: InMemorySpanExporter) -> None:
     from asides.actors import InvalidArgumentError
     from asides.strategies import PassthroughStrategy

@@ -1091,6 +1091,13 @@ def asyncio_refusal(raised: BaseException) -> AsyncioRequiredError | None:
     return None
 
 
+#: The SDK (0.24) makes a coroutine to close the model provider it owns and, when its run fails
+#: at the session's refusal under Trio, never awaits it; whether the garbage collector reports it
+#: inside the test or after depends on timing. It is the SDK's object, not asides's: ignored here.
+SDK_LEFT_A_COROUTINE = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@SDK_LEFT_A_COROUTINE
 async def test_the_runner_under_trio_is_refused_clearly_before_anything_is_written(store_path, caplog):
     """Issue 21.6: the docs' "Inside a host's own runtime" example under ``trio.run``: the Runner
     (asyncio only) is refused at its first session call with ``AsyncioRequiredError``, which says
@@ -1112,6 +1119,7 @@ async def test_the_runner_under_trio_is_refused_clearly_before_anything_is_writt
         ann.close()
 
 
+@SDK_LEFT_A_COROUTINE
 def test_a_path_built_session_under_trio_refuses_the_runner_too(tmp_path):
     """The same refusal for a session built from a path; its own calls under Trio still work."""
     session = AsidesSession("workshop", str(tmp_path / "room.db"))

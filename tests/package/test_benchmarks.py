@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ if ROOT not in sys.path:  # the benchmarks live beside the package, not in it
 from pg_cluster import pg_cluster_fixture  # noqa: E402, F401  (the fixture pg_cluster)
 
 from benchmarks import _asides_cases as cases  # noqa: E402
-from benchmarks import _pg_server, history, limits, memory, peers, postgres  # noqa: E402
+from benchmarks import _pg_server, history, limits, memory, peers, postgres, search  # noqa: E402
 from benchmarks._common import MESSAGE_BYTES, Stats, message_text, rounds  # noqa: E402
 from benchmarks._peer_libraries import AppendAndRead  # noqa: E402
 from benchmarks._under_writes import CompileUnderWrites  # noqa: E402
@@ -237,3 +238,48 @@ def test_history_goals_are_judged_as_the_issue_says() -> None:
     assert [g.met for g in bad] == [False] * 7
     failed = history.goals({100: size(1.0, 100, 1e-3, 150), 1000: {"reader": {"error": "killed by signal 9"}}}, 31e-6)
     assert [g.met for g in failed] == [None, None, None, None, None, True, None]
+
+
+@pytest.mark.slow
+def test_search_measures_every_goal_at_two_tiny_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = search.SearchSettings(sizes=(1000, 2000), searches=3, budget_s=0.0, scans=1, interval_s=0.0, idle_writes=5, writes=200, pairs=1)
+    results = search.run(quick=True, settings=tiny)
+    for size in (1000, 2000):
+        r = results[size]
+        assert not [step for step, m in r.items() if isinstance(m, dict) and "error" in m], r
+        s = r["search"]
+        assert s["rare_hits"] == search.rare_hits(size) == 1 and s["rare_candidates"] == 1 + (size > 25_000)
+        assert s["common-ish_hits"] > 0 and s["rare_search"]["count"] == s["common-ish_search"]["count"] == 3
+        assert s["rare_scan"]["count"] == 1 and s["unindexed"] < 200
+        x = r["index"]
+        assert x["statements"]["count"] >= size // 1000 and x["idle"]["count"] == 5
+    writes = results[2000]["writes"]
+    assert [w["mode"] for w in writes] == ["off", "on"]
+    assert writes[0]["add"]["count"] == 200 and writes[1]["add"]["count"] >= 200
+    assert writes[1]["written"] <= writes[1]["indexed"] <= writes[1]["written"] + 1, "the window holds the indexing of all it wrote"
+    out = capsys.readouterr().out
+    for line in (
+        "Search (reader ann, limit=10)",
+        "rare: zephyr",
+        "common-ish: deploy 421",
+        "background build",
+        "with ÷ without",
+        "Goals (search)",
+    ):
+        assert line in out, line
+
+
+def test_search_goals_are_judged_as_stated() -> None:
+    def size(search_s: float, scan_s: float) -> dict[str, Any]:
+        medians = {f"{name}_{what}": {"median": s} for name in search.QUERIES for what, s in (("search", search_s), ("scan", scan_s))}
+        return {"search": medians}
+
+    def large(search_s: float, scan_s: float, slowest: float, p99: float, on: float, off: float) -> dict[str, Any]:
+        index = {"during": {"max": slowest, "p99": p99}, "idle": {"median": 0.3e-3}}
+        writes = [{"mode": m, "total_s": t * 100, "add": {"count": 100}} for m, t in (("off", off), ("on", on))]
+        return {**size(search_s, scan_s), "index": index, "writes": writes}
+
+    good = search.goals({100: size(1e-3, 1.0), 1000: large(1.9e-3, 1.0, 0.5e-3, 0.4e-3, 1.2e-4, 1e-4)})
+    assert [g.met for g in good] == [True] * 7
+    bad = search.goals({100: size(1e-3, 1.0), 1000: large(2.1e-3, 0.04, 0.7e-3, 0.7e-3, 1.4e-4, 1e-4)})
+    assert [g.met for g in bad] == [False] * 7

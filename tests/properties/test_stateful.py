@@ -979,6 +979,10 @@ class CancellingMachine(RuntimeMachine):
         return "cancelled", None
 
 
+#: Audience picks of the tiny-cache machine: most blocks for everyone (``AUDIENCES[0]``).
+MOSTLY_PUBLIC = st.sampled_from((0, 0, 0, 0, 1, 2, 4))
+
+
 class TinyCacheMachine(RuntimeMachine):
     """The machine on a store file opened with a message cache of three: after each reopen (a
     rule), nearly every read of a message written before it reads its body from the file, and
@@ -987,6 +991,20 @@ class TinyCacheMachine(RuntimeMachine):
     def _open_runtime(self) -> None:
         self._runtime_cm = self.portal.wrap_async_context_manager(open_runtime(self.path, model_policy=POLICY, message_cache=3))
         self.rt = self._runtime_cm.__enter__()
+
+    @rule(
+        pick=st.integers(0, 20),
+        batch=st.lists(
+            st.tuples(st.sampled_from(("user", "assistant", "carol")), st.lists(MOSTLY_PUBLIC, min_size=1, max_size=3)),
+            min_size=1,
+            max_size=12,
+        ),
+        settle=st.booleans(),
+    )
+    def add_messages(self, pick, batch, settle):
+        """As the machine's, with most blocks for everyone: a body that names no reader is the
+        one a reopen leaves in the file, so most reads after a reopen page."""
+        RuntimeMachine.add_messages(self, pick, batch, settle)
 
 
 #: Examples per run on PostgreSQL: each opens and reopens runtimes on a fresh schema, so the

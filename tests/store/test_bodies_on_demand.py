@@ -134,3 +134,21 @@ async def test_a_read_only_open_with_no_writer_refuses_bodies_once_a_writer_chan
         await write_long(path, 500)  # a writer opens, appends and closes (its close checkpoints)
         with pytest.raises(StoreFailedError, match="immutable mode"):
             reader.messages("main", 150, 151)
+
+
+async def test_a_postgres_open_leaves_the_bodies_that_name_no_reader_in_the_database(pg_url):
+    """As a store file's: the open holds the bodies that may name a reader, a read of another
+    reads it then (one round trip for a batch), and at most ``message_cache`` stay decoded."""
+    await write_long(pg_url, 3000)
+    async with open_store(pg_url, message_cache=50) as store:
+        model = store.model
+        assert in_memory(model) == (30, 0), "only the 30 bodies naming ann, none decoded"
+        assert [m.content[0].text for m in store.messages("main", 2997, 3000)] == ["m2997", "m2998", "m2999"]
+        for i in range(0, 3000, 97):
+            assert store.messages("main", i, i + 1)[0].content[0].text == f"m{i}"
+        assert len(model._loaded) <= 50
+        assert [m.content[0].text for m in store.messages("main")] == [f"m{i}" for i in range(3000)]
+        message = await store.append_message("main", "user", (text("new"),))
+        assert store.get_message("main", message.id) is message
+    async with open_store(pg_url, read_only=True, message_cache=5) as reader:
+        assert reader.messages("main", 1234, 1235)[0].content[0].text == "m1234"
