@@ -84,24 +84,31 @@ def check_message_item(participant: object, metadata: Mapping[str, Any] | None) 
     return freeze_metadata(metadata)
 
 
-#: Where metadata holds a copy of the message's content: the entry, and the field in it (the OpenAI
+#: Where metadata holds a copy of the message's content: the entry, and the fields in it (the OpenAI
 #: Agents session's saved item, ``openai_agents.item``; the original parts LangChain and Pydantic AI
-#: keep of an agent's own private message, ``langchain.parts`` and ``pydantic_ai.parts``). The copy
-#: stands for the content as first written only: an edit drops that field, in memory and on every
-#: reopen, so no read serves a copy of content that was edited away. The entry's other fields (who
-#: added the item, the framework's ids) stay.
-CONTENT_COPIES: Mapping[str, str] = MappingProxyType({"openai_agents": "item", "langchain": "parts", "pydantic_ai": "parts"})
+#: keep of an agent's own private message, ``langchain.parts`` and ``pydantic_ai.parts``; the
+#: Google ADK events' contents and parts, ``adk.contents`` and ``adk.parts``). The copy stands for
+#: the content as first written only: an edit drops those fields, in memory and on every reopen, so
+#: no read serves a copy of content that was edited away. The entry's other fields (who added the
+#: item, the framework's ids, an ADK event's other fields) stay.
+CONTENT_COPIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"openai_agents": ("item",), "langchain": ("parts",), "pydantic_ai": ("parts",), "adk": ("contents", "parts")}
+)
 
 
 def edited_version(message: Message, content: tuple[ContentBlock, ...]) -> Message:
     """``message`` with its content replaced by an edit: id, sequence and timestamp kept, and the
     metadata fields that copied the old content (:data:`CONTENT_COPIES`) left out."""
     metadata = message.metadata
-    stale = [key for key, field in CONTENT_COPIES.items() if isinstance(metadata.get(key), Mapping) and field in metadata[key]]
+    stale = [
+        key
+        for key, fields in CONTENT_COPIES.items()
+        if isinstance(metadata.get(key), Mapping) and any(field in metadata[key] for field in fields)
+    ]
     if stale:
         kept = dict(metadata)
         for key in stale:
-            kept[key] = MappingProxyType({k: v for k, v in metadata[key].items() if k != CONTENT_COPIES[key]})
+            kept[key] = MappingProxyType({k: v for k, v in metadata[key].items() if k not in CONTENT_COPIES[key]})
         metadata = MappingProxyType(kept)
     return attrs.evolve(message, content=content, metadata=metadata)
 

@@ -1,37 +1,15 @@
-"""A runtime of its own, on a thread of its own, shared by the sessions of one store file.
-
-``AsidesSession("conversation", "room.db")`` is built the way the SDK's own sessions are: from a
-path, with no event loop at hand. It needs a runtime, and a runtime lives in an event loop. So
-the sessions of one file share a :class:`ThreadHost`: a daemon thread running Trio (asides's
-reference backend), with the runtime over that file and a task group for the sessions' calls
-(see ``_loop``). The callers' own event loops never host the runtime, so a program that uses the
-SDK (``asyncio.run``, ``Runner.run_sync``) keeps plain asyncio.
-
-**Why one piece of module state.** A store file is held by one runtime at a time (a second open
-is refused, in this process as in another), and a session is an independent object built from a
-path. So two sessions built from the same path must find the one runtime that holds it: the
-process-wide registry :data:`_HOSTS`, keyed by the resolved path (a store URL by itself) and
-reference counted. The first
-session on a path starts its host; the last ``close()`` stops it (closing the runtime and the
-store) and removes it. ``":memory:"`` is never shared: each session built with it gets a private
-in-memory store, as the SDK's ``SQLiteSession`` does.
-"""
+"""The sessions' runtime of their own: the host every integration built from a path shares
+(``integrations/_host.py``), with what a session refused a store file says to do instead."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-import anyio
-import trio
+from .._host import ThreadHost, release_host
+from .._host import acquire_host as _acquire
 
-from ...actors._runtime import Runtime, open_runtime
-from ...store._errors import StoreLockedError
-from ._loop import LoopHandle, session_loop
+__all__ = ["LOCKED_HINT", "ThreadHost", "acquire_host", "release_host"]
 
-__all__ = ["ThreadHost", "acquire_host", "release_host"]
-
-MEMORY = ":memory:"
 #: What a session refused a store file that a runtime holds should do instead.
 LOCKED_HINT = (
     "An AsidesSession opens a runtime of its own on its file; if this process's host runtime holds the file, "
@@ -39,95 +17,6 @@ LOCKED_HINT = (
 )
 
 
-class ThreadHost:
-    """A runtime over ``path`` in a Trio loop on a daemon thread. Made by :func:`acquire_host`."""
-
-    def __init__(self, path: str, key: str | None) -> None:
-        self.path = path
-        self.key = key  # the registry key, or None for a private in-memory store
-        self.users = 1
-        self._ready = threading.Event()
-        self._failure: BaseException | None = None
-        self._runtime: Runtime | None = None
-        self._loop: LoopHandle | None = None
-        self._stop: trio.Event | None = None
-        self._thread = threading.Thread(target=self._main, name=f"asides openai-agents host: {path}", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._failure is not None:
-            self._thread.join()
-            if isinstance(self._failure, StoreLockedError):
-                raise StoreLockedError(self._failure.path, hint=LOCKED_HINT) from None
-            raise self._failure
-
-    @property
-    def runtime(self) -> Runtime:
-        assert self._runtime is not None
-        return self._runtime
-
-    @property
-    def loop(self) -> LoopHandle:
-        assert self._loop is not None
-        return self._loop
-
-    def _main(self) -> None:
-        try:
-            trio.run(self._serve)
-        except BaseException as exc:  # reported to the constructor when it failed to start
-            if not self._ready.is_set():
-                self._failure = exc
-                self._ready.set()
-
-    async def _serve(self) -> None:
-        async with open_runtime(self.path) as runtime:
-            async with anyio.create_task_group() as calls:
-                self._runtime = runtime
-                self._loop = session_loop(calls.start_soon)
-                self._stop = trio.Event()
-                self._ready.set()
-                await self._stop.wait()
-                calls.cancel_scope.cancel()
-
-    def stop(self) -> None:
-        """Close the runtime (every manager, the store) and end the thread; waits for both."""
-        if self._stop is not None and self._thread.is_alive():
-            try:
-                self.loop.native.run_sync_soon(self._stop.set)
-            except trio.RunFinishedError:
-                pass  # the loop already ended
-        self._thread.join()
-
-
-_HOSTS: dict[str, ThreadHost] = {}
-"""The hosts of store files, by resolved path (see the module docstring)."""
-_HOSTS_LOCK = threading.Lock()
-
-
 def acquire_host(db_path: str | Path) -> ThreadHost:
-    """The host of ``db_path``, started when no session uses it yet; count one more user."""
-    if str(db_path) == MEMORY:
-        return ThreadHost(MEMORY, None)
-    # a store URL (``postgresql://...``) is its own key; a file is keyed by its resolved path
-    key = str(db_path) if "://" in str(db_path) else str(Path(db_path).expanduser().resolve())
-    with _HOSTS_LOCK:
-        host = _HOSTS.get(key)
-        if host is not None:
-            host.users += 1
-            return host
-        host = ThreadHost(key, key)
-        _HOSTS[key] = host
-        return host
-
-
-def release_host(host: ThreadHost) -> None:
-    """Count one user less; the last one stops the host (closing its store) and forgets it."""
-    if host.key is None:
-        host.stop()
-        return
-    with _HOSTS_LOCK:  # held while stopping, so a new session on the path waits for the file
-        host.users -= 1
-        if host.users > 0:
-            return
-        if _HOSTS.get(host.key) is host:
-            del _HOSTS[host.key]
-        host.stop()
+    """The host of ``db_path`` (see ``integrations/_host.py``), for a session."""
+    return _acquire(db_path, hint=LOCKED_HINT)

@@ -108,12 +108,12 @@ class AsidesSession:
                 model=model,
                 private_tool_calls=self._private_tool_calls,
             )
-            host.loop.run_blocking(agent.open)
+            host.loop_as(SessionClosedError).run_blocking(agent.open)
         except BaseException:
             release_host(host)
             raise
         self._host: ThreadHost | None = host
-        self._loop = host.loop
+        self._loop = host.loop_as(SessionClosedError)
         self._agent = agent
 
     def _setup(self, session_id: object, session_settings: Any, reader: object, private_tool_calls: object) -> None:
@@ -298,7 +298,7 @@ class AsidesSession:
                     pass  # the runtime closed, and the manager with it
             return
         try:
-            host.loop.run_blocking(self._agent.aclose)
+            self._loop.run_blocking(self._agent.aclose)
         except SessionClosedError:
             pass
         finally:

@@ -282,12 +282,87 @@ async def openai_agents_agent(rt: Any, reader: str, **options: Any) -> Agent:
     return OpenAIAgentsAgent(session, reader)
 
 
+# -- Google ADK -----------------------------------------------------------------------------------
+
+
+class AdkAgent(Agent):
+    """An ADK agent alone in its ``Runner``, on the session ``room`` every agent shares; its
+    integration object is its ``AsidesSessionService`` (made with the options given)."""
+
+    def __init__(self, service: Any, reader: str, branch: str) -> None:
+        super().__init__(reader)
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
+        from google.adk.runners import Runner
+
+        from asides.integrations.adk import ScriptedAdkModel
+
+        self.integration = service
+        self.branch = branch
+        gate = self.gate
+
+        async def lookup(city: str) -> str:
+            """The weather in a city."""
+            await gate.pass_through()
+            return tool_result(city)
+
+        def answer(request: Any) -> Any:
+            self.requests.append(self._entries(request))
+            last = request.contents[-1] if request.contents else None
+            returned = last is not None and any(p.function_response for p in last.parts or [])
+            if self.calling and not returned:
+                return ScriptedAdkModel.call("lookup", {"city": "Oslo"}, call_id=self.next_call_id())
+            return answer_of(reader)
+
+        agent = LlmAgent(name=reader, model=ScriptedAdkModel(answer=answer), instruction=f"{SYSTEM}{reader}", tools=[lookup])
+        app = App(name="room", root_agent=agent, plugins=[service.plugin()])
+        self._runner = Runner(app=app, session_service=service)
+
+    @staticmethod
+    def _entries(request: Any) -> list[Entry]:
+        out: list[Entry] = []
+        system = request.config.system_instruction if request.config else None
+        if system:
+            out.append(("system", "", str(system)))
+        for content in request.contents:
+            for part in content.parts or []:
+                if part.function_call is not None:
+                    call = part.function_call
+                    out.append(("call", call.id or "", call_text(call.name, dict(call.args or {}))))
+                elif part.function_response is not None:
+                    response = part.function_response.response or {}
+                    out.append(("result", part.function_response.id or "", str(response.get("result", response))))
+                elif part.text:
+                    out.append(("assistant" if content.role == "model" else "user", "", part.text))
+        return out
+
+    async def _run(self, text: str) -> None:
+        from google.genai import types
+
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in self._runner.run_async(user_id="u", session_id="room", new_message=message):
+            pass
+
+
+async def adk_agent(rt: Any, reader: str, **options: Any) -> Agent:
+    from asides.integrations.adk import AsidesPlugin, AsidesSessionService
+
+    service = AsidesSessionService(rt, **options)
+    AsidesPlugin.reader_of(reader)  # an agent's reader is its name: refused before the agent is built
+    if await service.get_session(app_name="room", user_id="u", session_id="room") is None:
+        await service.create_session(app_name="room", user_id="u", session_id="room")
+    branch = await service.session_branch(app_name="room", user_id="u", session_id="room")
+    assert branch is not None
+    return AdkAgent(service, reader, branch)
+
+
 ADAPTERS = {
     a.name: a
     for a in (
         Adapter("langchain", "langchain.agents", langchain_agent),
         Adapter("pydantic_ai", "pydantic_ai", pydantic_ai_agent),
         Adapter("openai_agents", "agents", openai_agents_agent),
+        Adapter("adk", "google.adk", adk_agent),
     )
 }
 """Every integration the contract holds, by name."""

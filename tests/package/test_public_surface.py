@@ -31,6 +31,7 @@ HOMES = (
     "asides.integrations.openai_agents",
     "asides.integrations.langchain",
     "asides.integrations.pydantic_ai",
+    "asides.integrations.adk",
 )
 
 #: The documented API of the two handles (SPEC 3.2, README, docs/api.md), and nothing else.
