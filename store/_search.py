@@ -40,6 +40,7 @@ __all__ = [
     "BUILD_BATCH",
     "BUILD_STEP",
     "INDEX_EVERY",
+    "MERGE_PAGES",
     "PG_BUILD_STATEMENT",
     "PG_SEARCH_SCHEMA",
     "SQLITE_SEARCH_SCHEMA",
@@ -61,6 +62,8 @@ __all__ = [
 BUILD_BATCH: Final = 1000
 #: The indexer runs once this many records wait for it.
 INDEX_EVERY: Final = 1000
+#: Pages of the index one merge step of a store file's indexer writes at most (FTS5 ``merge``).
+MERGE_PAGES: Final = 32
 #: Records indexed by one statement while the indexer works through a backlog (a store made
 #: before the index): small, so that a write waits for one step at most.
 BUILD_STEP: Final = 32
@@ -186,6 +189,10 @@ SQLITE_SEARCH_SCHEMA: Final = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, message UNINDEXED, tokenize = 'unicode61 remove_diacritics 0', "
     "detail = none)",
     "CREATE TABLE IF NOT EXISTS search_build (next_id INTEGER NOT NULL)",
+    # Segments are merged by the indexer, a bounded step at a time (MERGE_PAGES), never by an
+    # insert that happens to cross a threshold: no statement of the indexer runs long.
+    "INSERT INTO search (search, rank) VALUES ('automerge', 0)",
+    "INSERT INTO search (search, rank) VALUES ('crisismerge', 64)",
     "CREATE TRIGGER IF NOT EXISTS search_rewritten AFTER UPDATE OF body ON log BEGIN DELETE FROM search WHERE rowid = old.id; END",
 )
 

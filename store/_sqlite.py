@@ -46,7 +46,16 @@ from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
-from ._search import BUILD_BATCH, BUILD_STEP, INDEX_EVERY, SQLITE_SEARCH_SCHEMA, Candidates, sqlite_build_statement, sqlite_match_expression
+from ._search import (
+    BUILD_BATCH,
+    BUILD_STEP,
+    INDEX_EVERY,
+    MERGE_PAGES,
+    SQLITE_SEARCH_SCHEMA,
+    Candidates,
+    sqlite_build_statement,
+    sqlite_match_expression,
+)
 from ._store import Store
 
 __all__ = [
@@ -293,6 +302,7 @@ class SqliteJournal:
             if last < first:
                 return
             await self._driver.execute(self._build_statement, (first, last, first, last))
+            await self._driver.execute("INSERT INTO search (search, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
             self._index_reached = last + 1
             if last // BUILD_BATCH != (first - 1) // BUILD_BATCH or last == self._committed_to:
                 await self._driver.execute("UPDATE search_build SET next_id = max(next_id, ?)", (last + 1,))
