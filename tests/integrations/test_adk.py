@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("google.adk")
 
 from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.apps import App  # noqa: E402
 from google.adk.errors._stale_session_error import StaleSessionError  # noqa: E402
 from google.adk.errors.already_exists_error import AlreadyExistsError  # noqa: E402
 from google.adk.errors.session_not_found_error import SessionNotFoundError  # noqa: E402
@@ -245,7 +246,8 @@ def test_each_sub_agent_gets_its_own_view(store_path):
                 return ScriptedAdkModel.call("transfer_to_agent", {"agent_name": "ann"})
 
             root = LlmAgent(name="host", model=ScriptedAdkModel(answer=route), instruction="Route.", sub_agents=[ann, bob])
-            runner = Runner(app_name=APP, agent=root, session_service=service, plugins=[service.plugin()], auto_create_session=True)
+            app = App(name=APP, root_agent=root, plugins=[service.plugin()])
+            runner = Runner(app=app, session_service=service, auto_create_session=True)
             await run(runner, "Ann, the weather?")
             s = await service.get_session(app_name=APP, user_id=USER, session_id="room")
             await service.append_event(s, said("host", "Only ann: the key is under the mat.", custom_metadata={"audience": ["ann"]}))
@@ -270,7 +272,8 @@ def test_an_agent_named_like_a_shared_role_is_refused_before_its_run(store_path)
         async with open_runtime(store_path) as rt:
             service = AsidesSessionService(rt)
             agent = LlmAgent(name="assistant", model=ScriptedAdkModel("hi"))
-            runner = Runner(app_name=APP, agent=agent, session_service=service, plugins=[service.plugin()], auto_create_session=True)
+            app = App(name=APP, root_agent=agent, plugins=[service.plugin()])
+            runner = Runner(app=app, session_service=service, auto_create_session=True)
             with pytest.raises(RuntimeError) as refused:  # ADK wraps what a plugin raises
                 await run(runner, "hello")
             assert isinstance(refused.value.__cause__, ReservedReaderError)
@@ -303,11 +306,9 @@ def test_memory_search_is_scoped_to_the_asking_agent(store_path):
                 model = ScriptedAdkModel(ScriptedAdkModel.call("recall", {"query": "badger"}), "ok")
                 agent = LlmAgent(name=name, model=model, tools=[recall])
                 runner = Runner(
-                    app_name=APP,
-                    agent=agent,
+                    app=App(name=APP, root_agent=agent, plugins=[service.plugin()]),
                     session_service=service,
                     memory_service=memory,
-                    plugins=[service.plugin()],
                     auto_create_session=True,
                 )
                 await run(runner, "recall", session_id=f"new-{name}")
