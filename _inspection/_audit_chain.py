@@ -8,8 +8,8 @@ The lines, in order:
    itself);
 2. one line per disclosure record (``"kind": "disclosure"``: the record id, namespace, reader,
    branch, way, time and the message ids it newly showed) and per erasure (``"kind": "erasure"``:
-   its number, message ids, counts, reason and time), ordered by time, then disclosures before
-   erasures, then by record id or number;
+   its receipt: number, message ids, counts, what was rewritten, reason and time), ordered by
+   time, then disclosures before erasures, then by record id or number;
 3. an end, ``{"kind": "end", "lines": N}``, N counting the lines before it.
 
 Every line but the head carries ``"prev"``: the hash of the line before it, as written (its
@@ -69,6 +69,10 @@ def _events(disclosures: Iterable[DisclosureRecord], erasures: Iterable[Erasure]
             "message_ids": list(e.message_ids),
             "summaries_invalidated": e.summaries_invalidated,
             "records_invalidated": e.records_invalidated,
+            "versions_erased": e.versions_erased,
+            "context_copies": e.context_copies,
+            "index_entries": e.index_entries,
+            "rewrites": list(e.rewrites),
             "reason": e.reason,
             "at": e.at,
         }

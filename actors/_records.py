@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from ..store._errors import InvalidArgumentError
 from ..store._key_numbers import key_number
-from ..store._model import MISSING
+from ..store._model import MISSING, count_context_copies_by
 from ..strategies._base import STRATEGY_KEY
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT",
+    "is_context_key",
     "FLOOR_KEY",
     "LEASE_KEY",
     "NAMESPACE_KEYS",
@@ -72,6 +73,15 @@ def namespace_key(namespace: str, tail: str) -> str:
 def context_prefix(namespace: str) -> str:
     """What every context-log key of ``namespace`` starts with."""
     return f"{namespace}/{CONTEXT}/"
+
+
+def is_context_key(key: str) -> bool:
+    """Whether ``key`` is an entry of some namespace's context log."""
+    parts = key.rsplit("/", 2)
+    return len(parts) == 3 and parts[1] == CONTEXT and parts[2].isdigit()
+
+
+count_context_copies_by(is_context_key)  # an erasure's receipt counts the copies it removes
 
 
 def context_key(namespace: str, index: int) -> str:

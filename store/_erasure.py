@@ -58,10 +58,16 @@ def erased_body(number: int) -> str:
 
 @attrs.frozen
 class Erasure:
-    """What one erasure did: the ids of the messages it erased (in the order given, each once),
-    how many summaries (memories, knowledge items) it invalidated, how many derived records it
-    erased in all (summaries, chunk records, context-log copies, attempts), the reason, and when
-    (seconds since the epoch). ``number`` counts the store's erasures from 1."""
+    """What one erasure did, its receipt: the ids of the messages it erased (in the order given,
+    each once), how many summaries (memories, knowledge items) it invalidated, how many derived
+    records it erased in all (summaries, chunk records, context-log copies, attempts), the
+    reason, and when (seconds since the epoch); how many edited versions of the messages it
+    erased (``versions_erased``), how many context-log copies (``context_copies``, among the
+    derived records), how many search-index entries it took out or kept from ever being made
+    (``index_entries``: one per message and per version), and what the store rewrote so that no
+    file keeps the erased bytes (``rewrites``, each saying when). It holds no text of any message.
+    ``number`` counts the store's erasures from 1. An erasure recorded before receipts says 0 and
+    ``()`` for what it did not record."""
 
     number: int
     message_ids: tuple[str, ...]
@@ -69,6 +75,10 @@ class Erasure:
     records_invalidated: int
     reason: str
     at: float
+    versions_erased: int = 0
+    context_copies: int = 0
+    index_entries: int = 0
+    rewrites: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -116,11 +126,19 @@ def derived_from(value: object, erased: Mapping[str, Any] | set[str] | frozenset
     return found
 
 
-def erasure_body(number: int, message_ids: Iterable[str], states: Iterable[int], reason: str, at: float, summaries: int) -> str:
-    return json.dumps(
-        {"n": number, "message_ids": list(message_ids), "states": list(states), "reason": reason, "at": at, "summaries": summaries},
-        ensure_ascii=False,
-    )
+def erasure_body(
+    number: int,
+    message_ids: Iterable[str],
+    states: Iterable[int],
+    reason: str,
+    at: float,
+    summaries: int,
+    receipt: dict[str, Any] | None = None,
+) -> str:
+    value = {"n": number, "message_ids": list(message_ids), "states": list(states), "reason": reason, "at": at, "summaries": summaries}
+    if receipt:
+        value["receipt"] = receipt
+    return json.dumps(value, ensure_ascii=False)
 
 
 def parse_erasure(body: str) -> tuple[Erasure, tuple[int, ...]] | None:
@@ -145,5 +163,15 @@ def parse_erasure(body: str) -> tuple[Erasure, tuple[int, ...]] | None:
         or not isinstance(summaries, int)
     ):
         return None
-    erasure = Erasure(number, tuple(ids), summaries, len(states), reason, float(at))
+    receipt = value.get("receipt")
+    counts = (0, 0, 0)
+    rewrites: tuple[str, ...] = ()
+    if isinstance(receipt, dict):
+        found = tuple(receipt.get(k) for k in ("versions", "copies", "index"))
+        if all(isinstance(n, int) and n >= 0 for n in found):
+            counts = found  # type: ignore[assignment]
+        said = receipt.get("rewrites")
+        if isinstance(said, list) and all(isinstance(r, str) for r in said):
+            rewrites = tuple(said)
+    erasure = Erasure(number, tuple(ids), summaries, len(states), reason, float(at), *counts, rewrites)
     return erasure, tuple(states)

@@ -51,7 +51,7 @@ from ._records import (
 from ._search import holds_every, searchable_text
 from ._stored_json import holds_duplicate, read_stored_json
 
-__all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_summaries_by"]
+__all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
 
 log = logging.getLogger("asides.store")
 
@@ -83,6 +83,21 @@ def count_summaries_by(rule: Callable[[str], bool]) -> None:
 
 def _is_summary(key: str) -> bool:
     return any(rule(key) for rule in _SUMMARY_RULES)
+
+
+#: The rules that say a state key holds a context-log copy of a message, for the count an
+#: erasure's receipt keeps (``Erasure.context_copies``): the runtime hands its rule down
+#: (:func:`count_context_copies_by`), so the store spells no layer's keys.
+_COPY_RULES: list[Callable[[str], bool]] = []
+
+
+def count_context_copies_by(rule: Callable[[str], bool]) -> None:
+    """Count every state record whose key ``rule`` accepts among the context-log copies an
+    erasure removes, from now on in this process (as :func:`count_summaries_by`)."""
+    if not callable(rule):
+        raise ArgumentTypeError("rule", f"a rule is called with a state key, and {type(rule).__name__} cannot be called")
+    if rule not in _COPY_RULES:
+        _COPY_RULES.append(rule)
 
 
 class LogModel:
@@ -670,7 +685,9 @@ class LogModel:
         entry = found[0].own[found[1]]
         return entry if type(entry) is Message else self._base(*found)
 
-    def plan_erasure(self, message_ids: Sequence[str], reason: str, at: float) -> tuple[Erasure, str, tuple[int, ...]] | None:
+    def plan_erasure(
+        self, message_ids: Sequence[str], reason: str, at: float, rewrites: Sequence[str] = ()
+    ) -> tuple[Erasure, str, tuple[int, ...]] | None:
         """The erasure of ``message_ids`` against the model as it is: the erasure, its record's
         body, and the record ids of the state records it overwrites. ``None`` when every one of them was
         erased already (erasing again does nothing). Refuses unknown ids
@@ -684,6 +701,7 @@ class LogModel:
         targets = set(new)
         states: list[int] = []
         summaries: set[tuple[str, str]] = set()
+        copies = 0
         for branch in self._branches.values():
             for key, versions in branch.states.items():
                 for seq, value in versions:
@@ -691,10 +709,14 @@ class LogModel:
                         states.append(branch.state_ids[(key, seq)])
                         if _is_summary(key):
                             summaries.add((branch.name, key))
+                        if any(rule(key) for rule in _COPY_RULES):
+                            copies += 1
         states.sort()
+        edits = sum(len(branch.edits.get(m, ())) for branch in self._branches.values() for m in new)
         number = len(self._erasures) + 1
-        erasure = Erasure(number, tuple(new), len(summaries), len(states), reason, at)
-        return erasure, erasure_body(number, new, states, reason, at, len(summaries)), tuple(states)
+        receipt = {"versions": edits, "copies": copies, "index": len(new) + edits, "rewrites": list(rewrites)}
+        erasure = Erasure(number, tuple(new), len(summaries), len(states), reason, at, edits, copies, len(new) + edits, tuple(rewrites))
+        return erasure, erasure_body(number, new, states, reason, at, len(summaries), receipt), tuple(states)
 
     def apply_erasure(self, erasure: Erasure, states: Sequence[int]) -> None:
         """Take an erasure into memory (a local one once planned, or one replayed): its messages

@@ -76,6 +76,14 @@ from ._worker import WorkerThread
 __all__ = ["PostgresJournal", "PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
 
 log = logging.getLogger("asides.store")
+
+#: What an erasure rewrites in a PostgreSQL store so that no file keeps the erased bytes (its
+#: receipt: ``Erasure.rewrites``).
+REWRITES = (
+    "the log's records and the search index's entries: overwritten and deleted in the erasure's own transaction",
+    "asides_log and asides_search: rewritten by VACUUM FULL, by the time erase returns unless an older transaction "
+    "holds it back, and then as soon as none does (PostgresStore.owed_vacuum() is None once done)",
+)
 T = TypeVar("T")
 
 #: Attempts to (re)connect for one call, and the pause before each retry.
@@ -574,7 +582,7 @@ class PostgresJournal:
             self.caught_up_records += len(missed)
             self._apply(missed)
             self._applied = max(self._applied, head)
-            plan = self._model.plan_erasure(message_ids, reason, at)
+            plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         except BaseException:
             await self._call(connection.rollback)
             raise

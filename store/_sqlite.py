@@ -32,7 +32,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from itertools import chain
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -81,6 +81,13 @@ CREATE TABLE IF NOT EXISTS log (
     body TEXT NOT NULL
 )
 """
+#: What an erasure rewrites in a store file so that no file keeps the erased bytes (its
+#: receipt: ``Erasure.rewrites``), all by the time ``erase`` returns.
+REWRITES: Final = (
+    "the log's records: overwritten in the erasure's own transaction, under secure_delete (freed pages zeroed)",
+    "the search index: the records' entries deleted in that transaction, and its segments merged (FTS5 optimize)",
+    "the write-ahead log: truncated right after that commit (a reader in another process may delay it: logged)",
+)
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
 #: A lone write lets other tasks run before its commit at least once in this many writes.
@@ -538,7 +545,7 @@ class SqliteJournal:
         return range(first, first + len(numbered))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
-        plan = self._model.plan_erasure(message_ids, reason, at)
+        plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         if plan is None:
             return None
         erasure, body, states = plan

@@ -264,3 +264,24 @@ async def test_an_erasure_outlived_by_an_older_transaction_says_so(pg_url, pg_cl
         assert warnings and str(pid) in warnings[0]
     finally:
         holder.close()
+
+
+async def test_every_erasure_keeps_a_receipt_with_no_text(store_path):
+    """``erase`` returns, and ``erasures()`` keeps across a reopen, a receipt of what the erasure
+    removed: the messages, their edited versions, the context-log copies and summaries made from
+    them, the index entries, and what the store rewrote; none of their text."""
+    async with open_runtime(store_path) as rt:
+        m = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        line = await m.add_message("user", [text(SECRET)])
+        await m.edit_message(line.id, [text(SECRET + " again")])
+        await m.append_context_entry([text(SECRET + " copied")], source_message_id=line.id)
+        other = await m.add_message("user", [text("kept")])
+        receipt = await rt.erase([line.id], reason="asked")
+        assert (receipt.message_ids, receipt.versions_erased, receipt.context_copies) == ((line.id,), 1, 1)
+        assert receipt.index_entries == 2 and receipt.records_invalidated >= 1
+        assert receipt.rewrites and all(isinstance(r, str) and r for r in receipt.rewrites)
+        assert SECRET not in repr(receipt)
+        assert rt.erasures() == (receipt,)
+        assert other.id not in receipt.message_ids
+    async with open_runtime(store_path) as rt:
+        assert rt.erasures() == (receipt,), "the receipt is kept with the erasure, as it was returned"
