@@ -165,6 +165,7 @@ class PostgresJournal:
         self._index_lock = anyio.Lock()
         self._index_reached = 1
         self._index_wanted = anyio.Event()
+        self._indexing = False
         self._background: anyio.abc.TaskGroup | None = None
         self._retrying = False
         #: Its life: whether it serves, is closing or closed, and whom it tells.
@@ -195,8 +196,6 @@ class PostgresJournal:
             self._background = background
             if self._vacuum_owed:
                 self._owe_vacuum()
-            if not self.read_only:
-                background.start_soon(self._index)
             try:
                 yield
             finally:
@@ -842,6 +841,12 @@ class PostgresJournal:
         read on the index's own connection, so no commit waits for it."""
         if self.failure is not None:
             raise stopped(self.path, self.failure)
+        if not self._indexing and not self.read_only and self._background is not None:
+            # The indexer runs in a process that searches, from its first search on: a process
+            # that only writes and compiles does nothing for the index (another one, or a later
+            # search, indexes what it wrote), so it runs as it would without one.
+            self._indexing = True
+            self._background.start_soon(self._index)
         ids, reached = await self._on_index_connection(lambda connection: connection.search(query), "searching")
         if reached is None:  # a store with no index (only a read-only open leaves it so)
             reached = 1
