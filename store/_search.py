@@ -132,8 +132,7 @@ def searchable_text(content: Iterable[ContentBlock]) -> str:
 
 def holds_every(text: str, query: Sequence[str]) -> bool:
     """Whether ``text`` holds every word of ``query``."""
-    present = set(words(text))
-    return all(word in present for word in query)
+    return match(text, query) is not None
 
 
 def match(text: str, query: Sequence[str]) -> list[str] | None:

@@ -177,9 +177,10 @@ class SqliteJournal:
         self._body_cache = body_cache
         #: A read-only open's target and file stamp (``_read_only_target``), taken at the open.
         self._body_target: tuple[str, tuple[int, ...] | None] | None = None
-        #: Whether the file holds the search index (store/_search.py), and the record ids it has
-        #: not indexed yet (a background build indexes them while a writing open serves).
+        #: The random value anchoring the file's audit exports (``None``: none yet).
         self.audit_anchor: str | None = None
+        #: Whether the file holds the search index (store/_search.py), the first record it has
+        #: not reached, and the indexer's wake-up, lock and statement.
         self._indexed = False
         self._index_reached = 1
         self._index_wanted = anyio.Event()
