@@ -107,6 +107,7 @@ from .store import (
     tool_use,
 )
 from .store._blocks import Audience, image, redacted_thinking, system_change
+from .store._compile_records import CompileParts, CompileRecord
 from .store._disclosure import Disclosure
 from .store._erasure import Erasure, Tombstone
 from .store._pages import MessagePages, ViewChangedError
@@ -214,6 +215,8 @@ __all__ = [
     "tool_result",
     "tool_use",
     # privacy
+    "CompileParts",
+    "CompileRecord",
     "Disclosure",
     "Erasure",
     "MessageErasedError",

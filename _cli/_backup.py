@@ -32,6 +32,7 @@ from typing import Any
 
 import trio
 
+from ..store._compile_records import COMPILE
 from ..store._disclosure import DISCLOSURE
 from ..store._erasure import ERASURE, erased_body, parse_erasure
 from ..store._errors import MalformedContentError, StoreLockedError
@@ -49,9 +50,10 @@ HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
 PLACE = ("kind", "id", "branch", "sequence")
 #: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
 #: a JSON object whose keys follow the place, flat).
-#: Audit records (erasures, disclosures, strategy notes: store/_erasure.py, store/_disclosure.py,
-#: store/_notes.py) live on the branch named "" and are carried as ref and body.
-AUDIT_KINDS = (ERASURE, DISCLOSURE, STRATEGY_NOTE)
+#: Audit records (erasures, disclosures, compile records, strategy notes: store/_erasure.py,
+#: store/_disclosure.py, store/_compile_records.py, store/_notes.py) live on the branch named ""
+#: and are carried as ref and body.
+AUDIT_KINDS = (ERASURE, DISCLOSURE, COMPILE, STRATEGY_NOTE)
 FORMS: dict[str, tuple[str, str | None]] = {
     "message": ("", None),
     "edit": ("message", None),

@@ -40,6 +40,7 @@ from ._namespace import NamespaceActor
 from ._records import NAMESPACE_RECORDS
 
 if TYPE_CHECKING:
+    from ..store._compile_records import CompileRecord
     from ..store._store import Store
     from ._context_log import ContextLog
     from ._core import ManagerHandle, RuntimeCore
@@ -243,11 +244,12 @@ class Binding:
         self.check("mark_compression_read")
         await self._actor.raise_floor(sequence, self.view_reader)
 
-    async def disclose(self, message_ids: Sequence[str], via: str) -> None:
+    async def disclose(self, message_ids: Sequence[str], via: str, *, compiled: CompileRecord | None = None) -> None:
         """Record that ``message_ids`` were shown through ``via`` to the manager's reader
-        (``Runtime.disclosures``), when the runtime records disclosures."""
+        (``Runtime.disclosures``), and ``compiled``, a compile's numbers, when given
+        (``Runtime.compile_records``), in one commit, when the runtime records disclosures."""
         if self.core.records_disclosures:
-            await self.store.record_disclosure(self.namespace, self.view_reader, self._branch, via, message_ids)
+            await self.store.record_disclosure(self.namespace, self.view_reader, self._branch, via, message_ids, compiled=compiled)
 
     def message_items(self, participant: str, blocks: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None) -> list[MessageItem]:
         """What one message becomes in the log: itself, or the shards of a strategy that shards

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from ..store._blocks import ContentBlock
+from ..store._compile_records import CompileParts
 from ..store._messages import Message
 from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
@@ -141,6 +142,8 @@ class AssemblyCache:
         #: How many leading entries of the last selection were the previous one's, unchanged.
         self.reused = 0
         self._disclosed_via: str | None = None  # the way of the last compile whose disclosures were taken
+        # The previous compile sent (not a preview): its system content and messages.
+        self._sent: tuple[tuple[ContentBlock, ...], tuple[CompiledMessage, ...]] | None = None
 
     def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> list[str]:
         """The ids of the messages the last selection (``sources``) showed through ``via`` that
@@ -150,6 +153,41 @@ class AssemblyCache:
         reused = self.reused if self._disclosed_via == via else 0
         self._disclosed_via = via
         return [i for entry in sources[reused:] for i in entry.message_ids]
+
+    def sent(
+        self, compiled: CompiledContext, estimator: Callable[[Sequence[ContentBlock]], int], level_of: Callable[[str | None], int]
+    ) -> tuple[CompileParts, int]:
+        """``compiled``'s tokens by part (``level_of``: a memory's level from its summary id, 0
+        when unknown), and the tokens of its leading part (system content first) equal to the
+        previous compile given here; ``compiled`` is then the previous one. Costs the compile's
+        messages, each estimate reused from the assembly."""
+        costs = [self._estimate_of(message, estimator) for message in compiled.messages]
+        system_cost = estimator(compiled.system_injections) if compiled.system_injections else 0
+        entries = compiled.provenance.entries
+        first_memory = next((i for i, entry in enumerate(entries) if entry.kind == "summary"), len(entries))
+        head = raw = 0
+        injections = system_cost
+        memories: dict[int, int] = {}
+        for index, (entry, cost) in enumerate(zip(entries, costs, strict=True)):
+            if entry.kind == "injection":
+                injections += cost
+            elif entry.kind == "summary":
+                level = level_of(entry.summary_id)
+                memories[level] = memories.get(level, 0) + cost
+            elif index < first_memory < len(entries):
+                head += cost
+            else:
+                raw += cost
+        cached = 0
+        previous = self._sent
+        if previous is not None and previous[0] == compiled.system_injections:
+            cached = system_cost
+            for index, (before, now) in enumerate(zip(previous[1], compiled.messages, strict=False)):
+                if before is not now and before != now:
+                    break
+                cached += costs[index]
+        self._sent = (compiled.system_injections, compiled.messages)
+        return CompileParts(head, memories, raw, injections), cached
 
     def _forget_edits(self, view: MessageView) -> None:
         if self._view is not view:  # a new view (a move, an erasure): nothing of the old one holds

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -58,12 +59,13 @@ import anyio
 import attrs
 
 from ..store._blocks import ContentBlock, TextBlock
+from ..store._compile_records import CompileRecord
 from ..store._errors import ArgumentTypeError, StoreFailedError, UnknownMessageError
 from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace
 from ..store._narrowing import narrowing_of
-from ..strategies._capabilities import HasHeadWindow
+from ..strategies._capabilities import HasHeadWindow, ReadsSummaries
 from ..strategies._errors import AnswerRejectedError, CompressionError, FloorUnavailableError
 from ..strategies._units import (
     NO_EARLIER_CONTEXT,
@@ -808,8 +810,34 @@ class NamespaceActor:
         )
         if binding.records_disclosures:
             via = "preview" if options.preview else "compile"
-            await binding.disclose(command.cache.undisclosed(selection.sources, via), via)
+            record = None if options.preview else self._compile_record(binding, command, compiled)
+            await binding.disclose(command.cache.undisclosed(selection.sources, via), via, compiled=record)
         return compiled
+
+    def _compile_record(self, binding: Sender, command: Compile, compiled: CompiledContext) -> CompileRecord:
+        """The numbers of a compile sent (store/_compile_records.py)."""
+        strategy = binding.strategy
+
+        def level_of(summary_id: str | None) -> int:
+            found = strategy.get_summary(summary_id) if summary_id and isinstance(strategy, ReadsSummaries) else None
+            return found.level if found is not None else 0
+
+        parts, cached = command.cache.sent(compiled, command.estimator, level_of)
+        options = command.options
+        return CompileRecord(
+            0,
+            self.namespace,
+            binding.view_reader,
+            self.branch,
+            time.time(),
+            self.store.model.head(self.branch),
+            options.max_tokens,
+            options.reserve_for_response,
+            compiled.token_estimate,
+            len(compiled.messages),
+            parts,
+            cached,
+        )
 
     async def _edit(self, command: Edit) -> Message:
         """Replace the message's content, refused where it would narrow an audience against the

@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 
 from .._deprecate import deprecated, replacement
+from ..store._compile_records import CompileRecord
 from ..store._disclosure import Disclosure
 from ..store._erasure import Erasure, Tombstone
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
@@ -276,6 +277,26 @@ class Runtime:
     def disclosures_to(self, reader: str | None) -> tuple[Disclosure, ...]:
         """Every message ``reader`` (``None``: managers with no reader) was shown, oldest first."""
         return self._privacy.disclosures_to(reader)
+
+    async def compile_records(
+        self, *, namespace: str | None = None, branch: str | None = None, limit: int = 200
+    ) -> tuple[CompileRecord, ...]:
+        """The newest ``limit`` compile records (of ``namespace``, on ``branch``, when given),
+        oldest first: each :meth:`ContextManager.compile` sent (never a preview) in numbers,
+        by part, against its budget, and how much of it leads unchanged from the same manager's
+        previous compile, with no text (works on a read-only runtime; written when the runtime
+        records disclosures). Read from the store, never kept in memory: the cost follows the
+        records returned, not the history. Refuses a namespace or branch that is no name and a
+        ``limit`` that is not a positive ``int`` (``AsidesError`` naming it)."""
+        if namespace is not None:
+            namespace = normalise_namespace(namespace)
+        if branch is not None:
+            check_branch(branch)
+        if type(limit) is not int:
+            raise ArgumentTypeError("limit", f"must be an int, not {type(limit).__name__}")
+        if limit < 1:
+            raise InvalidArgumentError("limit", f"must be at least 1, not {limit}")
+        return await self._store.compile_records(namespace=namespace, branch=branch, limit=limit)
 
     def erasures(self) -> tuple[Erasure, ...]:
         """Every erasure of the store, newest last (works on a read-only runtime)."""

@@ -139,6 +139,11 @@ class Journal(Protocol):
         """Every record as the journal holds it now, in id order, after the commit of every
         write already applied."""
 
+    async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
+        """The newest ``limit`` committed compile records (of ``namespace`` when given) with ids
+        below ``before`` (when given), newest first (``Store.compile_records``)."""
+        ...
+
 
 def stopped(path: str, failure: BaseException) -> StoreFailedError:
     """The error of every call on a store whose journal stopped (``failure``)."""

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ._arguments import check_int, check_message_id, check_str
 from ._blocks import ContentBlock, has_audience
+from ._compile_records import COMPILE
 from ._disclosure import DISCLOSURE, DisclosureLog
 from ._erasure import (
     ERASURE,
@@ -46,6 +47,7 @@ from ._records import (
     body_may_hold_audience,
     decode_edit,
     decode_message,
+    edit_time,
     unsafe_content,
 )
 from ._search import holds_every, searchable_text
@@ -122,6 +124,8 @@ class LogModel:
         self._edit_records: list[int] = []
         self._edit_refs: list[str] = []
         self._erasures: list[Erasure] = []
+        # When each edit was written, by (branch, sequence), where its record says (``edit_history``).
+        self._edit_times: dict[tuple[str, int], float] = {}
         self._nulled_states: set[int] = set()
         #: Who was shown what (store/_disclosure.py).
         self.disclosure_log = DisclosureLog()
@@ -144,13 +148,15 @@ class LogModel:
             if (
                 type(record_id) is not int
                 or type(seq) is not int
-                or (type(body) is not str and not (body is None and kind == MESSAGE and self._read_bodies is not None))
+                or (type(body) is not str and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._read_bodies))))
                 or type(branch_name) is not str
                 or type(kind) is not str
                 or (ref is not None and type(ref) is not str)
             ):
                 raise RecordTypeError(f"record {record_id!r} has a column of the wrong type (the file was changed outside asides)")
             self.next_id = max(self.next_id, record_id + 1)
+            if kind == COMPILE:  # read on demand (Store.compile_records), never kept
+                continue
             if kind == DISCLOSURE:
                 if not self.disclosure_log.add(record_id, body):
                     log.warning("record %s is a disclosure record that cannot be read; ignored", record_id)
@@ -199,6 +205,9 @@ class LogModel:
                     branch.own_audience.append(len(branch.own) - 1)
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
+                written = edit_time(body)
+                if written is not None:
+                    self._edit_times[(branch_name, seq)] = written
                 self._edit_records.append(record_id)
                 self._edit_refs.append(ref)
                 branch.edit_log.append(ref)
@@ -350,6 +359,16 @@ class LogModel:
         more, on any branch."""
         start = bisect_left(self._edit_records, record_id)
         return frozenset(int(ref) for ref in self._edit_refs[start:] if ref.isdigit())
+
+    def edit_history(self, branch_name: str, message_id: str) -> list[tuple[int, float | None]]:
+        """Every edit of the message this branch sees (its own and its ancestors' up to the fork
+        points), oldest first: each edit record's sequence on the branch that holds it, and when
+        it was written (``None`` for an edit written before edits kept their time)."""
+        branch = self._branch(branch_name)
+        found: list[tuple[int, float | None]] = []
+        for holder, limit in branch.chain():
+            found.extend((seq, self._edit_times.get((holder.name, seq))) for seq, _ in holder.edits.get(message_id, ()) if seq <= limit)
+        return sorted(found)  # along one line of branches, sequences order the edits
 
     def edit_count(self, branch_name: str) -> int:
         return len(self._branch(branch_name).edit_log)

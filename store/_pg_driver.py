@@ -51,7 +51,8 @@ _SELECT_AFTER = "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE i
 #: As ``_SELECT_AFTER``, leaving out the body of every message that cannot name a reader (the
 #: first test of ``body_may_hold_audience``, as a store file's open does): the open's replay.
 _SELECT_AFTER_LEAVING_BODIES = (
-    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'message' AND position('\"audience\"' in body) = 0 "
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'compile' THEN NULL "
+    "WHEN kind = 'message' AND position('\"audience\"' in body) = 0 "
     "AND position('\\u' in body) = 0 THEN NULL ELSE body END FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
 )
 PAGE_ROWS = 5000
@@ -276,6 +277,16 @@ class Connection:
     def build_search(self, first: int, last: int) -> int:
         """One batch of the indexer (``_pg_schema.build_search``)."""
         return build_search(self._conn, first, last)
+
+    def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
+        """The newest ``limit`` compile records (of ``namespace`` when given) with ids below
+        ``before`` (when given), newest first."""
+        where = "kind = 'compile'" + (" AND ref = %s" if namespace is not None else "") + (" AND id < %s" if before is not None else "")
+        args = [a for a in (namespace, before) if a is not None]
+        return self._conn.execute(  # type: ignore[no-any-return]
+            f"SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE {where} ORDER BY id DESC LIMIT %s",  # noqa: S608 - no value in the text
+            (*args, limit),
+        ).fetchall()
 
     def rows_after(self, applied: int, *, leave_bodies: bool = False) -> list[RowTuple]:
         """Every record with an id above ``applied``, in id order (read a page at a time; the

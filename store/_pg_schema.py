@@ -203,11 +203,16 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
     return prepare_schema(conn, where, create=False)
 
 
+#: Finds a namespace's compile records, newest first, without reading the log.
+PG_COMPILE_INDEX = "CREATE INDEX IF NOT EXISTS asides_log_compiles ON asides_log (ref, id) WHERE kind = 'compile'"
+
+
 def _make_search(conn: Any) -> None:
     """Make the search index (store/_search.py) in the connection's transaction, with nothing
     indexed yet (the indexer starts at the first record)."""
     for statement in PG_SEARCH_SCHEMA:
         conn.execute(statement)
+    conn.execute(PG_COMPILE_INDEX)
     conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
     conn.execute(
         "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
@@ -215,11 +220,16 @@ def _make_search(conn: Any) -> None:
 
 
 def prepare_search(conn: Any) -> None:
-    """A writing open: make the search index when the store has none (once, whichever process
-    comes first), and the random value that anchors the store's audit exports."""
+    """A writing open: make the search index and the index of compile records when the store
+    has none (once, whichever process comes first), and the random value that anchors the
+    store's audit exports."""
     conn.execute(
         "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
     )
+    if not conn.execute("SELECT to_regclass('asides_log_compiles') IS NOT NULL").fetchone()[0]:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+            conn.execute(PG_COMPILE_INDEX)
     if search_state(conn) is not None:
         return
     with conn.transaction():

@@ -909,6 +909,11 @@ class PostgresJournal:
         own, in one snapshot)."""
         return await self._apart(lambda connection: connection.rows_after(0), "reading the records")
 
+    async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
+        """The newest ``limit`` compile records (of ``namespace`` when given) with ids below
+        ``before`` (when given), newest first, read on a connection of its own."""
+        return await self._apart(lambda connection: connection.compile_rows(namespace, before, limit), "reading compile records")
+
 
 def _numbered(model: LogModel, first_id: int, writes: Sequence[PendingWrite]) -> tuple[list[RowTuple], dict[int, EncodedMessage]]:
     """``number_rows`` for the writes of a commit, giving each write its ids."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import logging
+import re
 import time
 import typing
 from collections.abc import Mapping, Sequence
@@ -229,6 +230,24 @@ class StoredEdit:
     def __init__(self, record_id: int, body: str) -> None:
         self.record_id = record_id
         self.body = body
+
+
+_EDIT_AT = re.compile(r'"at": ?(-?[0-9][0-9.eE+-]*)\}\s*$')
+
+
+def edit_time(body: object) -> float | None:
+    """When an edit record was written (its body's last key, ``"at"``), or ``None`` when it
+    does not say. A key inside the content cannot match: its quotes are escaped there, and the
+    content is not the body's last key when ``"at"`` is."""
+    if not isinstance(body, str):
+        return None
+    found = _EDIT_AT.search(body[-40:])
+    if found is None:
+        return None
+    try:
+        return float(found.group(1))
+    except ValueError:
+        return None
 
 
 def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:

@@ -107,7 +107,10 @@ def message_row(
 
 
 def edit_row(branch: str, message_id: str, content: tuple[ContentBlock, ...]) -> PendingRow:
-    return PendingRow(branch, EDIT, message_id, json_text({"content": content_to_json(blocks_to_store(content))}, "content"))
+    """An edit record: the new content, and when (``"at"``, the body's last key: ``edit_time``)."""
+    return PendingRow(
+        branch, EDIT, message_id, json_text({"content": content_to_json(blocks_to_store(content)), "at": round(time.time(), 3)}, "content")
+    )
 
 
 def state_row(branch: str, key: str, value: Any) -> PendingRow:

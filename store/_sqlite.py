@@ -244,6 +244,7 @@ class SqliteJournal:
                 except BaseException:
                     await self._driver.execute("ROLLBACK")
                     raise
+            await self._driver.execute(COMPILE_INDEX)
             await self._driver.execute("CREATE TABLE IF NOT EXISTS audit_anchor (value TEXT NOT NULL)")
             await self._driver.execute(
                 "INSERT INTO audit_anchor (value) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM audit_anchor)", (secrets.token_hex(32),)
@@ -593,6 +594,27 @@ class SqliteJournal:
     async def sync(self) -> None:
         """Nothing to do: one process owns the file, and this one wrote all it holds."""
 
+    async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
+        """The newest ``limit`` compile records (of ``namespace`` when given) with ids below
+        ``before`` (when given), newest first, after the commit of every write already queued."""
+        pending = self._batch
+        if pending is not None:
+            await pending.wait()
+            if self.failure is not None:
+                raise stopped(self.path, self.failure)
+        if not self._has_log:
+            return []
+        where = "kind = 'compile'" + (" AND ref = ?" if namespace is not None else "") + (" AND id < ?" if before is not None else "")
+        args = [a for a in (namespace, before) if a is not None]
+        try:
+            rows = await self._driver.execute(
+                f"SELECT id, branch, seq, kind, ref, body FROM log WHERE {where} ORDER BY id DESC LIMIT ?",  # noqa: S608 - no value in the text
+                (*args, limit),
+            )
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        return [tuple(row) for row in rows]
+
     async def records(self) -> list[RowTuple]:
         pending = self._batch
         if pending is not None:
@@ -660,12 +682,14 @@ class SqliteStore(Store):
         return await self._file.checkpoint_truncate()
 
 
+#: Finds a namespace's compile records, newest first, without reading the log.
+COMPILE_INDEX = "CREATE INDEX IF NOT EXISTS log_compiles ON log (ref, id) WHERE kind = 'compile'"
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
 # At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
 # reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
 # no ``\u`` escape that could spell it); it is read when the message is (``_read_bodies``).
 SELECT_ROWS_LEAVING_BODIES = (
-    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'message' AND typeof(body) = 'text' "
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'compile' THEN NULL WHEN kind = 'message' AND typeof(body) = 'text' "
     "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log ORDER BY id"
 )
 SELECT_ROWS_AFTER = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id"

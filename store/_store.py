@@ -28,6 +28,7 @@ import attrs
 from .._deprecate import deprecated
 from ._arguments import check_callable, check_mapping
 from ._blocks import ContentBlock
+from ._compile_records import COMPILE, CompileRecord, compile_body, parse_compile_record
 from ._disclosure import DISCLOSURE, Disclosure, DisclosureRecord, disclosure_body
 from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
 from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
@@ -321,24 +322,63 @@ class Store:
         self._check_usable()
         return await self._journal.erase(list(message_ids), reason, at)
 
-    async def record_disclosure(self, namespace: str, reader: str | None, branch: str, via: str, message_ids: Iterable[str]) -> None:
+    async def record_disclosure(
+        self,
+        namespace: str,
+        reader: str | None,
+        branch: str,
+        via: str,
+        message_ids: Iterable[str],
+        *,
+        compiled: CompileRecord | None = None,
+    ) -> None:
         """Record that ``message_ids`` were shown (store/_disclosure.py): only those not shown to
-        that ``(namespace, reader, via)`` before, in one record. A compression request's record is
-        durable when this returns; a compile's or preview's may return once it is in memory and
-        queued for the commit the journal starts at once (a crash of the process inside that
-        commit loses it). Writes nothing when none is new, or when the store is read-only. Two
-        processes showing a message at once may both record it (an answer then lists both)."""
+        that ``(namespace, reader, via)`` before, in one record; and, given ``compiled`` (a
+        compile's numbers, store/_compile_records.py), its compile record, in the same commit. A
+        compression request's record is durable when this returns; a compile's or preview's may
+        return once it is in memory and queued for the commit the journal starts at once (a crash
+        of the process inside that commit loses it). Writes nothing when there is nothing to
+        record, or when the store is read-only. Two processes showing a message at once may both
+        record it (an answer then lists both)."""
         if self.read_only:
             return
         self._check_usable()
+        rows: list[PendingRow] = []
         fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
-        if not fresh:
+        if fresh:
+            rows.append(PendingRow(ERASURE_BRANCH, DISCLOSURE, None, disclosure_body(namespace, reader, branch, via, time.time(), fresh)))
+        if compiled is not None:
+            rows.append(PendingRow(ERASURE_BRANCH, COMPILE, namespace, compile_body(compiled)))
+        if not rows:
             return
-        body = disclosure_body(namespace, reader, branch, via, time.time(), fresh)
-        # A compile's record need not wait for its commit: under load the wait cost a 20k-message
-        # compile about 13% (docs/benchmarks.md). A failed commit stops the store, so every later
-        # call says so.
-        await self._journal.commit([PendingRow(ERASURE_BRANCH, DISCLOSURE, None, body)], durable=via == "compression")
+        # A compile's records need not wait for their commit: under load the wait cost a
+        # 20k-message compile about 13% (docs/benchmarks.md). A failed commit stops the store, so
+        # every later call says so.
+        await self._journal.commit(rows, durable=via == "compression")
+
+    async def compile_records(
+        self, *, namespace: str | None = None, branch: str | None = None, limit: int = 200
+    ) -> tuple[CompileRecord, ...]:
+        """The newest ``limit`` compile records (of ``namespace``, on ``branch``, when given),
+        oldest first, read from the store (an open keeps none in memory): each costs the records
+        it returns, plus those of the namespace on other branches it passes over. A record that
+        cannot be read is logged and left out."""
+        self.raise_if_failed()
+        found: list[CompileRecord] = []
+        before: int | None = None
+        while len(found) < limit:
+            want = max(limit - len(found), 64)
+            rows = await self._journal.compile_rows(namespace, before, want)
+            for record_id, _branch, _seq, _kind, ref, body in rows:
+                record = parse_compile_record(record_id, ref, body)
+                if record is None:
+                    log.warning("record %s is a compile record that cannot be read; ignored", record_id)
+                elif branch is None or record.branch == branch:
+                    found.append(record)
+            if len(rows) < want:
+                break
+            before = rows[-1][0]
+        return tuple(reversed(found[:limit]))
 
     async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic

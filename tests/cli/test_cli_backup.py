@@ -94,7 +94,7 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     assert [list(r)[:4] for r in records] == [["kind", "id", "branch", "sequence"]] * len(records)
     kinds = {r["kind"] for r in records}
     # compiles record disclosures; an open records its strategy in a note
-    assert kinds - {"disclosure"} == {"message", "edit", "state", "branch", "strategy"}
+    assert kinds - {"disclosure", "compile"} == {"message", "edit", "state", "branch", "strategy"}
     keys = {r["key"] for r in records if r["kind"] == "state"}
     for wanted in ("agents/ann/reader", "agents/bob/reader", "agents/ann/narrowing-floor", "agents/bob/context/0"):
         assert wanted in keys
@@ -105,7 +105,7 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     message = next(r for r in records if r["kind"] == "message")
     assert set(message) == {"kind", "id", "branch", "sequence", "participant", "content", "metadata", "timestamp"}
     # no record needed the raw form
-    assert not any("body" in r for r in records if r["kind"] not in ("disclosure", "strategy"))  # audit records go as ref + body
+    assert not any("body" in r for r in records if r["kind"] not in ("disclosure", "compile", "strategy"))  # audit records go as ref + body
 
 
 def test_dump_restore_dump_is_the_same_bytes_and_the_same_records(capsys, full_store, tmp_path):

@@ -37,6 +37,7 @@ HOMES = (
 #: The documented API of the two handles (SPEC 3.2, README, docs/api.md), and nothing else.
 RUNTIME_API = {
     "attachment",
+    "compile_records",
     "disclosures",
     "disclosures_to",
     "enforce_retention",
