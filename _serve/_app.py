@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..actors._runtime import internal_store
 from ..store._errors import AsidesError, InvalidArgumentError
-from . import _data
+from . import _data, _pictures
 from ._hosts import ServedHosts
 from ._snapshots import Snapshots
 
@@ -155,8 +155,9 @@ def _answer(work: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Aw
 
 def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = "127.0.0.1") -> ASGIApp:
     """The inspector's ASGI app over ``snapshots``, served on ``host``, behind the token gate."""
-    page = {name: _static(name) for name in ("index.html", "app.js", "style.css")}
-    kinds = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+    page = {name: _static(name) for name in ("index.html", "app.js", "pictures.js", "style.css")}
+    script = "text/javascript; charset=utf-8"
+    kinds = {"index.html": "text/html; charset=utf-8", "app.js": script, "pictures.js": script, "style.css": "text/css; charset=utf-8"}
 
     def static(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(_request: Request) -> Response:
@@ -199,6 +200,7 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = 
                 limit=query(request, "limit"),
                 participant=query(request, "participant"),
                 reader=query(request, "reader"),
+                private=query(request, "private"),
             )
 
     async def compare(request: Request) -> Any:
@@ -234,6 +236,35 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = 
         async with snapshots.borrow() as snap:
             return _data.audit(snap, message=query(request, "message"))
 
+    async def compiles(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return await _pictures.compiles(
+                snap,
+                branch=query(request, "branch"),
+                reader=query(request, "reader"),
+                namespace=query(request, "namespace"),
+                limit=query(request, "limit"),
+            )
+
+    async def life(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return await _pictures.life(snap, branch=query(request, "branch"), message=query(request, "message"))
+
+    async def visibility(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return _pictures.visibility(snap, branch=query(request, "branch"))
+
+    async def search(request: Request) -> Any:
+        async with snapshots.borrow() as snap:
+            return await _pictures.search(
+                snap,
+                branch=query(request, "branch"),
+                reader=query(request, "reader"),
+                query=query(request, "q"),
+                namespace=query(request, "namespace"),
+                limit=query(request, "limit"),
+            )
+
     async def events(_request: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
             seen = snapshots.changed.version
@@ -252,6 +283,7 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = 
     routes = [
         Route("/", static("index.html"), methods=["GET"]),
         Route("/static/app.js", static("app.js"), methods=["GET"]),
+        Route("/static/pictures.js", static("pictures.js"), methods=["GET"]),
         Route("/static/style.css", static("style.css"), methods=["GET"]),
         Route("/api/status", _answer(status), methods=["GET"]),
         Route("/api/namespaces", _answer(namespaces), methods=["GET"]),
@@ -262,6 +294,10 @@ def make_app(snapshots: Snapshots, token: str, *, store_label: str, host: str = 
         Route("/api/memories", _answer(memories), methods=["GET"]),
         Route("/api/disclosures", _answer(disclosures), methods=["GET"]),
         Route("/api/erasures", _answer(erasures), methods=["GET"]),
+        Route("/api/compiles", _answer(compiles), methods=["GET"]),
+        Route("/api/life", _answer(life), methods=["GET"]),
+        Route("/api/visibility", _answer(visibility), methods=["GET"]),
+        Route("/api/search", _answer(search), methods=["GET"]),
         Route("/api/events", events, methods=["GET"]),
     ]
     return TokenGate(Starlette(routes=routes), token, ServedHosts(host))

@@ -169,6 +169,28 @@ def message_json(message: Message, reader: str | None = None, *, as_stored: bool
     }
 
 
+def audiences_of(message: Message) -> tuple[bool, frozenset[str], frozenset[str] | None]:
+    """Whether any block of ``message`` has an audience; the readers any of them names; the
+    readers every one of them names (``None`` when none has one). An audience asides cannot
+    read names no one."""
+    union: set[str] = set()
+    every: frozenset[str] | None = None
+    for block in message.content:
+        audience = effective_audience(block)
+        if audience is None:
+            continue
+        names = audience if isinstance(audience, frozenset) else frozenset()
+        union |= names
+        every = names if every is None else every & names
+    return every is not None, frozenset(union), every
+
+
+def lines_for(message: Message) -> frozenset[str]:
+    """The readers some block of ``message`` is for, by its audience (none for a message every
+    reader sees whole)."""
+    return audiences_of(message)[1]
+
+
 def page_message(snapshot: Snapshot, message: Message, reader: str | None) -> dict[str, Any] | None:
     """:func:`message_json` of ``message`` as stored (``reader`` ``None``) or as ``reader`` sees
     it, with ``erased``: ``None``, or the erasure's ``at``, ``reason`` and number (``erasure``)
@@ -315,13 +337,18 @@ def messages_page(
     limit: str | None,
     participant: str | None = None,
     reader: str | None = None,
+    private: str | None = None,
 ) -> dict[str, Any]:
     """Messages of ``branch`` after sequence ``after``, oldest first, at most ``limit``; only
-    ``participant``'s, or as ``reader`` sees them (only those it sees anything of)."""
+    ``participant``'s, or as ``reader`` sees them (only those it sees anything of); with
+    ``private`` (``1``), only those holding a block whose audience names ``reader``."""
     name = branch_of(snapshot, branch)
     after_seq = whole_number(after, "after", default=-1, least=-1)
     count = whole_number(limit, "limit", default=100, least=1, most=MAX_PAGE)
     who = None if reader in (None, "") else reader_of(snapshot, name, reader)
+    only_lines = whole_number(private, "private", default=0, least=0, most=1) == 1
+    if only_lines and who is None:
+        raise BadParameter("private", "private=1 needs a reader: the lines for whom")
     speaker = None if participant in (None, "") else a_name(participant, "participant", "a participant's name")
     store = snapshot.runtime.store
     total = store.length(name)
@@ -335,7 +362,7 @@ def messages_page(
             position += 1
             scanned += 1
             last_seen = message.sequence
-            if speaker is not None and message.participant != speaker:
+            if (speaker is not None and message.participant != speaker) or (only_lines and who not in lines_for(message)):
                 pass
             else:
                 shown = page_message(snapshot, message, who)
@@ -422,13 +449,13 @@ def compare_page(snapshot: Snapshot, *, branch: str | None, readers: str | None,
 # -- namespaces ------------------------------------------------------------------------------------
 
 
-def _strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
+def strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
     """The name of the strategy ``namespace`` runs on ``branch``, as ``asides inspect`` finds it."""
     model = internal_store(snapshot.runtime).model
-    return find_strategy(_records(snapshot, branch, namespace), recorded_strategy(model, branch, namespace)).name
+    return find_strategy(namespace_record(snapshot, branch, namespace), recorded_strategy(model, branch, namespace)).name
 
 
-def _records(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
+def namespace_record(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
     return namespace_records(internal_store(snapshot.runtime).model, branch, namespace)
 
 
@@ -445,7 +472,7 @@ def namespace_of(snapshot: Snapshot, branch: str, value: str | None) -> str:
     return namespace
 
 
-async def _manager(snapshot: Snapshot, branch: str, namespace: str, reader: str | None, strategy: str) -> ContextManager:
+async def manager_for(snapshot: Snapshot, branch: str, namespace: str, reader: str | None, strategy: str) -> ContextManager:
     """An open manager for compiles, kept by the snapshot for the next request."""
     key = (branch, namespace, reader, strategy)
     manager = snapshot.managers.get(key)
@@ -514,7 +541,7 @@ async def _pending(snapshot: Snapshot, branch: str, ns: dict[str, Any]) -> str |
         return f"unknown: asides serve cannot run strategy {ns['strategy']!r}"
     try:
         async with snapshot.lock:  # the namespace's own reader: the manager its views reuse
-            manager = await _manager(snapshot, branch, ns["namespace"], ns["reader"], ns["strategy"])
+            manager = await manager_for(snapshot, branch, ns["namespace"], ns["reader"], ns["strategy"])
             await manager.preview_context()  # catches the strategy up with the log
             pending = manager.pending_work()
     except AsidesError as exc:
@@ -600,19 +627,19 @@ async def view(
 async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, budget: int, kept_back: int) -> dict[str, Any]:
     if namespace:
         ns = namespace_of(snapshot, name, namespace)
-        strategy = _strategy_of(snapshot, name, ns)
+        strategy = strategy_of(snapshot, name, ns)
     else:
-        claiming = [n for n in namespace_names(snapshot, name) if _records(snapshot, name, n).get("reader") == who]
+        claiming = [n for n in namespace_names(snapshot, name) if namespace_record(snapshot, name, n).get("reader") == who]
         if claiming:
             ns = claiming[0]
-            strategy = _strategy_of(snapshot, name, ns)
+            strategy = strategy_of(snapshot, name, ns)
         else:
             ns, strategy = PREVIEW_NAMESPACE, "passthrough"
     if strategy not in STRATEGIES:
         raise BadParameter("namespace", f"namespace {ns!r} runs strategy {strategy!r}, which asides serve cannot compile")
     async with snapshot.lock:
         try:
-            manager = await _manager(snapshot, name, ns, who, strategy)
+            manager = await manager_for(snapshot, name, ns, who, strategy)
         except ReaderClaimError as exc:
             raise BadParameter("namespace", str(exc)) from None
         compiled = await manager.preview_context(max_tokens=budget, reserve_for_response=kept_back)
@@ -675,7 +702,7 @@ def memories(snapshot: Snapshot, *, branch: str | None, namespace: str | None) -
     memory that merged it (``merged_into``), newest level first."""
     name = branch_of(snapshot, branch)
     ns = namespace_of(snapshot, name, namespace)
-    records = _records(snapshot, name, ns)
+    records = namespace_record(snapshot, name, ns)
     found = recorded_summaries(records)
     parents = {child: record.summary.id for record in found for child in record.children}
     levels: dict[int, list[dict[str, Any]]] = {}

@@ -184,7 +184,8 @@ class ContextManager:
 
         Refuses, before the strategy selects anything, an audience in any injection (W2) and a
         negative budget. Writes only the strategy state it must (the windowed anchor when it
-        moves).
+        moves) and, when the runtime records disclosures, what it showed and its numbers
+        (``Runtime.disclosures``, ``Runtime.compile_records``: no text).
         """
         return await self._compiles.compile("compile", max_tokens, reserve_for_response, injections, message_injections, preview=False)
 

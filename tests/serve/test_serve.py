@@ -463,6 +463,73 @@ async def test_the_report_names_the_branch_written_last(store_path):
         nursery.cancel_scope.cancel()
 
 
+async def test_the_pictures_data_compiles_a_messages_life_who_sees_whose_lines_and_search(store_path):
+    """What the pictures draw from: the compile records of a reader's namespaces; a message's
+    life (written, edited, shown, erased); readers against participants, with the messages
+    behind each count (never another reader's line); search as one reader."""
+    await build(store_path)
+    async with open_runtime(store_path, model=ExtractiveModel()) as host:
+        ann = await host.open_manager("agents/ann", strategy=AutobiographicalStrategy(), view_reader="ann")
+        room = await host.open_manager("room", strategy=PassthroughStrategy())
+        for _ in range(2):
+            await ann.compile()
+        noted = next(m for m in room.get_all_messages() if "FOR-ANN-" in json.dumps([getattr(b, "text", "") for b in m.content]))
+        await room.edit_message(noted.id, [*noted.content, text("an added line")])
+        gone = room.get_all_messages()[0].id
+        await host.erase([gone], reason="asked")
+        everything = list(room.get_all_messages())
+    async with trio.open_nursery() as nursery:
+        served = await serving(nursery, store_path)
+        status, found = await get(served.base, "/api/compiles?reader=ann")
+        assert status == 200 and [c["namespace"] for c in found["compiles"]] == ["agents/ann", "agents/ann"]
+        first, second = found["compiles"]
+        assert first["reader"] == "ann" and first["budget"] == first["max_tokens"] - first["reserve_for_response"]
+        parts = first["parts"]
+        assert parts["head"] + sum(parts["memories"].values()) + parts["raw"] + parts["injections"] == first["tokens"]
+        assert second["cached"] == second["tokens"] == first["tokens"], "the same compile again: all of it could be served"
+        assert (await get(served.base, "/api/compiles?reader=bob"))[1]["compiles"] == [], "no namespace records bob"
+        assert (await get(served.base, "/api/compiles?limit=1"))[1]["count"] == 1
+        assert (await get(served.base, "/api/compiles?limit=0"))[0] == 400
+        assert (await get(served.base, "/api/compiles?reader=zed"))[0] == 404
+
+        status, life = await get(served.base, f"/api/life?message={noted.id}")
+        assert status == 200 and life["readers"] == ["ann"]
+        whats = [e["what"] for e in life["events"]]
+        assert whats[0] == "written" and "edited" in whats and "erased" not in whats
+        (edited,) = [e for e in life["events"] if e["what"] == "edited"]
+        assert edited["at"] >= life["events"][0]["at"]
+        assert {(e["reader"], e["via"]) for e in life["events"] if e["what"] == "shown"} >= {("ann", "compile")}
+        status, erased = await get(served.base, f"/api/life?message={gone}")
+        assert erased["events"][-1]["what"] == "erased" and erased["events"][-1]["reason"] == "asked"
+        assert erased["message"]["erased"] is not None and erased["message"]["blocks"] == []
+        assert (await get(served.base, "/api/life?message=999999"))[0] == 404
+        assert (await get(served.base, "/api/life?message=x"))[0] == 400
+
+        status, lines = await get(served.base, "/api/visibility")
+        assert status == 200 and lines["readers"] == ["ann", "bob"] and lines["participants"] == ["ann", "bob", "user"]
+        for cell in lines["cells"]:
+            mine = [m for m in everything if m.participant == cell["participant"]]
+            audiences = [[set(b.audience) for b in m.content if b.audience is not None] for m in mine]
+            assert cell["private"] == sum(1 for a in audiences if any(cell["reader"] in names for names in a)), cell
+            assert cell["hidden"] == sum(1 for a in audiences if any(cell["reader"] not in names for names in a)), cell
+        assert sum(lines["shared"].values()) == sum(1 for m in everything if m.participant and all(b.audience is None for b in m.content))
+        for who in lines["participants"]:
+            status, page = await get(served.base, f"/api/messages?participant={who}&reader=ann&private=1")
+            shown = json.dumps(page["messages"])
+            cell = next(c for c in lines["cells"] if (c["reader"], c["participant"]) == ("ann", who))
+            assert len(page["messages"]) == cell["private"] and "FOR-BOB" not in shown
+            assert all("FOR-ANN" in json.dumps(m["blocks"]) for m in page["messages"])
+        assert (await get(served.base, "/api/messages?private=1"))[0] == 400, "private lines need a reader"
+
+        status, hits = await get(served.base, "/api/search?reader=ann&q=note+alone")
+        assert status == 200 and hits["hits"] and all("FOR-ANN" in h["text"] for h in hits["hits"])
+        status, hits = await get(served.base, "/api/search?reader=bob&q=note+alone")
+        assert hits["hits"] and all("FOR-BOB" in h["text"] and "FOR-ANN" not in h["text"] for h in hits["hits"])
+        assert (await get(served.base, "/api/search?reader=ann&q=+"))[0] == 400
+        assert (await get(served.base, "/api/search?reader=zed&q=plan"))[0] == 404
+        nursery.cancel_scope.cancel()
+
+
 def test_a_store_that_cannot_be_opened_is_refused_at_start(tmp_path, capsys):
     missing = str(tmp_path / "missing.db")
     assert main(["serve", missing, "--port", "0"]) == 1
@@ -631,6 +698,7 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
     one new message; the view of bob (no namespace records him) reuses the manager the start
     opened, which catches up by itself."""
     from asides._serve._data import PREVIEW_NAMESPACE, audience_names, kept_counts, known_readers, messages_page, namespaces, view, warm
+    from asides._serve._pictures import visibility
     from asides._serve._snapshots import Snapshots
 
     async with open_runtime(store_path) as host:
@@ -647,6 +715,8 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
             assert counted == 2 * history  # the start: every message once for the branch, once for ann's namespace
             async with snapshots.borrow() as snap:
                 before = await view(snap, branch=None, reader="ann")
+                lines = visibility(snap, branch=None)
+                assert snap.kept[("line counts", "main")].scanned == history  # who sees whose lines: counted once
             for round_ in range(3):
                 records_before, ids_before = store.statistics().caught_up_records, writable_store(host).model.next_id
                 seen = snapshots.changed.version
@@ -670,6 +740,9 @@ async def test_one_new_message_costs_the_inspector_one_record_whatever_the_histo
                     bob = await view(snap, branch=None, reader="bob")
                     assert bob["messages"][-1]["blocks"][0]["text"] == f"NEW-{round_}"
                     assert snap.managers[("main", PREVIEW_NAMESPACE, "bob", "passthrough")] is bob_manager
+                    lines = visibility(snap, branch=None)
+                    assert snap.kept[("line counts", "main")].scanned == history + round_ + 1  # then only what is new
+                    assert {"reader": "carol", "participant": "bob", "private": round_ + 1, "hidden": 0} in lines["cells"]
             assert len(now["messages"]) == len(before["messages"]) + 3
             async with snapshots.borrow() as snap:
                 small = await view(snap, branch=None, reader="ann", max_tokens="500")
