@@ -131,6 +131,8 @@ async def _demo_room(rt: Runtime, out: Console) -> dict[str, Any]:
                 progress.update(task, completed=done, total=due, status=status)
 
         for participant, blocks in script:
+            if participant in agents:  # an agent takes its turn: it is sent its context first
+                await agents[participant].compile()
             await room.add_message(participant, blocks)
             progress.advance(log_task)
             refresh()

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { branch: null, readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0, erasures: 0, changes: 0 };
+const state = { branch: null, readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0, searchRun: 0, erasures: 0, changes: 0 };
 
 // The token came in the address. The page keeps it in this tab's sessionStorage (which the browser
 // keeps apart per port and never sends anywhere) and sends it with each API request; the cookie the
@@ -395,6 +395,7 @@ $("mem-ns").addEventListener("change", loadMemories);
 
 function openAudit(id) {
   $("audit-id").value = id;
+  $("pic-life-id").value = id; // the Pictures tab's life of a message follows the message audited last
   location.hash = "#audit";
   loadAudit();
 }
@@ -438,6 +439,75 @@ async function loadAudit() {
 $("audit-go").addEventListener("click", loadAudit);
 $("audit-id").addEventListener("keydown", (event) => event.key === "Enter" && loadAudit());
 
+// -- search: what a reader's search finds --------------------------------------------------------
+
+// A memory a search found: the drawer with the messages it covers (from the namespace searched).
+async function openMemoryHit(reader, namespace, id) {
+  try {
+    const tree = await api("memories", { branch: state.branch, namespace });
+    const memory = tree.levels.flatMap((level) => level.memories).find((m) => m.id === id);
+    if (memory) openMessages(`${id}: the ${memory.message_ids.length} messages it covers`, memory.message_ids, reader);
+    else showError($("search-result"), `memory ${id} is not among ${reader}'s memories on ${state.branch} now`);
+  } catch (error) {
+    showError($("search-result"), error);
+  }
+}
+
+function hitRow(hit, reader, namespace) {
+  const open = (event) => {
+    event.preventDefault();
+    if (hit.kind === "memory") openMemoryHit(reader, namespace, hit.id);
+    else openMessages(`message ${hit.id}`, [hit.id], reader);
+  };
+  const title = hit.kind === "memory" ? "open the messages this memory covers" : "open the message";
+  return el(
+    "tr",
+    { class: `hit kind-${hit.kind}`, dataset: { id: hit.id, kind: hit.kind } },
+    el("td", {}, hit.kind === "memory" && hit.level !== null && hit.level !== undefined ? `memory L${hit.level}` : hit.kind),
+    el("td", {}, el("a", { href: "#", class: "hit-id", title, onclick: open }, hit.id)),
+    el("td", { class: "num" }, typeof hit.score === "number" ? hit.score.toFixed(2) : String(hit.score ?? "")),
+    el("td", {}, hit.participant ?? el("span", { class: "dim" }, "–")),
+    el("td", {}, el("div", { class: "hit-text" }, hit.text)),
+  );
+}
+
+async function loadSearch() {
+  const box = $("search-result");
+  const reader = $("search-reader").value;
+  const q = $("search-q").value.trim();
+  if (!q) {
+    $("search-count").textContent = "";
+    box.replaceChildren(el("p", { class: "dim" }, "search the history as one reader: only what that reader may see is found"));
+    return;
+  }
+  const run = ++state.searchRun;
+  box.dataset.busy = "1"; // until the newest search has rendered
+  delete box.dataset.reader;
+  delete box.dataset.query;
+  try {
+    const found = await api("search", { branch: state.branch, reader, q, limit: 50 });
+    if (run !== state.searchRun) return;
+    $("search-count").textContent = `${found.hits.length} ${found.hits.length === 1 ? "hit" : "hits"} for ${found.reader}`;
+    box.replaceChildren(
+      found.hits.length
+        ? el("table", { class: "hits", dataset: { reader: found.reader } }, el("thead", {}, el("tr", {}, ["kind", "id", "score", "participant", "text"].map((h) => el("th", {}, h)))), el("tbody", {}, found.hits.map((hit) => hitRow(hit, found.reader, found.namespace))))
+        : el("p", { class: "dim" }, `nothing ${found.reader} may see matches`),
+    );
+    Object.assign(box.dataset, { reader: found.reader, query: q }); // what the list shows
+  } catch (error) {
+    if (run !== state.searchRun) return;
+    $("search-count").textContent = "";
+    showError(box, error);
+  } finally {
+    if (run === state.searchRun) delete box.dataset.busy;
+  }
+}
+
+$("search-go").addEventListener("click", loadSearch);
+$("search-q").addEventListener("keydown", (event) => event.key === "Enter" && loadSearch());
+$("search-reader").addEventListener("change", loadSearch);
+wirePictures();
+
 // -- tabs, refresh, live ----------------------------------------------------------------------
 
 function fillSelect(select, names, keep, blank) {
@@ -458,11 +528,12 @@ async function loadBasics() {
   fillSelect($("cmp-b"), state.readers, state.readers[1]);
   fillSelect($("view-a"), state.readers, state.readers[0]);
   fillSelect($("view-b"), state.readers, undefined, "(none)");
+  fillSelect($("search-reader"), state.readers, state.readers[0]);
   const here = state.report.branches.find((b) => b.name === state.branch);
   fillSelect($("mem-ns"), here ? here.namespaces.map((ns) => ns.namespace) : [], (here?.namespaces.find((ns) => ns.summaries.L1 > 0) || {}).namespace);
 }
 
-const loaders = { store: async () => renderStore(), log: () => loadLog(true), readers: () => loadCompare(true), compile: loadViews, memories: loadMemories, audit: loadAudit };
+const loaders = { store: async () => renderStore(), log: () => loadLog(true), readers: () => loadCompare(true), compile: loadViews, memories: loadMemories, audit: loadAudit, pictures: () => loadPictures(), search: loadSearch };
 
 function currentTab() {
   const tab = location.hash.slice(1);

@@ -9,7 +9,11 @@ memories open the messages they stand for; a page left open shows a message anot
 writes, and an erasure another process makes takes the erased line off it without a reload; the
 audit says when and why a message was erased, as text; the page opens on the branch written
 last, and its Compile tab starts with the API's budget; the cookie the page sets is named after
-the port and opens no data; a browser without the token gets 403 and no data.
+the port and opens no data; a browser without the token gets 403 and no data. The Pictures tab:
+each picture is drawn from the demo's store with its labels, no two of which overlap; a cell of
+the visibility grid opens the private lines that reader sees of that participant (and no other
+reader's); the context and cache pictures follow compiles another process makes. The Search tab
+finds a reader's own private lines and never another's.
 """
 
 from __future__ import annotations
@@ -405,6 +409,190 @@ def test_the_page_cookie_is_named_after_the_port_and_opens_no_data(browser: Any,
     context.close()
 
 
+PICTURES = ("context", "compression", "life", "visibility", "cache")
+
+#: The pairs of labels (``<text>``) of one picture whose boxes on the page overlap.
+OVERLAPS = """name => {
+  const labels = [...document.querySelectorAll(`svg[data-picture=${name}] text`)].map(t => [t.textContent, t.getBoundingClientRect()]);
+  const overlaps = [];
+  for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+    const [a, boxA] = labels[i], [b, boxB] = labels[j];
+    const apartX = boxA.right - 0.5 <= boxB.left || boxB.right - 0.5 <= boxA.left;
+    const apartY = boxA.bottom - 0.5 <= boxB.top || boxB.bottom - 0.5 <= boxA.top;
+    if (!apartX && !apartY) overlaps.push([a, b]);
+  }
+  return overlaps;
+}"""
+
+
+def pictures_drawn(page: Any) -> None:
+    for name in PICTURES:
+        page.wait_for_selector(f"#pic-{name}:not([data-busy]) svg[data-picture={name}]")
+
+
+def show_pictures(page: Any) -> None:
+    """The Pictures tab, each picture drawn (the tab is ready once every picture's draw ended)."""
+    show(page, "pictures")
+    pictures_drawn(page)
+
+
+def labels(page: Any, name: str) -> list[str]:
+    return page.locator(f"svg[data-picture={name}] text").all_text_contents()
+
+
+def test_each_picture_is_drawn_with_its_labels_and_none_overlap(page: Any) -> None:
+    show_pictures(page)
+    visibility = api(page, "/api/visibility")
+    head = next(b["head"] for b in api(page, "/api/namespaces")["branches"] if b["name"] == "main")
+    expected = {
+        "context": ["tokens", "head (raw, before the first memory)", "L1 memories", "raw recent", "injections"],
+        "compression": ["L1", "L2", "L1 memory", "merged into a higher level (faded)", f"head #{head}"]
+        + ["message sequence on main, 0 to its head"],
+        "life": ["log", "written", "edited", "erased", "shown via compile", "shown via compression", "ann"]
+        + ["time, from the first event to the last"],
+        "visibility": ["whose lines (participant) →", "reader ↓", *visibility["readers"], *visibility["participants"]],
+        "cache": ["cached / tokens", "0 %", "100 %", "1"],
+    }
+    for name in PICTURES:
+        box = page.locator(f"svg[data-picture={name}]").bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 80, name
+        shown = labels(page, name)
+        assert [label for label in expected[name] if label not in shown] == [], name
+        assert page.evaluate(OVERLAPS, name) == [], name
+        assert page.inner_text(f"#pic-{name}-caption").strip(), name
+    # one bar per compile of ann's (the reader the picture starts with), stacked by part
+    compiles = api(page, "/api/compiles?reader=ann&branch=main&limit=200")["compiles"]
+    assert compiles and page.input_value("#pic-context-reader") == "ann"
+    bars = page.locator("svg[data-picture=context] g.compile").evaluate_all("bars => bars.map(bar => bar.dataset.id)")
+    assert bars == [str(c["id"]) for c in compiles]
+    # a line per reader in the cache picture, as long as its compiles
+    for reader in ("ann", "bob", "cleo"):
+        line = page.locator(f"svg[data-picture=cache] g.series-line[data-reader={reader}]")
+        mine = [c for c in api(page, f"/api/compiles?reader={reader}&branch=main&limit=1000")["compiles"] if c["reader"] == reader]
+        assert line.get_attribute("data-compiles") == str(len(mine))
+        assert any(label.startswith(f"{reader}: ") for label in labels(page, "cache"))
+    # each cell of the grid says what the API counts
+    for cell in visibility["cells"]:
+        found = page.locator(f"svg[data-picture=visibility] g.cell[data-reader={cell['reader']}][data-participant={cell['participant']}]")
+        assert found.locator("text.count").text_content() == str(cell["private"])
+        assert found.locator("text.small").text_content() == f"{cell['hidden']} hidden"
+    # the compression picture says the namespace's pending work in words
+    assert re.search(r"pending work: (none \(ready\)|.+)", page.inner_text("#pic-compression-caption"))
+    # the life picture starts with a private line that was shown to someone
+    life = api(page, f"/api/life?message={page.input_value('#pic-life-id')}")
+    assert any(b["audience"] not in (None, "unreadable") for b in life["message"]["blocks"])
+    assert any(e["what"] == "shown" for e in life["events"])
+
+
+def test_a_visibility_cell_opens_the_private_lines_that_reader_sees(page: Any) -> None:
+    show_pictures(page)
+    cells = [c for c in api(page, "/api/visibility")["cells"] if c["private"]]
+    chosen = [next(c for c in cells if c["reader"] == reader and c["participant"] != reader) for reader in ("ann", "bob", "cleo")]
+    for cell in chosen:
+        reader, participant = cell["reader"], cell["participant"]
+        wanted = api(page, f"/api/messages?participant={participant}&reader={reader}&private=1&limit=500")["messages"]
+        assert len(wanted) == cell["private"]
+        page.locator(f"svg[data-picture=visibility] g.cell[data-reader='{reader}'][data-participant='{participant}']").click()
+        page.wait_for_function(
+            "([title, count]) => document.getElementById('drawer-title').textContent === title"
+            " && document.querySelectorAll('#drawer-body li.message').length === count",
+            arg=[f"{participant}'s private lines {reader} sees", cell["private"]],
+        )
+        opened = page.locator("#drawer-body li.message").evaluate_all("items => items.map(item => item.dataset.id)")
+        assert opened == [m["id"] for m in wanted]
+        drawer = page.inner_text("#drawer-body")
+        assert f"as {reader} sees them" in drawer
+        shown = markers(drawer)
+        assert shown and all(reader in audience.split("+") for audience in shown), (reader, shown)
+        assert page.locator("#drawer-body li.message .block.restricted").count() >= cell["private"]
+        page.click("#drawer-close")
+
+
+COMPILER = """
+import sys, trio
+from asides import open_runtime
+from asides._cli._demo import _demo_strategy
+
+async def main():
+    async with open_runtime(sys.argv[1]) as rt:
+        manager = await rt.open_manager(sys.argv[3], strategy=_demo_strategy(), view_reader=sys.argv[2])
+        await manager.compile()
+
+trio.run(main)
+"""
+
+
+def test_the_context_and_cache_pictures_follow_compiles_another_process_makes(browser: Any, demo_store: str, tmp_path: Any) -> None:
+    path = copy_of(demo_store, tmp_path)
+    served = Server(path)
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served.url + "#pictures")
+        page.wait_for_selector("body[data-ready=pictures][data-live]")
+        pictures_drawn(page)
+        assert page.input_value("#pic-context-reader") == "ann"
+        bars = page.locator("svg[data-picture=context] g.compile").count()
+        compiles = int(page.get_attribute("svg[data-picture=cache] g.series-line[data-reader=ann]", "data-compiles") or 0)
+        assert bars > 0 and compiles == bars
+        run_on(COMPILER, path, "ann", "agents/ann")
+        bars_now = "n => document.querySelectorAll('#pic-context:not([data-busy]) svg[data-picture=context] g.compile').length === n + 1"
+        page.wait_for_function(bars_now, arg=bars, timeout=30_000)
+        line = "#pic-cache:not([data-busy]) svg[data-picture=cache] g.series-line[data-reader=ann]"
+        page.wait_for_function(f"n => document.querySelector('{line}')?.dataset.compiles === String(n + 1)", arg=compiles, timeout=30_000)
+        newest = api(page, "/api/compiles?reader=ann&branch=main&limit=1")["compiles"][-1]
+        assert page.locator("svg[data-picture=context] g.compile").last.get_attribute("data-id") == str(newest["id"])
+        assert page.evaluate(OVERLAPS, "context") == [] and page.evaluate(OVERLAPS, "cache") == []
+        context.close()
+        assert not errors, errors
+    finally:
+        served.stop()
+
+
+def search(page: Any, reader: str, words: str) -> str:
+    """The Search tab's hits for ``words`` searched as ``reader``, as text."""
+    page.select_option("#search-reader", reader)
+    page.fill("#search-q", words)
+    page.click("#search-go")
+    page.wait_for_selector(f"#search-result:not([data-busy])[data-reader={reader}][data-query='{words}']")
+    return page.inner_text("#search-result")
+
+
+def test_search_finds_a_readers_own_private_lines_and_never_anothers(page: Any) -> None:
+    show(page, "search")
+    for reader in ("ann", "bob", "cleo"):
+        found = markers(search(page, reader, "PRIVATE"))
+        assert reader in found  # a line for this reader alone
+        assert found <= notes_for(reader), (reader, found - notes_for(reader))
+    # a line for ann alone: found by ann, and not by bob
+    assert "PRIVATE[ann#" in search(page, "ann", "hotel Rita")
+    assert all("bob" in audience.split("+") for audience in markers(search(page, "bob", "hotel Rita")))
+    # a message's id opens it in the drawer, as the reader sees it
+    search(page, "ann", "hotel Rita")
+    hit = page.locator("#search-result tr.hit.kind-message").first
+    hit_id = hit.get_attribute("data-id")
+    hit.locator("a.hit-id").click()
+    page.wait_for_selector(f"#drawer:not([hidden]) #drawer-body li.message[data-id='{hit_id}']")
+    assert "as ann sees them" in page.inner_text("#drawer-body")
+    assert all("ann" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
+    page.click("#drawer-close")
+    # a memory's id opens the messages it covers, as the reader sees them
+    memory = page.locator("#search-result tr.hit.kind-memory").first
+    memory_id = memory.get_attribute("data-id")
+    memory.locator("a.hit-id").click()
+    page.wait_for_function("id => document.getElementById('drawer-title').textContent.startsWith(id + ': the ')", arg=memory_id)
+    page.wait_for_selector("#drawer:not([hidden]) #drawer-body li.message")
+    assert all("ann" in audience.split("+") for audience in markers(page.inner_text("#drawer-body")))
+    page.click("#drawer-close")
+    # a query with no word is refused, and the page says so as the other tabs do
+    page.fill("#search-q", "...")
+    page.click("#search-go")
+    page.wait_for_selector("#search-result:not([data-busy]) p.error")
+    assert "q:" in page.inner_text("#search-result p.error")
+
+
 def test_screenshots_of_each_page(page: Any, tmp_path: Any) -> None:
     """docs/images/serve-*.png, shown in docs/serve.md: made here, never drawn by hand. They are
     written to docs/images/ when ASIDES_WRITE_SCREENSHOTS=1 is set (the demo's timestamps change
@@ -446,5 +634,16 @@ def test_screenshots_of_each_page(page: Any, tmp_path: Any) -> None:
     page.wait_for_selector("body[data-ready=audit] #audit li.message")
     page.set_viewport_size({"width": 1400, "height": 420})
     page.screenshot(path=os.path.join(images, "serve-audit.png"))
-    for name in ("store", "side-by-side", "compile", "provenance", "memories", "log", "audit"):
-        assert os.path.getsize(os.path.join(images, f"serve-{name}.png")) > 10_000
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+    show_pictures(page)
+    for name in PICTURES:
+        page.locator(f"#panel-{name}").screenshot(path=os.path.join(images, f"serve-picture-{name}.png"))
+
+    show(page, "search")
+    search(page, "ann", "hotel Rita")
+    page.set_viewport_size({"width": 1400, "height": 400})
+    page.screenshot(path=os.path.join(images, "serve-search.png"))
+    pages = ["store", "side-by-side", "compile", "provenance", "memories", "log", "audit", "search"]
+    for name in pages + [f"picture-{name}" for name in PICTURES]:
+        assert os.path.getsize(os.path.join(images, f"serve-{name}.png")) > 10_000, name
