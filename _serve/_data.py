@@ -624,24 +624,32 @@ async def view(
     return dict(known)
 
 
-async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, budget: int, kept_back: int) -> dict[str, Any]:
+def claiming(snapshot: Snapshot, branch: str, reader: str) -> list[str]:
+    """The namespaces of ``branch`` whose record names ``reader``, by name."""
+    return [n for n in namespace_names(snapshot, branch) if namespace_record(snapshot, branch, n).get("reader") == reader]
+
+
+async def reader_manager(snapshot: Snapshot, branch: str, reader: str, namespace: str | None) -> tuple[str, str, ContextManager]:
+    """The namespace, strategy and open manager through which the inspector reads as
+    ``reader``: ``namespace`` when given, else the namespace that records the reader (the first
+    by name), else a passthrough preview held in memory. Call it holding ``snapshot.lock``."""
     if namespace:
-        ns = namespace_of(snapshot, name, namespace)
-        strategy = strategy_of(snapshot, name, ns)
+        ns = namespace_of(snapshot, branch, namespace)
+        strategy = strategy_of(snapshot, branch, ns)
     else:
-        claiming = [n for n in namespace_names(snapshot, name) if namespace_record(snapshot, name, n).get("reader") == who]
-        if claiming:
-            ns = claiming[0]
-            strategy = strategy_of(snapshot, name, ns)
-        else:
-            ns, strategy = PREVIEW_NAMESPACE, "passthrough"
+        recording = claiming(snapshot, branch, reader)
+        ns, strategy = (recording[0], strategy_of(snapshot, branch, recording[0])) if recording else (PREVIEW_NAMESPACE, "passthrough")
     if strategy not in STRATEGIES:
-        raise BadParameter("namespace", f"namespace {ns!r} runs strategy {strategy!r}, which asides serve cannot compile")
+        raise BadParameter("namespace", f"namespace {ns!r} runs strategy {strategy!r}, which asides serve cannot run")
+    try:
+        return ns, strategy, await manager_for(snapshot, branch, ns, reader, strategy)
+    except ReaderClaimError as exc:
+        raise BadParameter("namespace", str(exc)) from None
+
+
+async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, budget: int, kept_back: int) -> dict[str, Any]:
     async with snapshot.lock:
-        try:
-            manager = await manager_for(snapshot, name, ns, who, strategy)
-        except ReaderClaimError as exc:
-            raise BadParameter("namespace", str(exc)) from None
+        ns, strategy, manager = await reader_manager(snapshot, name, who, namespace)
         compiled = await manager.preview_context(max_tokens=budget, reserve_for_response=kept_back)
         seen = manager.view_messages()
     about = {"namespace": ns, "branch": name, "reader": who, "strategy": strategy, "max_tokens": budget, "reserve": kept_back}

@@ -13,25 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._inspection._preview import STRATEGIES
-from ..actors._errors import ReaderClaimError
 from ..actors._runtime import internal_store
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
 from ._data import (
-    PREVIEW_NAMESPACE,
     BadParameter,
     NotFound,
-    a_name,
     audiences_of,
     branch_of,
+    claiming,
     known_readers,
-    manager_for,
-    namespace_names,
     namespace_of,
-    namespace_record,
     page_message,
+    reader_manager,
     reader_of,
-    strategy_of,
     whole_number,
 )
 from ._snapshots import Snapshot
@@ -39,11 +33,6 @@ from ._snapshots import Snapshot
 __all__ = ["LineCounts", "compiles", "life", "search", "visibility"]
 
 MAX_COMPILES = 1000
-
-
-def _claiming(snapshot: Snapshot, branch: str, reader: str) -> list[str]:
-    """The namespaces of ``branch`` whose record names ``reader``, by name."""
-    return [n for n in namespace_names(snapshot, branch) if namespace_record(snapshot, branch, n).get("reader") == reader]
 
 
 async def compiles(
@@ -57,7 +46,7 @@ async def compiles(
     if namespace:
         wanted: list[str | None] = [namespace_of(snapshot, name, namespace)]
     elif reader:
-        wanted = list(_claiming(snapshot, name, reader_of(snapshot, name, reader)))
+        wanted = list(claiming(snapshot, name, reader_of(snapshot, name, reader)))
     else:
         wanted = [None]
     found = [record for ns in wanted for record in await rt.compile_records(namespace=ns, branch=name, limit=count)]
@@ -187,19 +176,8 @@ async def search(
     count = whole_number(limit, "limit", default=20, least=1, most=100)
     if not query or not query.strip():
         raise BadParameter("q", "give the words to search for")
-    if namespace:
-        ns = namespace_of(snapshot, name, a_name(namespace, "namespace", "a namespace"))
-        strategy = strategy_of(snapshot, name, ns)
-    else:
-        claiming = _claiming(snapshot, name, who)
-        ns, strategy = (claiming[0], strategy_of(snapshot, name, claiming[0])) if claiming else (PREVIEW_NAMESPACE, "passthrough")
-    if strategy not in STRATEGIES:
-        raise BadParameter("namespace", f"namespace {ns!r} runs strategy {strategy!r}, which asides serve cannot open")
     async with snapshot.lock:
-        try:
-            manager = await manager_for(snapshot, name, ns, who, strategy)
-        except ReaderClaimError as exc:
-            raise BadParameter("namespace", str(exc)) from None
+        ns, _strategy, manager = await reader_manager(snapshot, name, who, namespace or None)
         try:
             hits = await manager.search(query, limit=count)
         except (InvalidArgumentError, ArgumentTypeError) as exc:

@@ -597,11 +597,7 @@ class SqliteJournal:
     async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
         """The newest ``limit`` compile records (of ``namespace`` when given) with ids below
         ``before`` (when given), newest first, after the commit of every write already queued."""
-        pending = self._batch
-        if pending is not None:
-            await pending.wait()
-            if self.failure is not None:
-                raise stopped(self.path, self.failure)
+        await self._queued_committed()
         if not self._has_log:
             return []
         where = "kind = 'compile'" + (" AND ref = ?" if namespace is not None else "") + (" AND id < ?" if before is not None else "")
@@ -615,12 +611,17 @@ class SqliteJournal:
             raise open_error(self.path, exc) from exc
         return [tuple(row) for row in rows]
 
-    async def records(self) -> list[RowTuple]:
+    async def _queued_committed(self) -> None:
+        """Return once every write already queued is committed (``StoreFailedError`` if that
+        commit failed)."""
         pending = self._batch
         if pending is not None:
             await pending.wait()
             if self.failure is not None:
                 raise stopped(self.path, self.failure)
+
+    async def records(self) -> list[RowTuple]:
+        await self._queued_committed()
         if not self._has_log:
             return []
         try:
