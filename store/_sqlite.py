@@ -201,12 +201,23 @@ class SqliteJournal:
             if self.read_only:  # as the open's own connection: immutable while no writer holds the file
                 self._body_target = _read_only_target(self._absolute_path)
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
+        # A page at a time, in one read transaction (one snapshot, as one statement would be):
+        # the open holds one page of rows at once, not the whole log.
+        query = SELECT_PAGE_LEAVING_BODIES if lazy else SELECT_PAGE
         try:
-            rows = await self._driver.execute(SELECT_ROWS_LEAVING_BODIES if lazy else SELECT_ROWS)
+            await self._driver.execute("BEGIN")
+            try:
+                after = 0
+                while True:
+                    rows = await self._driver.execute(query, (after, REPLAY_PAGE))
+                    self._model.replay(rows)
+                    if len(rows) < REPLAY_PAGE:
+                        break
+                    after = rows[-1][0]
+            finally:
+                await self._driver.execute("COMMIT")
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
-        try:
-            self._model.replay(rows)
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
 
@@ -689,10 +700,13 @@ SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
 # At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
 # reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
 # no ``\u`` escape that could spell it); it is read when the message is (``_read_bodies``).
-SELECT_ROWS_LEAVING_BODIES = (
+SELECT_PAGE_LEAVING_BODIES = (
     "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'compile' THEN NULL WHEN kind = 'message' AND typeof(body) = 'text' "
-    "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log ORDER BY id"
+    "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log WHERE id > ? ORDER BY id LIMIT ?"
 )
+SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
+#: Records an open reads in one statement (a page of the replay).
+REPLAY_PAGE = 50_000
 SELECT_ROWS_AFTER = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id"
 
 
