@@ -235,6 +235,54 @@ async def concurrent_writes(runtime: Runtime, writers: int, per_writer: int) -> 
     return ConcurrentWriters(wall / total, Stats.of(latencies), writers, total, commits)
 
 
+@attrs.frozen
+class WriterRounds:
+    """One writer and ``many`` writers on one store, each round the same number of writes, the
+    rounds alternating (one, many, many, one, ...) so that a change in the machine's load falls on
+    both alike."""
+
+    one: tuple[ConcurrentWriters, ...]
+    many: tuple[ConcurrentWriters, ...]
+
+    @staticmethod
+    def _median(rounds: tuple[ConcurrentWriters, ...]) -> ConcurrentWriters:
+        return sorted(rounds, key=lambda r: r.per_write)[len(rounds) // 2]
+
+    @property
+    def one_median(self) -> ConcurrentWriters:
+        """The round of one writer with the median wall time per write (the upper one of two)."""
+        return self._median(self.one)
+
+    @property
+    def many_median(self) -> ConcurrentWriters:
+        return self._median(self.many)
+
+    def per_write(self, many: bool) -> Stats:
+        """The wall time per write of each round, of one writer or of many."""
+        return Stats.of([r.per_write for r in (self.many if many else self.one)])
+
+    @property
+    def speedup(self) -> float:
+        """Many writers' throughput over one writer's: the two medians' wall times per write."""
+        return self.per_write(False).median / self.per_write(True).median
+
+
+async def writer_rounds(runtime: Runtime, writers: int, per_writer: int, rounds: int) -> WriterRounds:
+    """``rounds`` rounds each of :func:`concurrent_writes` with one writer doing ``writers *
+    per_writer`` writes and with ``writers`` writers doing ``per_writer`` each, on ``runtime``,
+    alternating which goes first."""
+    one: list[ConcurrentWriters] = []
+    many: list[ConcurrentWriters] = []
+    total = writers * per_writer
+    for r in range(rounds):
+        for n in (1, writers) if r % 2 == 0 else (writers, 1):
+            if n == 1:
+                one.append(await concurrent_writes(runtime, 1, total))
+            else:
+                many.append(await concurrent_writes(runtime, writers, per_writer))
+    return WriterRounds(tuple(one), tuple(many))
+
+
 # -- the autobiographical compile ------------------------------------------------------------------
 
 

@@ -183,17 +183,69 @@ def test_postgres_part_says_in_one_line_why_it_was_skipped(monkeypatch: pytest.M
 
 def test_limits_measure_every_ratio_on_a_tiny_history(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(_pg_server, "why_unavailable", lambda: "PostgreSQL is not installed")
-    settings = limits.LimitsSettings(sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, compile_sizes=(300,), writers=2, per_writer=3)
+    settings = limits.LimitsSettings(
+        sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, compile_sizes=(300,), writers=2, per_writer=3, durable_writes=4, writer_rounds=1
+    )
     results = limits.measure(settings)
     assert set(results.appends) == {40, 80} and all(
         a.bare.count == a.append.count == a.add_message.count == 4 for a in results.appends.values()
     )
     assert results.compiles[300].autobiographical.count == 3 and results.compiles[300].output > 0
-    assert results.writers.writes == 6 and results.python > 0
+    assert results.python > 0
+    # one writer does as many writes as all the writers together, on the same store
+    assert [(w.writers, w.writes) for w in (*results.writers.one, *results.writers.many)] == [(1, 6), (2, 6)]
+    assert [(w.writers, w.writes) for w in (*results.writers_full.one, *results.writers_full.many)] == [(1, 4), (2, 4)]
+    assert all(0 < w.commits <= w.writes for w in (*results.writers_full.one, *results.writers_full.many))
     limits.report(results)
     out = capsys.readouterr().out
-    for line in ("bare sqlite3 INSERT at 80", "sum(range(1000))", "Goals (issue 22)", "skipped: PostgreSQL is not installed"):
-        assert line in out
+    for line in (
+        "bare sqlite3 INSERT at 80",
+        "sum(range(1000))",
+        "1 writer, synchronous=NORMAL (6 writes,",
+        '2 writers, synchronous="FULL" (4 writes,',
+        "Goals (issue 22, with the writers' goals that replaced its own)",
+        "2 writers: wall per write ≤ 1 writer's add_message (synchronous=NORMAL)",
+        '2 writers ≥ 4× 1 writer\'s throughput, synchronous="FULL"',
+        "PostgreSQL: 2 writers ≥ 4× 1 writer's throughput, synchronous_commit=on  skipped: PostgreSQL is not installed",
+        "skipped: PostgreSQL is not installed",
+    ):
+        assert line in out, line
+
+
+def test_limits_measures_the_writers_on_postgresql_and_names_a_server_that_skips_the_disk(pg_cluster) -> None:
+    import anyio
+
+    durability = limits.PgDurability.of(pg_cluster.url)
+    assert durability.session != "off" and durability.synchronous == (None if durability.server != "off" else "FULL")
+    # the tests' server runs with fsync off: the output says the durable writers never waited for the disk
+    assert any("fsync=off" in caveat for caveat in durability.caveats()) == (durability.fsync == "off")
+    settings = limits.LimitsSettings(
+        sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, writers=2, per_writer=3, durable_writes=4, writer_rounds=1
+    )
+    urls = (pg_cluster.fresh_url(), pg_cluster.fresh_url())
+    bare, add, writers = anyio.run(limits._postgres_series, *urls, durability, settings, backend="trio")
+    assert bare.count == add.count == 4
+    assert [(w.writers, w.writes) for w in (*writers.one, *writers.many)] == [(1, 4), (2, 4)]
+
+
+def test_limits_writers_goals_are_judged_as_the_issue_says() -> None:
+    def writers(one: float, many: float, n: int = 16) -> cases.WriterRounds:
+        def round_(per_write: float, writers: int) -> cases.ConcurrentWriters:
+            return cases.ConcurrentWriters(per_write, _stats(per_write), writers, 800, 100)
+
+        return cases.WriterRounds((round_(one, 1),), (round_(many, n),))
+
+    def results(normal: cases.WriterRounds, full: cases.WriterRounds) -> limits.LimitsResults:
+        return limits.LimitsResults(limits.LimitsSettings.quick(), 10e-6, {}, normal, full, {}, "PostgreSQL is not installed")
+
+    good = results(writers(30e-6, 30e-6), writers(2e-3, 0.5e-3))
+    assert [g.met for g in limits.writers_goals(good)] == [True, True]
+    assert not limits.writers_explained(good)
+    bad = results(writers(30e-6, 31e-6), writers(2e-3, 0.51e-3))
+    assert [g.met for g in limits.writers_goals(bad)] == [False, False]
+    assert limits.postgres_writers_goal(bad).met is None
+    explained = limits.writers_explained(bad)
+    assert [p.split(":")[0] for p in explained] == ["Not met on synchronous=NORMAL", 'Not met on synchronous="FULL"']
 
 
 @pytest.mark.slow
