@@ -20,10 +20,27 @@ from typing import Any, Final
 
 import attrs
 
-__all__ = ["COMPILE", "CompileParts", "CompileRecord", "compile_body", "parse_compile_record"]
+__all__ = ["COMPILE", "CompileParts", "CompileRecord", "compile_body", "compile_index", "compile_rows_query", "parse_compile_record"]
 
 #: The kind of a compile record.
 COMPILE: Final = "compile"
+
+
+def compile_index(table: str) -> str:
+    """The statement that makes the index finding a namespace's compile records in ``table``
+    (the log), newest first, without reading the log: partial, on ``(ref, id)``."""
+    return f"CREATE INDEX IF NOT EXISTS {table}_compiles ON {table} (ref, id) WHERE kind = 'compile'"
+
+
+def compile_rows_query(table: str, mark: str, namespace: str | None, before: int | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+    """The query for the newest ``limit`` compile records of ``table`` (of ``namespace`` when
+    given) with ids below ``before`` (when given), newest first, and its arguments; ``mark`` is
+    the driver's placeholder (``?`` or ``%s``). No value goes in the text."""
+    where = "kind = 'compile'"
+    where += f" AND ref = {mark}" if namespace is not None else ""
+    where += f" AND id < {mark}" if before is not None else ""
+    args = tuple(a for a in (namespace, before) if a is not None)
+    return f"SELECT id, branch, seq, kind, ref, body FROM {table} WHERE {where} ORDER BY id DESC LIMIT {mark}", (*args, limit)  # noqa: S608
 
 
 def _levels(value: Mapping[int, int]) -> Mapping[int, int]:

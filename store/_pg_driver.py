@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 
+from ._compile_records import compile_rows_query
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, audit_anchor, build_search, prepare_schema, search_state
@@ -281,12 +282,7 @@ class Connection:
     def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
         """The newest ``limit`` compile records (of ``namespace`` when given) with ids below
         ``before`` (when given), newest first."""
-        where = "kind = 'compile'" + (" AND ref = %s" if namespace is not None else "") + (" AND id < %s" if before is not None else "")
-        args = [a for a in (namespace, before) if a is not None]
-        return self._conn.execute(  # type: ignore[no-any-return]
-            f"SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE {where} ORDER BY id DESC LIMIT %s",  # noqa: S608 - no value in the text
-            (*args, limit),
-        ).fetchall()
+        return self._conn.execute(*compile_rows_query("asides_log", "%s", namespace, before, limit)).fetchall()  # type: ignore[no-any-return]
 
     def rows_after(self, applied: int, *, leave_bodies: bool = False) -> list[RowTuple]:
         """Every record with an id above ``applied``, in id order (read a page at a time; the

@@ -27,6 +27,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from ._compile_records import compile_index
 from ._errors import StoreFailedError
 from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
 
@@ -204,7 +205,7 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
 
 
 #: Finds a namespace's compile records, newest first, without reading the log.
-PG_COMPILE_INDEX = "CREATE INDEX IF NOT EXISTS asides_log_compiles ON asides_log (ref, id) WHERE kind = 'compile'"
+PG_COMPILE_INDEX = compile_index("asides_log")
 
 
 def _make_search(conn: Any) -> None:

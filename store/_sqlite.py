@@ -37,6 +37,7 @@ from typing import Any, Final
 import anyio
 import anyio.lowlevel
 
+from ._compile_records import compile_index, compile_rows_query
 from ._drivers import Driver, ImmutableCheck, _file_stamp, _read_only_target
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
@@ -255,7 +256,7 @@ class SqliteJournal:
                 except BaseException:
                     await self._driver.execute("ROLLBACK")
                     raise
-            await self._driver.execute(COMPILE_INDEX)
+            await self._driver.execute(compile_index("log"))
             await self._driver.execute("CREATE TABLE IF NOT EXISTS audit_anchor (value TEXT NOT NULL)")
             await self._driver.execute(
                 "INSERT INTO audit_anchor (value) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM audit_anchor)", (secrets.token_hex(32),)
@@ -611,13 +612,8 @@ class SqliteJournal:
         await self._queued_committed()
         if not self._has_log:
             return []
-        where = "kind = 'compile'" + (" AND ref = ?" if namespace is not None else "") + (" AND id < ?" if before is not None else "")
-        args = [a for a in (namespace, before) if a is not None]
         try:
-            rows = await self._driver.execute(
-                f"SELECT id, branch, seq, kind, ref, body FROM log WHERE {where} ORDER BY id DESC LIMIT ?",  # noqa: S608 - no value in the text
-                (*args, limit),
-            )
+            rows = await self._driver.execute(*compile_rows_query("log", "?", namespace, before, limit))
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
         return [tuple(row) for row in rows]
@@ -694,8 +690,6 @@ class SqliteStore(Store):
         return await self._file.checkpoint_truncate()
 
 
-#: Finds a namespace's compile records, newest first, without reading the log.
-COMPILE_INDEX = "CREATE INDEX IF NOT EXISTS log_compiles ON log (ref, id) WHERE kind = 'compile'"
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
 # At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
 # reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
