@@ -159,3 +159,23 @@ async def test_property_parts_add_up_and_the_cache_never_exceeds_the_request(tmp
         for record in records:
             assert record.parts.total == record.tokens
             assert 0 <= record.cached <= record.tokens
+
+
+async def test_a_compile_record_that_cannot_be_read_is_logged_and_left_out(store_path: str, caplog: pytest.LogCaptureFixture) -> None:
+    from asides.lowlevel import open_store
+
+    async with open_runtime(":memory:") as rt:  # the records to restore, one of them damaged
+        m = await rt.open_manager("ns", strategy=PassthroughStrategy())
+        await m.add_message("user", [text("hello")])
+        await m.compile()
+        await m.compile()
+        rows = [list(r) for r in await rt.store.records()]
+    damaged = next(r for r in rows if r[3] == "compile")
+    damaged[5] = '{"r": null, "b": "main"}'  # no numbers
+    async with open_store(store_path) as store:
+        await store.restore_records([tuple(r) for r in rows])
+    async with open_runtime(store_path, read_only=True) as rt:
+        with caplog.at_level("WARNING", logger="asides.store"):
+            found = await rt.compile_records()
+    assert [r.record_id for r in found] == [r[0] for r in rows if r[3] == "compile" and r is not damaged]
+    assert f"record {damaged[0]} is a compile record that cannot be read" in caplog.text
