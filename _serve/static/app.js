@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { branch: null, readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0, searchRun: 0, erasures: 0, changes: 0 };
+const state = { branch: null, readers: [], report: null, logAfter: -1, cmpNext: null, participants: new Set(), logRun: 0, cmpRun: 0, viewRun: 0, memRun: 0, searchRun: 0, erasures: 0, changes: 0 };
 
 // The token came in the address. The page keeps it in this tab's sessionStorage (which the browser
 // keeps apart per port and never sends anywhere) and sends it with each API request; the cookie the
@@ -348,15 +348,20 @@ for (const id of ["view-a", "view-b"]) $(id).addEventListener("change", loadView
 
 // -- memories ---------------------------------------------------------------------------------
 
+// Only the newest request's answer is drawn: an earlier one (the tab's first load, say) that
+// comes back after a namespace was chosen must not replace it. The list says whose it is.
 async function loadMemories() {
   const box = $("memories");
   const ns = $("mem-ns").value;
+  const run = ++state.memRun;
   if (!ns) {
     box.replaceChildren(el("p", { class: "dim" }, "no namespace on this branch"));
     return;
   }
   try {
     const tree = await api("memories", { branch: state.branch, namespace: ns });
+    if (run !== state.memRun) return;
+    box.dataset.namespace = ns;
     $("mem-reader").textContent = tree.reader ? `written from ${tree.reader}'s view` : "no reader recorded";
     if (!tree.levels.length) {
       box.replaceChildren(el("p", { class: "dim" }, `${ns} keeps no memories (its strategy does not summarise, or nothing was compressed yet)`));
@@ -385,7 +390,7 @@ async function loadMemories() {
       ),
     );
   } catch (error) {
-    showError(box, error);
+    if (run === state.memRun) showError(box, error);
   }
 }
 

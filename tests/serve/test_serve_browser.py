@@ -208,10 +208,12 @@ def test_memories_open_the_messages_they_cover(page: Any, server: Server) -> Non
     tree = api(page, "/api/memories?namespace=agents/bob")
     bobs = [m["id"] for level in tree["levels"] for m in level["memories"]]
     page.select_option("#mem-ns", "agents/bob")
-    # the list shows bob's memories (not still the namespace shown before the selection)
+    # the list shows bob's memories, not still the namespace shown before the selection (memory
+    # ids repeat across namespaces: L1-1 is every namespace's first)
     page.wait_for_function(
-        "ids => { const shown = [...document.querySelectorAll('#memories .memory')].map(m => m.dataset.id);"
-        " return shown.length > 0 && shown.every(id => ids.includes(id)); }",
+        "ids => { const box = document.getElementById('memories');"
+        " const shown = [...box.querySelectorAll('.memory')].map(m => m.dataset.id);"
+        " return box.dataset.namespace === 'agents/bob' && shown.length > 0 && shown.every(id => ids.includes(id)); }",
         arg=bobs,
     )
     memory = page.locator("#memories .memory").first
