@@ -13,6 +13,7 @@ JSON text and decoded on first use, so opening a large store costs one pass over
 from __future__ import annotations
 
 import logging
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -35,10 +36,11 @@ from ._erasure import (
 )
 from ._errors import (
     ArgumentTypeError,
+    StoreFailedError,
     UnknownBranchError,
 )
 from ._messages import Message, edited_version
-from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, latest
+from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, StoredRows, latest, record_of
 from ._names import check_branch
 from ._notes import STRATEGY_NOTE, parse_strategy_note
 from ._records import (
@@ -63,6 +65,10 @@ MESSAGE: Final = "message"
 #: memory, by default; and how many bodies one read asks the database for at most.
 DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
 FETCH_BATCH: Final = 900
+#: How many message ids one read of a stored branch's ids reads (``id_at``), and how many such
+#: pages stay in memory.
+ID_PAGE: Final = 512
+ID_PAGES: Final = 64
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
@@ -138,17 +144,33 @@ class LogModel:
         self._read_bodies: Callable[[Sequence[int]], Mapping[int, str]] | None = None
         self._loaded: OrderedDict[int, tuple[Branch, int]] = OrderedDict()
         self.body_cache = DEFAULT_BODY_CACHE
+        # A model whose messages stay in the database (``read_rows_from``): where its rows are
+        # read, the messages written here and not yet committed (kept until they are), the
+        # newest record known committed, pages of message ids by branch position, and the
+        # erasure records an open replays once every branch is whole.
+        self._rows: StoredRows | None = None
+        self._pinned: dict[int, tuple[Branch, int]] = {}
+        self._committed_to = 0
+        self._id_pages: OrderedDict[tuple[str, int], array[int]] = OrderedDict()
+        self._opening: list[tuple[int, str]] | None = None
+        self._stones: dict[str, Message] = {}  # a stored branch's erased messages, as read
+        #: Records read into the model by the open, and messages read back from the database
+        #: since (``StoreStatistics``).
+        self.opened_records = 0
+        self.messages_read = 0
 
     # -- replay ---------------------------------------------------------------------------
 
     def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Rebuild the model from persisted rows, in record-id order. Raises
         :class:`RecordTypeError` for a row whose columns are not of the types a store writes."""
+        if self._opening is not None:
+            self.opened_records += len(rows)  # (a journal that reads every record counts them itself)
         for record_id, branch_name, seq, kind, ref, body in rows:
             if (
                 type(record_id) is not int
                 or type(seq) is not int
-                or (type(body) is not str and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._read_bodies))))
+                or (type(body) is not str and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._reads_back))))
                 or type(branch_name) is not str
                 or type(kind) is not str
                 or (ref is not None and type(ref) is not str)
@@ -170,6 +192,9 @@ class LogModel:
                     self._strategy_notes.setdefault(noted_branch, {}).setdefault(namespace, []).append((at, record_id, value))
                 continue
             if kind == ERASURE:
+                if self._opening is not None:  # once every branch is whole (``end_stored_open``)
+                    self._opening.append((record_id, body))
+                    continue
                 parsed = parse_erasure(body)
                 if parsed is None:
                     log.warning("record %s is an erasure record that cannot be read; ignored", record_id)
@@ -188,13 +213,18 @@ class LogModel:
                         meta = {}
                     if not isinstance(meta, dict) or holds_duplicate(meta):
                         meta = {}  # what it was made with cannot be told: as if nothing
-                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta, record_id=record_id)
+                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta, record_id=record_id, stored=parent.stored)
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
                 log.warning("record %s is on unknown branch %r; ignored", record_id, branch_name)
                 continue
             branch.head = max(branch.head, seq)
+            if branch.stored:
+                if kind == MESSAGE:
+                    self._replay_stored_message(branch, record_id, seq, body)
+                    continue
+                branch.add_gap(seq)
             if kind == MESSAGE:
                 self._owner.set(record_id, branch, len(branch.own))
                 branch.own.append(body)  # None: left in the database (read_bodies_with)
@@ -277,12 +307,18 @@ class LogModel:
         if seq > branch.head:
             branch.head = seq
         message = Message(str(record_id), seq, participant, content, frozen, stamp)
-        self._owner.set(record_id, branch, len(branch.own))
-        branch.own.append(message)
-        branch.own_ids.append(record_id)
-        branch.own_seqs.append(seq)
+        if branch.stored:
+            index = branch.add_message(seq)
+            branch.entries[index] = message
+            self._keep(record_id, branch, index)
+        else:
+            index = len(branch.own)
+            self._owner.set(record_id, branch, index)
+            branch.own.append(message)
+            branch.own_ids.append(record_id)
+            branch.own_seqs.append(seq)
         if has_audience(content):
-            branch.own_audience.append(len(branch.own) - 1)
+            branch.own_audience.append(index)
         self._note_content(branch, content, body)
         return message
 
@@ -298,7 +334,7 @@ class LogModel:
 
     def length(self, branch_name: str) -> int:
         branch = self._branch(branch_name)
-        return branch.base_count + len(branch.own)
+        return branch.base_count + branch.own_count()
 
     def may_hold_audience(self, branch_name: str) -> bool:
         """Conservative: false only if no block with an audience was ever stored on the branch."""
@@ -385,7 +421,209 @@ class LogModel:
         self._read_bodies = read
         self.body_cache = cache
 
+    # -- messages that stay in the database ----------------------------------------------------
+
+    def read_rows_from(self, rows: StoredRows, cache: int = DEFAULT_BODY_CACHE) -> None:
+        """Before :meth:`replay`, on an empty model: its messages stay in the database, read from
+        ``rows`` when they are (at most ``cache`` of them kept decoded, besides those written here
+        and not yet committed). The open then replays every record but the messages, and ends
+        with :meth:`end_stored_open`. A message's place on its branch follows from its sequence:
+        each record of a branch takes the branch's next sequence."""
+        self._rows = rows
+        self.body_cache = cache
+        self._branches = {"main": Branch("main", None, 0, stored=True)}
+        self._opening = []
+
+    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int]], next_id: int) -> None:
+        """End an open begun by :meth:`read_rows_from`: each branch's head (the sequence of its
+        newest record), the branch and sequence of every message whose body may name a reader
+        (a superset is safe: a view looks at each), and the next record id. Then replays the
+        erasures the open held back."""
+        for name, head in heads.items():
+            branch = self._branches.get(name)
+            if branch is not None:
+                branch.end_open(head)
+        for name, seq in sorted(audience):
+            branch = self._branches.get(name)
+            index = None if branch is None else branch.index_of_seq(seq)
+            if branch is not None and index is not None:
+                branch.own_audience.append(index)
+        for branch in self._branches.values():
+            if branch.own_audience or any(ancestor.own_audience for ancestor, *_ in branch.ancestors):
+                branch.may_hold_audience = True
+        self.next_id = max(self.next_id, next_id)
+        self._committed_to = self.next_id - 1
+        held, self._opening = self._opening or [], None
+        for record_id, body in held:
+            parsed = parse_erasure(body)
+            if parsed is None:
+                log.warning("record %s is an erasure record that cannot be read; ignored", record_id)
+            else:
+                self.apply_erasure(*parsed)
+
+    def messages_in_memory(self) -> int:
+        """How many messages the model holds decoded or as text (``StoreStatistics``): on a store
+        that reads its messages back, the cache and the messages not yet committed; otherwise
+        every message held (counted, so not for a hot path)."""
+        if self._rows is not None:
+            return sum(len(branch.entries) for branch in self._branches.values())
+        return sum(1 for branch in self._branches.values() for entry in branch.own if entry is not None)
+
+    @property
+    def _reads_back(self) -> bool:
+        return self._rows is not None or self._read_bodies is not None
+
+    def committed(self, record_id: int) -> None:
+        """Every record up to ``record_id`` is committed: the messages written here up to it may
+        leave memory (they can be read back)."""
+        if record_id <= self._committed_to:
+            return
+        self._committed_to = record_id
+        if self._pinned:
+            for pinned in [i for i in self._pinned if i <= record_id]:
+                self._loaded[pinned] = self._pinned.pop(pinned)
+            self._evict()
+
+    def _keep(self, record_id: int, branch: Branch, index: int) -> None:
+        """A message of a stored branch now in ``entries``: kept until committed, then cached."""
+        if record_id > self._committed_to:
+            self._pinned[record_id] = (branch, index)
+            return
+        self._loaded[record_id] = (branch, index)
+        self._loaded.move_to_end(record_id)
+        self._evict()
+
+    def _replay_stored_message(self, branch: Branch, record_id: int, seq: int, body: str | None) -> None:
+        index = branch.add_message(seq)
+        if body is None or body_may_hold_audience(body):  # no body: as if it may name a reader
+            branch.may_hold_audience = True
+            branch.own_audience.append(index)
+        if body is not None:  # kept as text until read (an erasure replayed later may void it)
+            branch.entries[index] = (record_id, body)
+            self._keep(record_id, branch, index)
+
+    def _stored_base(self, owner: Branch, index: int) -> Message:
+        entry = owner.entries.get(index)
+        if entry is None:
+            self._fetch_stored([(owner, index)])
+            entry = owner.entries[index]
+        message_id = entry.id if isinstance(entry, Message) else str(entry[0])
+        if self._erased and message_id in self._erased:
+            stone = self._stones.get(message_id)
+            if stone is None:
+                stone = self._stones[message_id] = self._tombstone_message(int(message_id), owner.seq_of(index))
+            if entry is not stone:
+                owner.entries[index] = stone
+            return stone
+        if not isinstance(entry, Message):
+            record_id, text = entry
+            entry = owner.entries[index] = decode_message(record_id, owner.seq_of(index), text)
+            if unsafe_content(entry.content):
+                self._note_damaged(entry.content, text)
+        return entry
+
+    def _fetch_stored(self, places: Sequence[tuple[Branch, int]]) -> None:
+        """Read and decode the messages at ``places`` from the database, a range of sequences of
+        one branch a query; then let the oldest read go beyond the cache's size."""
+        assert self._rows is not None
+        by_owner: dict[str, tuple[Branch, list[int]]] = {}
+        for owner, index in places:
+            by_owner.setdefault(owner.name, (owner, []))[1].append(index)
+        for owner, indexes in by_owner.values():
+            indexes = sorted(set(indexes))
+            first = 0
+            while first < len(indexes):
+                last = first
+                while last + 1 < len(indexes) and indexes[last + 1] - indexes[first] < FETCH_BATCH:
+                    last += 1
+                run = indexes[first : last + 1]
+                rows = self._rows.message_rows(owner.name, owner.seq_of(run[0]), owner.seq_of(run[-1]), True)
+                found = {seq: (record_id, body) for record_id, seq, body in rows}
+                for index in run:
+                    seq = owner.seq_of(index)
+                    row = found.get(seq)
+                    if row is None:
+                        if index in owner.entries:  # written here, not yet committed
+                            continue
+                        raise StoreFailedError(f"the message at sequence {seq} of branch {owner.name!r} is missing from the store")
+                    record_id, body = row
+                    message = decode_message(record_id, seq, body if type(body) is str else "")
+                    if unsafe_content(message.content):
+                        self._note_damaged(message.content, body if type(body) is str else "")
+                    self.messages_read += 1
+                    owner.entries[index] = message
+                    if record_id not in self._pinned:
+                        self._loaded[record_id] = (owner, index)
+                        self._loaded.move_to_end(record_id)
+                first = last + 1
+        self._evict()
+
+    def _stored_id(self, owner: Branch, index: int) -> int:
+        """The record id of a stored branch's ``index``-th message, from a page of ids read at once."""
+        assert self._rows is not None
+        page = index // ID_PAGE
+        ids = self._id_pages.get((owner.name, page))
+        start = page * ID_PAGE
+        if ids is None or index - start >= len(ids):
+            stop = min(start + ID_PAGE, owner.count)
+            rows = self._rows.message_rows(owner.name, owner.seq_of(start), owner.seq_of(stop - 1), False)
+            found = {seq: record_id for record_id, seq, _body in rows}
+            ids = array("q")
+            for position in range(start, stop):
+                record_id = found.get(owner.seq_of(position))
+                if record_id is None:
+                    entry = owner.entries.get(position)
+                    if entry is None:
+                        if position <= index:
+                            raise StoreFailedError(
+                                f"the message at sequence {owner.seq_of(position)} of branch {owner.name!r} is missing from the store"
+                            )
+                        break
+                    record_id = int(entry.id) if isinstance(entry, Message) else entry[0]
+                ids.append(record_id)
+            self._id_pages[(owner.name, page)] = ids
+            while len(self._id_pages) > ID_PAGES:
+                self._id_pages.popitem(last=False)
+        else:
+            self._id_pages.move_to_end((owner.name, page))
+        return ids[index - start]
+
+    def _place(self, message_id: str) -> tuple[Branch, int] | None:
+        """The branch holding ``message_id`` and its index there, or ``None``."""
+        record_id = record_of(message_id)
+        return None if record_id is None else self._place_record(record_id)
+
+    def _place_record(self, record_id: int) -> tuple[Branch, int] | None:
+        if self._rows is None:
+            return self._owner.of_record(record_id)
+        found = self._pinned.get(record_id) or self._loaded.get(record_id)
+        if found is not None:
+            return found
+        return self._places([record_id]).get(record_id)
+
+    def _places(self, record_ids: Sequence[int]) -> dict[int, tuple[Branch, int]]:
+        """The places of the messages among ``record_ids``, by record id."""
+        if self._rows is None:
+            return {i: place for i in record_ids if (place := self._owner.of_record(i)) is not None}
+        found: dict[int, tuple[Branch, int]] = {}
+        asked: list[int] = []
+        for record_id in record_ids:
+            known = self._pinned.get(record_id) or self._loaded.get(record_id)
+            if known is not None:
+                found[record_id] = known
+            else:
+                asked.append(record_id)
+        if asked:
+            for record_id, name, seq in self._rows.message_places(asked):
+                branch = self._branches.get(name)
+                index = None if branch is None else branch.index_of_seq(seq)
+                if branch is not None and index is not None:
+                    found[record_id] = (branch, index)
+        return found
+
     def _base(self, owner: Branch, index: int) -> Message:
+        if owner.stored:
+            return self._stored_base(owner, index)
         entry = owner.own[index]
         if entry is None or (isinstance(entry, str) and self._erased):
             if self._erased and str(owner.own_ids[index]) in self._erased:
@@ -407,6 +645,9 @@ class LogModel:
         """Read the bodies of the messages at ``places`` (each left out at open) from the
         journal, in batches, keeping them as text until decoded; then let the oldest read go
         beyond the cache's size."""
+        if self._rows is not None:
+            self._fetch_stored(places)
+            return
         assert self._read_bodies is not None
         for first in range(0, len(places), FETCH_BATCH):
             batch = places[first : first + FETCH_BATCH]
@@ -417,19 +658,27 @@ class LogModel:
                 if body is None:  # gone from the database meanwhile: read it fail-closed
                     body = ""
                 owner.own[index] = body
+                self.messages_read += 1
                 self._loaded[record_id] = (owner, index)
                 self._loaded.move_to_end(record_id)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Let the messages read longest ago go, down to the cache's size."""
         while len(self._loaded) > self.body_cache:
             _record_id, (owner, index) = self._loaded.popitem(last=False)
-            owner.own[index] = None
+            if owner.stored:
+                owner.entries.pop(index, None)
+            else:
+                owner.own[index] = None
 
     def prefetch(self, branch_name: str, start: int, stop: int) -> None:
         """Read in one go the bodies a read of positions ``start`` to ``stop`` will need (those
         left in the database), instead of one query a message."""
-        if self._read_bodies is None:
+        if not self._reads_back:
             return
         branch = self._branch(branch_name)
-        start, stop, _ = slice(start, stop).indices(branch.base_count + len(branch.own))
+        start, stop, _ = slice(start, stop).indices(branch.base_count + branch.own_count())
         missing: list[tuple[Branch, int]] = []
         for position in range(start, stop):
             if position >= branch.base_count:
@@ -438,7 +687,7 @@ class LogModel:
                 segment = bisect_right(branch.segment_starts, position) - 1
                 owner, _limit, _count, offset = branch.ancestors[segment]
                 index = position - offset
-            if owner.own[index] is None:
+            if (index not in owner.entries) if owner.stored else (owner.own[index] is None):
                 missing.append((owner, index))
         if missing:
             self._fetch(missing)
@@ -473,7 +722,7 @@ class LogModel:
 
     def _at(self, branch: Branch, position: int) -> Message:
         if position < 0:
-            position += branch.base_count + len(branch.own)
+            position += branch.base_count + branch.own_count()
         if position >= branch.base_count:
             message = self._resolve(branch, self._base(branch, position - branch.base_count))
         else:
@@ -488,23 +737,32 @@ class LogModel:
         """The id of the message at ``position``, without decoding it."""
         branch = self._branch(branch_name)
         if position < 0:
-            position += branch.base_count + len(branch.own)
+            position += branch.base_count + branch.own_count()
         if position >= branch.base_count:
-            return str(branch.own_ids[position - branch.base_count])
-        if position < 0:
-            raise IndexError(position)
-        segment = bisect_right(branch.segment_starts, position) - 1
-        owner, _limit, _count, offset = branch.ancestors[segment]
-        return str(owner.own_ids[position - offset])
+            owner, index = branch, position - branch.base_count
+            if index >= branch.own_count():
+                raise IndexError(position)
+        else:
+            if position < 0:
+                raise IndexError(position)
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            index = position - offset
+        if not owner.stored:
+            return str(owner.own_ids[index])
+        entry = owner.entries.get(index)
+        if entry is None:
+            return str(self._stored_id(owner, index))
+        return entry.id if isinstance(entry, Message) else str(entry[0])
 
     def slice(self, branch_name: str, start: int, stop: int | None = None) -> list[Message]:
         """Messages at positions ``start`` (inclusive) to ``stop`` (exclusive), oldest first."""
         branch = self._branch(branch_name)
-        total = branch.base_count + len(branch.own)
+        total = branch.base_count + branch.own_count()
         check_int(start, "start")
         check_int(stop, "stop", optional=True)
         start, stop, _ = slice(start, stop).indices(total)
-        if self._read_bodies is None:
+        if not self._reads_back:
             return [self._at(branch, i) for i in range(start, stop)]
         out: list[Message] = []
         for first in range(start, stop, FETCH_BATCH):  # a batch of bodies read, then decoded
@@ -516,7 +774,7 @@ class LogModel:
     def position_of(self, branch_name: str, message_id: str) -> int | None:
         """Where ``message_id`` stands on this branch, or ``None`` if it is not visible there."""
         branch = self._branch(branch_name)
-        found = self._owner.get(check_message_id(message_id))
+        found = self._place(check_message_id(message_id))
         if found is None:
             return None
         owner, index = found
@@ -669,13 +927,15 @@ class LogModel:
 
     def message_ids(self) -> list[str]:
         """The id of every message of the store that is not erased, in record order."""
-        ids = [str(i) for b in self._branches.values() for i in b.own_ids]
-        ids.sort(key=int)
-        return [i for i in ids if i not in self._erased]
+        if self._rows is not None:
+            numbers = sorted({*self._rows.all_message_ids(), *self._pinned})
+        else:
+            numbers = sorted(i for b in self._branches.values() for i in b.own_ids)
+        return [i for i in map(str, numbers) if i not in self._erased]
 
     def stored_message(self, message_id: str) -> Message | None:
         """A message as its own branch stored it (its newest edits aside), wherever it is."""
-        found = self._owner.get(message_id)
+        found = self._place(message_id)
         return None if found is None else self._base(*found)
 
     def messages_holding(self, record_ids: range, words: Sequence[str]) -> frozenset[int]:
@@ -685,8 +945,12 @@ class LogModel:
         found: set[int] = set()
         for first in range(record_ids.start, record_ids.stop, FETCH_BATCH):
             batch = range(first, min(record_ids.stop, first + FETCH_BATCH))
-            places = [place for place in map(self._owner.of_record, batch) if place is not None]
-            if self._read_bodies is not None:
+            places = list(self._places(batch).values())
+            if self._rows is not None:
+                lacking = [(owner, index) for owner, index in places if index not in owner.entries]
+                if lacking:
+                    self._fetch(lacking)
+            elif self._read_bodies is not None:
                 lacking = [place for place in places if place[0].own[place[1]] is None]
                 if lacking:
                     self._fetch(lacking)
@@ -698,9 +962,11 @@ class LogModel:
 
     def message_record(self, record_id: int) -> Message | None:
         """:meth:`stored_message` by record id (``None``: no message has it)."""
-        found = self._owner.of_record(record_id)
+        found = self._place_record(record_id)
         if found is None:
             return None
+        if found[0].stored:
+            return self._base(*found)
         entry = found[0].own[found[1]]
         return entry if type(entry) is Message else self._base(*found)
 
@@ -711,7 +977,7 @@ class LogModel:
         body, and the record ids of the state records it overwrites. ``None`` when every one of them was
         erased already (erasing again does nothing). Refuses unknown ids
         (``UnknownMessagesError``, naming them), changing nothing."""
-        unknown = [m for m in message_ids if not isinstance(m, str) or self._owner.get(m) is None]
+        unknown = [m for m in message_ids if not isinstance(m, str) or self._place(m) is None]
         if unknown:
             raise UnknownMessagesError([str(m) for m in unknown])
         new = [m for m in dict.fromkeys(message_ids) if m not in self._erased]
@@ -746,11 +1012,16 @@ class LogModel:
         self._erasures.append(erasure)
         for message_id in erasure.message_ids:
             self._erased[message_id] = Tombstone(message_id, erasure.at, erasure.reason, erasure.number)
-            found = self._owner.get(message_id)
+            found = self._place(message_id)
             if found is None:
                 continue
             owner, index = found
-            stone = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
+            stone = self._tombstone_message(int(message_id), owner.seq_of(index))
+            if owner.stored:
+                owner.entries[index] = self._stones[message_id] = stone
+                self._keep(int(message_id), owner, index)
+            else:
+                owner.own[index] = stone
             for branch in self._branches.values():
                 if branch.edits.get(message_id):
                     branch.edits[message_id] = [(seq, ()) for seq, _ in branch.edits[message_id]]

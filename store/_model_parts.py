@@ -5,15 +5,27 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
 
 import attrs
 
 from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._messages import Message
 
-__all__ = ["BranchInfo", "MISSING", "RecordTypeError", "Row", "UNREADABLE", "Branch", "Owners", "fork_point", "latest"]
+__all__ = [
+    "BranchInfo",
+    "MISSING",
+    "RecordTypeError",
+    "Row",
+    "StoredRows",
+    "UNREADABLE",
+    "Branch",
+    "Owners",
+    "fork_point",
+    "latest",
+    "record_of",
+]
 
 
 class RecordTypeError(ValueError):
@@ -63,6 +75,31 @@ class Row:
         return (self.id, self.branch, self.seq, self.kind, self.ref, self.body)
 
 
+class StoredRows(Protocol):
+    """What a model whose messages stay in the database reads of them, synchronously, from
+    committed records (a journal implements it: ``LogModel.read_rows_from``)."""
+
+    def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> Sequence[tuple[int, int, str | None]]:
+        """``(id, seq, body)`` of the message records on ``branch`` with sequences from ``first``
+        to ``last`` (both included), body ``None`` unless ``bodies``."""
+        ...
+
+    def message_places(self, record_ids: Sequence[int]) -> Sequence[tuple[int, str, int]]:
+        """``(id, branch, seq)`` of the message records among ``record_ids``."""
+        ...
+
+    def all_message_ids(self) -> Sequence[int]:
+        """The id of every message record, in id order."""
+        ...
+
+
+def record_of(message_id: str) -> int | None:
+    """The record id a message id is the decimal form of, or ``None``."""
+    if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):
+        return None
+    return int(message_id)
+
+
 class Owners:
     """Which branch holds each message, and where: two arrays indexed by record id (record ids
     are dense), 16 bytes a record instead of a dict entry of about 240 bytes a message."""
@@ -83,9 +120,8 @@ class Owners:
         self._indexes[record_id] = index
 
     def get(self, message_id: str) -> tuple[Branch, int] | None:
-        if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):
-            return None  # not the decimal form of a record id
-        return self.of_record(int(message_id))
+        record_id = record_of(message_id)
+        return None if record_id is None else self.of_record(record_id)
 
     def of_record(self, record_id: int) -> tuple[Branch, int] | None:
         if record_id >= len(self._branches):
@@ -98,9 +134,19 @@ class Branch:
     """One branch's records. Ancestors are referenced, never copied."""
 
     def __init__(
-        self, name: str, parent: Branch | None, fork_sequence: int, meta: Mapping[str, Any] | None = None, *, record_id: int = 0
+        self,
+        name: str,
+        parent: Branch | None,
+        fork_sequence: int,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        record_id: int = 0,
+        stored: bool = False,
     ) -> None:
         self.name = name
+        #: Whether its messages stay in the database (positions from the sequence, entries a
+        #: cache), or are held in memory (``own``, ``own_ids``, ``own_seqs``).
+        self.stored = stored
         #: The id of the record that made the branch (0 for ``main``, which none made).
         self.record_id = record_id
         self.meta: Mapping[str, Any] = meta or {}
@@ -114,10 +160,10 @@ class Branch:
             offset = 0
             for ancestor, limit, _count, _offset in parent.ancestors:
                 limit = min(limit, fork_sequence)
-                count = bisect_right(ancestor.own_seqs, limit)
+                count = ancestor.count_upto(limit)
                 self.ancestors.append((ancestor, limit, count, offset))
                 offset += count
-            count = bisect_right(parent.own_seqs, fork_sequence)
+            count = parent.count_upto(fork_sequence)
             self.ancestors.append((parent, fork_sequence, count, offset))
             offset += count
             self.base_count = offset
@@ -133,6 +179,13 @@ class Branch:
         # The indexes in ``own`` of the messages whose stored body may name a reader (a block
         # with an audience): what a reader's view of the branch computes from, never the rest.
         self.own_audience: array[int] = array("q")
+        # A stored branch: how many messages it holds, the sequences of its other records (edits,
+        # states) in order with how many messages precede each, and the messages read back (a
+        # cache the model bounds, or pinned until committed), by index.
+        self.count = 0
+        self.gaps: array[int] = array("q")
+        self.gap_before: array[int] = array("q")
+        self.entries: dict[int, Message | tuple[int, str]] = {}  # a message, or its record id and text
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []
@@ -147,6 +200,67 @@ class Branch:
             for message_id, versions in ancestor.edits.items():
                 if versions[0][0] <= limit:
                     self.edited_ids.add(message_id)
+
+    # -- positions: every record of a branch takes its next sequence, so on a stored branch a
+    # message's index follows from its sequence and the sequences of the other records.
+
+    def own_count(self) -> int:
+        return self.count if self.stored else len(self.own)
+
+    def count_upto(self, limit: int) -> int:
+        """How many of its own messages have a sequence of at most ``limit``."""
+        if not self.stored:
+            return bisect_right(self.own_seqs, limit)
+        if limit <= self.fork_sequence:
+            return 0
+        # No more than the head is ever asked (a fork point), so this holds at an open too,
+        # before the branch's count is known.
+        return limit - self.fork_sequence - bisect_right(self.gaps, limit)
+
+    def seq_of(self, index: int) -> int:
+        """The sequence of its ``index``-th own message."""
+        if not self.stored:
+            return self.own_seqs[index]
+        return self.fork_sequence + 1 + index + bisect_right(self.gap_before, index)
+
+    def index_of_seq(self, seq: int) -> int | None:
+        """The index of its own message at ``seq``, or ``None`` when no message holds it."""
+        if not self.stored:
+            found = bisect_right(self.own_seqs, seq) - 1
+            return found if found >= 0 and self.own_seqs[found] == seq else None
+        gap = bisect_right(self.gaps, seq)
+        if seq <= self.fork_sequence or (gap and self.gaps[gap - 1] == seq):
+            return None
+        index = seq - self.fork_sequence - 1 - gap
+        return index if index < self.count else None
+
+    def add_gap(self, seq: int) -> None:
+        """A stored branch's record other than a message, at ``seq``: the sequences between it
+        and the record before it are messages (each record takes the next sequence)."""
+        before = seq - self.fork_sequence - 1 - len(self.gaps)
+        if before < self.count:  # an out-of-order record cannot be placed: refuse it, as a bad type
+            raise RecordTypeError(f"a record at sequence {seq} of branch {self.name!r} comes after a later one")
+        self.count = before
+        self.gaps.append(seq)
+        self.gap_before.append(before)
+
+    def add_message(self, seq: int) -> int:
+        """A stored branch's message at ``seq``: its index. A sequence skipped before it (only a
+        file changed outside asides skips one) counts as a record other than a message."""
+        expected = self.fork_sequence + 1 + self.count + len(self.gaps)
+        if seq < expected:
+            raise RecordTypeError(f"a message at sequence {seq} of branch {self.name!r} comes after a later record")
+        for skipped in range(expected, seq):
+            self.gaps.append(skipped)
+            self.gap_before.append(self.count)
+        self.count += 1
+        return self.count - 1
+
+    def end_open(self, head: int) -> None:
+        """A stored branch read at an open: its head; every sequence after its last other record
+        up to the head holds a message."""
+        self.head = max(self.head, head)
+        self.count = max(self.count, self.head - self.fork_sequence - len(self.gaps))
 
     def chain(self) -> Iterator[tuple[Branch, float]]:
         """This branch (no limit) then its ancestors nearest first, each with its visible limit."""

@@ -57,6 +57,16 @@ _SELECT_AFTER_LEAVING_BODIES = (
     "AND position('\\u' in body) = 0 THEN NULL ELSE body END FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
 )
 PAGE_ROWS = 5000
+#: At an open that leaves the messages in the database (``Connection.stored_open``): the records
+#: other than messages and compile records, and where the messages stand whose body may name a
+#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes.
+_SELECT_RECORDS_AFTER = (
+    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND id > %s ORDER BY id LIMIT %s"
+)
+_SELECT_AUDIENCE = (
+    "SELECT branch, seq, body FROM asides_log WHERE kind = 'message' "
+    "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)"
+)
 #: Append rows: one statement, so in autocommit mode one round trip commits it. Its records are
 #: numbered after the newest record this process has seen; when another process committed
 #: meanwhile, the first of those ids is taken, and the statement fails whole on the primary key
@@ -302,6 +312,51 @@ class Connection:
             page = self._page_after(page[-1][0], leave_bodies)
             rows.extend(page)
         return rows
+
+    def has_stored_indexes(self) -> bool:
+        row = self._conn.execute(
+            "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL"
+        ).fetchone()
+        return bool(row[0])
+
+    def stored_open(self) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Any]], int]:
+        """In one snapshot: every record other than messages and compile records (in id order),
+        each branch's newest sequence, the branch, sequence and body of every message whose body
+        may name a reader, and the newest record id."""
+        with self._conn.transaction():
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            rows: list[RowTuple] = []
+            after = 0
+            while True:
+                page = self._conn.execute(_SELECT_RECORDS_AFTER, (after, PAGE_ROWS)).fetchall()
+                rows.extend(page)
+                if len(page) < PAGE_ROWS:
+                    break
+                after = page[-1][0]
+            names = {"main", *(row[1] for row in rows if row[3] == "branch")}
+            heads: dict[str, int] = {}
+            for name in names:
+                found = self._conn.execute("SELECT max(seq) FROM asides_log WHERE branch = %s", (name,)).fetchone()
+                if found[0] is not None:
+                    heads[name] = int(found[0])
+            audience = self._conn.execute(_SELECT_AUDIENCE).fetchall()
+            newest = self._conn.execute("SELECT max(id) FROM asides_log").fetchone()[0]
+        return rows, heads, audience, int(newest or 0)
+
+    def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
+        query = (
+            "SELECT id, seq, body FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"
+            if bodies
+            else "SELECT id, seq, NULL FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"
+        )
+        return [(int(i), int(q), b) for i, q, b in self._conn.execute(query, (branch, first, last)).fetchall()]
+
+    def message_places(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        rows = self._conn.execute("SELECT id, branch, seq FROM asides_log WHERE id = ANY(%s) AND kind = 'message'", (list(ids),))
+        return [(int(i), str(b), int(q)) for i, b, q in rows.fetchall()]
+
+    def all_message_ids(self) -> list[int]:
+        return [int(row[0]) for row in self._conn.execute("SELECT id FROM asides_log WHERE kind = 'message' ORDER BY id").fetchall()]
 
     def bodies(self, ids: Sequence[int]) -> dict[int, str]:
         """The bodies of these records, in one round trip (one statement)."""

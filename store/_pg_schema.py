@@ -206,6 +206,14 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
 
 #: Finds a namespace's compile records, newest first, without reading the log.
 PG_COMPILE_INDEX = compile_index("asides_log")
+#: What an open reads instead of the messages (``Connection.stored_open``): the records other
+#: than messages and compile records, and the messages whose body may name a reader. (Where a
+#: message stands, by branch and sequence, is the log's own unique index.)
+PG_STORED_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS asides_log_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile')",
+    "CREATE INDEX IF NOT EXISTS asides_log_audience ON asides_log (branch, seq) WHERE kind = 'message' "
+    "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)",
+)
 
 
 def _make_search(conn: Any) -> None:
@@ -214,6 +222,8 @@ def _make_search(conn: Any) -> None:
     for statement in PG_SEARCH_SCHEMA:
         conn.execute(statement)
     conn.execute(PG_COMPILE_INDEX)
+    for statement in PG_STORED_INDEXES:
+        conn.execute(statement)
     conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
     conn.execute(
         "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
@@ -231,6 +241,11 @@ def prepare_search(conn: Any) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             conn.execute(PG_COMPILE_INDEX)
+    if not conn.execute("SELECT to_regclass('asides_log_audience') IS NOT NULL").fetchone()[0]:
+        with conn.transaction():  # a store made before them: made once, by its first writing open
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+            for statement in PG_STORED_INDEXES:
+                conn.execute(statement)
     if search_state(conn) is not None:
         return
     with conn.transaction():

@@ -61,12 +61,12 @@ from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._groups import collapsing
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import DEFAULT_BODY_CACHE, LogModel
+from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
 from ._pg_vacuum import OwedVacuum
-from ._records import EncodedMessage
+from ._records import EncodedMessage, body_may_hold_audience
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
@@ -177,10 +177,24 @@ class PostgresJournal:
         """Read every committed record into the model, on the connection of the open."""
         connection = self._connection
         assert connection is not None
-        self._model.read_bodies_with(self._read_bodies, self._body_cache)
-        rows = await anyio.to_thread.run_sync(functools.partial(connection.rows_after, 0, leave_bodies=True))
-        self._model.replay(rows)
-        self._applied = self._announced = rows[-1][0] if rows else 0
+        if await anyio.to_thread.run_sync(connection.has_stored_indexes):
+            # The messages stay in the database: the records other than messages, the heads and
+            # where the messages that may name a reader stand, in one snapshot.
+            self._model.read_rows_from(self, self._body_cache)
+            rows, heads, audience, newest = await anyio.to_thread.run_sync(connection.stored_open)
+            try:
+                self._model.replay(rows)
+            except RecordTypeError as exc:
+                raise StoreFailedError(f"{self.path}: {exc}") from None
+            found = [(str(b), int(q)) for b, q, body in audience if type(body) is not str or body_may_hold_audience(body)]
+            self._model.end_stored_open(heads, found, newest + 1)
+            self._applied = self._announced = newest
+        else:
+            self._model.read_bodies_with(self._read_bodies, self._body_cache)
+            rows = await anyio.to_thread.run_sync(functools.partial(connection.rows_after, 0, leave_bodies=True))
+            self._model.replay(rows)
+            self._model.opened_records += len(rows)
+            self._applied = self._announced = rows[-1][0] if rows else 0
         self.audit_anchor = await anyio.to_thread.run_sync(connection.audit_anchor)
 
     @property
@@ -545,6 +559,7 @@ class PostgresJournal:
         await self._call(connection.commit_locked, write.exact)
         self._noticed(True)
         self._applied = self._announced = write.exact[-1][0]
+        self._model.committed(self._applied)
         self.commits += 1
 
     async def _session_lock(self, write: PendingWrite, name: str, key: int, take: bool) -> None:
@@ -802,6 +817,21 @@ class PostgresJournal:
         longer, and waits for no commit (a commit holds no lock a read needs). After the close a
         read opens a connection for itself and closes it. A body the database cannot give is a
         ``StoreFailedError`` naming the store."""
+        return self._read(lambda connection: connection.bodies(record_ids))
+
+    # What a model whose messages stay in the database reads (``store._model_parts.StoredRows``),
+    # each in one round trip, as ``_read_bodies``.
+
+    def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
+        return self._read(lambda connection: connection.message_rows(branch, first, last, bodies))
+
+    def message_places(self, record_ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        return self._read(lambda connection: connection.message_places(record_ids))
+
+    def all_message_ids(self) -> list[int]:
+        return self._read(lambda connection: connection.all_message_ids())
+
+    def _read(self, fn: Callable[[Connection], T]) -> T:
         with self._body_lock:
             connection, transient = self._body_connection, False
             try:
@@ -811,7 +841,7 @@ class PostgresJournal:
                         transient = True
                     else:
                         self._body_connection = connection
-                return connection.bodies(record_ids)
+                return fn(connection)
             except StoreFailedError:
                 raise
             except Exception as exc:
@@ -854,7 +884,9 @@ class PostgresJournal:
         return Candidates(frozenset(ids) | self._model.edited_since(reached), range(reached, self._model.next_id))
 
     def _note_commit(self) -> None:
-        """Wake the indexer once enough records wait for it (store/_search.py)."""
+        """Let what is committed leave memory, and wake the indexer once enough records wait
+        for it (store/_search.py)."""
+        self._model.committed(self._applied)
         if self._model.next_id - self._index_reached >= INDEX_EVERY:
             self._index_wanted.set()
 

@@ -45,6 +45,7 @@ from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesEra
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
+from ._records import body_may_hold_audience
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
 from ._search import (
@@ -82,6 +83,16 @@ CREATE TABLE IF NOT EXISTS log (
     body TEXT NOT NULL
 )
 """
+#: The indexes a store file's open reads instead of its messages (``SqliteJournal.replay``): each
+#: message's place by branch and sequence, the records other than messages (and compile records),
+#: and the messages whose body may name a reader (by the test ``SELECT_PAGE_LEAVING_BODIES``
+#: makes). A writing open makes them; a file without them is read whole.
+STORED_INDEXES: Final = (
+    "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
+    "CREATE INDEX IF NOT EXISTS log_records ON log (id) WHERE kind NOT IN ('message', 'compile')",
+    "CREATE INDEX IF NOT EXISTS log_audience ON log (branch, seq) WHERE kind = 'message' "
+    "AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)",
+)
 #: What an erasure rewrites in a store file so that no file keeps the erased bytes (its
 #: receipt: ``Erasure.rewrites``), all by the time ``erase`` returns.
 REWRITES: Final = (
@@ -198,6 +209,9 @@ class SqliteJournal:
         if not self._has_log:
             return
         lazy = self.path != ":memory:"  # a file can be read again; memory cannot
+        if lazy and await self._has_stored_indexes():
+            await self._replay_stored()
+            return
         if lazy:
             if self.read_only:  # as the open's own connection: immutable while no writer holds the file
                 self._body_target = _read_only_target(self._absolute_path)
@@ -212,6 +226,7 @@ class SqliteJournal:
                 while True:
                     rows = await self._driver.execute(query, (after, REPLAY_PAGE))
                     self._model.replay(rows)
+                    self._model.opened_records += len(rows)
                     if len(rows) < REPLAY_PAGE:
                         break
                     after = rows[-1][0]
@@ -221,6 +236,53 @@ class SqliteJournal:
             raise open_error(self.path, exc) from exc
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
+
+    async def _has_stored_indexes(self) -> bool:
+        try:
+            rows = await self._driver.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('log_place', 'log_records', 'log_audience')"
+            )
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        return bool(rows[0][0] == 3)
+
+    async def _replay_stored(self) -> None:
+        """An open that leaves the messages in the file: the records other than messages, each
+        branch's head, where the messages that may name a reader stand, and the next record id,
+        through the file's indexes (``STORED_INDEXES``), in one read transaction."""
+        if self.read_only:
+            self._body_target = _read_only_target(self._absolute_path)
+        self._model.read_rows_from(self, self._body_cache)
+        try:
+            await self._driver.execute("BEGIN")
+            try:
+                after = 0
+                while True:
+                    rows = await self._driver.execute(SELECT_RECORDS_PAGE, (after, REPLAY_PAGE))
+                    self._model.replay(rows)
+                    if len(rows) < REPLAY_PAGE:
+                        break
+                    after = rows[-1][0]
+                heads: dict[str, int] = {}
+                for info in self._model.branches():
+                    found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
+                    if found and found[0][0] is not None:
+                        heads[info.name] = int(found[0][0])
+                audience = [
+                    (str(b), int(q))
+                    for b, q, body in await self._driver.execute(SELECT_AUDIENCE)
+                    if type(body) is not str or body_may_hold_audience(body)
+                ]
+                newest = await self._driver.execute("SELECT max(id) FROM log")
+            finally:
+                await self._driver.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        except RecordTypeError as exc:
+            raise StoreCorruptError(self.path, str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise StoreCorruptError(self.path, f"a record of the wrong types: {exc}") from None
+        self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1)
 
     @property
     def closed(self) -> bool:
@@ -288,6 +350,7 @@ class SqliteJournal:
         indexer once enough records wait for it."""
         if rows:
             self._committed_to = max(self._committed_to, int(rows[-1][0]))
+            self._model.committed(self._committed_to)
         if self._committed_to + 1 - self._index_reached >= INDEX_EVERY:
             self._index_wanted.set()
 
@@ -376,6 +439,35 @@ class SqliteJournal:
         """The bodies of committed message records, read synchronously (``LogModel.read_bodies_with``)
         through a read-only connection of its own, made at the first read: a point query by
         record id, which no commit blocks (WAL). A body the file does not hold is left out."""
+        marks = ",".join("?" * len(record_ids))
+        rows = self._read(f"SELECT id, body FROM log WHERE id IN ({marks})", list(record_ids))  # noqa: S608 - placeholders
+        return {record_id: body for record_id, body in rows if type(body) is str}
+
+    # What a model whose messages stay in the file reads (``store._model_parts.StoredRows``).
+
+    def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
+        column = "body" if bodies else "NULL"
+        rows = self._read(
+            f"SELECT id, seq, {column} FROM log WHERE branch = ? AND seq BETWEEN ? AND ? AND kind = 'message'",  # noqa: S608 - a column
+            (branch, first, last),
+        )
+        return [(int(i), int(q), b) for i, q, b in rows]
+
+    def message_places(self, record_ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        found: list[tuple[int, str, int]] = []
+        for start in range(0, len(record_ids), 900):
+            chunk = list(record_ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(f"SELECT id, branch, seq FROM log WHERE id IN ({marks}) AND kind = 'message'", chunk)  # noqa: S608
+            found.extend((int(i), str(b), int(q)) for i, b, q in rows)
+        return found
+
+    def all_message_ids(self) -> list[int]:
+        return [int(row[0]) for row in self._read("SELECT id FROM log WHERE kind = 'message' ORDER BY id", ())]
+
+    def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
+        """Rows of a read of committed records, synchronously, on the connection that reads what
+        the open left in the file (made at the first read)."""
         reader, transient = self._body_reader, False
         try:
             uri, stamp = self._body_target or (f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro", None)
@@ -389,14 +481,13 @@ class SqliteJournal:
                     transient = True  # a read after the close: nothing keeps the connection
                 else:
                     self._body_reader = reader
-            marks = ",".join("?" * len(record_ids))
-            rows = reader.execute(f"SELECT id, body FROM log WHERE id IN ({marks})", list(record_ids)).fetchall()  # noqa: S608 - placeholders
+            rows: list[Any] = reader.execute(query, parameters).fetchall()
         except (sqlite3.Error, OSError) as exc:
-            raise StoreFailedError(f"the messages' bodies could not be read from {self.path!r}: {exc}") from exc
+            raise StoreFailedError(f"the messages could not be read from {self.path!r}: {exc}") from exc
         finally:
             if transient and reader is not None:
                 reader.close()
-        return {record_id: body for record_id, body in rows if type(body) is str}
+        return rows
 
     # -- the committer -----------------------------------------------------------------------
 
@@ -664,6 +755,7 @@ class SqliteJournal:
             events = apply_rows(self._model, rows, elsewhere=True)
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
+        self._model.committed(int(rows[-1][0]))
         self.caught_up_records += len(rows)
         for event in events:
             self._life.tell(event)
@@ -699,6 +791,14 @@ SELECT_PAGE_LEAVING_BODIES = (
     "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log WHERE id > ? ORDER BY id LIMIT ?"
 )
 SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
+# At the open of a file with ``STORED_INDEXES``: the records other than messages and compile records,
+# and where the messages stand whose body may name a reader (by the same test).
+SELECT_RECORDS_PAGE = (
+    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND id > ? ORDER BY id LIMIT ?"
+)
+SELECT_AUDIENCE = (
+    "SELECT branch, seq, body FROM log WHERE kind = 'message' AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)"
+)
 #: Records an open reads in one statement (a page of the replay).
 REPLAY_PAGE = 50_000
 SELECT_ROWS_AFTER = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id"

@@ -63,6 +63,14 @@ class StoreStatistics:
     #: Records this process read from other writers' commits (:meth:`Store.catch_up`,
     #: :meth:`Store.sync`, and a shared store's catching up as it commits).
     caught_up_records: int
+    #: Records the open read into memory: on a store file or a PostgreSQL store with the indexes
+    #: it reads through, the records other than messages (and compile records); otherwise every one.
+    records_read_at_open: int = 0
+    #: Messages read back from the database since the open (each read of one counts).
+    messages_read: int = 0
+    #: Messages in memory now: read back and cached, or written and not yet committed (on
+    #: ``:memory:`` and a store read whole at its open, every message held).
+    messages_in_memory: int = 0
 
 
 class Store:
@@ -105,8 +113,14 @@ class Store:
         """What the store counted since its open, as one snapshot (:class:`StoreStatistics`).
         Never refused: a closed or stopped store answers what it counted until then."""
         journal = self._journal
+        model = self._model
         return StoreStatistics(
-            commits=journal.commits, contended_commits=journal.contended_commits, caught_up_records=journal.caught_up_records
+            commits=journal.commits,
+            contended_commits=journal.contended_commits,
+            caught_up_records=journal.caught_up_records,
+            records_read_at_open=model.opened_records,
+            messages_read=model.messages_read,
+            messages_in_memory=model.messages_in_memory(),
         )
 
     @property

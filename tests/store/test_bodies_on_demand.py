@@ -9,22 +9,15 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 
-from asides import ArgumentTypeError, InvalidArgumentError, Message, PassthroughStrategy, StoreFailedError, open_runtime, text
+from asides import ArgumentTypeError, InvalidArgumentError, PassthroughStrategy, StoreFailedError, open_runtime, text
 from asides.lowlevel import MessageView, open_store
 from tests.helpers import writable_store
 from tests.store.test_sparse_views import OPS, READERS
-
-
-def in_memory(model: Any, branch: str = "main") -> tuple[int, int]:
-    """(messages whose body is in memory, messages decoded) among the branch's own."""
-    own = model._branch(branch).own
-    return sum(1 for entry in own if entry is not None), sum(1 for entry in own if isinstance(entry, Message))
 
 
 async def write_long(path: str, count: int) -> None:
@@ -35,19 +28,21 @@ async def write_long(path: str, count: int) -> None:
         )
 
 
-async def test_an_open_holds_the_bodies_that_name_a_reader_and_reads_the_rest_when_asked(tmp_path):
+async def test_an_open_of_a_file_reads_no_message_and_reads_each_back_when_asked(tmp_path):
     path = str(tmp_path / "long.db")
     await write_long(path, 3000)
     async with open_store(path, message_cache=50) as store:
-        model = store.model
-        assert in_memory(model) == (30, 0), "only the 30 bodies naming ann, none decoded"
+        opened = store.statistics()
+        assert (opened.records_read_at_open, opened.messages_read, opened.messages_in_memory) == (0, 0, 0)
+        assert store.model.length("main") == 3000
         assert [m.content[0].text for m in store.messages("main", 2997, 3000)] == ["m2997", "m2998", "m2999"]
         for i in range(0, 3000, 7):  # one at a time, from the file
             assert store.messages("main", i, i + 1)[0].content[0].text == f"m{i}"
-        assert len(model._loaded) <= 50, "no more than the cache stays decoded"
+        assert store.statistics().messages_in_memory <= 50, "no more than the cache stays decoded"
         assert len(store.messages("main")) == 3000  # a whole read still reads everything, in batches
+        assert store.statistics().messages_in_memory <= 50
         message = await store.append_message("main", "user", (text("new"),))
-        assert store.get_message("main", message.id) is message  # what is written stays in memory
+        assert store.get_message("main", message.id) is message  # what is written stays in memory while cached
 
 
 async def test_a_runtime_over_a_long_file_compiles_the_newest_reading_only_them(tmp_path):
@@ -57,8 +52,7 @@ async def test_a_runtime_over_a_long_file_compiles_the_newest_reading_only_them(
         ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
         compiled = await ann.compile(max_tokens=2_000, reserve_for_response=0)
         assert compiled.messages[-1].content[0].text == "m2999"
-        bodies, _decoded = in_memory(writable_store(rt).model)
-        assert bodies <= 30 + 100
+        assert writable_store(rt).statistics().messages_in_memory <= 100
 
 
 @pytest.mark.parametrize(
@@ -136,17 +130,17 @@ async def test_a_read_only_open_with_no_writer_refuses_bodies_once_a_writer_chan
             reader.messages("main", 150, 151)
 
 
-async def test_a_postgres_open_leaves_the_bodies_that_name_no_reader_in_the_database(pg_url):
-    """As a store file's: the open holds the bodies that may name a reader, a read of another
-    reads it then (one round trip for a batch), and at most ``message_cache`` stay decoded."""
+async def test_a_postgres_open_reads_no_message_and_reads_each_back_when_asked(pg_url):
+    """As a store file's: the open reads no message, a read of one reads it then (one round trip
+    for a batch), and at most ``message_cache`` stay decoded."""
     await write_long(pg_url, 3000)
     async with open_store(pg_url, message_cache=50) as store:
-        model = store.model
-        assert in_memory(model) == (30, 0), "only the 30 bodies naming ann, none decoded"
+        opened = store.statistics()
+        assert (opened.records_read_at_open, opened.messages_read, opened.messages_in_memory) == (0, 0, 0)
         assert [m.content[0].text for m in store.messages("main", 2997, 3000)] == ["m2997", "m2998", "m2999"]
         for i in range(0, 3000, 97):
             assert store.messages("main", i, i + 1)[0].content[0].text == f"m{i}"
-        assert len(model._loaded) <= 50
+        assert store.statistics().messages_in_memory <= 50
         assert [m.content[0].text for m in store.messages("main")] == [f"m{i}" for i in range(3000)]
         message = await store.append_message("main", "user", (text("new"),))
         assert store.get_message("main", message.id) is message
