@@ -53,6 +53,7 @@ from ._records import (
     unsafe_content,
 )
 from ._search import holds_every, searchable_text
+from ._seers import Seers, seers_of
 from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
@@ -154,6 +155,7 @@ class LogModel:
         self._id_pages: OrderedDict[tuple[str, int], array[int]] = OrderedDict()
         self._opening: list[tuple[int, str]] | None = None
         self._stones: dict[str, Message] = {}  # a stored branch's erased messages, as read
+        self._seers_shared: dict[Seers, Seers] = {}
         #: Records read into the model by the open, and messages read back from the database
         #: since (``StoreStatistics``).
         self.opened_records = 0
@@ -233,6 +235,7 @@ class LogModel:
                 if body is not None and body_may_hold_audience(body):
                     branch.may_hold_audience = True
                     branch.own_audience.append(len(branch.own) - 1)
+                    branch.audience_seers.append(None)
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
                 written = edit_time(body)
@@ -319,6 +322,7 @@ class LogModel:
             branch.own_seqs.append(seq)
         if has_audience(content):
             branch.own_audience.append(index)
+            branch.audience_seers.append(self._shared_seers(seers_of(content)))
         self._note_content(branch, content, body)
         return message
 
@@ -356,6 +360,42 @@ class LogModel:
         lo = bisect_left(marked, start - base) if start > base else 0
         found.extend(base + i for i in marked[lo:])
         return found
+
+    def audience_entries(self, branch_name: str, start: int = 0) -> list[tuple[int, Seers | None]]:
+        """:meth:`audience_positions`, each with who sees something of that message when that is
+        known without decoding it (store/_seers.py), else ``None``."""
+        branch = self._branch(branch_name)
+        found: list[tuple[int, Seers | None]] = []
+        for owner, _limit, count, offset in branch.ancestors:
+            if offset + count <= start:
+                continue
+            marked = owner.own_audience
+            lo = bisect_left(marked, start - offset) if start > offset else 0
+            hi = bisect_left(marked, count)
+            found.extend(zip((offset + i for i in marked[lo:hi]), owner.audience_seers[lo:hi], strict=True))
+        base, marked = branch.base_count, branch.own_audience
+        lo = bisect_left(marked, start - base) if start > base else 0
+        found.extend(zip((base + i for i in marked[lo:]), branch.audience_seers[lo:], strict=True))
+        return found
+
+    def may_differ(self, branch_name: str, position: int) -> bool:
+        """Whether the message at ``position`` is one whose stored body may name a reader."""
+        branch = self._branch(branch_name)
+        if position >= branch.base_count:
+            owner, index = branch, position - branch.base_count
+        else:
+            segment = bisect_right(branch.segment_starts, position) - 1
+            owner, _limit, _count, offset = branch.ancestors[segment]
+            index = position - offset
+        marked = owner.own_audience
+        found = bisect_left(marked, index)
+        return found < len(marked) and marked[found] == index
+
+    def _shared_seers(self, seers: Seers | None) -> Seers | None:
+        """One object for every message seen alike (readers who see alike share it)."""
+        if seers is None:
+            return None
+        return self._seers_shared.setdefault(seers, seers)
 
     def edited_ids(self, branch_name: str) -> frozenset[str]:
         """Ids of the messages that may read otherwise than their stored body on this branch:
@@ -434,20 +474,22 @@ class LogModel:
         self._branches = {"main": Branch("main", None, 0, stored=True)}
         self._opening = []
 
-    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int]], next_id: int) -> None:
+    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int, Seers | None]], next_id: int) -> None:
         """End an open begun by :meth:`read_rows_from`: each branch's head (the sequence of its
-        newest record), the branch and sequence of every message whose body may name a reader
-        (a superset is safe: a view looks at each), and the next record id. Then replays the
-        erasures the open held back."""
+        newest record); the branch and sequence of every message whose body may name a reader (a
+        superset is safe: a view looks at each), with who sees something of it when its body
+        says (store/_seers.py); and the next record id. Then replays the erasures the open held
+        back."""
         for name, head in heads.items():
             branch = self._branches.get(name)
             if branch is not None:
                 branch.end_open(head)
-        for name, seq in sorted(audience):
+        for name, seq, seers in sorted(audience, key=lambda found: (found[0], found[1])):
             branch = self._branches.get(name)
             index = None if branch is None else branch.index_of_seq(seq)
             if branch is not None and index is not None:
                 branch.own_audience.append(index)
+                branch.audience_seers.append(self._shared_seers(seers))
         for branch in self._branches.values():
             if branch.own_audience or any(ancestor.own_audience for ancestor, *_ in branch.ancestors):
                 branch.may_hold_audience = True
@@ -498,6 +540,7 @@ class LogModel:
         if body is None or body_may_hold_audience(body):  # no body: as if it may name a reader
             branch.may_hold_audience = True
             branch.own_audience.append(index)
+            branch.audience_seers.append(None)
         if body is not None:  # kept as text until read (an erasure replayed later may void it)
             branch.entries[index] = (record_id, body)
             self._keep(record_id, branch, index)

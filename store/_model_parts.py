@@ -12,6 +12,7 @@ import attrs
 
 from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._messages import Message
+from ._seers import Seers
 
 __all__ = [
     "BranchInfo",
@@ -179,6 +180,9 @@ class Branch:
         # The indexes in ``own`` of the messages whose stored body may name a reader (a block
         # with an audience): what a reader's view of the branch computes from, never the rest.
         self.own_audience: array[int] = array("q")
+        # Beside each: who sees something of that message, when its content says so without
+        # being decoded (store/_seers.py), or ``None`` (a view decodes it to place it).
+        self.audience_seers: list[Seers | None] = []
         # A stored branch: how many messages it holds, the sequences of its other records (edits,
         # states) in order with how many messages precede each, and the messages read back (a
         # cache the model bounds, or pinned until committed), by index.

@@ -51,11 +51,13 @@ async def open_store(
     ``InvalidArgumentError``) before anything is opened.
 
     ``message_cache`` is how many of the messages read back from the store stay decoded in
-    memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000). The open of a store file or of a
-    PostgreSQL store leaves in the database the body of every message that names no reader, and
-    a read of one reads its body then (one point query, or one round trip for a batch of 900);
-    the messages written while the store is open, those caught up from other processes, and
-    those naming a reader, stay in memory. (``:memory:`` holds every body.)
+    memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000), the least recently read leaving first.
+    The open of a store file or of a PostgreSQL store reads no message: it reads the records
+    other than messages, each branch's head and where the messages that may name a reader stand,
+    through indexes a writing open makes (a store made before them is read whole once, by its
+    next writing open). A read of a message reads it then (one query, or one round trip for a
+    batch of 900); a message written here stays in memory until it is committed.
+    (``:memory:`` holds every message.) ``Store.statistics()`` counts what was read.
     """
     if message_cache is not None and (not isinstance(message_cache, int) or isinstance(message_cache, bool)):
         raise ArgumentTypeError("message_cache", f"must be an int or None, not {type(message_cache).__name__}")

@@ -64,8 +64,8 @@ _SELECT_RECORDS_AFTER = (
     "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND id > %s ORDER BY id LIMIT %s"
 )
 _SELECT_AUDIENCE = (
-    "SELECT branch, seq, body FROM asides_log WHERE kind = 'message' "
-    "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)"
+    "SELECT branch, seq, seers, CASE WHEN seers IS NULL THEN body END FROM (SELECT branch, seq, body, asides_seers(body) AS seers "
+    "FROM asides_log WHERE kind = 'message' AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)) AS found"
 )
 #: Append rows: one statement, so in autocommit mode one round trip commits it. Its records are
 #: numbered after the newest record this process has seen; when another process committed
@@ -315,14 +315,16 @@ class Connection:
 
     def has_stored_indexes(self) -> bool:
         row = self._conn.execute(
-            "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL"
+            "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL "
+            "AND to_regprocedure('asides_seers(text)') IS NOT NULL"
         ).fetchone()
         return bool(row[0])
 
-    def stored_open(self) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Any]], int]:
+    def stored_open(self) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Any, Any]], int]:
         """In one snapshot: every record other than messages and compile records (in id order),
-        each branch's newest sequence, the branch, sequence and body of every message whose body
-        may name a reader, and the newest record id."""
+        each branch's newest sequence, the branch, sequence, recorded summary of who sees it
+        (store/_seers.py) and, without one, body of every message whose body may name a reader,
+        and the newest record id."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             rows: list[RowTuple] = []

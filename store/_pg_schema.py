@@ -210,6 +210,16 @@ PG_COMPILE_INDEX = compile_index("asides_log")
 #: than messages and compile records, and the messages whose body may name a reader. (Where a
 #: message stands, by branch and sequence, is the log's own unique index.)
 PG_STORED_INDEXES = (
+    # Who sees something of a message, as its body records it (store/_seers.py), or NULL.
+    """CREATE OR REPLACE FUNCTION asides_seers(body text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+    BEGIN
+        IF jsonb_typeof(body::jsonb -> 'seers') = 'array' THEN
+            RETURN (body::jsonb -> 'seers')::text;
+        END IF;
+        RETURN NULL;
+    EXCEPTION WHEN others THEN
+        RETURN NULL;
+    END $$""",
     "CREATE INDEX IF NOT EXISTS asides_log_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile')",
     "CREATE INDEX IF NOT EXISTS asides_log_audience ON asides_log (branch, seq) WHERE kind = 'message' "
     "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)",
@@ -241,7 +251,8 @@ def prepare_search(conn: Any) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             conn.execute(PG_COMPILE_INDEX)
-    if not conn.execute("SELECT to_regclass('asides_log_audience') IS NOT NULL").fetchone()[0]:
+    made = "SELECT to_regclass('asides_log_audience') IS NOT NULL AND to_regprocedure('asides_seers(text)') IS NOT NULL"
+    if not conn.execute(made).fetchone()[0]:
         with conn.transaction():  # a store made before them: made once, by its first writing open
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             for statement in PG_STORED_INDEXES:

@@ -66,7 +66,7 @@ from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrit
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
 from ._pg_vacuum import OwedVacuum
-from ._records import EncodedMessage, body_may_hold_audience
+from ._records import EncodedMessage, audience_entries
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
@@ -186,8 +186,7 @@ class PostgresJournal:
                 self._model.replay(rows)
             except RecordTypeError as exc:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
-            found = [(str(b), int(q)) for b, q, body in audience if type(body) is not str or body_may_hold_audience(body)]
-            self._model.end_stored_open(heads, found, newest + 1)
+            self._model.end_stored_open(heads, audience_entries(audience), newest + 1)
             self._applied = self._announced = newest
         else:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)

@@ -16,10 +16,12 @@ from typing import Any, Final
 from ._blocks import ContentBlock, TextBlock, UnreadableBlock, content_to_json, decode_stored_content
 from ._errors import ArgumentTypeError, MalformedContentError
 from ._messages import Message, freeze_metadata
+from ._seers import Seers, read_seers, seers_of, seers_value
 from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
 
 __all__ = [
     "EncodedMessage",
+    "audience_entries",
     "StoredEdit",
     "blocks_to_store",
     "body_may_hold_audience",
@@ -101,6 +103,9 @@ def encode_message(
     stamp = time.time() if timestamp is None else float(timestamp)
     if text is None:
         record = {"participant": participant, "content": content_to_json(blocks), "metadata": dict(frozen), "timestamp": stamp}
+        seers = seers_of(blocks)
+        if seers is not None:  # who sees something of it, for an open to place it by (store/_seers.py)
+            record["seers"] = seers_value(seers)
         return participant, blocks, frozen, stamp, json_text(record, "content")
     # The same text ``json_text`` gives that record (key order and separators included), without
     # building its wire form first: ``tests/store/test_append_path.py`` holds the two to be equal.
@@ -264,3 +269,17 @@ def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
     content, problems = decode_stored_content(items)
     report_problems(record_id, problems)
     return content
+
+
+def audience_entries(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, Seers | None]]:
+    """An open's rows of the messages whose body may name a reader, ``(branch, seq, summary text,
+    body)`` (the body given only when the summary is not), as the model takes them: each with its
+    summary, or with ``None`` when its body has none (then only a body that may name a reader
+    counts: ``body_may_hold_audience``) or one that cannot be read (then it is decoded)."""
+    found: list[tuple[str, int, Seers | None]] = []
+    for branch, seq, summary, body in rows:
+        if summary is not None:
+            found.append((str(branch), int(seq), read_seers(summary)))
+        elif type(body) is not str or body_may_hold_audience(body):
+            found.append((str(branch), int(seq), None))
+    return found

@@ -45,7 +45,7 @@ from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesEra
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
-from ._records import body_may_hold_audience
+from ._records import audience_entries
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
 from ._search import (
@@ -268,11 +268,7 @@ class SqliteJournal:
                     found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
                     if found and found[0][0] is not None:
                         heads[info.name] = int(found[0][0])
-                audience = [
-                    (str(b), int(q))
-                    for b, q, body in await self._driver.execute(SELECT_AUDIENCE)
-                    if type(body) is not str or body_may_hold_audience(body)
-                ]
+                audience = audience_entries(await self._driver.execute(SELECT_AUDIENCE))
                 newest = await self._driver.execute("SELECT max(id) FROM log")
             finally:
                 await self._driver.execute("COMMIT")
@@ -797,7 +793,9 @@ SELECT_RECORDS_PAGE = (
     "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND id > ? ORDER BY id LIMIT ?"
 )
 SELECT_AUDIENCE = (
-    "SELECT branch, seq, body FROM log WHERE kind = 'message' AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)"
+    "SELECT branch, seq, CASE WHEN json_valid(body) THEN json_extract(body, '$.seers') END, "
+    "CASE WHEN json_valid(body) AND json_type(body, '$.seers') = 'array' THEN NULL ELSE body END "
+    "FROM log WHERE kind = 'message' AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)"
 )
 #: Records an open reads in one statement (a page of the replay).
 REPLAY_PAGE = 50_000

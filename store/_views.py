@@ -398,8 +398,11 @@ class SparseProjection(Projection):
             return
         length = model.length(branch)
         if length > self._seen_length:
-            for position in model.audience_positions(branch, self._seen_length):
-                self._place(position)
+            for position, seers in model.audience_entries(branch, self._seen_length):
+                if seers is None:
+                    self._place(position)
+                elif seers.sees_nothing(self.reader):
+                    self._remove(position)
             self._seen_length = length
             self._all = None
         edits = model.edit_count(branch)
@@ -434,13 +437,26 @@ class SparseProjection(Projection):
         self._seen_erasures = model.erasure_count
         self._seen_length = model.length(branch)
         self._seen_edits = model.edit_count(branch)
-        positions = set(model.audience_positions(branch))
         edited: set[int] = set()
         for message_id in model.edited_ids(branch):
             position = model.position_of(branch, message_id)
             if position is not None:
                 edited.add(position)
-        for position in sorted(positions | edited):
+        # A message whose body says who sees something of it (store/_seers.py) is placed by
+        # that, undecoded; the reader's copy of one it sees is made when it is read
+        # (``_message``). Every other one that may differ, and every edited one, is decoded.
+        decoded = set(edited)
+        removed: list[int] = []
+        for position, seers in model.audience_entries(branch):
+            if position in edited:
+                continue
+            if seers is None:
+                decoded.add(position)
+            elif seers.sees_nothing(self.reader):
+                removed.append(position)
+        self.removed = removed
+        self._gaps = [position - k for k, position in enumerate(removed)]
+        for position in sorted(decoded):
             self._place(position)
         # Until now the view read the branch as it is; an edited message it no longer holds
         # moved the positions after it (one that only now has an audience was appended since).
@@ -452,13 +468,17 @@ class SparseProjection(Projection):
         stored = self._model.at(self.branch, position)
         projected = self._project(stored)
         if projected is None:
-            index = bisect_left(self.removed, position)
-            self.removed.insert(index, position)
-            self._gaps.insert(index, position - index)
-            for k in range(index + 1, len(self._gaps)):
-                self._gaps[k] -= 1
+            self._remove(position)
         elif projected is not stored:
             self.copies[position] = projected
+
+    def _remove(self, position: int) -> None:
+        """The reader sees nothing of the message at ``position``."""
+        index = bisect_left(self.removed, position)
+        self.removed.insert(index, position)
+        self._gaps.insert(index, position - index)
+        for k in range(index + 1, len(self._gaps)):
+            self._gaps[k] -= 1
 
     def _unplace(self, position: int) -> None:
         self.copies.pop(position, None)
@@ -473,7 +493,17 @@ class SparseProjection(Projection):
 
     def _message(self, position: int) -> Message:
         found = self.copies.get(position)
-        return found if found is not None else self.plain_one(self._model.at(self.branch, position))
+        if found is not None:
+            return found
+        stored = self._model.at(self.branch, position)
+        if not self._model.may_differ(self.branch, position):
+            return self.plain_one(stored)
+        # Placed by who sees something of it (``_start``): the reader's copy, made now.
+        projected = self._project(stored)
+        if projected is None:  # its body's summary disagrees with its blocks: fail-closed
+            self._model.report(int(stored.id) if stored.id.isdigit() else None, "who sees the message disagrees with its blocks")
+            return attrs.evolve(stored, content=(TextBlock(UNREADABLE_MESSAGE),))
+        return projected
 
     def _position(self, index: int) -> int:
         """The branch position of the view's ``index`` (0 <= index < length)."""
