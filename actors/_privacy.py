@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from ..store._disclosure import Disclosure
 from ..store._erasure import Erasure, Tombstone
@@ -76,12 +77,10 @@ class Privacy:
         check_participant(participant)
         reason = _check_reason(reason)
         await self._store.sync()
-        model = self._store.model
-        ids = []
-        for message_id in model.message_ids():
-            stored = model.stored_message(message_id)
-            if stored is not None and stored.participant == participant:
-                ids.append(message_id)
+        ids: list[str] = []
+        for page in self._store.model.message_pages():  # a page in memory at a time
+            ids.extend(message.id for message in page if message.participant == participant)
+            await anyio.lowlevel.checkpoint()
         return await self._erase(ids, reason)
 
     async def enforce_retention(self) -> Erasure:
@@ -90,12 +89,10 @@ class Privacy:
             raise InvalidArgumentError("retain_for", "this runtime was opened without retain_for, so it has no retention to enforce")
         await self._store.sync()
         cutoff = time.time() - self._retain_seconds
-        model = self._store.model
-        ids = []
-        for message_id in model.message_ids():
-            stored = model.stored_message(message_id)
-            if stored is not None and stored.timestamp < cutoff:
-                ids.append(message_id)
+        ids: list[str] = []
+        for page in self._store.model.message_pages():  # a page in memory at a time
+            ids.extend(message.id for message in page if message.timestamp < cutoff)
+            await anyio.lowlevel.checkpoint()
         return await self._erase(ids, RETENTION_REASON)
 
     async def _erase(self, ids: list[str], reason: str) -> Erasure:

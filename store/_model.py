@@ -16,7 +16,7 @@ import logging
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -975,6 +975,42 @@ class LogModel:
         else:
             numbers = sorted(i for b in self._branches.values() for i in b.own_ids)
         return [i for i in map(str, numbers) if i not in self._erased]
+
+    def message_pages(self, size: int = FETCH_BATCH) -> Iterator[list[Message]]:
+        """Every message of the store that is not erased, as its own branch stored it (its newest
+        edits aside), in record order, ``size`` at a time: what a walk of the whole store holds at
+        once is one page (on a store that reads its messages back, read from the database a page
+        a query, and decoded without entering the cache)."""
+        if self._rows is None:
+            ids = self.message_ids()
+            for first in range(0, len(ids), size):
+                held = [self.stored_message(message_id) for message_id in ids[first : first + size]]
+                yield [message for message in held if message is not None]
+            return
+        after = 0
+        while True:
+            rows = self._rows.message_page(after, size)
+            page: list[Message] = []
+            for record_id, branch_name, seq, body in rows:
+                message_id = str(record_id)
+                branch = self._branches.get(branch_name)
+                if record_id > self._committed_to:  # committed, not yet taken in: not this model's yet
+                    break
+                if message_id in self._erased or branch is None:
+                    continue
+                known = self._loaded.get(record_id)
+                if known is not None:
+                    page.append(self._base(*known))
+                else:
+                    page.append(decode_message(record_id, seq, body if body is not None else ""))
+            if page:
+                yield page
+            if len(rows) < size or rows[-1][0] >= self._committed_to:
+                break
+            after = rows[-1][0]
+        pending = [self._base(*self._pinned[i]) for i in sorted(self._pinned) if str(i) not in self._erased]
+        if pending:
+            yield pending
 
     def stored_message(self, message_id: str) -> Message | None:
         """A message as its own branch stored it (its newest edits aside), wherever it is."""

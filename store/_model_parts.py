@@ -93,6 +93,10 @@ class StoredRows(Protocol):
         """The id of every message record, in id order."""
         ...
 
+    def message_page(self, after: int, limit: int) -> Sequence[tuple[int, str, int, str | None]]:
+        """``(id, branch, seq, body)`` of the first ``limit`` message records with ids above ``after``, in id order."""
+        ...
+
 
 def record_of(message_id: str) -> int | None:
     """The record id a message id is the decimal form of, or ``None``."""

@@ -357,6 +357,12 @@ class Connection:
         rows = self._conn.execute("SELECT id, branch, seq FROM asides_log WHERE id = ANY(%s) AND kind = 'message'", (list(ids),))
         return [(int(i), str(b), int(q)) for i, b, q in rows.fetchall()]
 
+    def message_page(self, after: int, limit: int) -> list[tuple[int, str, int, str | None]]:
+        rows = self._conn.execute(
+            "SELECT id, branch, seq, body FROM asides_log WHERE kind = 'message' AND id > %s ORDER BY id LIMIT %s", (after, limit)
+        ).fetchall()
+        return [(int(i), str(b), int(q), body if type(body) is str else None) for i, b, q, body in rows]
+
     def all_message_ids(self) -> list[int]:
         return [int(row[0]) for row in self._conn.execute("SELECT id FROM asides_log WHERE kind = 'message' ORDER BY id").fetchall()]
 

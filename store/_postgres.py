@@ -830,6 +830,9 @@ class PostgresJournal:
     def all_message_ids(self) -> list[int]:
         return self._read(lambda connection: connection.all_message_ids())
 
+    def message_page(self, after: int, limit: int) -> list[tuple[int, str, int, str | None]]:
+        return self._read(lambda connection: connection.message_page(after, limit))
+
     def _read(self, fn: Callable[[Connection], T]) -> T:
         with self._body_lock:
             connection, transient = self._body_connection, False

@@ -458,6 +458,10 @@ class SqliteJournal:
             found.extend((int(i), str(b), int(q)) for i, b, q in rows)
         return found
 
+    def message_page(self, after: int, limit: int) -> list[tuple[int, str, int, str | None]]:
+        rows = self._read("SELECT id, branch, seq, body FROM log WHERE kind = 'message' AND id > ? ORDER BY id LIMIT ?", (after, limit))
+        return [(int(i), str(b), int(q), body if type(body) is str else None) for i, b, q, body in rows]
+
     def all_message_ids(self) -> list[int]:
         return [int(row[0]) for row in self._read("SELECT id FROM log WHERE kind = 'message' ORDER BY id", ())]
 

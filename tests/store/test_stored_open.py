@@ -1,0 +1,95 @@
+"""An open that leaves the messages in the database: what it reads, how a store made before its
+indexes is read, a long store erased by participant a page at a time, and the summary of who
+sees a message read fail-closed when it disagrees with the blocks."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from asides import PassthroughStrategy, open_runtime, text
+from asides.lowlevel import MessageView, open_store
+from tests.helpers import writable_store
+
+
+async def _write(path: str, count: int, *, fork_at: int | None = None) -> None:
+    async with open_store(path) as store:
+        await store.append_messages(
+            "main",
+            [
+                ("ann" if i % 7 == 0 else "user", (text(f"m{i}"), *((text(f"for ann {i}", ["ann"]),) if i % 10 == 0 else ())), None)
+                for i in range(count)
+            ],
+        )
+        await store.set_states("main", {"note": {"n": 1}})
+        if fork_at is not None:
+            await store.create_branch("side", "main", at_sequence=fork_at)
+            await store.append_message("side", "user", (text("on the side"),))
+
+
+async def test_an_open_reads_the_records_other_than_messages_whatever_the_history(store_path):
+    await _write(store_path, 400, fork_at=100)
+    async with open_store(store_path, message_cache=10) as store:
+        opened = store.statistics()
+        # the state record and the branch record: never a message
+        assert opened.records_read_at_open == 2 and opened.messages_read == 0
+        assert store.length("main") == 400 and store.length("side") == 101
+        assert [m.content[0].text for m in store.messages("side", 98, 101)] == ["m98", "m99", "on the side"]
+        assert store.get_state("main", "note") == {"n": 1}
+        ann = MessageView(store.model, "main", reader="ann")
+        bob = MessageView(store.model, "main", reader="bob")
+        assert ann.length() == bob.length() == 400
+        assert [b.text for b in bob.at(10).content] == ["m10"]
+        assert [b.text for b in ann.at(10).content] == ["m10", "for ann 10"]
+        assert store.statistics().messages_in_memory <= 10
+
+
+@pytest.mark.sqlite_only("drops the file's indexes with sqlite3 to make a store of an earlier version")
+async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_again(store_path):
+    await _write(store_path, 300)
+    with sqlite3.connect(store_path) as connection:
+        for index in ("log_place", "log_records", "log_audience"):
+            connection.execute(f"DROP INDEX {index}")
+    async with open_store(store_path, read_only=True) as reader:  # a read-only open makes nothing
+        assert reader.statistics().records_read_at_open == 301
+        assert [m.content[0].text for m in reader.messages("main", 299, 300)] == ["m299"]
+    async with open_store(store_path) as store:  # read whole, and makes them
+        assert store.statistics().records_read_at_open == 301
+        await store.append_message("main", "user", (text("after"),))
+    async with open_store(store_path, read_only=True) as reader:
+        assert reader.statistics().records_read_at_open == 1
+        assert [m.content[0].text for m in reader.messages("main", 299, 301)] == ["m299", "after"]
+
+
+async def test_erasing_a_participant_of_a_long_store_walks_it_a_page_at_a_time(store_path):
+    await _write(store_path, 2000)
+    async with open_runtime(store_path, message_cache=20) as rt:
+        manager = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+        written = await manager.add_message("ann", [text("ann, after the open")])
+        erasure = await rt.erase_participant("ann", reason="asked")
+        expected = [str(i + 1) for i in range(2000) if i % 7 == 0] + [written.id]
+        assert list(erasure.message_ids) == expected
+        assert writable_store(rt).statistics().messages_in_memory <= 20 + 1
+        assert all(m.participant != "ann" for m in manager.get_all_messages())
+
+
+@pytest.mark.sqlite_only("rewrites a stored body with sqlite3, as only a file changed outside asides could hold it")
+async def test_a_summary_that_disagrees_with_the_blocks_reads_fail_closed(store_path):
+    async with open_store(store_path) as store:
+        private = await store.append_message("main", "user", (text("for ann alone", ["ann"]),))
+        await store.append_message("main", "user", (text("for everyone"),))
+    with sqlite3.connect(store_path) as connection:
+        (body,) = connection.execute("SELECT body FROM log WHERE id = ?", (int(private.id),)).fetchone()
+        lying = json.loads(body)
+        assert lying["seers"] == [False, ["ann"]]
+        lying["seers"] = [True, []]  # as if everyone saw something of it
+        connection.execute("UPDATE log SET body = ? WHERE id = ?", (json.dumps(lying), int(private.id)))
+    async with open_store(store_path, read_only=True) as store:
+        bob = MessageView(store.model, "main", reader="bob")
+        shown = [block.text for message in bob.get_all() for block in message.content]
+        assert "for ann alone" not in " ".join(shown)
+        assert shown[-1] == "for everyone"
+        ann = MessageView(store.model, "main", reader="ann")
+        assert [block.text for block in ann.at(0).content] == ["for ann alone"]
