@@ -72,11 +72,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
         async with writing_runtime(args.path) as rt:
             model = internal_store(rt).model
             if args.participant is not None:
-                ids = [
-                    m
-                    for m in model.message_ids()
-                    if (found := model.stored_message(m)) is not None and found.participant == args.participant
-                ]
+                ids = [m.id for page in model.message_pages() for m in page if m.participant == args.participant]
             else:
                 ids = list(args.message)
                 unknown = [m for m in ids if model.stored_message(m) is None]

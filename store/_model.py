@@ -17,6 +17,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -481,15 +482,20 @@ class LogModel:
         says (store/_seers.py); and the next record id. Then replays the erasures the open held
         back."""
         for name, head in heads.items():
-            branch = self._branches.get(name)
-            if branch is not None:
-                branch.end_open(head)
-        for name, seq, seers in sorted(audience, key=lambda found: (found[0], found[1])):
-            branch = self._branches.get(name)
-            index = None if branch is None else branch.index_of_seq(seq)
-            if branch is not None and index is not None:
+            known = self._branches.get(name)
+            if known is not None:
+                known.end_open(head)
+        shared = self._seers_shared
+        branch: Branch | None = None
+        for name, seq, seers in sorted(audience, key=itemgetter(0, 1)):
+            if branch is None or branch.name != name:
+                branch = self._branches.get(name)
+                if branch is None:
+                    continue
+            index = branch.index_of_seq(seq)
+            if index is not None:
                 branch.own_audience.append(index)
-                branch.audience_seers.append(self._shared_seers(seers))
+                branch.audience_seers.append(None if seers is None else shared.setdefault(seers, seers))
         for branch in self._branches.values():
             if branch.own_audience or any(ancestor.own_audience for ancestor, *_ in branch.ancestors):
                 branch.may_hold_audience = True

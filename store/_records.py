@@ -271,15 +271,22 @@ def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
     return content
 
 
+_UNREAD: Final = object()
+
+
 def audience_entries(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, Seers | None]]:
     """An open's rows of the messages whose body may name a reader, ``(branch, seq, summary text,
     body)`` (the body given only when the summary is not), as the model takes them: each with its
     summary, or with ``None`` when its body has none (then only a body that may name a reader
     counts: ``body_may_hold_audience``) or one that cannot be read (then it is decoded)."""
     found: list[tuple[str, int, Seers | None]] = []
+    read: dict[str, Seers | None] = {}  # a summary's text read once: most messages share a few
     for branch, seq, summary, body in rows:
         if summary is not None:
-            found.append((str(branch), int(seq), read_seers(summary)))
+            seers = read.get(summary, _UNREAD)
+            if seers is _UNREAD:
+                seers = read[summary] = read_seers(summary)
+            found.append((branch, seq, seers))  # type: ignore[arg-type]
         elif type(body) is not str or body_may_hold_audience(body):
-            found.append((str(branch), int(seq), None))
+            found.append((branch, seq, None))
     return found
