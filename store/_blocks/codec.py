@@ -306,12 +306,16 @@ def coerce_content(content: object, *, path: str = "content") -> tuple[ContentBl
         if isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
             raise MalformedContentError(path, f"content must be a list of blocks, not {type(content).__name__}")
     out: list[ContentBlock] = []
+    decoded = False
     for index, item in enumerate(content):
         ipath = f"{path}[{index}]"
         if isinstance(item, ALL_BLOCK_TYPES):
             out.append(item)
         elif isinstance(item, Mapping):
             out.append(decode_block(item, ipath, nested=False, lenient=True, problems=[]))
+            decoded = True
         else:
             raise MalformedContentError(ipath, f"not a content block: {type(item).__name__}")
+    if type(content) is tuple and not decoded:
+        return content  # a tuple of blocks already: the same object, not a copy of it
     return tuple(out)
