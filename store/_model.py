@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
@@ -381,13 +381,7 @@ class LogModel:
 
     def may_differ(self, branch_name: str, position: int) -> bool:
         """Whether the message at ``position`` is one whose stored body may name a reader."""
-        branch = self._branch(branch_name)
-        if position >= branch.base_count:
-            owner, index = branch, position - branch.base_count
-        else:
-            segment = bisect_right(branch.segment_starts, position) - 1
-            owner, _limit, _count, offset = branch.ancestors[segment]
-            index = position - offset
+        owner, index = self._branch(branch_name).locate(position)
         marked = owner.own_audience
         found = bisect_left(marked, index)
         return found < len(marked) and marked[found] == index
@@ -730,12 +724,7 @@ class LogModel:
         start, stop, _ = slice(start, stop).indices(branch.base_count + branch.own_count())
         missing: list[tuple[Branch, int]] = []
         for position in range(start, stop):
-            if position >= branch.base_count:
-                owner, index = branch, position - branch.base_count
-            else:
-                segment = bisect_right(branch.segment_starts, position) - 1
-                owner, _limit, _count, offset = branch.ancestors[segment]
-                index = position - offset
+            owner, index = branch.locate(position)
             if (index not in owner.entries) if owner.stored else (owner.own[index] is None):
                 missing.append((owner, index))
         if missing:
@@ -772,31 +761,14 @@ class LogModel:
     def _at(self, branch: Branch, position: int) -> Message:
         if position < 0:
             position += branch.base_count + branch.own_count()
-        if position >= branch.base_count:
-            message = self._resolve(branch, self._base(branch, position - branch.base_count))
-        else:
-            if position < 0:
-                raise IndexError(position)
-            segment = bisect_right(branch.segment_starts, position) - 1
-            owner, _limit, _count, offset = branch.ancestors[segment]
-            message = self._resolve(branch, self._base(owner, position - offset))
-        return message
+        return self._resolve(branch, self._base(*branch.locate(position)))
 
     def id_at(self, branch_name: str, position: int) -> str:
         """The id of the message at ``position``, without decoding it."""
         branch = self._branch(branch_name)
         if position < 0:
             position += branch.base_count + branch.own_count()
-        if position >= branch.base_count:
-            owner, index = branch, position - branch.base_count
-            if index >= branch.own_count():
-                raise IndexError(position)
-        else:
-            if position < 0:
-                raise IndexError(position)
-            segment = bisect_right(branch.segment_starts, position) - 1
-            owner, _limit, _count, offset = branch.ancestors[segment]
-            index = position - offset
+        owner, index = branch.locate(position)
         if not owner.stored:
             return str(owner.own_ids[index])
         entry = owner.entries.get(index)

@@ -242,6 +242,18 @@ class Branch:
         index = seq - self.fork_sequence - 1 - gap
         return index if index < self.count else None
 
+    def locate(self, position: int) -> tuple[Branch, int]:
+        """The branch holding the message at ``position`` of this one (0 = oldest) and its index
+        among that branch's own messages. Raises ``IndexError`` for a position out of range."""
+        if position >= self.base_count:
+            if position - self.base_count >= self.own_count():
+                raise IndexError(position)
+            return self, position - self.base_count
+        if position < 0:
+            raise IndexError(position)
+        owner, _limit, _count, offset = self.ancestors[bisect_right(self.segment_starts, position) - 1]
+        return owner, position - offset
+
     def add_gap(self, seq: int) -> None:
         """A stored branch's record other than a message, at ``seq``: the sequences between it
         and the record before it are messages (each record takes the next sequence)."""

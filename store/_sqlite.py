@@ -218,24 +218,28 @@ class SqliteJournal:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
         # A page at a time, in one read transaction (one snapshot, as one statement would be):
         # the open holds one page of rows at once, not the whole log.
-        query = SELECT_PAGE_LEAVING_BODIES if lazy else SELECT_PAGE
         try:
             await self._driver.execute("BEGIN")
             try:
-                after = 0
-                while True:
-                    rows = await self._driver.execute(query, (after, REPLAY_PAGE))
-                    self._model.replay(rows)
-                    self._model.opened_records += len(rows)
-                    if len(rows) < REPLAY_PAGE:
-                        break
-                    after = rows[-1][0]
+                self._model.opened_records += await self._replay_pages(SELECT_PAGE_LEAVING_BODIES if lazy else SELECT_PAGE)
             finally:
                 await self._driver.execute("COMMIT")
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
+
+    async def _replay_pages(self, query: str) -> int:
+        """Replay what ``query`` reads (records after an id, at most a page of them), a page at a
+        time, in the read transaction the caller holds; how many records it replayed."""
+        after = replayed = 0
+        while True:
+            rows = await self._driver.execute(query, (after, REPLAY_PAGE))
+            self._model.replay(rows)
+            replayed += len(rows)
+            if len(rows) < REPLAY_PAGE:
+                return replayed
+            after = rows[-1][0]
 
     async def _has_stored_indexes(self) -> bool:
         try:
@@ -256,13 +260,7 @@ class SqliteJournal:
         try:
             await self._driver.execute("BEGIN")
             try:
-                after = 0
-                while True:
-                    rows = await self._driver.execute(SELECT_RECORDS_PAGE, (after, REPLAY_PAGE))
-                    self._model.replay(rows)
-                    if len(rows) < REPLAY_PAGE:
-                        break
-                    after = rows[-1][0]
+                await self._replay_pages(SELECT_RECORDS_PAGE)
                 heads: dict[str, int] = {}
                 for info in self._model.branches():
                     found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
