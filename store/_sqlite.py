@@ -218,16 +218,25 @@ class SqliteJournal:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
         # A page at a time, in one read transaction (one snapshot, as one statement would be):
         # the open holds one page of rows at once, not the whole log.
+        async with self._open_read():
+            self._model.opened_records += await self._replay_pages(SELECT_PAGE_LEAVING_BODIES if lazy else SELECT_PAGE)
+
+    @asynccontextmanager
+    async def _open_read(self) -> AsyncIterator[None]:
+        """One read transaction of an open: a damaged file is ``open_error``, a record of the
+        wrong types ``StoreCorruptError``."""
         try:
             await self._driver.execute("BEGIN")
             try:
-                self._model.opened_records += await self._replay_pages(SELECT_PAGE_LEAVING_BODIES if lazy else SELECT_PAGE)
+                yield
             finally:
                 await self._driver.execute("COMMIT")
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
         except RecordTypeError as exc:
             raise StoreCorruptError(self.path, str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise StoreCorruptError(self.path, f"a record of the wrong types: {exc}") from None
 
     async def _replay_pages(self, query: str) -> int:
         """Replay what ``query`` reads (records after an id, at most a page of them), a page at a
@@ -257,25 +266,15 @@ class SqliteJournal:
         if self.read_only:
             self._body_target = _read_only_target(self._absolute_path)
         self._model.read_rows_from(self, self._body_cache)
-        try:
-            await self._driver.execute("BEGIN")
-            try:
-                await self._replay_pages(SELECT_RECORDS_PAGE)
-                heads: dict[str, int] = {}
-                for info in self._model.branches():
-                    found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
-                    if found and found[0][0] is not None:
-                        heads[info.name] = int(found[0][0])
-                audience = audience_entries(await self._driver.execute(SELECT_AUDIENCE))
-                newest = await self._driver.execute("SELECT max(id) FROM log")
-            finally:
-                await self._driver.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise open_error(self.path, exc) from exc
-        except RecordTypeError as exc:
-            raise StoreCorruptError(self.path, str(exc)) from None
-        except (TypeError, ValueError) as exc:
-            raise StoreCorruptError(self.path, f"a record of the wrong types: {exc}") from None
+        async with self._open_read():
+            await self._replay_pages(SELECT_RECORDS_PAGE)
+            heads: dict[str, int] = {}
+            for info in self._model.branches():
+                found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
+                if found and found[0][0] is not None:
+                    heads[info.name] = int(found[0][0])
+            audience = audience_entries(await self._driver.execute(SELECT_AUDIENCE))
+            newest = await self._driver.execute("SELECT max(id) FROM log")
         self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1)
 
     @property
