@@ -93,3 +93,23 @@ async def test_a_summary_that_disagrees_with_the_blocks_reads_fail_closed(store_
         assert shown[-1] == "for everyone"
         ann = MessageView(store.model, "main", reader="ann")
         assert [block.text for block in ann.at(0).content] == ["for ann alone"]
+
+
+async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_writing_open(pg_url):
+    import psycopg
+
+    await _write(pg_url, 300)
+    with psycopg.connect(pg_url, autocommit=True) as connection:
+        connection.execute("DROP INDEX asides_log_records")
+        connection.execute("DROP INDEX asides_log_audience")
+        connection.execute("DROP FUNCTION asides_seers(text)")
+    async with open_store(pg_url, read_only=True) as reader:  # a read-only open makes nothing, reads whole
+        assert reader.statistics().records_read_at_open == 301
+        bob = MessageView(reader.model, "main", reader="bob")
+        assert [b.text for b in bob.at(10).content] == ["m10"]
+    async with open_store(pg_url) as store:  # makes them, then reads through them
+        assert store.statistics().records_read_at_open == 1
+        bob = MessageView(store.model, "main", reader="bob")
+        ann = MessageView(store.model, "main", reader="ann")
+        assert [b.text for b in bob.at(10).content] == ["m10"]
+        assert [b.text for b in ann.at(10).content] == ["m10", "for ann 10"]
