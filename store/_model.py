@@ -512,6 +512,11 @@ class LogModel:
         return sum(1 for branch in self._branches.values() for entry in branch.own if entry is not None)
 
     @property
+    def holds_records(self) -> bool:
+        """Whether any record was replayed or written into the model."""
+        return self.next_id > 1
+
+    @property
     def _reads_back(self) -> bool:
         return self._rows is not None or self._read_bodies is not None
 

@@ -417,8 +417,13 @@ class SqliteJournal:
         self._wakeup.set()
 
     def log_made(self) -> None:
-        """A writable open made the ``log`` table (after :meth:`replay`)."""
+        """A writable open made the ``log`` table and its indexes (after :meth:`replay`). A file
+        with no record yet leaves its messages in the file from now on, as a later open would
+        (a file read whole, made before the indexes, stays so until it is opened again)."""
         self._has_log = True
+        if self.path != ":memory:" and not self._model.holds_records:
+            self._model.read_rows_from(self, self._body_cache)
+            self._model.end_stored_open({}, [], 1)
 
     async def close(self) -> None:
         """Give back the connection that read bodies; the driver is its opener's (``open_driver``

@@ -113,3 +113,16 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
         ann = MessageView(store.model, "main", reader="ann")
         assert [b.text for b in bob.at(10).content] == ["m10"]
         assert [b.text for b in ann.at(10).content] == ["m10", "for ann 10"]
+
+
+async def test_a_new_store_keeps_no_more_than_its_cache_from_its_first_open(store_path):
+    """A host that makes a store and runs for months without reopening it: what it writes leaves
+    memory once committed, beyond the cache."""
+    async with open_store(store_path, message_cache=10) as store:
+        for i in range(100):
+            await store.append_message("main", "user", (text(f"m{i}"), *((text("for ann", ["ann"]),) if i % 10 == 0 else ())))
+        assert store.statistics().messages_in_memory <= 10
+        assert [m.content[0].text for m in store.messages("main", 0, 3)] == ["m0", "m1", "m2"]
+        bob = MessageView(store.model, "main", reader="bob")
+        assert [[b.text for b in m.content] for m in bob.get_all()[:2]] == [["m0"], ["m1"]]
+        assert store.statistics().messages_in_memory <= 10
