@@ -958,9 +958,15 @@ class NamespaceActor:
             return NoUnit()
         leased = binding.model is not None  # a unit that may ask the model compresses under the lease
         if leased:
+            held = self.holds_lease
             wait = await self.take_lease(binding.lease_retry)
             if wait is not None:
                 return NoUnit(wait)  # another process compresses this namespace now
+            if not held:
+                # Taken now: the take read what the previous holder wrote; the strategy takes it
+                # in before it plans, so it does not plan that work again.
+                await binding.catch_up()
+                binding.follow_elsewhere()
         return leased
 
     async def _request_out(self, units: PlansUnits, ctx: StrategyContext, plan: UnitPlan) -> RequestGate:

@@ -564,9 +564,10 @@ class PostgresJournal:
     async def _session_lock(self, write: PendingWrite, name: str, key: int, take: bool) -> None:
         """Take the session lock ``key`` for ``name`` (``take``), or give it back if no name
         counts on it any more, on the store's connection, between commits (so a commit never
-        runs while the lock is being taken or given back). A take reconnects if it must (a new
-        session holds nothing); giving back needs no connection: a lost session's locks are
-        gone with it."""
+        runs while the lock is being taken or given back). A take that takes the lock on the
+        server then catches up, so the model holds every record committed before the lock was
+        taken. A take reconnects if it must (a new session holds nothing); giving back needs no
+        connection: a lost session's locks are gone with it."""
         if not take:
             connection = self._connection
             if connection is not None and not connection.broken:
@@ -574,8 +575,16 @@ class PostgresJournal:
             return
         connection = await self._ensure_connection()
         try:
-            if key not in connection.session_locks and not await self._call(connection.try_session_lock, key):
-                return
+            if key not in connection.session_locks:
+                if not await self._call(connection.try_session_lock, key):
+                    return
+                # Newly taken: read what other processes committed before it, so that the take
+                # answers with them in the model. A holder's writes under the lock all committed
+                # before it gave the lock back, so the new holder works from them, and not from a
+                # model that lags its notifications (it would do the same work again).
+                missed = await self._call(connection.rows_after, self._applied)
+                self.caught_up_records += len(missed)
+                self._apply(missed)
         except Exception as exc:
             if is_connection_error(exc):
                 self._drop_connection()
@@ -989,7 +998,9 @@ class PostgresStore(Store):
     async def take_session_lock(self, name: str) -> bool:
         """Take the session lock ``name`` unless another session (another process, or another
         store of this one) holds it; whether this store's connection holds it now. Never waits
-        for it: one round trip, between commits. Held, it stays until
+        for it: one round trip, between commits, and one more once it is taken, to read what
+        other processes committed before it (a taken lock answers with every record committed
+        before it in the model: what a previous holder wrote under it). Held, it stays until
         :meth:`release_session_lock`, the store's close, or the end of the connection's
         session (a crash, a lost connection: the server frees it at once)."""
         self._check_usable()
