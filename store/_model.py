@@ -527,14 +527,18 @@ class LogModel:
             return
         self._committed_to = record_id
         if self._pinned:
-            for pinned in [i for i in self._pinned if i <= record_id]:
+            moved = [i for i in self._pinned if i <= record_id]
+            for pinned in moved:
                 self._loaded[pinned] = self._pinned.pop(pinned)
-            self._evict()
+            # The write that committed them answers with them: a batch larger than the cache
+            # stays until the next read or write lets it go.
+            self._evict(keep=len(moved))
 
     def _keep(self, record_id: int, branch: Branch, index: int) -> None:
         """A message of a stored branch now in ``entries``: kept until committed, then cached."""
         if record_id > self._committed_to:
             self._pinned[record_id] = (branch, index)
+            self._evict()
             return
         self._loaded[record_id] = (branch, index)
         self._loaded.move_to_end(record_id)
@@ -711,9 +715,11 @@ class LogModel:
                 self._loaded.move_to_end(record_id)
         self._evict()
 
-    def _evict(self) -> None:
-        """Let the messages read longest ago go, down to the cache's size."""
-        while len(self._loaded) > self.body_cache:
+    def _evict(self, keep: int = 0) -> None:
+        """Let the messages read longest ago go, down to the cache's size (or the newest
+        ``keep``, when more)."""
+        limit = max(self.body_cache, keep)
+        while len(self._loaded) > limit:
             _record_id, (owner, index) = self._loaded.popitem(last=False)
             if owner.stored:
                 owner.entries.pop(index, None)
