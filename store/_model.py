@@ -167,8 +167,6 @@ class LogModel:
     def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Rebuild the model from persisted rows, in record-id order. Raises
         :class:`RecordTypeError` for a row whose columns are not of the types a store writes."""
-        if self._opening is not None:
-            self.opened_records += len(rows)  # (a journal that reads every record counts them itself)
         for record_id, branch_name, seq, kind, ref, body in rows:
             if (
                 type(record_id) is not int
@@ -345,26 +343,11 @@ class LogModel:
         """Conservative: false only if no block with an audience was ever stored on the branch."""
         return self._branch(branch_name).may_hold_audience
 
-    def audience_positions(self, branch_name: str, start: int = 0) -> list[int]:
-        """The positions from ``start`` on of the messages whose stored body may name a reader,
-        oldest first (edits aside: :meth:`edited_ids`). Costs what it returns, never the branch's
-        length: a reader's view computes from these alone."""
-        branch = self._branch(branch_name)
-        found: list[int] = []
-        for owner, _limit, count, offset in branch.ancestors:
-            if offset + count <= start:
-                continue
-            marked = owner.own_audience
-            lo = bisect_left(marked, start - offset) if start > offset else 0
-            found.extend(offset + i for i in marked[lo : bisect_left(marked, count)])
-        base, marked = branch.base_count, branch.own_audience
-        lo = bisect_left(marked, start - base) if start > base else 0
-        found.extend(base + i for i in marked[lo:])
-        return found
-
     def audience_entries(self, branch_name: str, start: int = 0) -> list[tuple[int, Seers | None]]:
-        """:meth:`audience_positions`, each with who sees something of that message when that is
-        known without decoding it (store/_seers.py), else ``None``."""
+        """The positions from ``start`` on of the messages whose stored body may name a reader,
+        oldest first (edits aside: :meth:`edited_ids`), each with who sees something of that
+        message when that is known without decoding it (store/_seers.py), else ``None``. Costs
+        what it returns, never the branch's length: a reader's view computes from these alone."""
         branch = self._branch(branch_name)
         found: list[tuple[int, Seers | None]] = []
         for owner, _limit, count, offset in branch.ancestors:
@@ -479,7 +462,6 @@ class LogModel:
             known = self._branches.get(name)
             if known is not None:
                 known.end_open(head)
-        shared = self._seers_shared
         branch: Branch | None = None
         for name, seq, seers in sorted(audience, key=itemgetter(0, 1)):
             if branch is None or branch.name != name:
@@ -489,7 +471,7 @@ class LogModel:
             index = branch.index_of_seq(seq)
             if index is not None:
                 branch.own_audience.append(index)
-                branch.audience_seers.append(None if seers is None else shared.setdefault(seers, seers))
+                branch.audience_seers.append(self._shared_seers(seers))
         for branch in self._branches.values():
             if branch.own_audience or any(ancestor.own_audience for ancestor, *_ in branch.ancestors):
                 branch.may_hold_audience = True
@@ -568,15 +550,13 @@ class LogModel:
                 owner.entries[index] = stone
             return stone
         if not isinstance(entry, Message):
-            record_id, text = entry
-            entry = owner.entries[index] = decode_message(record_id, owner.seq_of(index), text)
-            if unsafe_content(entry.content):
-                self._note_damaged(entry.content, text)
+            entry = owner.entries[index] = self._decoded(entry[0], owner.seq_of(index), entry[1])
         return entry
 
     def _fetch_stored(self, places: Sequence[tuple[Branch, int]]) -> None:
-        """Read and decode the messages at ``places`` from the database, a range of sequences of
-        one branch a query; then let the oldest read go beyond the cache's size."""
+        """Read the messages at ``places`` from the database, a range of sequences of one branch
+        a query, keeping them as text until decoded; then let the oldest read go beyond the
+        cache's size."""
         assert self._rows is not None
         by_owner: dict[str, tuple[Branch, list[int]]] = {}
         for owner, index in places:
@@ -599,11 +579,8 @@ class LogModel:
                             continue
                         raise StoreFailedError(f"the message at sequence {seq} of branch {owner.name!r} is missing from the store")
                     record_id, body = row
-                    message = decode_message(record_id, seq, body if type(body) is str else "")
-                    if unsafe_content(message.content):
-                        self._note_damaged(message.content, body if type(body) is str else "")
                     self.messages_read += 1
-                    owner.entries[index] = message
+                    owner.entries[index] = (record_id, body if type(body) is str else "")  # not text: read fail-closed
                     if record_id not in self._pinned:
                         self._loaded[record_id] = (owner, index)
                         self._loaded.move_to_end(record_id)
@@ -686,12 +663,15 @@ class LogModel:
             entry = owner.own[index]
             assert entry is not None
         if isinstance(entry, str):
-            text = entry
-            entry = decode_message(owner.own_ids[index], owner.own_seqs[index], text)
-            owner.own[index] = entry
-            if unsafe_content(entry.content):
-                self._note_damaged(entry.content, text)
+            entry = owner.own[index] = self._decoded(owner.own_ids[index], owner.own_seqs[index], entry)
         return entry
+
+    def _decoded(self, record_id: int, seq: int, text: str) -> Message:
+        """A message body read back, decoded fail-closed, its damage noted (:meth:`damaged`)."""
+        message = decode_message(record_id, seq, text)
+        if unsafe_content(message.content):
+            self._note_damaged(message.content, text)
+        return message
 
     def _fetch(self, places: Sequence[tuple[Branch, int]]) -> None:
         """Read the bodies of the messages at ``places`` (each left out at open) from the
@@ -726,6 +706,11 @@ class LogModel:
             else:
                 owner.own[index] = None
 
+    @staticmethod
+    def _lacks(owner: Branch, index: int) -> bool:
+        """Whether the message at ``index`` of ``owner`` must be read from the database."""
+        return index not in owner.entries if owner.stored else owner.own[index] is None
+
     def prefetch(self, branch_name: str, start: int, stop: int) -> None:
         """Read in one go the bodies a read of positions ``start`` to ``stop`` will need (those
         left in the database), instead of one query a message."""
@@ -736,7 +721,7 @@ class LogModel:
         missing: list[tuple[Branch, int]] = []
         for position in range(start, stop):
             owner, index = branch.locate(position)
-            if (index not in owner.entries) if owner.stored else (owner.own[index] is None):
+            if self._lacks(owner, index):
                 missing.append((owner, index))
         if missing:
             self._fetch(missing)
@@ -981,16 +966,14 @@ class LogModel:
             rows = self._rows.message_page(after, size)
             page: list[Message] = []
             for record_id, branch_name, seq, body in rows:
-                message_id = str(record_id)
-                branch = self._branches.get(branch_name)
                 if record_id > self._committed_to:  # committed, not yet taken in: not this model's yet
                     break
-                if message_id in self._erased or branch is None:
+                if str(record_id) in self._erased or branch_name not in self._branches:
                     continue
                 known = self._loaded.get(record_id)
                 if known is not None:
                     page.append(self._base(*known))
-                else:
+                else:  # read for the walk alone: neither cached nor noted
                     page.append(decode_message(record_id, seq, body if body is not None else ""))
             if page:
                 yield page
@@ -1014,12 +997,8 @@ class LogModel:
         for first in range(record_ids.start, record_ids.stop, FETCH_BATCH):
             batch = range(first, min(record_ids.stop, first + FETCH_BATCH))
             places = list(self._places(batch).values())
-            if self._rows is not None:
-                lacking = [(owner, index) for owner, index in places if index not in owner.entries]
-                if lacking:
-                    self._fetch(lacking)
-            elif self._read_bodies is not None:
-                lacking = [place for place in places if place[0].own[place[1]] is None]
+            if self._reads_back:
+                lacking = [place for place in places if self._lacks(*place)]
                 if lacking:
                     self._fetch(lacking)
             for record_id in batch:

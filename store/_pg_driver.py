@@ -299,17 +299,17 @@ class Connection:
         log only grows at its end, so the pages join up). With ``leave_bodies``, a message that
         cannot name a reader comes with no body (``None``), read when first asked
         (:meth:`bodies`)."""
-        return self._pages_from(self._page_after(applied, leave_bodies), leave_bodies)
-
-    def _page_after(self, applied: int, leave_bodies: bool = False) -> list[RowTuple]:
         query = _SELECT_AFTER_LEAVING_BODIES if leave_bodies else _SELECT_AFTER
+        return self._pages_from(self._page_after(applied, query), query)
+
+    def _page_after(self, applied: int, query: str = _SELECT_AFTER) -> list[RowTuple]:
         return self._conn.execute(query, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
 
-    def _pages_from(self, page: list[RowTuple], leave_bodies: bool = False) -> list[RowTuple]:
-        """``page`` and every record after it, when it is a full page."""
+    def _pages_from(self, page: list[RowTuple], query: str = _SELECT_AFTER) -> list[RowTuple]:
+        """``page`` and every record after it that ``query`` reads, when it is a full page."""
         rows = list(page)
         while len(page) == PAGE_ROWS:
-            page = self._page_after(page[-1][0], leave_bodies)
+            page = self._page_after(page[-1][0], query)
             rows.extend(page)
         return rows
 
@@ -327,14 +327,7 @@ class Connection:
         and the newest record id."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            rows: list[RowTuple] = []
-            after = 0
-            while True:
-                page = self._conn.execute(_SELECT_RECORDS_AFTER, (after, PAGE_ROWS)).fetchall()
-                rows.extend(page)
-                if len(page) < PAGE_ROWS:
-                    break
-                after = page[-1][0]
+            rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
             names = {"main", *(row[1] for row in rows if row[3] == "branch")}
             heads: dict[str, int] = {}
             for name in names:
@@ -346,11 +339,8 @@ class Connection:
         return rows, heads, audience, int(newest or 0)
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
-        query = (
-            "SELECT id, seq, body FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"
-            if bodies
-            else "SELECT id, seq, NULL FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"
-        )
+        column = "body" if bodies else "NULL"
+        query = f"SELECT id, seq, {column} FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"  # noqa: S608 - a column
         return [(int(i), int(q), b) for i, q, b in self._conn.execute(query, (branch, first, last)).fetchall()]
 
     def message_places(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:

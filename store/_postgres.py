@@ -186,6 +186,7 @@ class PostgresJournal:
                 self._model.replay(rows)
             except RecordTypeError as exc:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
+            self._model.opened_records += len(rows)
             self._model.end_stored_open(heads, audience_entries(audience), newest + 1)
             self._applied = self._announced = newest
         else:

@@ -271,9 +271,6 @@ def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
     return content
 
 
-_UNREAD: Final = object()
-
-
 def audience_entries(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, Seers | None]]:
     """An open's rows of the messages whose body may name a reader, ``(branch, seq, summary text,
     body)`` (the body given only when the summary is not), as the model takes them: each with its
@@ -283,10 +280,9 @@ def audience_entries(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, Seer
     read: dict[str, Seers | None] = {}  # a summary's text read once: most messages share a few
     for branch, seq, summary, body in rows:
         if summary is not None:
-            seers = read.get(summary, _UNREAD)
-            if seers is _UNREAD:
-                seers = read[summary] = read_seers(summary)
-            found.append((branch, seq, seers))  # type: ignore[arg-type]
+            if summary not in read:
+                read[summary] = read_seers(summary)
+            found.append((branch, seq, read[summary]))
         elif type(body) is not str or body_may_hold_audience(body):
             found.append((branch, seq, None))
     return found

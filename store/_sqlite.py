@@ -267,7 +267,7 @@ class SqliteJournal:
             self._body_target = _read_only_target(self._absolute_path)
         self._model.read_rows_from(self, self._body_cache)
         async with self._open_read():
-            await self._replay_pages(SELECT_RECORDS_PAGE)
+            self._model.opened_records += await self._replay_pages(SELECT_RECORDS_PAGE)
             heads: dict[str, int] = {}
             for info in self._model.branches():
                 found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))

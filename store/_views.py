@@ -21,7 +21,7 @@ no ``view_filter``, the view reads the branch directly and returns the stored ob
 A reader's view is computed, not kept (:class:`SparseProjection`, every view with no
 ``view_filter``): only a message whose stored body may name a reader, or one edited or erased,
 can read otherwise for a reader than as stored, and the model indexes those
-(``LogModel.audience_positions``, ``LogModel.edited_ids``). The view holds and decodes them
+(``LogModel.audience_entries``, ``LogModel.edited_ids``). The view holds and decodes them
 alone: where the reader sees nothing of one, and the reader's copy of each it sees otherwise.
 Every other message is read from the branch when asked. So opening a view, and bringing it up
 to date after a write, cost what may differ for the reader, never the branch's length, and a
@@ -363,7 +363,7 @@ class SparseProjection(Projection):
     view is the branch less the messages the reader sees nothing of, and with its own copy of
     the ones it sees otherwise than stored. Only the messages whose stored body may name a
     reader, and the edited ones (an erasure counts as one), can be either
-    (``LogModel.audience_positions``, ``LogModel.edited_ids``), so it holds and decodes those
+    (``LogModel.audience_entries``, ``LogModel.edited_ids``), so it holds and decodes those
     alone: the branch position of each message the reader sees nothing of (``removed``) and each
     copy (``copies``). Every other message is read from the branch when asked, as on the plain
     path. Its memory, and the work of bringing it up to date, follow those messages, never the

@@ -126,3 +126,18 @@ async def test_a_new_store_keeps_no_more_than_its_cache_from_its_first_open(stor
         bob = MessageView(store.model, "main", reader="bob")
         assert [[b.text for b in m.content] for m in bob.get_all()[:2]] == [["m0"], ["m1"]]
         assert store.statistics().messages_in_memory <= 10
+
+
+async def test_what_an_open_and_a_first_view_read_is_the_same_at_two_lengths(tmp_path):
+    """Counted, not timed: the records an open reads, and the messages a reader's first look at
+    the newest ten reads, at 500 and at 5,000 messages."""
+    counts = []
+    for length in (500, 5000):
+        path = str(tmp_path / f"{length}.db")
+        await _write(path, length)
+        async with open_store(path, message_cache=50) as store:
+            bob = MessageView(store.model, "main", reader="bob")
+            assert [m.content[0].text for m in bob.get_tail(10)][-1] == f"m{length - 1}"
+            stats = store.statistics()
+            counts.append((stats.records_read_at_open, stats.messages_read))
+    assert counts[0] == counts[1] == (1, 10)
