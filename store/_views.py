@@ -539,8 +539,8 @@ class SparseProjection(Projection):
         out: list[Message] = []
         model, branch = self._model, self.branch
         for count in range(end - first):
-            if count % FETCH_BATCH == 0:  # the bodies the next batch needs, in one read
-                model.prefetch(branch, position, position + FETCH_BATCH + len(removed) - k)
+            if count % FETCH_BATCH == 0:  # the bodies the next batch needs, and no more, in one read
+                model.prefetch(branch, position, self._position(min(end, first + count + FETCH_BATCH) - 1) + 1)
             out.append(self._message(position))
             position += 1
             while k < len(removed) and removed[k] == position:
