@@ -6,9 +6,9 @@ erasure record, its sequence its record id) says that the messages it names were
 ``namespace`` on ``branch`` at ``at``. It holds ids, never content, and outlives an erasure of
 those messages.
 
-Only what is new is recorded: for each ``(namespace, reader, via)`` the model keeps a bitmap of
-the message ids already disclosed that way (one bit per record id), and a record names only ids
-not in it. So a compile after one new message writes one record naming one id. Ids are written
+Only what is new is recorded: for each ``(namespace, reader, via)`` the model keeps the message
+ids already disclosed that way, as runs of consecutive ids (:class:`IdRuns`: its size follows
+how scattered they are, never how high the ids go), and a record names only ids not in it. So a compile after one new message writes one record naming one id. Ids are written
 as runs, ``[first, count, first, count, ...]``, so a first compile of 20,000 messages costs a few
 dozen bytes, not 20,000 ids.
 """
@@ -16,12 +16,13 @@ dozen bytes, not 20,000 ids.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Final
 
 import attrs
 
-__all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "DisclosureRecord", "disclosure_body"]
+__all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "DisclosureRecord", "IdRuns", "disclosure_body"]
 
 #: The kind of a disclosure record.
 DISCLOSURE: Final = "disclosure"
@@ -97,13 +98,48 @@ def disclosure_body(namespace: str, reader: str | None, branch: str, via: str, a
     )
 
 
+class IdRuns:
+    """A set of non-negative integers held as sorted, disjoint runs ``[start, end)``: membership
+    in O(log runs), and memory in O(runs) whatever the values (a bitmap would cost a bit for every
+    value below the largest)."""
+
+    __slots__ = ("_ends", "_starts")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def __contains__(self, value: int) -> bool:
+        index = bisect_right(self._starts, value) - 1
+        return index >= 0 and value < self._ends[index]
+
+    def __len__(self) -> int:
+        """How many runs it holds."""
+        return len(self._starts)
+
+    def add(self, first: int, count: int) -> None:
+        """Add ``first`` ... ``first + count - 1``, merging the runs it meets or touches."""
+        if count <= 0:
+            return
+        end = first + count
+        starts, ends = self._starts, self._ends
+        low = bisect_left(ends, first)  # the first run that ends at or after ``first``
+        high = bisect_right(starts, end)  # past the last run that starts at or before ``end``
+        if low == high:
+            starts.insert(low, first)
+            ends.insert(low, end)
+            return
+        starts[low:high] = [min(first, starts[low])]
+        ends[low:high] = [max(end, ends[high - 1])]
+
+
 class DisclosureLog:
-    """Every disclosure record of a store, in memory, with the bitmaps of what each
-    ``(namespace, reader, via)`` was shown."""
+    """Every disclosure record of a store, in memory, with the ids each ``(namespace, reader,
+    via)`` was shown."""
 
     def __init__(self) -> None:
         self._records: list[_Record] = []
-        self._seen: dict[tuple[str, str | None, str], bytearray] = {}
+        self._seen: dict[tuple[str, str | None, str], IdRuns] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -118,7 +154,7 @@ class DisclosureLog:
             if not message_id.isdigit():
                 continue
             value = int(message_id)
-            if seen is not None and value >> 3 < len(seen) and seen[value >> 3] & (1 << (value & 7)):
+            if seen is not None and value in seen:
                 continue
             if value not in fresh:
                 fresh.add(value)
@@ -144,12 +180,11 @@ class DisclosureLog:
             return False
         record = _Record(record_id, namespace, reader, branch, via, float(at), tuple(runs))
         self._records.append(record)
-        seen = self._seen.setdefault((namespace, reader, via), bytearray())
-        for value in record.ids():
-            index = value >> 3
-            if index >= len(seen):
-                seen.extend(bytes(index + 1 - len(seen) + 64))
-            seen[index] |= 1 << (value & 7)
+        seen = self._seen.get((namespace, reader, via))
+        if seen is None:
+            seen = self._seen[(namespace, reader, via)] = IdRuns()
+        for i in range(0, len(runs) - 1, 2):
+            seen.add(runs[i], runs[i + 1])
         return True
 
     def records(self) -> tuple[DisclosureRecord, ...]:

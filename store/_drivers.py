@@ -15,6 +15,7 @@ A read-only open of a store no writer holds uses SQLite's ``immutable`` mode (no
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import urllib.parse
@@ -32,6 +33,8 @@ from ._worker import WorkerThread
 __all__ = ["AiosqliteDriver", "Driver", "ImmutableCheck", "ThreadDriver", "open_driver"]
 
 Rows = list[tuple[Any, ...]]
+
+log = logging.getLogger("asides.store")
 
 
 class Driver(Protocol):
@@ -62,6 +65,9 @@ class AiosqliteDriver:
 INLINE_PARAMETERS = 400
 #: Commits run on the event loop's thread between two checkpoints (run in the worker thread).
 CHECKPOINT_EVERY = 2000
+#: Rows a connection with inline commits writes between two checkpoints, whichever thread wrote
+#: them (a batch of rows written in the worker thread counts them all).
+CHECKPOINT_ROWS = 2000
 
 
 class ThreadDriver:
@@ -76,8 +82,11 @@ class ThreadDriver:
     search indexer's batch, which runs long. Such a connection does not checkpoint on its own
     (``wal_autocheckpoint=0``): every :data:`CHECKPOINT_EVERY` inline commits a passive
     checkpoint, which writes the database
-    file, is queued to the worker thread, and writes sent meanwhile queue behind it there. Reads,
-    transactions and large writes always run in the worker thread.
+    file, is queued to the worker thread, and writes sent meanwhile queue behind it there; and
+    the worker thread checkpoints so after a statement that ends its transaction once
+    :data:`CHECKPOINT_ROWS` rows were written since the last one, so that large batches keep the
+    write-ahead log bounded too. Reads, transactions and large writes always run in the worker
+    thread.
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], *, inline_commits: bool = False) -> None:
@@ -88,6 +97,7 @@ class ThreadDriver:
         self._queued = 0  # statements sent to the worker and not finished (counted by the loop)
         self._checkpointing = False  # set by the loop, cleared by the worker thread
         self._since_checkpoint = 0
+        self._changes_checkpointed = 0  # the connection's total_changes at the last checkpoint
         self._inline_cursor: sqlite3.Cursor | None = None  # the loop thread's own, for inline writes
 
     def _execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
@@ -95,7 +105,24 @@ class ThreadDriver:
             self._connection = self._connect()
             if self._inline_commits:
                 self._connection.execute("PRAGMA wal_autocheckpoint=0")
-        return self._connection.execute(sql, params).fetchall()
+        connection = self._connection
+        rows = connection.execute(sql, params).fetchall()
+        if (
+            self._inline_commits
+            and not connection.in_transaction
+            and connection.total_changes - self._changes_checkpointed >= CHECKPOINT_ROWS
+        ):
+            self._checkpoint_now(connection)
+        return rows
+
+    def _checkpoint_now(self, connection: sqlite3.Connection) -> None:
+        """In the worker thread, outside a transaction: a passive checkpoint (it never waits for
+        readers); a failure only leaves the write-ahead log longer until the next one."""
+        self._changes_checkpointed = connection.total_changes
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("a checkpoint of the write-ahead log failed (it stays longer until the next one): %s", exc)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         connection = self._connection
@@ -125,11 +152,10 @@ class ThreadDriver:
             self._queued -= 1
 
     def _checkpoint(self) -> None:
-        """In the worker thread: a passive checkpoint (it never waits for readers); a failure
-        only leaves the write-ahead log longer until the next one."""
+        """In the worker thread, queued by an inline commit: :meth:`_checkpoint_now`."""
         try:
-            if self._connection is not None:
-                self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            if self._connection is not None and not self._connection.in_transaction:
+                self._checkpoint_now(self._connection)
         finally:
             self._checkpointing = False
 
