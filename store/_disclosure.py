@@ -8,9 +8,10 @@ those messages.
 
 Only what is new is recorded: for each ``(namespace, reader, via)`` the model keeps the message
 ids already disclosed that way, as runs of consecutive ids (:class:`IdRuns`: its size follows
-how scattered they are, never how high the ids go), and a record names only ids not in it. So a compile after one new message writes one record naming one id. Ids are written
-as runs, ``[first, count, first, count, ...]``, so a first compile of 20,000 messages costs a few
-dozen bytes, not 20,000 ids.
+how scattered they are, never how high the ids go), and a record names only ids not in it. So
+a compile after one new message writes one record naming one id. Ids are written as runs,
+``[first, count, first, count, ...]``, so a first compile of 20,000 messages costs a few dozen
+bytes, not 20,000 ids.
 """
 
 from __future__ import annotations

@@ -41,7 +41,19 @@ from ._errors import (
     UnknownBranchError,
 )
 from ._messages import Message, edited_version
-from ._model_parts import MISSING, UNREADABLE, Branch, BranchInfo, Owners, RecordTypeError, Row, StoredRows, latest, record_of
+from ._model_parts import (
+    MISSING,
+    UNREADABLE,
+    AudienceBlock,
+    Branch,
+    BranchInfo,
+    Owners,
+    RecordTypeError,
+    Row,
+    StoredRows,
+    latest,
+    record_of,
+)
 from ._names import check_branch
 from ._notes import STRATEGY_NOTE, parse_strategy_note
 from ._records import (
@@ -54,7 +66,7 @@ from ._records import (
     unsafe_content,
 )
 from ._search import holds_every, searchable_text
-from ._seers import Seers, seers_of
+from ._seers import Seers, read_seers, seers_of
 from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
@@ -67,6 +79,18 @@ MESSAGE: Final = "message"
 #: memory, by default; and how many bodies one read asks the database for at most.
 DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
 FETCH_BATCH: Final = 900
+#: A model holding its messages keeps each branch's messages that may name a reader in one
+#: block (``LogModel.audience_bits``); a model whose messages stay in the database, in blocks of
+#: as many sequences as its message cache holds messages (see :func:`audience_bits_for`).
+HELD_AUDIENCE_BITS: Final = 62
+#: Blocks of such messages read back from the database and kept (the least recently used go).
+HELD_AUDIENCE_BLOCKS: Final = 64
+
+
+def audience_bits_for(cache: int) -> int:
+    """How many bits of a sequence number a block of messages that may name a reader: the
+    largest power of two no larger than ``cache``, from 4 to 16,384 sequences."""
+    return max(2, min(14, cache.bit_length() - 1))
 #: How many message ids one read of a stored branch's ids reads (``id_at``), and how many such
 #: pages stay in memory.
 ID_PAGE: Final = 512
@@ -157,6 +181,12 @@ class LogModel:
         self._opening: list[tuple[int, str]] | None = None
         self._stones: dict[str, Message] = {}  # a stored branch's erased messages, as read
         self._seers_shared: dict[Seers, Seers] = {}
+        #: A block of messages that may name a reader spans ``1 << audience_bits`` sequences of
+        #: its branch; the blocks a model that reads back holds entries of, least recently used
+        #: first (``_held_blocks``), and how many it read from the database.
+        self.audience_bits = HELD_AUDIENCE_BITS
+        self._held_blocks: OrderedDict[tuple[str, int], tuple[Branch, int]] = OrderedDict()
+        self.audience_blocks_read = 0
         #: Records read into the model by the open, and messages read back from the database
         #: since (``StoreStatistics``).
         self.opened_records = 0
@@ -233,8 +263,7 @@ class LogModel:
                 branch.own_seqs.append(seq)
                 if body is not None and body_may_hold_audience(body):
                     branch.may_hold_audience = True
-                    branch.own_audience.append(len(branch.own) - 1)
-                    branch.audience_seers.append(None)
+                    self._note_audience(branch, len(branch.own) - 1, seq, None, written=False)
             elif kind == EDIT and ref is not None:
                 branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
                 written = edit_time(body)
@@ -320,8 +349,7 @@ class LogModel:
             branch.own_ids.append(record_id)
             branch.own_seqs.append(seq)
         if has_audience(content):
-            branch.own_audience.append(index)
-            branch.audience_seers.append(self._shared_seers(seers_of(content)))
+            self._note_audience(branch, index, seq, self._shared_seers(seers_of(content)), written=record_id > self._committed_to)
         self._note_content(branch, content, body)
         return message
 
@@ -343,31 +371,154 @@ class LogModel:
         """Conservative: false only if no block with an audience was ever stored on the branch."""
         return self._branch(branch_name).may_hold_audience
 
-    def audience_entries(self, branch_name: str, start: int = 0) -> list[tuple[int, Seers | None]]:
-        """The positions from ``start`` on of the messages whose stored body may name a reader,
-        oldest first (edits aside: :meth:`edited_ids`), each with who sees something of that
-        message when that is known without decoding it (store/_seers.py), else ``None``. Costs
-        what it returns, never the branch's length: a reader's view computes from these alone."""
-        branch = self._branch(branch_name)
-        found: list[tuple[int, Seers | None]] = []
+    # -- the messages that may name a reader, by block ------------------------------------
+
+    @staticmethod
+    def _segments(branch: Branch) -> Iterator[tuple[Branch, int, int, bool]]:
+        """The stretches of the branch's positions, oldest first: the branch that holds them, the
+        position of the first, how many, and whether they are that branch's own (not an
+        ancestor's, which the fork point may cut)."""
         for owner, _limit, count, offset in branch.ancestors:
-            if offset + count <= start:
+            yield owner, offset, count, False
+        yield branch, branch.base_count, branch.own_count(), True
+
+    def audience_spans(self, branch_name: str) -> list[tuple[int, int, Mapping[Seers | None, int] | None]]:
+        """The branch's positions cut into stretches ``(start, stop, counts)``, oldest first and
+        together covering every position: ``counts`` says how many messages of the stretch whose
+        stored body may name a reader each summary of who sees them counts (``None`` as a key:
+        decoded to be placed; an empty mapping: none), or is ``None`` when only reading them
+        tells (a block a fork point cuts). Costs the blocks that hold such messages, never the
+        branch's length; reads nothing from the database."""
+        branch = self._branch(branch_name)
+        bits = self.audience_bits
+        spans: list[tuple[int, int, Mapping[Seers | None, int] | None]] = []
+        for owner, offset, count, own in self._segments(branch):
+            if count <= 0:
                 continue
-            marked = owner.own_audience
-            lo = bisect_left(marked, start - offset) if start > offset else 0
-            hi = bisect_left(marked, count)
-            found.extend(zip((offset + i for i in marked[lo:hi]), owner.audience_seers[lo:hi], strict=True))
-        base, marked = branch.base_count, branch.own_audience
-        lo = bisect_left(marked, start - base) if start > base else 0
-        found.extend(zip((base + i for i in marked[lo:]), branch.audience_seers[lo:], strict=True))
+            last = owner.seq_of(count - 1) >> bits
+            done = 0
+            for number, block in owner.audience.items():
+                if number > last:
+                    break
+                if not block.counts:
+                    continue
+                start = owner.count_upto((number << bits) - 1)
+                whole = owner.count_upto(((number + 1) << bits) - 1)
+                stop = min(count, whole)
+                if stop <= start:
+                    continue
+                if start > done:
+                    spans.append((offset + done, offset + start, {}))
+                spans.append((offset + start, offset + stop, block.counts if own or whole <= count else None))
+                done = stop
+            if done < count:
+                spans.append((offset + done, offset + count, {}))
+        return spans
+
+    def audience_entries(self, branch_name: str, start: int = 0, stop: int | None = None) -> list[tuple[int, Seers | None]]:
+        """The positions from ``start`` to ``stop`` of the messages whose stored body may name a
+        reader, oldest first (edits aside: :meth:`edited_ids`), each with who sees something of
+        that message when that is known without decoding it (store/_seers.py), else ``None``.
+        Costs the blocks of sequences those positions fall in (each read from the database when
+        it is not held), never the branch's length."""
+        branch = self._branch(branch_name)
+        total = branch.base_count + branch.own_count()
+        stop = total if stop is None else min(stop, total)
+        bits = self.audience_bits
+        found: list[tuple[int, Seers | None]] = []
+        for owner, offset, count, _own in self._segments(branch):
+            first, end = max(start - offset, 0), min(stop - offset, count)
+            if first >= end:
+                continue
+            low, high = owner.seq_of(first) >> bits, owner.seq_of(end - 1) >> bits
+            if high - low < len(owner.audience):
+                blocks = [(n, owner.audience.get(n)) for n in range(low, high + 1)]
+            else:
+                blocks = [(n, b) for n, b in owner.audience.items() if low <= n <= high]
+            for number, block in blocks:
+                if block is None or not block.counts:
+                    continue
+                indexes, seers = self._entries_of(owner, number, block)
+                lo, hi = bisect_left(indexes, first), bisect_left(indexes, end)
+                found.extend(zip((offset + i for i in indexes[lo:hi]), seers[lo:hi], strict=True))
         return found
 
     def may_differ(self, branch_name: str, position: int) -> bool:
         """Whether the message at ``position`` is one whose stored body may name a reader."""
         owner, index = self._branch(branch_name).locate(position)
-        marked = owner.own_audience
-        found = bisect_left(marked, index)
-        return found < len(marked) and marked[found] == index
+        number = owner.seq_of(index) >> self.audience_bits
+        block = owner.audience.get(number)
+        if block is None or not block.counts:
+            return False
+        indexes, _seers = self._entries_of(owner, number, block)
+        found = bisect_left(indexes, index)
+        return found < len(indexes) and indexes[found] == index
+
+    def _note_audience(self, branch: Branch, index: int, seq: int, seers: Seers | None, *, written: bool) -> None:
+        """The message at ``index`` (sequence ``seq``) of ``branch`` may name a reader. ``written``:
+        written here and not yet committed (so not in the database to be read back)."""
+        number = seq >> self.audience_bits
+        block = branch.audience.get(number)
+        if block is None:
+            # None of the block's messages was in the database at the open (it counted every
+            # one), and every one since came through here.
+            block = branch.audience[number] = AudienceBlock(loaded=True)
+            if branch.stored:
+                self._held_blocks[(branch.name, number)] = (branch, number)
+                self._evict_blocks()
+        elif block.indexes is None and written:
+            self._load_block(branch, number, block)  # the committed ones, before this one
+        block.add(index, seers)
+
+    def _entries_of(self, owner: Branch, number: int, block: AudienceBlock) -> tuple[array[int], list[Seers | None]]:
+        if block.indexes is None or block.seers is None:
+            self._load_block(owner, number, block)
+        elif owner.stored:
+            self._held_blocks.move_to_end((owner.name, number))
+        assert block.indexes is not None and block.seers is not None
+        return block.indexes, block.seers
+
+    def _load_block(self, branch: Branch, number: int, block: AudienceBlock) -> None:
+        """Read a block's messages that may name a reader from the database: those the model
+        has replayed (another process may have committed more, which its replay brings)."""
+        rows = self._rows
+        if rows is None:  # a model holding its messages holds every block whole
+            raise RuntimeError("a block of a branch held in memory was not held")
+        first = number << self.audience_bits
+        indexes: array[int] = array("q")
+        seers: list[Seers | None] = []
+        read: dict[str, Seers | None] = {}  # each summary's text read once
+        for seq, summary, body in rows.audience_rows(branch.name, first, first + (1 << self.audience_bits) - 1):
+            index = branch.index_of_seq(seq)
+            if index is None:
+                continue
+            if summary is not None:
+                if summary not in read:
+                    read[summary] = self._shared_seers(read_seers(summary))
+                one = read[summary]
+            elif type(body) is str and not body_may_hold_audience(body):
+                continue
+            else:
+                one = None
+            indexes.append(index)
+            seers.append(one)
+        block.fill(indexes, seers)
+        self.audience_blocks_read += 1
+        self._held_blocks[(branch.name, number)] = (branch, number)
+        self._held_blocks.move_to_end((branch.name, number))
+        self._evict_blocks()
+
+    def _evict_blocks(self) -> None:
+        """Forget the entries of the blocks used longest ago beyond :data:`HELD_AUDIENCE_BLOCKS`
+        (their counts stay). Not while a message written here waits for its commit: a block
+        read back then would lack it."""
+        if self._pinned:
+            return
+        while len(self._held_blocks) > HELD_AUDIENCE_BLOCKS:
+            _key, (branch, number) = self._held_blocks.popitem(last=False)
+            block = branch.audience.get(number)
+            if block is not None:
+                block.unload()
 
     def _shared_seers(self, seers: Seers | None) -> Seers | None:
         """One object for every message seen alike (readers who see alike share it)."""
@@ -449,31 +600,32 @@ class LogModel:
         each record of a branch takes the branch's next sequence."""
         self._rows = rows
         self.body_cache = cache
+        self.audience_bits = audience_bits_for(cache)
         self._branches = {"main": Branch("main", None, 0, stored=True)}
         self._opening = []
 
-    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int, Seers | None]], next_id: int) -> None:
+    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int, Seers | None, int]], next_id: int) -> None:
         """End an open begun by :meth:`read_rows_from`: each branch's head (the sequence of its
-        newest record); the branch and sequence of every message whose body may name a reader (a
-        superset is safe: a view looks at each), with who sees something of it when its body
-        says (store/_seers.py); and the next record id. Then replays the erasures the open held
-        back."""
+        newest record); how many messages whose body may name a reader (a superset is safe: a
+        view reads each such block's messages when a count does not tell) each block of each
+        branch holds (``sequence >> audience_bits``) by who sees something of them when their
+        body says (store/_seers.py), else ``None``; and the next record id. Then replays the
+        erasures the open held back."""
         for name, head in heads.items():
             known = self._branches.get(name)
             if known is not None:
                 known.end_open(head)
-        branch: Branch | None = None
-        for name, seq, seers in sorted(audience, key=itemgetter(0, 1)):
-            if branch is None or branch.name != name:
-                branch = self._branches.get(name)
-                if branch is None:
-                    continue
-            index = branch.index_of_seq(seq)
-            if index is not None:
-                branch.own_audience.append(index)
-                branch.audience_seers.append(self._shared_seers(seers))
+        for name, number, seers, count in sorted(audience, key=itemgetter(0, 1)):  # blocks made in order
+            branch = self._branches.get(name)
+            if branch is None or count <= 0:
+                continue
+            block = branch.audience.get(number)
+            if block is None:
+                block = branch.audience[number] = AudienceBlock(loaded=False)
+            key = self._shared_seers(seers)
+            block.counts[key] = block.counts.get(key, 0) + count
         for branch in self._branches.values():
-            if branch.own_audience or any(ancestor.own_audience for ancestor, *_ in branch.ancestors):
+            if branch.audience or any(ancestor.audience for ancestor, *_ in branch.ancestors):
                 branch.may_hold_audience = True
         self.next_id = max(self.next_id, next_id)
         self._committed_to = self.next_id - 1
@@ -530,8 +682,7 @@ class LogModel:
         index = branch.add_message(seq)
         if body is None or body_may_hold_audience(body):  # no body: as if it may name a reader
             branch.may_hold_audience = True
-            branch.own_audience.append(index)
-            branch.audience_seers.append(None)
+            self._note_audience(branch, index, seq, None, written=False)
         if body is not None:  # kept as text until read (an erasure replayed later may void it)
             branch.entries[index] = (record_id, body)
             self._keep(record_id, branch, index)

@@ -15,6 +15,7 @@ from ._messages import Message
 from ._seers import Seers
 
 __all__ = [
+    "AudienceBlock",
     "BranchInfo",
     "MISSING",
     "RecordTypeError",
@@ -93,6 +94,13 @@ class StoredRows(Protocol):
         """The id of every message record, in id order."""
         ...
 
+    def audience_rows(self, branch: str, first: int, last: int) -> Sequence[tuple[int, str | None, str | None]]:
+        """The messages of ``branch`` with a sequence from ``first`` to ``last`` whose body may name
+        a reader (at least those), in sequence order: each one's sequence, the summary of who
+        sees it its body records (its JSON text, store/_seers.py) or ``None``, and, without a
+        summary, its body."""
+        ...
+
     def message_page(self, after: int, limit: int) -> Sequence[tuple[int, str, int, str | None]]:
         """``(id, branch, seq, body)`` of the first ``limit`` message records with ids above ``after``, in id order."""
         ...
@@ -133,6 +141,39 @@ class Owners:
             return None
         branch = self._branches[record_id]
         return None if branch is None else (branch, self._indexes[record_id])
+
+
+class AudienceBlock:
+    """The messages of one block of a branch's sequences whose stored body may name a reader
+    (``LogModel.audience_bits`` sets how many sequences a block spans): how many of them each
+    summary of who sees them counts (``None``: a view decodes such a message to place it), and,
+    once read, each one's index among the branch's own messages, with its summary."""
+
+    __slots__ = ("counts", "indexes", "seers")
+
+    def __init__(self, loaded: bool) -> None:
+        self.counts: dict[Seers | None, int] = {}
+        self.indexes: array[int] | None = array("q") if loaded else None
+        self.seers: list[Seers | None] | None = [] if loaded else None
+
+    def add(self, index: int, seers: Seers | None) -> None:
+        """One more such message, newer than every one it holds."""
+        self.counts[seers] = self.counts.get(seers, 0) + 1
+        if self.indexes is not None and self.seers is not None:
+            self.indexes.append(index)
+            self.seers.append(seers)
+
+    def fill(self, indexes: array[int], seers: list[Seers | None]) -> None:
+        """Its messages, as read from the database: they replace the counts too."""
+        self.indexes, self.seers = indexes, seers
+        counts: dict[Seers | None, int] = {}
+        for one in seers:
+            counts[one] = counts.get(one, 0) + 1
+        self.counts = counts
+
+    def unload(self) -> None:
+        """Forget which messages they are (they are read again when asked), keeping the counts."""
+        self.indexes = self.seers = None
 
 
 class Branch:
@@ -181,12 +222,10 @@ class Branch:
         self.own: list[Message | str | None] = []
         self.own_ids: array[int] = array("q")
         self.own_seqs: array[int] = array("q")
-        # The indexes in ``own`` of the messages whose stored body may name a reader (a block
-        # with an audience): what a reader's view of the branch computes from, never the rest.
-        self.own_audience: array[int] = array("q")
-        # Beside each: who sees something of that message, when its content says so without
-        # being decoded (store/_seers.py), or ``None`` (a view decodes it to place it).
-        self.audience_seers: list[Seers | None] = []
+        # The messages whose stored body may name a reader (a block with an audience), by block
+        # of sequences: what a reader's view of the branch computes from, never the rest. Blocks
+        # are made oldest first, so the dict iterates them in order.
+        self.audience: dict[int, AudienceBlock] = {}
         # A stored branch: how many messages it holds, the sequences of its other records (edits,
         # states) in order with how many messages precede each, and the messages read back (a
         # cache the model bounds, or pinned until committed), by index.

@@ -14,7 +14,7 @@ from ._errors import ArgumentTypeError, InvalidArgumentError, StoreFailedError
 from ._file_checks import FORMAT_VERSION, check_store_file, lock_store_file, open_error, unlock_store_file
 from ._groups import collapsing
 from ._model import DEFAULT_BODY_CACHE, LogModel
-from ._sqlite import SCHEMA, STORED_INDEXES, SqliteJournal, SqliteStore
+from ._sqlite import SCHEMA, SqliteJournal, SqliteStore, make_stored_indexes
 from ._store import Store
 
 #: How many messages read back from a store file stay decoded in memory, unless ``open_store``
@@ -106,8 +106,7 @@ async def open_store(
                     await driver.execute("PRAGMA journal_mode=WAL")
                     await driver.execute(f"PRAGMA synchronous={synchronous}")
                     await driver.execute(SCHEMA)
-                    for statement in STORED_INDEXES:
-                        await driver.execute(statement)
+                    await make_stored_indexes(driver)
                     if version == 0:
                         await driver.execute(f"PRAGMA user_version={FORMAT_VERSION}")
                 except sqlite3.Error as exc:

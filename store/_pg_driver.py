@@ -36,6 +36,8 @@ from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import CHANNEL, ID_KEY, audit_anchor, build_search, prepare_schema, search_state
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
+from ._records import audience_groups
+from ._seers import Seers
 
 __all__ = ["Connection", "connect", "is_connection_error", "session_lock_key", "set_durability"]
 
@@ -63,9 +65,19 @@ PAGE_ROWS = 5000
 _SELECT_RECORDS_AFTER = (
     "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND id > %s ORDER BY id LIMIT %s"
 )
-_SELECT_AUDIENCE = (
-    "SELECT branch, seq, seers, CASE WHEN seers IS NULL THEN body END FROM (SELECT branch, seq, body, asides_seers(body) AS seers "
-    "FROM asides_log WHERE kind = 'message' AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)) AS found"
+_MAY_NAME_A_READER = "kind = 'message' AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)"
+#: How many such messages each block of each branch holds (``seq >> n``), by the summary of who
+#: sees them that their bodies record (``NULL``: none).
+_COUNT_AUDIENCE = (
+    "SELECT branch, seq >> %s::int, seers, count(*) FROM (SELECT branch, seq, asides_seers(body) AS seers "
+    f"FROM asides_log WHERE {_MAY_NAME_A_READER}) AS found WHERE seers IS NOT NULL GROUP BY 1, 2, 3"
+)
+#: The others (no summary), with their bodies.
+_SELECT_UNDECIDED = f"SELECT branch, seq, body FROM asides_log WHERE {_MAY_NAME_A_READER} AND asides_seers(body) IS NULL"
+#: One block's such messages: sequence, summary, and the body of one without a summary.
+_SELECT_AUDIENCE_ROWS = (
+    "SELECT seq, seers, CASE WHEN seers IS NULL THEN body END FROM (SELECT seq, body, asides_seers(body) AS seers "
+    f"FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND {_MAY_NAME_A_READER}) AS found ORDER BY seq"
 )
 #: Append rows: one statement, so in autocommit mode one round trip commits it. Its records are
 #: numbered after the newest record this process has seen; when another process committed
@@ -320,11 +332,11 @@ class Connection:
         ).fetchone()
         return bool(row[0])
 
-    def stored_open(self) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Any, Any]], int]:
+    def stored_open(self, bits: int) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], int]:
         """In one snapshot: every record other than messages and compile records (in id order),
-        each branch's newest sequence, the branch, sequence, recorded summary of who sees it
-        (store/_seers.py) and, without one, body of every message whose body may name a reader,
-        and the newest record id."""
+        each branch's newest sequence, how many messages whose body may name a reader each
+        block of ``1 << bits`` sequences of each branch holds by the summary of who sees them
+        that their bodies record (store/_seers.py), and the newest record id."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
@@ -334,7 +346,9 @@ class Connection:
                 found = self._conn.execute("SELECT max(seq) FROM asides_log WHERE branch = %s", (name,)).fetchone()
                 if found[0] is not None:
                     heads[name] = int(found[0])
-            audience = self._conn.execute(_SELECT_AUDIENCE).fetchall()
+            audience = audience_groups(
+                self._conn.execute(_COUNT_AUDIENCE, (bits,)).fetchall(), self._conn.execute(_SELECT_UNDECIDED).fetchall(), bits
+            )
             newest = self._conn.execute("SELECT max(id) FROM asides_log").fetchone()[0]
         return rows, heads, audience, int(newest or 0)
 
@@ -342,6 +356,10 @@ class Connection:
         column = "body" if bodies else "NULL"
         query = f"SELECT id, seq, {column} FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"  # noqa: S608 - a column
         return [(int(i), int(q), b) for i, q, b in self._conn.execute(query, (branch, first, last)).fetchall()]
+
+    def audience_rows(self, branch: str, first: int, last: int) -> list[tuple[int, str | None, str | None]]:
+        rows = self._conn.execute(_SELECT_AUDIENCE_ROWS, (branch, first, last)).fetchall()
+        return [(int(q), summary, body) for q, summary, body in rows]
 
     def message_places(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
         rows = self._conn.execute("SELECT id, branch, seq FROM asides_log WHERE id = ANY(%s) AND kind = 'message'", (list(ids),))

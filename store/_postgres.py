@@ -66,7 +66,7 @@ from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrit
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
 from ._pg_notices import Notices
 from ._pg_vacuum import OwedVacuum
-from ._records import EncodedMessage, audience_entries
+from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
@@ -181,13 +181,13 @@ class PostgresJournal:
             # The messages stay in the database: the records other than messages, the heads and
             # where the messages that may name a reader stand, in one snapshot.
             self._model.read_rows_from(self, self._body_cache)
-            rows, heads, audience, newest = await anyio.to_thread.run_sync(connection.stored_open)
+            rows, heads, audience, newest = await anyio.to_thread.run_sync(connection.stored_open, self._model.audience_bits)
             try:
                 self._model.replay(rows)
             except RecordTypeError as exc:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
             self._model.opened_records += len(rows)
-            self._model.end_stored_open(heads, audience_entries(audience), newest + 1)
+            self._model.end_stored_open(heads, audience, newest + 1)
             self._applied = self._announced = newest
         else:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
@@ -833,6 +833,9 @@ class PostgresJournal:
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         return self._read(lambda connection: connection.message_rows(branch, first, last, bodies))
+
+    def audience_rows(self, branch: str, first: int, last: int) -> list[tuple[int, str | None, str | None]]:
+        return self._read(lambda connection: connection.audience_rows(branch, first, last))
 
     def message_places(self, record_ids: Sequence[int]) -> list[tuple[int, str, int]]:
         return self._read(lambda connection: connection.message_places(record_ids))

@@ -21,7 +21,7 @@ from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
 
 __all__ = [
     "EncodedMessage",
-    "audience_entries",
+    "audience_groups",
     "StoredEdit",
     "blocks_to_store",
     "body_may_hold_audience",
@@ -271,18 +271,26 @@ def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
     return content
 
 
-def audience_entries(rows: Sequence[Sequence[Any]]) -> list[tuple[str, int, Seers | None]]:
-    """An open's rows of the messages whose body may name a reader, ``(branch, seq, summary text,
-    body)`` (the body given only when the summary is not), as the model takes them: each with its
-    summary, or with ``None`` when its body has none (then only a body that may name a reader
-    counts: ``body_may_hold_audience``) or one that cannot be read (then it is decoded)."""
-    found: list[tuple[str, int, Seers | None]] = []
-    read: dict[str, Seers | None] = {}  # a summary's text read once: most messages share a few
-    for branch, seq, summary, body in rows:
-        if summary is not None:
-            if summary not in read:
-                read[summary] = read_seers(summary)
-            found.append((branch, seq, read[summary]))
-        elif type(body) is not str or body_may_hold_audience(body):
-            found.append((branch, seq, None))
+def audience_groups(
+    counted: Sequence[Sequence[Any]], undecided: Sequence[Sequence[Any]], bits: int
+) -> list[tuple[str, int, Seers | None, int]]:
+    """An open's counts of the messages whose body may name a reader, as the model takes them
+    (``LogModel.end_stored_open``): ``counted``, ``(branch, block, summary text, count)`` rows
+    of those whose body records who sees them (each text read once; one that cannot be read
+    counts as ``None``: such messages are decoded to be placed); and ``undecided``, ``(branch,
+    seq, body)`` rows of the others, counted by block of ``1 << bits`` sequences under ``None``
+    when the body may name a reader (``body_may_hold_audience``: a key named ``audience`` in a
+    tool call's input is data)."""
+    found: list[tuple[str, int, Seers | None, int]] = []
+    read: dict[str, Seers | None] = {}
+    for branch, number, summary, count in counted:
+        if summary not in read:
+            read[summary] = read_seers(summary)
+        found.append((str(branch), int(number), read[summary], int(count)))
+    blocks: dict[tuple[str, int], int] = {}
+    for branch, seq, body in undecided:
+        if type(body) is not str or body_may_hold_audience(body):
+            key = (str(branch), int(seq) >> bits)
+            blocks[key] = blocks.get(key, 0) + 1
+    found.extend((branch, number, None, count) for (branch, number), count in blocks.items())
     return found

@@ -45,7 +45,7 @@ from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesEra
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
-from ._records import audience_entries
+from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
 from ._search import (
@@ -84,15 +84,74 @@ CREATE TABLE IF NOT EXISTS log (
 )
 """
 #: The indexes a store file's open reads instead of its messages (``SqliteJournal.replay``): each
-#: message's place by branch and sequence, the records other than messages (and compile records),
-#: and the messages whose body may name a reader (by the test ``SELECT_PAGE_LEAVING_BODIES``
-#: makes). A writing open makes them; a file without them is read whole.
+#: message's place by branch and sequence, and the records other than messages (and compile
+#: records). With ``SEERS_TABLE``, what a writing open makes (``make_stored_indexes``); a file
+#: without them is read whole.
 STORED_INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
     "CREATE INDEX IF NOT EXISTS log_records ON log (id) WHERE kind NOT IN ('message', 'compile')",
-    "CREATE INDEX IF NOT EXISTS log_audience ON log (branch, seq) WHERE kind = 'message' "
-    "AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)",
 )
+
+
+def _may_name_a_reader(row: str) -> str:
+    """SQL: whether the log record ``row`` (``NEW``, or nothing for the row itself) is a message
+    whose body may name a reader (the first test of ``body_may_hold_audience``)."""
+    return f"{row}kind = 'message' AND (instr({row}body, '\"audience\"') > 0 OR instr({row}body, '\\u') > 0)"
+
+
+def _summary_of(row: str) -> str:
+    """SQL: the summary of who sees the message ``row`` that its body records (its JSON text,
+    store/_seers.py), or ``'?'`` when it records none (it is decoded to be placed)."""
+    body = f"{row}body"
+    return f"CASE WHEN json_valid({body}) AND json_type({body}, '$.seers') = 'array' THEN json_extract({body}, '$.seers') ELSE '?' END"
+
+
+#: Where the messages whose body may name a reader stand, with the summary of who sees each that
+#: its body records (``'?'``: none): a table the log's triggers keep, so that an open counts
+#: them by block from its index alone and a view reads one block's (``SqliteJournal.audience_rows``).
+#: A writing open makes it, filled from the log, when the file has none.
+SEERS_TABLE: Final = (
+    "DROP INDEX IF EXISTS log_audience",
+    "CREATE TABLE log_seers (id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL, seers TEXT NOT NULL)",
+    "CREATE INDEX log_seers_place ON log_seers (branch, seq, seers)",
+    f"CREATE TRIGGER log_seers_written AFTER INSERT ON log WHEN {_may_name_a_reader('NEW.')} BEGIN "
+    f"INSERT OR REPLACE INTO log_seers (id, branch, seq, seers) VALUES (NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')}); END",
+    "CREATE TRIGGER log_seers_rewritten AFTER UPDATE ON log BEGIN DELETE FROM log_seers WHERE id = OLD.id; "
+    f"INSERT INTO log_seers (id, branch, seq, seers) SELECT NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')} "
+    f"WHERE {_may_name_a_reader('NEW.')}; END",
+    "CREATE TRIGGER log_seers_removed AFTER DELETE ON log BEGIN DELETE FROM log_seers WHERE id = OLD.id; END",
+    f"INSERT INTO log_seers (id, branch, seq, seers) SELECT id, branch, seq, {_summary_of('')} FROM log WHERE {_may_name_a_reader('')}",
+)
+#: The names ``STORED_INDEXES`` and ``SEERS_TABLE`` make: a file with all of them is opened
+#: without reading its messages.
+STORED_NAMES: Final = (
+    "log_place",
+    "log_records",
+    "log_seers",
+    "log_seers_place",
+    "log_seers_written",
+    "log_seers_rewritten",
+    "log_seers_removed",
+)
+
+
+async def make_stored_indexes(driver: Driver) -> None:
+    """A writing open, once the ``log`` table is there: make what an open reads instead of the
+    messages, when the file lacks it (the table of who sees what filled from the log, in one
+    transaction)."""
+    for statement in STORED_INDEXES:
+        await driver.execute(statement)
+    if (await driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'log_seers'"))[0][0]:
+        return
+    await driver.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in SEERS_TABLE:
+            await driver.execute(statement)
+        await driver.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await driver.execute("ROLLBACK")
+        raise
 #: What an erasure rewrites in a store file so that no file keeps the erased bytes (its
 #: receipt: ``Erasure.rewrites``), all by the time ``erase`` returns.
 REWRITES: Final = (
@@ -251,18 +310,18 @@ class SqliteJournal:
             after = rows[-1][0]
 
     async def _has_stored_indexes(self) -> bool:
+        marks = ",".join("?" * len(STORED_NAMES))
         try:
-            rows = await self._driver.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('log_place', 'log_records', 'log_audience')"
-            )
+            rows = await self._driver.execute(f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", STORED_NAMES)  # noqa: S608
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
-        return bool(rows[0][0] == 3)
+        return bool(rows[0][0] == len(STORED_NAMES))
 
     async def _replay_stored(self) -> None:
         """An open that leaves the messages in the file: the records other than messages, each
-        branch's head, where the messages that may name a reader stand, and the next record id,
-        through the file's indexes (``STORED_INDEXES``), in one read transaction."""
+        branch's head, how many messages that may name a reader each block of sequences holds
+        by who sees them, and the next record id, through the file's indexes
+        (``STORED_INDEXES``, ``SEERS_TABLE``), in one read transaction."""
         if self.read_only:
             self._body_target = _read_only_target(self._absolute_path)
         self._model.read_rows_from(self, self._body_cache)
@@ -273,7 +332,9 @@ class SqliteJournal:
                 found = await self._driver.execute("SELECT max(seq) FROM log WHERE branch = ?", (info.name,))
                 if found and found[0][0] is not None:
                     heads[info.name] = int(found[0][0])
-            audience = audience_entries(await self._driver.execute(SELECT_AUDIENCE))
+            bits = self._model.audience_bits
+            counted = await self._driver.execute(COUNT_AUDIENCE, (bits,))
+            audience = audience_groups(counted, await self._driver.execute(SELECT_UNDECIDED), bits)
             newest = await self._driver.execute("SELECT max(id) FROM log")
         self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1)
 
@@ -459,6 +520,9 @@ class SqliteJournal:
             rows = self._read(f"SELECT id, branch, seq FROM log WHERE id IN ({marks}) AND kind = 'message'", chunk)  # noqa: S608
             found.extend((int(i), str(b), int(q)) for i, b, q in rows)
         return found
+
+    def audience_rows(self, branch: str, first: int, last: int) -> list[tuple[int, str | None, str | None]]:
+        return [(int(q), summary, body) for q, summary, body in self._read(SELECT_AUDIENCE_ROWS, (branch, first, last))]
 
     def message_page(self, after: int, limit: int) -> list[tuple[int, str, int, str | None]]:
         rows = self._read("SELECT id, branch, seq, body FROM log WHERE kind = 'message' AND id > ? ORDER BY id LIMIT ?", (after, limit))
@@ -798,10 +862,14 @@ SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORD
 SELECT_RECORDS_PAGE = (
     "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND id > ? ORDER BY id LIMIT ?"
 )
-SELECT_AUDIENCE = (
-    "SELECT branch, seq, CASE WHEN json_valid(body) THEN json_extract(body, '$.seers') END, "
-    "CASE WHEN json_valid(body) AND json_type(body, '$.seers') = 'array' THEN NULL ELSE body END "
-    "FROM log WHERE kind = 'message' AND (instr(body, '\"audience\"') > 0 OR instr(body, '\\u') > 0)"
+# How many messages that may name a reader each block of each branch holds (``seq >> ?``), by the
+# summary of who sees them, from the index of ``log_seers`` alone; and those with no summary.
+COUNT_AUDIENCE = "SELECT branch, seq >> ?, seers, count(*) FROM log_seers WHERE seers != '?' GROUP BY 1, 2, 3"
+SELECT_UNDECIDED = "SELECT branch, seq, (SELECT body FROM log WHERE log.id = log_seers.id) FROM log_seers WHERE seers = '?'"
+# One block's such messages: sequence, summary, and the body of one without a summary.
+SELECT_AUDIENCE_ROWS = (
+    "SELECT seq, NULLIF(seers, '?'), CASE WHEN seers = '?' THEN (SELECT body FROM log WHERE log.id = log_seers.id) END "
+    "FROM log_seers WHERE branch = ? AND seq BETWEEN ? AND ? ORDER BY seq"
 )
 #: Records an open reads in one statement (a page of the replay).
 REPLAY_PAGE = 50_000

@@ -71,6 +71,9 @@ class StoreStatistics:
     #: Messages in memory now: read back and cached, or written and not yet committed (on
     #: ``:memory:`` and a store read whole at its open, every message held).
     messages_in_memory: int = 0
+    #: Blocks of sequences whose messages that may name a reader were read back from the
+    #: database since the open (a reader's view reads a block when a read first reaches it).
+    audience_blocks_read: int = 0
 
 
 class Store:
@@ -121,6 +124,7 @@ class Store:
             records_read_at_open=model.opened_records,
             messages_read=model.messages_read,
             messages_in_memory=model.messages_in_memory(),
+            audience_blocks_read=model.audience_blocks_read,
         )
 
     @property

@@ -358,23 +358,53 @@ class Projection:
             self._all = None
 
 
+class _Span:
+    """A stretch ``[lo, hi)`` of a branch's positions in one reader's view: how many of its
+    messages the reader sees nothing of (``hidden``) and, once read, which (``removed``, sorted
+    branch positions, with ``gaps[k] = removed[k] - lo - k``: how a position of the view within
+    the stretch finds its branch position)."""
+
+    __slots__ = ("lo", "hi", "hidden", "removed", "gaps")
+
+    def __init__(self, lo: int, hi: int, hidden: int, removed: list[int] | None) -> None:
+        self.lo, self.hi, self.hidden = lo, hi, hidden
+        self.removed = removed
+        self.gaps = None if removed is None else [p - lo - k for k, p in enumerate(removed)]
+
+    def holds_removed(self, position: int) -> bool:
+        removed = self.removed
+        assert removed is not None
+        k = bisect_left(removed, position)
+        return k < len(removed) and removed[k] == position
+
+
 class SparseProjection(Projection):
     """One reader's view of one branch with no ``view_filter``, computed rather than kept: the
     view is the branch less the messages the reader sees nothing of, and with its own copy of
     the ones it sees otherwise than stored. Only the messages whose stored body may name a
     reader, and the edited ones (an erasure counts as one), can be either
-    (``LogModel.audience_entries``, ``LogModel.edited_ids``), so it holds and decodes those
-    alone: the branch position of each message the reader sees nothing of (``removed``) and each
-    copy (``copies``). Every other message is read from the branch when asked, as on the plain
-    path. Its memory, and the work of bringing it up to date, follow those messages, never the
-    branch's length; a read costs what it returns."""
+    (``LogModel.audience_spans``, ``LogModel.audience_entries``, ``LogModel.edited_ids``).
 
-    __slots__ = ("removed", "_gaps", "copies", "_seen_erasures", "_started")
+    The view cuts the branch into stretches (:class:`_Span`, the model's blocks of sequences).
+    For a stretch whose messages all say who sees them it needs only how many of them the
+    reader sees nothing of, which the model counts by block; it reads which they are when a
+    read first reaches the stretch. It reads at once, and decodes to place, the stretches
+    holding a message that does not say (tool blocks, thinking, images, damaged content) or an
+    edited one. Every other message is read from the branch when asked, as on the plain path.
+    So its memory and the work of opening it follow the blocks that hold messages that may name
+    a reader and the stretches it read, never the branch's length; a read costs what it returns
+    and the stretches it reaches."""
+
+    __slots__ = ("_spans", "_los", "_starts", "_before", "_dirty", "_hidden", "copies", "_seen_erasures", "_started")
 
     def __init__(self, model: LogModel, branch: str, reader: str | None, copies: BranchCopies | None = None) -> None:
         super().__init__(model, branch, reader, None, copies)
-        self.removed: list[int] = []  # branch positions of the messages the reader sees nothing of, sorted
-        self._gaps: list[int] = []  # removed[k] - k: how a view position finds its branch position
+        self._spans: list[_Span] = []  # covering positions 0 to the length seen, in order
+        self._los: list[int] = []  # each span's lo
+        self._before: list[int] = []  # how many messages the spans before each hide
+        self._starts: list[int] = []  # the view position of each span's lo
+        self._dirty = 0  # the first span whose _before and _starts are stale
+        self._hidden = 0  # how many messages every span hides
         self.copies: dict[int, Message] = {}  # branch position -> the reader's copy, where it differs
         self._seen_erasures = 0
         self._started = False
@@ -398,11 +428,7 @@ class SparseProjection(Projection):
             return
         length = model.length(branch)
         if length > self._seen_length:
-            for position, seers in model.audience_entries(branch, self._seen_length):
-                if seers is None:
-                    self._place(position)
-                elif seers.sees_nothing(self.reader):
-                    self._remove(position)
+            self._extend(self._seen_length, length)
             self._seen_length = length
             self._all = None
         edits = model.edit_count(branch)
@@ -418,13 +444,11 @@ class SparseProjection(Projection):
             self._seen_edits = edits
             self._all = None
 
-    def _removed_at(self, position: int) -> bool:
-        index = bisect_left(self.removed, position)
-        return index < len(self.removed) and self.removed[index] == position
-
     def _reset(self) -> None:
         self.moves += 1
-        self.removed, self._gaps, self.copies = [], [], {}
+        self._spans, self._los, self._before, self._starts = [], [], [], []
+        self._dirty = self._hidden = 0
+        self.copies = {}
         self.thinking_dropped.clear()
         self._hidden_of.clear()
         self.hidden_uses.clear()
@@ -432,7 +456,7 @@ class SparseProjection(Projection):
         self._all = None
 
     def _start(self) -> None:
-        model, branch = self._model, self.branch
+        model, branch, reader = self._model, self.branch, self.reader
         self._started = True
         self._seen_erasures = model.erasure_count
         self._seen_length = model.length(branch)
@@ -442,27 +466,109 @@ class SparseProjection(Projection):
             position = model.position_of(branch, message_id)
             if position is not None:
                 edited.add(position)
-        # A message whose body says who sees something of it (store/_seers.py) is placed by
-        # that, undecoded; the reader's copy of one it sees is made when it is read
-        # (``_message``). Every other one that may differ, and every edited one, is decoded.
-        decoded = set(edited)
-        removed: list[int] = []
-        for position, seers in model.audience_entries(branch):
-            if position in edited:
-                continue
-            if seers is None:
-                decoded.add(position)
-            elif seers.sees_nothing(self.reader):
-                removed.append(position)
-        self.removed = removed
-        self._gaps = [position - k for k, position in enumerate(removed)]
-        for position in sorted(decoded):
+        marks = sorted(edited)
+        # A stretch whose messages all say who sees them (store/_seers.py) is counted, undecoded,
+        # and read when a read reaches it; the reader's copy of a message it sees is made when
+        # that message is read (``_message``). A stretch with a message that does not say, or
+        # an edited one, is read now, and those messages decoded to be placed.
+        decoded: list[int] = []
+        for lo, hi, counts in model.audience_spans(branch):
+            has_edit = bisect_left(marks, lo) < bisect_left(marks, hi)
+            if counts is not None and not has_edit and None not in counts:
+                hidden = sum(n for seers, n in counts.items() if seers is not None and seers.sees_nothing(reader))
+                self._append_span(_Span(lo, hi, hidden, None))
+            else:
+                self._append_span(self._read_span(lo, hi, edited, decoded))
+        for position in sorted(set(decoded) | edited):
             self._place(position)
         # Until now the view read the branch as it is; an edited message it no longer holds
         # moved the positions after it (one that only now has an audience was appended since).
         if any(self._removed_at(position) for position in edited):
             self.moves += 1
         self._all = None
+
+    def _read_span(self, lo: int, hi: int, edited: set[int] | frozenset[int], decoded: list[int]) -> _Span:
+        """The stretch ``[lo, hi)`` with which messages the reader sees nothing of, read from the
+        model: the ones that do not say, and the edited ones, are left to ``decoded`` (the caller
+        places them once the stretch is in place)."""
+        removed: list[int] = []
+        for position, seers in self._model.audience_entries(self.branch, lo, hi):
+            if position in edited:
+                continue
+            if seers is None:
+                decoded.append(position)
+            elif seers.sees_nothing(self.reader):
+                removed.append(position)
+        return _Span(lo, hi, len(removed), removed)
+
+    def _append_span(self, span: _Span) -> None:
+        self._spans.append(span)
+        self._los.append(span.lo)
+        self._before.append(0)
+        self._starts.append(0)
+        self._hidden += span.hidden
+        self._dirty = min(self._dirty, len(self._spans) - 1)
+
+    def _extend(self, start: int, stop: int) -> None:
+        """The branch grew from ``start`` to ``stop``: the new positions join the last stretch
+        (read first, when it was only counted), or make the first one."""
+        decoded: list[int] = []
+        fresh = self._read_span(start, stop, frozenset(), decoded)
+        if not self._spans:
+            self._append_span(fresh)
+        else:
+            k = len(self._spans) - 1
+            self._ensure(k)
+            last = self._spans[k]
+            assert last.removed is not None and last.gaps is not None and last.hi == start
+            for position in fresh.removed or ():
+                last.gaps.append(position - last.lo - len(last.removed))
+                last.removed.append(position)
+            last.hi = stop
+            last.hidden += fresh.hidden
+            self._hidden += fresh.hidden
+            self._dirty = min(self._dirty, k + 1)
+        for position in decoded:
+            self._place(position)
+
+    def _span_at(self, position: int) -> int:
+        return bisect_right(self._los, position) - 1
+
+    def _ensure(self, k: int) -> _Span:
+        """Span ``k``, with which messages the reader sees nothing of read, when it was only
+        counted (it then holds no edited message and none that does not say)."""
+        span = self._spans[k]
+        if span.removed is not None:
+            return span
+        decoded: list[int] = []
+        read = self._read_span(span.lo, span.hi, frozenset(), decoded)
+        span.removed, span.gaps = read.removed, read.gaps
+        if read.hidden != span.hidden:  # the counts and the messages disagree: the messages win
+            self._hidden += read.hidden - span.hidden
+            span.hidden = read.hidden
+            self._dirty = min(self._dirty, k + 1)
+            self.moves += 1
+            self._all = None
+        for position in decoded:
+            self._place(position)
+        return span
+
+    def _refresh(self) -> None:
+        """Bring ``_before`` and ``_starts`` up to date from the first stale span on."""
+        spans, before, starts = self._spans, self._before, self._starts
+        k = self._dirty
+        hidden = before[k - 1] + spans[k - 1].hidden if k > 0 else 0
+        for j in range(k, len(spans)):
+            before[j] = hidden
+            starts[j] = spans[j].lo - hidden
+            hidden += spans[j].hidden
+        self._dirty = len(spans)
+
+    def _removed_at(self, position: int) -> bool:
+        k = self._span_at(position)
+        if k < 0 or self._spans[k].hidden == 0 and self._spans[k].removed is None:
+            return False
+        return self._ensure(k).holds_removed(position)
 
     def _place(self, position: int) -> None:
         stored = self._model.at(self.branch, position)
@@ -474,20 +580,36 @@ class SparseProjection(Projection):
 
     def _remove(self, position: int) -> None:
         """The reader sees nothing of the message at ``position``."""
-        index = bisect_left(self.removed, position)
-        self.removed.insert(index, position)
-        self._gaps.insert(index, position - index)
-        for k in range(index + 1, len(self._gaps)):
-            self._gaps[k] -= 1
+        k = self._span_at(position)
+        span = self._ensure(k)
+        assert span.removed is not None and span.gaps is not None
+        index = bisect_left(span.removed, position)
+        if index < len(span.removed) and span.removed[index] == position:
+            return
+        span.removed.insert(index, position)
+        span.gaps.insert(index, position - span.lo - index)
+        for j in range(index + 1, len(span.gaps)):
+            span.gaps[j] -= 1
+        span.hidden += 1
+        self._hidden += 1
+        self._dirty = min(self._dirty, k + 1)
 
     def _unplace(self, position: int) -> None:
         self.copies.pop(position, None)
-        index = bisect_left(self.removed, position)
-        if index < len(self.removed) and self.removed[index] == position:
-            del self.removed[index]
-            del self._gaps[index]
-            for k in range(index, len(self._gaps)):
-                self._gaps[k] += 1
+        k = self._span_at(position)
+        if k < 0:
+            return
+        span = self._ensure(k)
+        assert span.removed is not None and span.gaps is not None
+        index = bisect_left(span.removed, position)
+        if index < len(span.removed) and span.removed[index] == position:
+            del span.removed[index]
+            del span.gaps[index]
+            for j in range(index, len(span.gaps)):
+                span.gaps[j] += 1
+            span.hidden -= 1
+            self._hidden -= 1
+            self._dirty = min(self._dirty, k + 1)
 
     # -- reads, after :meth:`sync` ---------------------------------------------------------------
 
@@ -507,7 +629,22 @@ class SparseProjection(Projection):
 
     def _position(self, index: int) -> int:
         """The branch position of the view's ``index`` (0 <= index < length)."""
-        return index + bisect_right(self._gaps, index)
+        if self._dirty < len(self._spans):
+            self._refresh()
+        k = bisect_right(self._starts, index) - 1
+        if k < 0:
+            return index
+        span = self._spans[k]
+        local = index - self._starts[k]
+        if local >= span.hi - span.lo - span.hidden:  # past the stretch (only the last one)
+            return index + self._before[k] + span.hidden
+        if span.hidden == 0:
+            return span.lo + local
+        span = self._ensure(k)
+        if self._dirty < len(self._spans):  # reading it changed what it hides: look again
+            return self._position(index)
+        assert span.gaps is not None
+        return span.lo + local + bisect_right(span.gaps, local)
 
     def _index(self, index: int) -> int:
         length = self.read_length()
@@ -518,7 +655,7 @@ class SparseProjection(Projection):
         return index
 
     def read_length(self) -> int:
-        return self._model.length(self.branch) - len(self.removed)
+        return self._model.length(self.branch) - self._hidden
 
     def read_all(self) -> tuple[Message, ...]:
         if not self._started:
@@ -533,9 +670,9 @@ class SparseProjection(Projection):
         first, end, _ = slice(start, stop).indices(self.read_length())
         if first >= end:
             return ()
-        removed = self.removed
         position = self._position(first)
-        k = bisect_right(removed, position)
+        spans = self._spans
+        k = max(self._span_at(position), 0)
         out: list[Message] = []
         model, branch = self._model, self.branch
         for count in range(end - first):
@@ -543,9 +680,13 @@ class SparseProjection(Projection):
                 model.prefetch(branch, position, self._position(min(end, first + count + FETCH_BATCH) - 1) + 1)
             out.append(self._message(position))
             position += 1
-            while k < len(removed) and removed[k] == position:
+            while True:  # past the messages the reader sees nothing of
+                while k + 1 < len(spans) and spans[k + 1].lo <= position:
+                    k += 1
+                span = spans[k]
+                if span.hidden == 0 or position >= span.hi or not self._ensure(k).holds_removed(position):
+                    break
                 position += 1
-                k += 1
         return tuple(out)
 
     def read_at(self, index: int) -> Message:
@@ -562,10 +703,22 @@ class SparseProjection(Projection):
         position = self._model.position_of(self.branch, message_id)
         if position is None or not self._started:
             return position
-        k = bisect_left(self.removed, position)
-        if k < len(self.removed) and self.removed[k] == position:
+        k = self._span_at(position)
+        if k < 0:
+            return position
+        if self._dirty < len(self._spans):
+            self._refresh()
+        span = self._spans[k]
+        if span.hidden == 0:
+            return position - self._before[k]
+        span = self._ensure(k)
+        if self._dirty < len(self._spans):
+            self._refresh()
+        assert span.removed is not None
+        index = bisect_left(span.removed, position)
+        if index < len(span.removed) and span.removed[index] == position:
             return None
-        return position - k
+        return position - self._before[k] - index
 
 
 class Projections:

@@ -50,8 +50,11 @@ async def test_an_open_reads_the_records_other_than_messages_whatever_the_histor
 async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_again(store_path):
     await _write(store_path, 300)
     with sqlite3.connect(store_path) as connection:
-        for index in ("log_place", "log_records", "log_audience"):
+        for trigger in ("log_seers_written", "log_seers_rewritten", "log_seers_removed"):
+            connection.execute(f"DROP TRIGGER {trigger}")
+        for index in ("log_place", "log_records"):
             connection.execute(f"DROP INDEX {index}")
+        connection.execute("DROP TABLE log_seers")
     async with open_store(store_path, read_only=True) as reader:  # a read-only open makes nothing
         assert reader.statistics().records_read_at_open == 301
         assert [m.content[0].text for m in reader.messages("main", 299, 300)] == ["m299"]
