@@ -87,10 +87,14 @@ HELD_AUDIENCE_BITS: Final = 62
 HELD_AUDIENCE_BLOCKS: Final = 64
 
 
+#: The largest block: ``1 << LARGEST_AUDIENCE_BITS`` sequences.
+LARGEST_AUDIENCE_BITS: Final = 14
+
+
 def audience_bits_for(cache: int) -> int:
     """How many bits of a sequence number a block of messages that may name a reader: the
     largest power of two no larger than ``cache``, from 4 to 16,384 sequences."""
-    return max(2, min(14, cache.bit_length() - 1))
+    return max(2, min(LARGEST_AUDIENCE_BITS, cache.bit_length() - 1))
 #: How many message ids one read of a stored branch's ids reads (``id_at``), and how many such
 #: pages stay in memory.
 ID_PAGE: Final = 512

@@ -44,7 +44,7 @@ from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
+from ._model import DEFAULT_BODY_CACHE, LARGEST_AUDIENCE_BITS, LogModel, RecordTypeError
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded
@@ -106,16 +106,31 @@ def _summary_of(row: str) -> str:
     return f"CASE WHEN json_valid({body}) AND json_type({body}, '$.seers') = 'array' THEN json_extract({body}, '$.seers') ELSE '?' END"
 
 
+#: Sequences a row of ``log_seers_blocks`` counts (``seq >> COUNTED_BITS``): a model whose blocks
+#: are this large (the default message cache) reads the counts; one with smaller blocks counts
+#: from ``log_seers`` (``LogModel.audience_bits``).
+COUNTED_BITS: Final = LARGEST_AUDIENCE_BITS
+_OLD_BLOCK = f"branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND seers = OLD.seers"
 #: Where the messages whose body may name a reader stand, with the summary of who sees each that
-#: its body records (``'?'``: none): a table the log's triggers keep, so that an open counts
-#: them by block from its index alone and a view reads one block's (``SqliteJournal.audience_rows``).
-#: A writing open makes it, filled from the log, when the file has none.
+#: its body records (``'?'``: none): a table the log's triggers keep, so that a view reads one
+#: block's (``SqliteJournal.audience_rows``); and how many each block of ``1 << COUNTED_BITS``
+#: sequences holds by summary, which that table's triggers keep, so that an open reads a row a
+#: block. A writing open makes them, filled from the log, when the file has none.
 SEERS_TABLE: Final = (
     "DROP INDEX IF EXISTS log_audience",
     "CREATE TABLE log_seers (id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL, seers TEXT NOT NULL)",
     "CREATE INDEX log_seers_place ON log_seers (branch, seq, seers)",
+    "CREATE INDEX log_seers_undecided ON log_seers (id) WHERE seers = '?'",
+    "CREATE TABLE log_seers_blocks (branch TEXT NOT NULL, block INTEGER NOT NULL, seers TEXT NOT NULL, count INTEGER NOT NULL, "
+    "PRIMARY KEY (branch, block, seers)) WITHOUT ROWID",
+    "CREATE TRIGGER log_seers_counted AFTER INSERT ON log_seers BEGIN "
+    f"INSERT INTO log_seers_blocks (branch, block, seers, count) VALUES (NEW.branch, NEW.seq >> {COUNTED_BITS}, NEW.seers, 1) "
+    "ON CONFLICT (branch, block, seers) DO UPDATE SET count = count + 1; END",
+    "CREATE TRIGGER log_seers_uncounted AFTER DELETE ON log_seers BEGIN "
+    f"UPDATE log_seers_blocks SET count = count - 1 WHERE {_OLD_BLOCK}; "
+    f"DELETE FROM log_seers_blocks WHERE {_OLD_BLOCK} AND count <= 0; END",
     f"CREATE TRIGGER log_seers_written AFTER INSERT ON log WHEN {_may_name_a_reader('NEW.')} BEGIN "
-    f"INSERT OR REPLACE INTO log_seers (id, branch, seq, seers) VALUES (NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')}); END",
+    f"INSERT INTO log_seers (id, branch, seq, seers) VALUES (NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')}); END",
     "CREATE TRIGGER log_seers_rewritten AFTER UPDATE ON log BEGIN DELETE FROM log_seers WHERE id = OLD.id; "
     f"INSERT INTO log_seers (id, branch, seq, seers) SELECT NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')} "
     f"WHERE {_may_name_a_reader('NEW.')}; END",
@@ -132,6 +147,10 @@ STORED_NAMES: Final = (
     "log_seers_written",
     "log_seers_rewritten",
     "log_seers_removed",
+    "log_seers_undecided",
+    "log_seers_blocks",
+    "log_seers_counted",
+    "log_seers_uncounted",
 )
 
 
@@ -333,7 +352,10 @@ class SqliteJournal:
                 if found and found[0][0] is not None:
                     heads[info.name] = int(found[0][0])
             bits = self._model.audience_bits
-            counted = await self._driver.execute(COUNT_AUDIENCE, (bits,))
+            if bits == COUNTED_BITS:
+                counted = await self._driver.execute(SELECT_COUNTED)
+            else:
+                counted = await self._driver.execute(COUNT_AUDIENCE, (bits,))
             audience = audience_groups(counted, await self._driver.execute(SELECT_UNDECIDED), bits)
             newest = await self._driver.execute("SELECT max(id) FROM log")
         self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1)
@@ -865,6 +887,7 @@ SELECT_RECORDS_PAGE = (
 # How many messages that may name a reader each block of each branch holds (``seq >> ?``), by the
 # summary of who sees them, from the index of ``log_seers`` alone; and those with no summary.
 COUNT_AUDIENCE = "SELECT branch, seq >> ?, seers, count(*) FROM log_seers WHERE seers != '?' GROUP BY 1, 2, 3"
+SELECT_COUNTED = "SELECT branch, block, seers, count FROM log_seers_blocks WHERE seers != '?'"
 SELECT_UNDECIDED = "SELECT branch, seq, (SELECT body FROM log WHERE log.id = log_seers.id) FROM log_seers WHERE seers = '?'"
 # One block's such messages: sequence, summary, and the body of one without a summary.
 SELECT_AUDIENCE_ROWS = (

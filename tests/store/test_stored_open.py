@@ -9,8 +9,9 @@ import sqlite3
 
 import pytest
 
-from asides import PassthroughStrategy, open_runtime, text
+from asides import PassthroughStrategy, open_runtime, text, thinking, tool_use
 from asides.lowlevel import MessageView, open_store
+from asides.store import content_for_reader
 from tests.helpers import writable_store
 
 
@@ -54,7 +55,8 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
             connection.execute(f"DROP TRIGGER {trigger}")
         for index in ("log_place", "log_records"):
             connection.execute(f"DROP INDEX {index}")
-        connection.execute("DROP TABLE log_seers")
+        for table in ("log_seers", "log_seers_blocks"):  # with their own triggers and indexes
+            connection.execute(f"DROP TABLE {table}")
     async with open_store(store_path, read_only=True) as reader:  # a read-only open makes nothing
         assert reader.statistics().records_read_at_open == 301
         assert [m.content[0].text for m in reader.messages("main", 299, 300)] == ["m299"]
@@ -144,3 +146,61 @@ async def test_what_an_open_and_a_first_view_read_is_the_same_at_two_lengths(tmp
             stats = store.statistics()
             counts.append((stats.records_read_at_open, stats.messages_read))
     assert counts[0] == counts[1] == (1, 10)
+
+
+def _mixed(i: int) -> tuple:
+    """Message ``i`` of a history that names readers in every way a body can."""
+    if i % 11 == 0:
+        return (text(f"for bob {i}", ["bob"]),)  # ann sees nothing of it
+    if i % 7 == 0:
+        return (text(f"m{i}"), text(f"for ann {i}", ["ann"]))
+    if i % 5 == 0:
+        return (tool_use(f"c{i}", "f", {"audience": ["x"]}),)  # "audience" as data: no reader named
+    if i % 13 == 0:
+        return (text(f"m{i}"), thinking(f"t{i}", audience=["ann"]))  # its body says nothing of who sees it: decoded
+    return (text(f"m{i}"),)
+
+
+def _expected(contents: list[tuple], reader: str | None) -> list[str]:
+    seen = []
+    for content in contents:
+        shown = content_for_reader(content, reader)
+        if shown:
+            seen.append(";".join(_label(b) for b in shown))
+    return seen
+
+
+def _shown(view: MessageView) -> list[str]:
+    return [";".join(_label(b) for b in m.content) for m in view.get_all()]
+
+
+def _label(block: object) -> str:
+    return str(getattr(block, "text", None) or getattr(block, "thinking", None) or getattr(block, "id", ""))
+
+
+@pytest.mark.parametrize("cache", [3, 64, None])
+async def test_readers_views_counted_by_block_agree_with_the_messages_after_erasures(store_path, cache):
+    """Counted by block at the open (kept in the file by its triggers, or counted from where each
+    such message stands with a small cache), read a block at a time: every reader's view is what
+    the messages show it, before and after an erasure rewrote some of them, on a fork too."""
+    contents = [_mixed(i) for i in range(300)]
+    async with open_store(store_path) as store:
+        written = await store.append_messages("main", [("user", content, None) for content in contents])
+        await store.create_branch("side", "main", at_sequence=150)
+        await store.append_message("side", "user", (text("side, for bob", ["bob"]),))
+    erased = {7, 11, 14, 100}  # named ann, for bob alone, named ann, "audience" as data
+    for round_ in ("before", "after"):
+        async with open_store(store_path, message_cache=cache) as store:
+            main = [c for i, c in enumerate(contents) if round_ == "before" or i not in erased]
+            side = [c for i, c in enumerate(contents[:150]) if round_ == "before" or i not in erased] + [(text("side, for bob", ["bob"]),)]
+            for reader in ("ann", "bob", "carol", None):
+                assert _shown(MessageView(store.model, "main", reader=reader)) == _expected(main, reader), (round_, reader)
+                assert _shown(MessageView(store.model, "side", reader=reader)) == _expected(side, reader), (round_, reader)
+            if round_ == "before":
+                await store.erase([written[i].id for i in sorted(erased)], reason="test", at=0.0)
+    if "://" in store_path:
+        return
+    with sqlite3.connect(store_path) as connection:  # the file's counts agree with its rows
+        counted = connection.execute("SELECT branch, block, seers, count FROM log_seers_blocks ORDER BY 1, 2, 3").fetchall()
+        rows = connection.execute("SELECT branch, seq >> 14, seers, count(*) FROM log_seers GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+        assert counted == rows.fetchall()
