@@ -43,13 +43,12 @@ first compile under 1 s × (this machine's ``sum(range(1000))`` µs ÷ 10 µs) (
 where it takes 31 µs) and its resident growth under 300 MB; from the smallest to the largest
 size the open time within 1.5×, the resident growth within 1.3× and the compile after one new
 message within 1.2×; 50 readers within 2× the resident growth of one. A store file's open reads
-no message: it reads the records other than messages, each branch's head, and where the messages
-that may name a reader stand (one in a hundred here), with who sees each (docs/DESIGN.md, "The
-store"); that last part still grows with N, and each reader manager keeps its own compile state.
+no message: it reads the records other than messages, each branch's head, and how many messages
+that may name a reader (one in a hundred here) each block of 16,384 sequences holds, by who sees
+them (docs/DESIGN.md, "The store"): a row a block. Each reader manager keeps its own compile state.
 
 The quick part takes about a minute on an idle 2-core machine (57 s on 2026-12-05, 20:32 UTC).
-The full part adds 10,000,000 messages: its build alone takes minutes, and each of its processes
-replays ten million records. A measurement whose child fails, for memory or anything else, is
+The full part adds 10,000,000 messages: its build alone takes minutes. A measurement whose child fails, for memory or anything else, is
 printed as failed and its goals as not measured.
 """
 
