@@ -42,6 +42,7 @@ from ._errors import (
 )
 from ._messages import Message, edited_version
 from ._model_parts import (
+    LARGEST_AUDIENCE_BITS,
     MISSING,
     UNREADABLE,
     AudienceBlock,
@@ -86,9 +87,6 @@ HELD_AUDIENCE_BITS: Final = 62
 #: Blocks of such messages read back from the database and kept (the least recently used go).
 HELD_AUDIENCE_BLOCKS: Final = 64
 
-
-#: The largest block: ``1 << LARGEST_AUDIENCE_BITS`` sequences.
-LARGEST_AUDIENCE_BITS: Final = 14
 
 
 def audience_bits_for(cache: int) -> int:

@@ -15,6 +15,7 @@ from ._messages import Message
 from ._seers import Seers
 
 __all__ = [
+    "LARGEST_AUDIENCE_BITS",
     "AudienceBlock",
     "BranchInfo",
     "MISSING",
@@ -141,6 +142,10 @@ class Owners:
             return None
         branch = self._branches[record_id]
         return None if branch is None else (branch, self._indexes[record_id])
+
+
+#: The largest block of sequences ``AudienceBlock`` counts: ``1 << LARGEST_AUDIENCE_BITS``.
+LARGEST_AUDIENCE_BITS: Final = 14
 
 
 class AudienceBlock:

@@ -34,7 +34,7 @@ import anyio
 from ._compile_records import compile_rows_query
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
-from ._pg_schema import CHANNEL, ID_KEY, audit_anchor, build_search, prepare_schema, search_state
+from ._pg_schema import CHANNEL, COUNTED_BITS, ID_KEY, audit_anchor, build_search, may_name_a_reader, prepare_schema, search_state
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 from ._records import audience_groups
 from ._seers import Seers
@@ -65,7 +65,7 @@ PAGE_ROWS = 5000
 _SELECT_RECORDS_AFTER = (
     "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND id > %s ORDER BY id LIMIT %s"
 )
-_MAY_NAME_A_READER = "kind = 'message' AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)"
+_MAY_NAME_A_READER = may_name_a_reader("")
 #: How many such messages each block of each branch holds (``seq >> n``), by the summary of who
 #: sees them that their bodies record (``NULL``: none).
 _COUNT_AUDIENCE = (
@@ -74,6 +74,15 @@ _COUNT_AUDIENCE = (
 )
 #: The others (no summary), with their bodies.
 _SELECT_UNDECIDED = f"SELECT branch, seq, body FROM asides_log WHERE {_MAY_NAME_A_READER} AND asides_seers(body) IS NULL"
+#: The same two, for blocks of ``1 << COUNTED_BITS`` sequences: the counts the log's triggers keep,
+#: and the messages without a summary in the blocks that hold one.
+_SELECT_COUNTED = "SELECT branch, block, seers, count FROM asides_log_seers_blocks WHERE seers <> '?'"
+_SELECT_UNDECIDED_COUNTED = (
+    "SELECT l.branch, l.seq, l.body FROM asides_log_seers_blocks AS b JOIN asides_log AS l ON l.branch = b.branch "
+    f"AND l.seq BETWEEN b.block << {COUNTED_BITS} AND ((b.block + 1) << {COUNTED_BITS}) - 1 "
+    f"WHERE b.seers = '?' AND {may_name_a_reader('l.')} "
+    "AND asides_seers(l.body) IS NULL"
+)
 #: One block's such messages: sequence, summary, and the body of one without a summary.
 _SELECT_AUDIENCE_ROWS = (
     "SELECT seq, seers, CASE WHEN seers IS NULL THEN body END FROM (SELECT seq, body, asides_seers(body) AS seers "
@@ -328,7 +337,7 @@ class Connection:
     def has_stored_indexes(self) -> bool:
         row = self._conn.execute(
             "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL "
-            "AND to_regprocedure('asides_seers(text)') IS NOT NULL"
+            "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
         ).fetchone()
         return bool(row[0])
 
@@ -346,9 +355,13 @@ class Connection:
                 found = self._conn.execute("SELECT max(seq) FROM asides_log WHERE branch = %s", (name,)).fetchone()
                 if found[0] is not None:
                     heads[name] = int(found[0])
-            audience = audience_groups(
-                self._conn.execute(_COUNT_AUDIENCE, (bits,)).fetchall(), self._conn.execute(_SELECT_UNDECIDED).fetchall(), bits
-            )
+            if bits == COUNTED_BITS:
+                counted = self._conn.execute(_SELECT_COUNTED).fetchall()
+                undecided = self._conn.execute(_SELECT_UNDECIDED_COUNTED).fetchall()
+            else:
+                counted = self._conn.execute(_COUNT_AUDIENCE, (bits,)).fetchall()
+                undecided = self._conn.execute(_SELECT_UNDECIDED).fetchall()
+            audience = audience_groups(counted, undecided, bits)
             newest = self._conn.execute("SELECT max(id) FROM asides_log").fetchone()[0]
         return rows, heads, audience, int(newest or 0)
 

@@ -25,10 +25,11 @@ runs them in its worker thread.
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, Final
 
 from ._compile_records import compile_index
 from ._errors import StoreFailedError
+from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
 
 __all__ = [
@@ -206,6 +207,16 @@ def prepare_schema(conn: Any, where: str, *, create: bool) -> str:
 
 #: Finds a namespace's compile records, newest first, without reading the log.
 PG_COMPILE_INDEX = compile_index("asides_log")
+#: Sequences a row of ``asides_log_seers_blocks`` counts (``seq >> COUNTED_BITS``), as in a store file.
+COUNTED_BITS: Final = LARGEST_AUDIENCE_BITS
+
+
+def may_name_a_reader(row: str) -> str:
+    """SQL: whether the log record ``row`` (``NEW.``, ``OLD.``, or nothing for the row itself) is
+    a message whose body may name a reader (the first test of ``body_may_hold_audience``)."""
+    return f"({row}kind = 'message' AND (position('\"audience\"' in {row}body) > 0 OR position('\\u' in {row}body) > 0))"
+
+
 #: What an open reads instead of the messages (``Connection.stored_open``): the records other
 #: than messages and compile records, and the messages whose body may name a reader. (Where a
 #: message stands, by branch and sequence, is the log's own unique index.)
@@ -223,6 +234,36 @@ PG_STORED_INDEXES = (
     "CREATE INDEX IF NOT EXISTS asides_log_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile')",
     "CREATE INDEX IF NOT EXISTS asides_log_audience ON asides_log (branch, seq) WHERE kind = 'message' "
     "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)",
+    # How many messages whose body may name a reader each block of ``1 << COUNTED_BITS`` sequences
+    # of a branch holds, by the summary of who sees them (``'?'``: none), kept by triggers on the
+    # log (an insert, an erasure's rewrite, a delete), so that an open reads a row a block.
+    "CREATE TABLE IF NOT EXISTS asides_log_seers_blocks (branch text NOT NULL, block bigint NOT NULL, seers text NOT NULL, "
+    "count bigint NOT NULL, PRIMARY KEY (branch, block, seers))",
+    f"""CREATE OR REPLACE FUNCTION asides_count_seers() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'INSERT' AND {may_name_a_reader("OLD.")} THEN
+            UPDATE asides_log_seers_blocks SET count = count - 1
+                WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND seers = coalesce(asides_seers(OLD.body), '?');
+            DELETE FROM asides_log_seers_blocks
+                WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND seers = coalesce(asides_seers(OLD.body), '?')
+                AND count <= 0;
+        END IF;
+        IF TG_OP <> 'DELETE' AND {may_name_a_reader("NEW.")} THEN
+            INSERT INTO asides_log_seers_blocks (branch, block, seers, count)
+                VALUES (NEW.branch, NEW.seq >> {COUNTED_BITS}, coalesce(asides_seers(NEW.body), '?'), 1)
+                ON CONFLICT (branch, block, seers) DO UPDATE SET count = asides_log_seers_blocks.count + 1;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    f"CREATE OR REPLACE TRIGGER asides_seers_written AFTER INSERT ON asides_log FOR EACH ROW WHEN ({may_name_a_reader('NEW.')}) "
+    "EXECUTE FUNCTION asides_count_seers()",
+    "CREATE OR REPLACE TRIGGER asides_seers_rewritten AFTER UPDATE OF body OR DELETE ON asides_log FOR EACH ROW "
+    "EXECUTE FUNCTION asides_count_seers()",
+    # A store made before the table: its counts, once (the trigger, made above in this same
+    # transaction, holds off other writers until it commits).
+    f"INSERT INTO asides_log_seers_blocks (branch, block, seers, count) SELECT branch, seq >> {COUNTED_BITS}, "
+    f"coalesce(asides_seers(body), '?'), count(*) FROM asides_log WHERE {may_name_a_reader('')} GROUP BY 1, 2, 3 "
+    "ON CONFLICT (branch, block, seers) DO NOTHING",
 )
 
 
@@ -251,7 +292,10 @@ def prepare_search(conn: Any) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             conn.execute(PG_COMPILE_INDEX)
-    made = "SELECT to_regclass('asides_log_audience') IS NOT NULL AND to_regprocedure('asides_seers(text)') IS NOT NULL"
+    made = (
+        "SELECT to_regclass('asides_log_audience') IS NOT NULL AND to_regprocedure('asides_seers(text)') IS NOT NULL "
+        "AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
+    )
     if not conn.execute(made).fetchone()[0]:
         with conn.transaction():  # a store made before them: made once, by its first writing open
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))

@@ -44,7 +44,8 @@ from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import DEFAULT_BODY_CACHE, LARGEST_AUDIENCE_BITS, LogModel, RecordTypeError
+from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
+from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import scheduling_point, shielded

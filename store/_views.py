@@ -544,6 +544,7 @@ class SparseProjection(Projection):
         read = self._read_span(span.lo, span.hi, frozenset(), decoded)
         span.removed, span.gaps = read.removed, read.gaps
         if read.hidden != span.hidden:  # the counts and the messages disagree: the messages win
+            self._model.report(None, f"a count of the messages the reader {self.reader!r} sees nothing of disagreed with them")
             self._hidden += read.hidden - span.hidden
             span.hidden = read.hidden
             self._dirty = min(self._dirty, k + 1)

@@ -107,6 +107,10 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
     with psycopg.connect(pg_url, autocommit=True) as connection:
         connection.execute("DROP INDEX asides_log_records")
         connection.execute("DROP INDEX asides_log_audience")
+        for trigger in ("asides_seers_written", "asides_seers_rewritten"):
+            connection.execute(f"DROP TRIGGER {trigger} ON asides_log")
+        connection.execute("DROP FUNCTION asides_count_seers()")
+        connection.execute("DROP TABLE asides_log_seers_blocks")
         connection.execute("DROP FUNCTION asides_seers(text)")
     async with open_store(pg_url, read_only=True) as reader:  # a read-only open makes nothing, reads whole
         assert reader.statistics().records_read_at_open == 301
@@ -118,6 +122,9 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
         ann = MessageView(store.model, "main", reader="ann")
         assert [b.text for b in bob.at(10).content] == ["m10"]
         assert [b.text for b in ann.at(10).content] == ["m10", "for ann 10"]
+        assert ann.length() == bob.length() == 300
+        with psycopg.connect(pg_url, autocommit=True) as connection:  # the counts were made from the log
+            assert connection.execute("SELECT sum(count) FROM asides_log_seers_blocks").fetchone()[0] == 30
 
 
 async def test_a_new_store_keeps_no_more_than_its_cache_from_its_first_open(store_path):
