@@ -211,3 +211,25 @@ async def test_readers_views_counted_by_block_agree_with_the_messages_after_eras
         counted = connection.execute("SELECT branch, block, seers, count FROM log_seers_blocks ORDER BY 1, 2, 3").fetchall()
         rows = connection.execute("SELECT branch, seq >> 14, seers, count(*) FROM log_seers GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
         assert counted == rows.fetchall()
+
+
+async def test_a_postgres_reader_view_takes_in_what_another_process_writes_into_blocks_it_has_not_read(pg_url):
+    """Another open (as another process would) writes messages naming readers into blocks this
+    open counted but never read, and into new ones; caught up, each reader's view here is what
+    the messages show it, read a block of four sequences at a time."""
+    contents = [_mixed(i) for i in range(60)]
+    async with open_store(pg_url) as first:
+        await first.append_messages("main", [("user", content, None) for content in contents[:30]])
+    async with open_store(pg_url, message_cache=3) as here:
+        views = {reader: MessageView(here.model, "main", reader=reader) for reader in ("ann", "bob", None)}
+        for reader, view in views.items():  # counted, not read: the blocks stay in the database
+            assert view.length() == len(_expected(contents[:30], reader))
+        assert here.statistics().audience_blocks_read <= 3, "at most the blocks with a message to decode (thinking)"
+        async with open_store(pg_url) as other:
+            for content in contents[30:]:
+                await other.append_message("main", "user", content)
+        await here.sync()
+        for reader, view in views.items():
+            assert _shown(view) == _expected(contents, reader), reader
+        fresh = MessageView(here.model, "main", reader="ann")
+        assert _shown(fresh) == _expected(contents, "ann")
