@@ -120,6 +120,37 @@ def _is_user(participant: str) -> bool:
     return participant.lower() == "user"
 
 
+@attrs.frozen
+class _Sent:
+    """What :meth:`AssemblyCache.sent` worked out for the previous compile: its system content,
+    messages and sources, where its first memory stands (its length: none), and its tokens by
+    part and in all (its messages')."""
+
+    system: tuple[ContentBlock, ...]
+    messages: tuple[CompiledMessage, ...]
+    entries: tuple[SourceEntry, ...]
+    system_cost: int
+    first_memory: int
+    head: int
+    memories: dict[int, int]
+    raw: int
+    injections: int
+    total: int
+
+    def extends_to(
+        self, system: tuple[ContentBlock, ...], messages: tuple[CompiledMessage, ...], entries: tuple[SourceEntry, ...]
+    ) -> bool:
+        """Whether a compile of ``messages`` only added messages to this one: the same system
+        content, these messages and sources first, and no first memory among the new ones (a
+        memory among them would make head messages of the raw ones before it)."""
+        count = len(self.messages)
+        if count == 0 or len(messages) < count or system != self.system:
+            return False
+        if messages[:count] != self.messages or entries[:count] != self.entries:
+            return False
+        return self.first_memory < count or all(entry.kind != "summary" for entry in entries[count:])
+
+
 class AssemblyCache:
     """What one manager's compiles worked out for their messages: each compiled message's
     estimate, each raw message's reader body. The next compile reuses all of it that still holds:
@@ -143,7 +174,7 @@ class AssemblyCache:
         self.reused = 0
         self._disclosed_via: str | None = None  # the way of the last compile whose disclosures were taken
         # The previous compile sent (not a preview): its system content and messages.
-        self._sent: tuple[tuple[ContentBlock, ...], tuple[CompiledMessage, ...]] | None = None
+        self._sent: _Sent | None = None
 
     def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> list[str]:
         """The ids of the messages the last selection (``sources``) showed through ``via`` that
@@ -160,15 +191,37 @@ class AssemblyCache:
         """``compiled``'s tokens by part (``level_of``: a memory's level from its summary id, 0
         when unknown), and the tokens of its leading part (system content first) equal to the
         previous compile given here; ``compiled`` is then the previous one. Costs the compile's
-        messages, each estimate reused from the assembly."""
-        costs = [self._estimate_of(message, estimator) for message in compiled.messages]
-        system_cost = estimator(compiled.system_injections) if compiled.system_injections else 0
-        entries = compiled.provenance.entries
-        first_memory = next((i for i, entry in enumerate(entries) if entry.kind == "summary"), len(entries))
-        head = raw = 0
-        injections = system_cost
-        memories: dict[int, int] = {}
-        for index, (entry, cost) in enumerate(zip(entries, costs, strict=True)):
+        messages, each estimate reused from the assembly; when the compile only added messages
+        to the previous one (same system content, the same messages and sources before them,
+        and no first memory among the new ones), it costs the new ones alone."""
+        messages, entries = compiled.messages, compiled.provenance.entries
+        system = compiled.system_injections
+        previous = self._sent
+        memories: dict[int, int]
+        if previous is not None and previous.extends_to(system, messages, entries):
+            start = len(previous.messages)
+            first_memory = previous.first_memory
+            head, memories, raw, injections = previous.head, dict(previous.memories), previous.raw, previous.injections
+            total = previous.total
+            cached = previous.system_cost + previous.total
+            system_cost = previous.system_cost
+        else:
+            start = 0
+            first_memory = next((i for i, entry in enumerate(entries) if entry.kind == "summary"), len(entries))
+            head = raw = total = 0
+            system_cost = estimator(system) if system else 0
+            injections = system_cost
+            memories = {}
+            cached = 0
+            if previous is not None and previous.system == system:
+                cached = system_cost
+                for before, now in zip(previous.messages, messages, strict=False):
+                    if before is not now and before != now:
+                        break
+                    cached += self._estimate_of(now, estimator)
+        for index in range(start, len(messages)):
+            entry, cost = entries[index], self._estimate_of(messages[index], estimator)
+            total += cost
             if entry.kind == "injection":
                 injections += cost
             elif entry.kind == "summary":
@@ -178,15 +231,7 @@ class AssemblyCache:
                 head += cost
             else:
                 raw += cost
-        cached = 0
-        previous = self._sent
-        if previous is not None and previous[0] == compiled.system_injections:
-            cached = system_cost
-            for index, (before, now) in enumerate(zip(previous[1], compiled.messages, strict=False)):
-                if before is not now and before != now:
-                    break
-                cached += costs[index]
-        self._sent = (compiled.system_injections, compiled.messages)
+        self._sent = _Sent(system, messages, entries, system_cost, first_memory, head, memories, raw, injections, total)
         return CompileParts(head, memories, raw, injections), cached
 
     def _forget_edits(self, view: MessageView) -> None:
