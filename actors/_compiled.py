@@ -200,7 +200,8 @@ class AssemblyCache:
         memories: dict[int, int]
         if previous is not None and previous.extends_to(system, messages, entries):
             start = len(previous.messages)
-            first_memory = previous.first_memory
+            # Its first memory, or none among the new messages either (its length).
+            first_memory = previous.first_memory if previous.first_memory < start else len(entries)
             head, memories, raw, injections = previous.head, dict(previous.memories), previous.raw, previous.injections
             total = previous.total
             cached = previous.system_cost + previous.total

@@ -3,7 +3,7 @@ are those worked out afresh, over any run of compiles (pure core: ``AssemblyCach
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from asides.actors._compiled import AssemblyCache, CompiledContext, Provenance
@@ -34,7 +34,9 @@ compiles = st.lists(
 )
 
 
+@settings(max_examples=400)
 @given(compiles)
+@example([(None, [("raw", 1)], False), (None, [("raw", 1)], False), (None, [("summary", 1)], False)])  # no memory, then one
 def test_parts_worked_out_from_the_previous_compile_are_those_worked_out_afresh(runs):
     kept_cache = AssemblyCache()
     messages: list[CompiledMessage] = []
