@@ -97,14 +97,15 @@ STORED_INDEXES: Final = (
 def _may_name_a_reader(row: str) -> str:
     """SQL: whether the log record ``row`` (``NEW``, or nothing for the row itself) is a message
     whose body may name a reader (the first test of ``body_may_hold_audience``)."""
-    return f"{row}kind = 'message' AND (instr({row}body, '\"audience\"') > 0 OR instr({row}body, '\\u') > 0)"
+    return f"({row}kind = 'message' AND (instr({row}body, '\"audience\"') > 0 OR instr({row}body, '\\u') > 0))"
 
 
 def _summary_of(row: str) -> str:
     """SQL: the summary of who sees the message ``row`` that its body records (its JSON text,
-    store/_seers.py), or ``'?'`` when it records none (it is decoded to be placed)."""
+    store/_seers.py), or ``'?'`` when it records none (it is decoded to be placed). A value
+    that is no summary reads as none when read (``read_seers``), fail-closed."""
     body = f"{row}body"
-    return f"CASE WHEN json_valid({body}) AND json_type({body}, '$.seers') = 'array' THEN json_extract({body}, '$.seers') ELSE '?' END"
+    return f"CASE WHEN json_valid({body}) THEN coalesce(json_extract({body}, '$.seers'), '?') ELSE '?' END"
 
 
 #: Sequences a row of ``log_seers_blocks`` counts (``seq >> COUNTED_BITS``): a model whose blocks
@@ -119,9 +120,8 @@ _OLD_BLOCK = f"branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND see
 #: block. A writing open makes them, filled from the log, when the file has none.
 SEERS_TABLE: Final = (
     "DROP INDEX IF EXISTS log_audience",
-    "CREATE TABLE log_seers (id INTEGER PRIMARY KEY, branch TEXT NOT NULL, seq INTEGER NOT NULL, seers TEXT NOT NULL)",
-    "CREATE INDEX log_seers_place ON log_seers (branch, seq, seers)",
-    "CREATE INDEX log_seers_undecided ON log_seers (id) WHERE seers = '?'",
+    "CREATE TABLE log_seers (branch TEXT NOT NULL, seq INTEGER NOT NULL, seers TEXT NOT NULL, PRIMARY KEY (branch, seq)) WITHOUT ROWID",
+    "CREATE INDEX log_seers_undecided ON log_seers (branch, seq) WHERE seers = '?'",
     "CREATE TABLE log_seers_blocks (branch TEXT NOT NULL, block INTEGER NOT NULL, seers TEXT NOT NULL, count INTEGER NOT NULL, "
     "PRIMARY KEY (branch, block, seers)) WITHOUT ROWID",
     "CREATE TRIGGER log_seers_counted AFTER INSERT ON log_seers BEGIN "
@@ -131,12 +131,14 @@ SEERS_TABLE: Final = (
     f"UPDATE log_seers_blocks SET count = count - 1 WHERE {_OLD_BLOCK}; "
     f"DELETE FROM log_seers_blocks WHERE {_OLD_BLOCK} AND count <= 0; END",
     f"CREATE TRIGGER log_seers_written AFTER INSERT ON log WHEN {_may_name_a_reader('NEW.')} BEGIN "
-    f"INSERT INTO log_seers (id, branch, seq, seers) VALUES (NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')}); END",
-    "CREATE TRIGGER log_seers_rewritten AFTER UPDATE ON log BEGIN DELETE FROM log_seers WHERE id = OLD.id; "
-    f"INSERT INTO log_seers (id, branch, seq, seers) SELECT NEW.id, NEW.branch, NEW.seq, {_summary_of('NEW.')} "
+    f"INSERT INTO log_seers (branch, seq, seers) VALUES (NEW.branch, NEW.seq, {_summary_of('NEW.')}); END",
+    f"CREATE TRIGGER log_seers_rewritten AFTER UPDATE ON log WHEN {_may_name_a_reader('OLD.')} OR {_may_name_a_reader('NEW.')} BEGIN "
+    "DELETE FROM log_seers WHERE branch = OLD.branch AND seq = OLD.seq; "
+    f"INSERT INTO log_seers (branch, seq, seers) SELECT NEW.branch, NEW.seq, {_summary_of('NEW.')} "
     f"WHERE {_may_name_a_reader('NEW.')}; END",
-    "CREATE TRIGGER log_seers_removed AFTER DELETE ON log BEGIN DELETE FROM log_seers WHERE id = OLD.id; END",
-    f"INSERT INTO log_seers (id, branch, seq, seers) SELECT id, branch, seq, {_summary_of('')} FROM log WHERE {_may_name_a_reader('')}",
+    f"CREATE TRIGGER log_seers_removed AFTER DELETE ON log WHEN {_may_name_a_reader('OLD.')} BEGIN "
+    "DELETE FROM log_seers WHERE branch = OLD.branch AND seq = OLD.seq; END",
+    f"INSERT INTO log_seers (branch, seq, seers) SELECT branch, seq, {_summary_of('')} FROM log WHERE {_may_name_a_reader('')}",
 )
 #: The names ``STORED_INDEXES`` and ``SEERS_TABLE`` make: a file with all of them is opened
 #: without reading its messages.
@@ -144,7 +146,6 @@ STORED_NAMES: Final = (
     "log_place",
     "log_records",
     "log_seers",
-    "log_seers_place",
     "log_seers_written",
     "log_seers_rewritten",
     "log_seers_removed",
@@ -889,10 +890,11 @@ SELECT_RECORDS_PAGE = (
 # summary of who sees them, from the index of ``log_seers`` alone; and those with no summary.
 COUNT_AUDIENCE = "SELECT branch, seq >> ?, seers, count(*) FROM log_seers WHERE seers != '?' GROUP BY 1, 2, 3"
 SELECT_COUNTED = "SELECT branch, block, seers, count FROM log_seers_blocks WHERE seers != '?'"
-SELECT_UNDECIDED = "SELECT branch, seq, (SELECT body FROM log WHERE log.id = log_seers.id) FROM log_seers WHERE seers = '?'"
+_BODY_OF_SEERS_ROW = "(SELECT body FROM log WHERE log.branch = log_seers.branch AND log.seq = log_seers.seq AND kind = 'message')"
+SELECT_UNDECIDED = f"SELECT branch, seq, {_BODY_OF_SEERS_ROW} FROM log_seers WHERE seers = '?'"
 # One block's such messages: sequence, summary, and the body of one without a summary.
 SELECT_AUDIENCE_ROWS = (
-    "SELECT seq, NULLIF(seers, '?'), CASE WHEN seers = '?' THEN (SELECT body FROM log WHERE log.id = log_seers.id) END "
+    f"SELECT seq, NULLIF(seers, '?'), CASE WHEN seers = '?' THEN {_BODY_OF_SEERS_ROW} END "
     "FROM log_seers WHERE branch = ? AND seq BETWEEN ? AND ? ORDER BY seq"
 )
 #: Records an open reads in one statement (a page of the replay).
