@@ -86,13 +86,6 @@ FETCH_BATCH: Final = 900
 HELD_AUDIENCE_BITS: Final = 62
 #: Blocks of such messages read back from the database and kept (the least recently used go).
 HELD_AUDIENCE_BLOCKS: Final = 64
-
-
-
-def audience_bits_for(cache: int) -> int:
-    """How many bits of a sequence number a block of messages that may name a reader: the
-    largest power of two no larger than ``cache``, from 4 to 16,384 sequences."""
-    return max(2, min(LARGEST_AUDIENCE_BITS, cache.bit_length() - 1))
 #: How many message ids one read of a stored branch's ids reads (``id_at``), and how many such
 #: pages stay in memory.
 ID_PAGE: Final = 512
@@ -100,6 +93,13 @@ ID_PAGES: Final = 64
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
+
+
+def audience_bits_for(cache: int) -> int:
+    """How many bits of a sequence number a block of messages that may name a reader spans: the
+    largest power of two no larger than ``cache``, from 4 to 16,384 sequences."""
+    return max(2, min(LARGEST_AUDIENCE_BITS, cache.bit_length() - 1))
+
 
 #: The rules that say a state key holds a summary, for the count an erasure keeps of the
 #: summaries it invalidated (``Erasure.summaries_invalidated``): the strategies that write
