@@ -34,7 +34,17 @@ import anyio
 from ._compile_records import compile_rows_query
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
-from ._pg_schema import CHANNEL, COUNTED_BITS, ID_KEY, audit_anchor, build_search, may_name_a_reader, prepare_schema, search_state
+from ._pg_schema import (
+    CHANNEL,
+    COUNTED_BITS,
+    ID_KEY,
+    PG_STORED_MADE,
+    audit_anchor,
+    build_search,
+    may_name_a_reader,
+    prepare_schema,
+    search_state,
+)
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 from ._records import audience_groups
 from ._seers import Seers
@@ -335,10 +345,7 @@ class Connection:
         return rows
 
     def has_stored_indexes(self) -> bool:
-        row = self._conn.execute(
-            "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL "
-            "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
-        ).fetchone()
+        row = self._conn.execute(PG_STORED_MADE).fetchone()
         return bool(row[0])
 
     def stored_open(self, bits: int) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], int]:

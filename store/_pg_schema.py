@@ -266,6 +266,13 @@ PG_STORED_INDEXES = (
     "ON CONFLICT (branch, block, seers) DO NOTHING",
 )
 
+#: Whether the store has everything ``PG_STORED_INDEXES`` makes: then an open reads through it,
+#: and a writing open makes none of it again.
+PG_STORED_MADE: Final = (
+    "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL "
+    "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
+)
+
 
 def _make_search(conn: Any) -> None:
     """Make the search index (store/_search.py) in the connection's transaction, with nothing
@@ -292,11 +299,7 @@ def prepare_search(conn: Any) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             conn.execute(PG_COMPILE_INDEX)
-    made = (
-        "SELECT to_regclass('asides_log_audience') IS NOT NULL AND to_regprocedure('asides_seers(text)') IS NOT NULL "
-        "AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
-    )
-    if not conn.execute(made).fetchone()[0]:
+    if not conn.execute(PG_STORED_MADE).fetchone()[0]:
         with conn.transaction():  # a store made before them: made once, by its first writing open
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
             for statement in PG_STORED_INDEXES:
