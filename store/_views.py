@@ -371,11 +371,43 @@ class _Span:
         self.removed = removed
         self.gaps = None if removed is None else [p - lo - k for k, p in enumerate(removed)]
 
-    def holds_removed(self, position: int) -> bool:
+    def index_of(self, position: int) -> int | None:
+        """Where ``position`` stands among the removed ones (read), or ``None`` if it is none."""
         removed = self.removed
         assert removed is not None
         k = bisect_left(removed, position)
-        return k < len(removed) and removed[k] == position
+        return k if k < len(removed) and removed[k] == position else None
+
+    def holds_removed(self, position: int) -> bool:
+        return self.index_of(position) is not None
+
+    def add(self, position: int) -> bool:
+        """The reader sees nothing of the message at ``position`` (read); whether that is new."""
+        removed, gaps = self.removed, self.gaps
+        assert removed is not None and gaps is not None
+        index = bisect_left(removed, position)
+        if index < len(removed) and removed[index] == position:
+            return False
+        removed.insert(index, position)
+        gaps.insert(index, position - self.lo - index)
+        for j in range(index + 1, len(gaps)):
+            gaps[j] -= 1
+        self.hidden += 1
+        return True
+
+    def discard(self, position: int) -> bool:
+        """The reader sees something of the message at ``position`` (read); whether it was removed."""
+        removed, gaps = self.removed, self.gaps
+        assert removed is not None and gaps is not None
+        index = self.index_of(position)
+        if index is None:
+            return False
+        del removed[index]
+        del gaps[index]
+        for j in range(index, len(gaps)):
+            gaps[j] += 1
+        self.hidden -= 1
+        return True
 
 
 class SparseProjection(Projection):
@@ -518,14 +550,11 @@ class SparseProjection(Projection):
             self._append_span(fresh)
         else:
             k = len(self._spans) - 1
-            self._ensure(k)
-            last = self._spans[k]
-            assert last.removed is not None and last.gaps is not None and last.hi == start
-            for position in fresh.removed or ():
-                last.gaps.append(position - last.lo - len(last.removed))
-                last.removed.append(position)
+            last = self._ensure(k)
+            assert last.hi == start
             last.hi = stop
-            last.hidden += fresh.hidden
+            for position in fresh.removed or ():  # newer than every one it holds: added at its end
+                last.add(position)
             self._hidden += fresh.hidden
             self._dirty = min(self._dirty, k + 1)
         for position in decoded:
@@ -555,9 +584,11 @@ class SparseProjection(Projection):
         return span
 
     def _refresh(self) -> None:
-        """Bring ``_before`` and ``_starts`` up to date from the first stale span on."""
+        """Bring ``_before`` and ``_starts`` up to date from the first stale span on, if any is."""
         spans, before, starts = self._spans, self._before, self._starts
         k = self._dirty
+        if k >= len(spans):
+            return
         hidden = before[k - 1] + spans[k - 1].hidden if k > 0 else 0
         for j in range(k, len(spans)):
             before[j] = hidden
@@ -582,33 +613,14 @@ class SparseProjection(Projection):
     def _remove(self, position: int) -> None:
         """The reader sees nothing of the message at ``position``."""
         k = self._span_at(position)
-        span = self._ensure(k)
-        assert span.removed is not None and span.gaps is not None
-        index = bisect_left(span.removed, position)
-        if index < len(span.removed) and span.removed[index] == position:
-            return
-        span.removed.insert(index, position)
-        span.gaps.insert(index, position - span.lo - index)
-        for j in range(index + 1, len(span.gaps)):
-            span.gaps[j] -= 1
-        span.hidden += 1
-        self._hidden += 1
-        self._dirty = min(self._dirty, k + 1)
+        if self._ensure(k).add(position):
+            self._hidden += 1
+            self._dirty = min(self._dirty, k + 1)
 
     def _unplace(self, position: int) -> None:
         self.copies.pop(position, None)
         k = self._span_at(position)
-        if k < 0:
-            return
-        span = self._ensure(k)
-        assert span.removed is not None and span.gaps is not None
-        index = bisect_left(span.removed, position)
-        if index < len(span.removed) and span.removed[index] == position:
-            del span.removed[index]
-            del span.gaps[index]
-            for j in range(index, len(span.gaps)):
-                span.gaps[j] += 1
-            span.hidden -= 1
+        if k >= 0 and self._ensure(k).discard(position):
             self._hidden -= 1
             self._dirty = min(self._dirty, k + 1)
 
@@ -630,8 +642,7 @@ class SparseProjection(Projection):
 
     def _position(self, index: int) -> int:
         """The branch position of the view's ``index`` (0 <= index < length)."""
-        if self._dirty < len(self._spans):
-            self._refresh()
+        self._refresh()
         k = bisect_right(self._starts, index) - 1
         if k < 0:
             return index
@@ -707,19 +718,16 @@ class SparseProjection(Projection):
         k = self._span_at(position)
         if k < 0:
             return position
-        if self._dirty < len(self._spans):
-            self._refresh()
         span = self._spans[k]
-        if span.hidden == 0:
+        if span.hidden:
+            span = self._ensure(k)
+        self._refresh()
+        if not span.hidden:
             return position - self._before[k]
-        span = self._ensure(k)
-        if self._dirty < len(self._spans):
-            self._refresh()
         assert span.removed is not None
-        index = bisect_left(span.removed, position)
-        if index < len(span.removed) and span.removed[index] == position:
+        if span.holds_removed(position):
             return None
-        return position - self._before[k] - index
+        return position - self._before[k] - bisect_left(span.removed, position)
 
 
 class Projections:
