@@ -60,6 +60,7 @@ from ._notes import STRATEGY_NOTE, parse_strategy_note
 from ._records import (
     EncodedMessage,
     StoredEdit,
+    audience_summary,
     body_may_hold_audience,
     decode_edit,
     decode_message,
@@ -67,7 +68,7 @@ from ._records import (
     unsafe_content,
 )
 from ._search import holds_every, searchable_text
-from ._seers import Seers, read_seers, seers_of
+from ._seers import Seers, seers_of
 from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
@@ -492,18 +493,11 @@ class LogModel:
         read: dict[str, Seers | None] = {}  # each summary's text read once
         for seq, summary, body in rows.audience_rows(branch.name, first, first + (1 << self.audience_bits) - 1):
             index = branch.index_of_seq(seq)
-            if index is None:
+            names, one = audience_summary(summary, body, read)
+            if index is None or not names:
                 continue
-            if summary is not None:
-                if summary not in read:
-                    read[summary] = self._shared_seers(read_seers(summary))
-                one = read[summary]
-            elif type(body) is str and not body_may_hold_audience(body):
-                continue
-            else:
-                one = None
             indexes.append(index)
-            seers.append(one)
+            seers.append(self._shared_seers(one))
         block.fill(indexes, seers)
         self.audience_blocks_read += 1
         self._held_blocks[(branch.name, number)] = (branch, number)

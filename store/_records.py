@@ -22,6 +22,7 @@ from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
 __all__ = [
     "EncodedMessage",
     "audience_groups",
+    "audience_summary",
     "StoredEdit",
     "blocks_to_store",
     "body_may_hold_audience",
@@ -271,6 +272,20 @@ def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
     return content
 
 
+def audience_summary(summary: str | None, body: object, read: dict[str, Seers | None]) -> tuple[bool, Seers | None]:
+    """A row of a message whose body may name a reader (by the substring test): whether it may
+    still, and who sees something of it. With the summary its body records (its JSON text, read
+    once through ``read``), that summary, ``None`` when it cannot be read (the message is then
+    decoded to be placed). With none, ``None``, and whether the body may name a reader at all
+    (``body_may_hold_audience``: a key named ``audience`` in a tool call's input is data; a
+    body not given counts as naming one)."""
+    if summary is not None:
+        if summary not in read:
+            read[summary] = read_seers(summary)
+        return True, read[summary]
+    return type(body) is not str or body_may_hold_audience(body), None
+
+
 def audience_groups(
     counted: Sequence[Sequence[Any]], undecided: Sequence[Sequence[Any]], bits: int
 ) -> list[tuple[str, int, Seers | None, int]]:
@@ -284,12 +299,10 @@ def audience_groups(
     found: list[tuple[str, int, Seers | None, int]] = []
     read: dict[str, Seers | None] = {}
     for branch, number, summary, count in counted:
-        if summary not in read:
-            read[summary] = read_seers(summary)
-        found.append((str(branch), int(number), read[summary], int(count)))
+        found.append((str(branch), int(number), audience_summary(summary, None, read)[1], int(count)))
     blocks: dict[tuple[str, int], int] = {}
     for branch, seq, body in undecided:
-        if type(body) is not str or body_may_hold_audience(body):
+        if audience_summary(None, body, read)[0]:
             key = (str(branch), int(seq) >> bits)
             blocks[key] = blocks.get(key, 0) + 1
     found.extend((branch, number, None, count) for (branch, number), count in blocks.items())
