@@ -63,10 +63,8 @@ class AiosqliteDriver:
 
 #: A write run on the event loop's thread holds at most this many parameters (about 64 rows).
 INLINE_PARAMETERS = 400
-#: Commits run on the event loop's thread between two checkpoints (run in the worker thread).
-CHECKPOINT_EVERY = 2000
-#: Rows a connection with inline commits writes between two checkpoints, whichever thread wrote
-#: them (a batch of rows written in the worker thread counts them all).
+#: Rows a connection with inline commits writes between two checkpoints (run in the worker
+#: thread), whichever thread wrote them: an inline commit counts its rows, and so does a batch.
 CHECKPOINT_ROWS = 2000
 
 
@@ -80,13 +78,12 @@ class ThreadDriver:
     worker has nothing queued: it costs about 10 µs, less than handing it to a thread and back
     (about 120 µs); only an insert of log records is taken so (``INSERT INTO log``), never the
     search indexer's batch, which runs long. Such a connection does not checkpoint on its own
-    (``wal_autocheckpoint=0``): every :data:`CHECKPOINT_EVERY` inline commits a passive
-    checkpoint, which writes the database
-    file, is queued to the worker thread, and writes sent meanwhile queue behind it there; and
-    the worker thread checkpoints so after a statement that ends its transaction once
-    :data:`CHECKPOINT_ROWS` rows were written since the last one, so that large batches keep the
-    write-ahead log bounded too. Reads, transactions and large writes always run in the worker
-    thread.
+    (``wal_autocheckpoint=0``): once :data:`CHECKPOINT_ROWS` rows were written since the last
+    checkpoint (the connection's ``total_changes`` says), a passive checkpoint, which writes the
+    database file, runs in the worker thread: after the statement there that ended its
+    transaction, or, after an inline commit, queued to it, with writes sent meanwhile queued
+    behind it. So small commits and large batches alike keep the write-ahead log bounded.
+    Reads, transactions and large writes always run in the worker thread.
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], *, inline_commits: bool = False) -> None:
@@ -96,7 +93,6 @@ class ThreadDriver:
         self._inline_commits = inline_commits
         self._queued = 0  # statements sent to the worker and not finished (counted by the loop)
         self._checkpointing = False  # set by the loop, cleared by the worker thread
-        self._since_checkpoint = 0
         self._changes_checkpointed = 0  # the connection's total_changes at the last checkpoint
         self._inline_cursor: sqlite3.Cursor | None = None  # the loop thread's own, for inline writes
 
@@ -139,9 +135,7 @@ class ThreadDriver:
             if cursor is None:
                 cursor = self._inline_cursor = connection.cursor()
             rows = cursor.execute(sql, params if type(params) is tuple else tuple(params)).fetchall()
-            self._since_checkpoint += 1
-            if self._since_checkpoint >= CHECKPOINT_EVERY:
-                self._since_checkpoint = 0
+            if connection.total_changes - self._changes_checkpointed >= CHECKPOINT_ROWS:
                 self._checkpointing = True
                 self._worker.run_after(self._checkpoint)
             return rows

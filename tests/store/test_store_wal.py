@@ -13,9 +13,9 @@ import os
 
 from asides.lowlevel import open_store
 from asides.store import text
-from asides.store._drivers import CHECKPOINT_EVERY, CHECKPOINT_ROWS
+from asides.store._drivers import CHECKPOINT_ROWS
 
-COMMITS = 3 * CHECKPOINT_EVERY
+COMMITS = 3 * CHECKPOINT_ROWS  # a commit of one message writes one row
 
 
 async def test_the_wal_file_stays_bounded_over_thousands_of_small_commits(tmp_path):
@@ -28,9 +28,9 @@ async def test_the_wal_file_stays_bounded_over_thousands_of_small_commits(tmp_pa
     frames = wal_bytes // 4096
     # Every commit adds its log page and its index's page (where each message stands) to the
     # write-ahead log; without checkpoints COMMITS commits would leave at least 2 * COMMITS
-    # frames. A checkpoint every CHECKPOINT_EVERY commits lets the log start again from its
+    # frames. A checkpoint every CHECKPOINT_ROWS rows (commits) lets the log start again from its
     # beginning, so it holds what about that many commits wrote.
-    assert frames < 3 * CHECKPOINT_EVERY < 2 * COMMITS, f"the -wal file holds {frames} pages after {COMMITS} commits"
+    assert frames < 3 * CHECKPOINT_ROWS < 2 * COMMITS, f"the -wal file holds {frames} pages after {COMMITS} commits"
 
 
 async def test_the_wal_file_stays_bounded_over_large_batches(tmp_path):
