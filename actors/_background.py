@@ -129,7 +129,7 @@ class BackgroundWork:
             await anyio.lowlevel.checkpoint_if_cancelled()  # a drain stopped meanwhile hands nothing back
             return answer
         except BaseException as exc:
-            await gate.give_up(also=lambda: begun.units.asking(None))
+            await gate.give_up(also=lambda: begun.units.asking(None), failed=not isinstance(exc, anyio.get_cancelled_exc_class()))
             if isinstance(exc, ModelError):
                 raise ModelError(f"{plan.describe}: {exc}") from exc
             raise
@@ -230,6 +230,7 @@ class BackgroundWork:
         binding.check("drain")
         before = self._failed_units()
         start_failures: int | None = None
+        namespace_failures = _NamespaceFailures()
         while True:
             binding.check("drain")
             if binding.model is None:
@@ -256,14 +257,22 @@ class BackgroundWork:
                     )
             elif start_failures is None:
                 start_failures = 0
+            namespace_failures.check(binding)
             if not waiting:
                 drain.poke()
             begun = drain.units_begun  # an outcome counts only from a unit begun after the catch-up above
+            back = binding.actor.requests_back.version
             await drain.progress.wait_beyond(progress)
             binding.check("drain")  # the drain may have stopped because the store did
-            if drain.last_outcome == "idle" and drain.last_unit > begun and binding.actor.requests_out == 0:
-                await self._catch_up_now(done=True)
-                return self._raise_if_failed(before)  # the drain found nothing it can do now
+            if drain.last_outcome == "idle" and drain.last_unit > begun:
+                actor = binding.actor
+                if actor.requests_out == 0:
+                    await self._catch_up_now(done=True)
+                    return self._raise_if_failed(before)  # the drain found nothing it can do now
+                # Nothing to do here while another manager of the namespace has a request out:
+                # wait until one is back (its outcome counts in namespace_failures), not poking.
+                await actor.requests_back.wait_beyond(back)
+                binding.check("drain")
 
     async def _catch_up_now(self, *, done: bool = False) -> bool:
         """Catch the strategy up (a :class:`CatchUp` command); whether it is ready. Ready, or
@@ -340,3 +349,32 @@ class BackgroundWork:
         with anyio.CancelScope(shield=True):  # the answer is handed back even to a cancelled caller
             body = await actor.send(CommitHeadReset(binding, started, answer))
         return body
+
+
+class _NamespaceFailures:
+    """What one ``drain()`` call saw of its namespace's model: the requests of other managers
+    of the namespace count too, for the call waits while any request is out. Without them, a
+    manager waiting on another whose model never answers would wait for as long as that model
+    keeps failing."""
+
+    def __init__(self) -> None:
+        self._answered: int | None = None  # the namespace's answers when last looked at
+        self._from = 0  # its outages in row when the streak counted here began, less one
+
+    def check(self, binding: Binding) -> None:
+        """Raise ``CompressionError`` once the namespace's compression requests failed with no
+        answer ``drain_failures`` times in a row during this call (a streak already going when
+        it began counts as one), as the manager's own drain's failures do."""
+        actor = binding.actor
+        in_row = actor.outages_in_row
+        if self._answered is None:
+            self._from = max(0, in_row - 1)
+        elif actor.answered != self._answered:
+            self._from = 0  # an answer came since: the streak began after it
+        self._answered = actor.answered
+        failures = in_row - self._from
+        if failures >= binding.core.model_policy.drain_failures:
+            raise CompressionError(
+                f"the compression model of namespace {binding.namespace!r} on branch {binding.branch!r} failed "
+                f"{failures} times in a row, answering no manager of the namespace; the background drains keep retrying"
+            )

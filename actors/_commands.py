@@ -107,10 +107,10 @@ class RequestGate(Protocol):
 
     async def prepare(self, request: CompletionRequest) -> None: ...
     def came_back(self) -> None: ...
-    def given_up(self, also: Callable[[], None] | None = None) -> None: ...
+    def given_up(self, also: Callable[[], None] | None = None, *, failed: bool = False) -> None: ...
     def check_answer(self, completion: object, request: CompletionRequest) -> None: ...
     async def send(self, request: CompletionRequest) -> Completion: ...
-    async def give_up(self, also: Callable[[], None] | None = None) -> None: ...
+    async def give_up(self, also: Callable[[], None] | None = None, *, failed: bool = False) -> None: ...
 
 
 class Reply:
@@ -311,11 +311,13 @@ class RequestBack(Command):
 
 @attrs.frozen(eq=False)
 class RequestGivenUp(Command):
-    """``gate``'s request failed or was cancelled: no longer out (and ``also`` done with it)."""
+    """``gate``'s request failed (``failed``: with no answer) or was cancelled: no longer out
+    (and ``also`` done with it)."""
 
     purpose = "a compression request"
     gate: RequestGate
     also: Callable[[], None] | None = None
+    failed: bool = False
 
 
 # -- from the store, and the actor's own ------------------------------------------------------

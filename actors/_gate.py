@@ -228,8 +228,8 @@ class ModelGate:
             await actor.send(RequestOut(self, request))
         try:
             completion = await self._ask(request)
-        except BaseException:
-            await self.give_up()
+        except BaseException as exc:
+            await self.give_up(failed=not isinstance(exc, anyio.get_cancelled_exc_class()))
             raise
         if actor.holds_turn():
             self.came_back()
@@ -259,9 +259,10 @@ class ModelGate:
         with self._traced(request):
             return await self._ask(request)
 
-    def finished(self, *, answered: bool) -> None:
-        """The request is back (``answered``: with an answer) or given up: no longer out."""
-        self._actor.request_finished()
+    def finished(self, *, answered: bool, failed: bool = False) -> None:
+        """The request is back (``answered``: with an answer) or given up (``failed``: with no
+        answer, else cancelled): no longer out."""
+        self._actor.request_finished(answered=answered, failed=failed)
         if answered:
             self._on_answer()
 
@@ -271,24 +272,24 @@ class ModelGate:
         self.finished(answered=True)
         self.check_fresh()
 
-    def given_up(self, also: Callable[[], None] | None = None) -> None:
-        """In the actor's turn: the request failed or was cancelled, so no longer out (and
-        ``also`` done with it)."""
-        self.finished(answered=False)
+    def given_up(self, also: Callable[[], None] | None = None, *, failed: bool = False) -> None:
+        """In the actor's turn: the request failed (``failed``: with no answer) or was cancelled,
+        so no longer out (and ``also`` done with it)."""
+        self.finished(answered=False, failed=failed)
         if also is not None:
             also()
 
-    async def give_up(self, also: Callable[[], None] | None = None) -> None:
+    async def give_up(self, also: Callable[[], None] | None = None, *, failed: bool = False) -> None:
         """:meth:`given_up`, as the actor's (a :class:`RequestGivenUp` command from outside its
         turn), shielded; when the actor ended (the runtime closes) nothing else uses it now, and
         this task does it itself."""
         with anyio.CancelScope(shield=True):
             if self._actor.holds_turn():
-                return self.given_up(also)
+                return self.given_up(also, failed=failed)
             try:
-                await self._actor.send(RequestGivenUp(self, also))
+                await self._actor.send(RequestGivenUp(self, also, failed))
             except Exception:
-                self.given_up(also)
+                self.given_up(also, failed=failed)
 
     def check_fresh(self) -> None:
         """Raise :class:`AnswerStale` when the answer is to be thrown away: the manager moved or

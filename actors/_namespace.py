@@ -217,6 +217,10 @@ class NamespaceActor:
         self._written: list[str] = []
         #: Compression requests of this namespace and branch now out (any manager).
         self._requests_out = 0
+        #: Of those that came back, the newest ones in a row that failed with no answer.
+        self._outages_in_row = 0
+        self._answered = 0  # requests of the namespace that came back with an answer
+        self._requests_back = Signal()  # raised as each request is no longer out
         self._holder: int | None = None
         self._current: Command | None = None
         self._stopped = False  # the loop ended: no command is run any more
@@ -234,6 +238,25 @@ class NamespaceActor:
     def requests_out(self) -> int:
         """Compression requests of this namespace and branch now out (any manager)."""
         return self._requests_out
+
+    @property
+    def outages_in_row(self) -> int:
+        """How many of this namespace's compression requests (any manager's) failed in a row
+        with no answer at all (the model raised or timed out), up to now: an answer sets it back
+        to 0, a cancelled request leaves it as it is."""
+        return self._outages_in_row
+
+    @property
+    def requests_back(self) -> Signal:
+        """Raised as each compression request of the namespace is no longer out (answered,
+        failed or cancelled)."""
+        return self._requests_back
+
+    @property
+    def answered(self) -> int:
+        """How many of this namespace's compression requests (any manager's) came back with an
+        answer since the actor started."""
+        return self._answered
 
     @property
     def drains(self) -> int:
@@ -282,8 +305,16 @@ class NamespaceActor:
         """A compression request of this namespace left for the model (see :attr:`requests_out`)."""
         self._requests_out += 1
 
-    def request_finished(self) -> None:
+    def request_finished(self, *, answered: bool, failed: bool) -> None:
+        """A request is no longer out: ``answered``, or ``failed`` with no answer (else it was
+        cancelled); see :attr:`outages_in_row`."""
         self._requests_out -= 1
+        if answered:
+            self._outages_in_row = 0
+            self._answered += 1
+        elif failed:
+            self._outages_in_row += 1
+        self._requests_back.raise_()
         self._release_lease_if_unused()
         self._wake_if_idle()
 
@@ -773,7 +804,7 @@ class NamespaceActor:
             case RequestBack():
                 return command.gate.came_back()
             case RequestGivenUp():
-                return command.gate.given_up(command.also)
+                return command.gate.given_up(command.also, failed=command.failed)
             case StoreChanged():
                 self._follow_sent = False
                 return self.follow_store()

@@ -690,6 +690,30 @@ async def test_drain_on_a_hanging_model_raises_naming_the_timeout(store_path, au
         assert model.failures == 2
 
 
+@pytest.mark.timeout(30)  # without the namespace's count this waits for ever: fail sooner than the default
+async def test_drain_waiting_on_another_managers_request_raises_once_the_namespace_model_fails_in_a_row(store_path, autojump_clock):
+    """Two managers of one namespace, with one model that never answers: the first's drain has
+    a request out, the second's finds nothing to do while it is. ``drain()`` on the second
+    neither waits for ever nor spins: it waits for each request to come back, and raises
+    ``CompressionError`` once the namespace's requests failed ``drain_failures`` times in a row,
+    whichever manager sent them. Once the model answers, it returns."""
+    state = {"failing": True}
+    model = FailingModel(hang=True, fails=lambda n: state["failing"])
+    async with open_runtime(store_path, model_policy=ModelPolicy(request_timeout=20, drain_failures=3)) as rt:
+        room = await rt.open_manager("room", strategy=PassthroughStrategy())
+        await write_conversation(room)
+        first = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
+        second = await rt.open_manager("agents/s", strategy=memory(), view_reader="ann", model=model)
+        with pytest.raises(CompressionError, match="times in a row"):
+            await second.drain()
+        assert 3 <= model.failures, model.failures
+
+        state["failing"] = False
+        await second.drain()
+        await first.drain()
+        assert first.is_ready() and second.is_ready() and second.get_summaries_in_range()
+
+
 # -- 5. Issue 19, item 6: a stray Cancelled -------------------------------------------------------
 
 
