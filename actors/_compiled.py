@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
 from ..strategies._provider_forms import INJECTION_LABEL
 
-__all__ = ["AssemblyCache", "CompiledContext", "Provenance", "assemble", "injection_cost"]
+__all__ = ["AssemblyCache", "CompiledContext", "Provenance", "ViewAssembly", "assemble", "injection_cost"]
 
 
 @attrs.frozen(slots=True)
@@ -152,24 +152,19 @@ class _Sent:
 
 
 class AssemblyCache:
-    """What one manager's compiles worked out for their messages: each compiled message's
-    estimate, each raw message's reader body. The next compile reuses all of it that still holds:
-    when its selection only adds messages to the previous one, it works out only the new ones
-    (plus the copy of its output); otherwise it works out only the messages that are new or
-    changed (an edit invalidates exactly the message it changed)."""
+    """What one manager's compiles worked out: which entries of its last selection were its
+    previous compile's (``reused``: their disclosures were recorded then), and that compile's
+    tokens by part (:meth:`sent`). The messages' estimates and reader bodies are kept in a
+    :class:`ViewAssembly` that every manager whose view sees alike shares (see
+    ``MessageView.shared_state``)."""
 
     def __init__(self) -> None:
         self._view: MessageView | None = None
         self._edits = 0
         self._messages: tuple[CompiledMessage, ...] = ()
         self._sources: tuple[SourceEntry, ...] = ()
-        self._incomplete: frozenset[str] = frozenset()
-        self._bodies: dict[str, tuple[ContentBlock, ...]] = {}
-        self._present: dict[str, bool] = {}
-        self._shards: list[str] = []
-        self._estimate = 0
-        self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
-        self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
+        #: Where the estimates are kept: the shared assembly of the last view compiled.
+        self._assembly = ViewAssembly()
         #: How many leading entries of the last selection were the previous one's, unchanged.
         self.reused = 0
         self._disclosed_via: str | None = None  # the way of the last compile whose disclosures were taken
@@ -197,6 +192,7 @@ class AssemblyCache:
         messages, entries = compiled.messages, compiled.provenance.entries
         system = compiled.system_injections
         previous = self._sent
+        estimate_of = self._assembly.estimate_of
         memories: dict[int, int]
         if previous is not None and previous.extends_to(system, messages, entries):
             start = len(previous.messages)
@@ -219,9 +215,9 @@ class AssemblyCache:
                 for before, now in zip(previous.messages, messages, strict=False):
                     if before is not now and before != now:
                         break
-                    cached += self._estimate_of(now, estimator)
+                    cached += estimate_of(now, estimator)
         for index in range(start, len(messages)):
-            entry, cost = entries[index], self._estimate_of(messages[index], estimator)
+            entry, cost = entries[index], estimate_of(messages[index], estimator)
             total += cost
             if entry.kind == "injection":
                 injections += cost
@@ -235,12 +231,60 @@ class AssemblyCache:
         self._sent = _Sent(system, messages, entries, system_cost, first_memory, head, memories, raw, injections, total)
         return CompileParts(head, memories, raw, injections), cached
 
-    def _forget_edits(self, view: MessageView) -> None:
+    def raw_part(
+        self, selection: Selection, view: MessageView, reader: str | None, estimator: Callable[[Sequence[ContentBlock]], int]
+    ) -> tuple[dict[str, tuple[ContentBlock, ...]], dict[str, bool], int]:
+        """Reader bodies and completeness of the selection's raw sources, and the estimate of
+        its messages (from the view's shared :class:`ViewAssembly`); notes how many leading
+        entries were this manager's previous selection's (``reused``)."""
         if self._view is not view:  # a new view (a move, an erasure): nothing of the old one holds
-            self._view = view
-            self._edits = view.revision[1]
-            self._messages, self._estimates, self._raw = (), {}, {}
+            self._view, self._edits = view, view.revision[1]
+            self._messages = ()
             self._disclosed_via = None
+            self._assembly = ViewAssembly()
+        elif view.revision[1] != self._edits:
+            self._edits = view.revision[1]
+            self._messages = ()  # no growth-only reuse across an edit
+        messages, sources = selection.messages, selection.sources
+        kept = len(self._messages)
+        if not (kept > 0 and len(messages) >= kept and messages[:kept] == self._messages and sources[:kept] == self._sources):
+            kept = 0
+        self.reused = kept
+        self._messages, self._sources = messages, sources
+        if isinstance(estimator, Hashable):  # else the manager's own, made afresh for each view
+            self._assembly = view.shared_state((ViewAssembly, estimator), ViewAssembly)
+        return self._assembly.raw_part(selection, view, reader, estimator)
+
+
+class ViewAssembly:
+    """What compiles worked out for the messages of one view (the views that see alike share
+    it): each compiled message's estimate, each raw message's reader body, and the last
+    selection's. A compile whose selection only adds messages to the last one works out only
+    the new ones (plus the copy of its output); one whose selection is the last one's works
+    out nothing and returns the same output; otherwise only the messages that are new or changed
+    are worked out (an edit invalidates exactly the message it changed). Readers who share it
+    see alike, so each reader body is the same for all of them. Bounded by what selections
+    hold: estimates and bodies of messages no longer compiled are dropped."""
+
+    def __init__(self) -> None:
+        self._erasures = -1
+        self._edits = 0
+        self._messages: tuple[CompiledMessage, ...] = ()
+        self._sources: tuple[SourceEntry, ...] = ()
+        self._incomplete: frozenset[str] = frozenset()
+        self._dropped: frozenset[str] = frozenset()
+        self._bodies: dict[str, tuple[ContentBlock, ...]] = {}
+        self._present: dict[str, bool] = {}
+        self._shards: list[str] = []
+        self._estimate = 0
+        self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
+        self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
+
+    def _forget_edits(self, view: MessageView) -> None:
+        erasures = view.erasures
+        if erasures != self._erasures:  # an erasure: nothing worked out before it holds
+            self._erasures, self._edits = erasures, view.revision[1]
+            self._messages, self._estimates, self._raw = (), {}, {}
             return
         edits = view.revision[1]
         if edits != self._edits:
@@ -249,7 +293,8 @@ class AssemblyCache:
             self._edits = edits
             self._messages = ()  # no growth-only reuse across an edit
 
-    def _estimate_of(self, message: CompiledMessage, estimator: Callable[[Sequence[ContentBlock]], int]) -> int:
+    def estimate_of(self, message: CompiledMessage, estimator: Callable[[Sequence[ContentBlock]], int]) -> int:
+        """``message``'s estimate, worked out once while it is compiled."""
         known = self._estimates.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
@@ -275,6 +320,7 @@ class AssemblyCache:
         its messages."""
         self._forget_edits(view)
         messages, sources = selection.messages, selection.sources
+        dropped = view.thinking_dropped_ids()
         kept = len(self._messages)
         grew = (
             kept > 0
@@ -282,7 +328,11 @@ class AssemblyCache:
             and messages[:kept] == self._messages
             and sources[:kept] == self._sources
             and frozenset(i for i in selection.incomplete if i in self._present) == self._incomplete
+            and dropped == self._dropped
         )
+        if grew and len(messages) == kept:
+            self._messages, self._sources = messages, sources
+            return self._bodies, self._present, self._estimate  # the same selection: the same output
         if grew:
             bodies, present, shards, estimate = dict(self._bodies), dict(self._present), list(self._shards), self._estimate
         else:
@@ -290,9 +340,8 @@ class AssemblyCache:
             bodies, present, shards, estimate = {}, {}, [], 0
             if len(self._estimates) > 2 * len(messages) + 64:
                 self._estimates = {}  # drop the estimates of messages no longer compiled
-        dropped = view.thinking_dropped_ids()
         for message, entry in zip(messages[kept:], sources[kept:], strict=True):
-            estimate += self._estimate_of(message, estimator)
+            estimate += self.estimate_of(message, estimator)
             if entry.kind != "raw":
                 continue
             for message_id in entry.message_ids:
@@ -305,10 +354,11 @@ class AssemblyCache:
                     shards.append(message_id)
         if shards:
             _judge_shards(present, shards, view)
-        self._messages, self._sources = messages, sources
+        if len(self._raw) > 2 * len(bodies) + 64:  # drop the bodies of messages no longer compiled
+            self._raw = {i: self._raw[i] for i in bodies if i in self._raw}
+        self._messages, self._sources, self._dropped = messages, sources, dropped
         self._incomplete = frozenset(i for i in selection.incomplete if i in present)
         self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate
-        self.reused = kept
         return bodies, present, estimate
 
 

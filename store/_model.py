@@ -12,11 +12,12 @@ JSON text and decoded on first use, so opening a large store costs one pass over
 
 from __future__ import annotations
 
+import itertools
 import logging
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Final
@@ -68,7 +69,7 @@ from ._records import (
     unsafe_content,
 )
 from ._search import holds_every, searchable_text
-from ._seers import Seers, seers_of
+from ._seers import Seers, named_readers, seers_of
 from ._stored_json import holds_duplicate, read_stored_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
@@ -190,6 +191,8 @@ class LogModel:
         self.audience_bits = HELD_AUDIENCE_BITS
         self._held_blocks: OrderedDict[tuple[str, int], tuple[Branch, int]] = OrderedDict()
         self.audience_blocks_read = 0
+        #: Raised whenever some branch's readers named grow (see :meth:`reader_named`).
+        self.names_version = 0
         #: Records read into the model by the open, and messages read back from the database
         #: since (``StoreStatistics``).
         self.opened_records = 0
@@ -267,8 +270,17 @@ class LogModel:
                 if body is not None and body_may_hold_audience(body):
                     branch.may_hold_audience = True
                     self._note_audience(branch, len(branch.own) - 1, seq, None, written=False)
+                    self._note_names(branch, None)
             elif kind == EDIT and ref is not None:
-                branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
+                names: frozenset[str] | None = None
+                if body_may_hold_audience(body):  # decoded now (edits are few): who it names
+                    content = decode_edit(record_id, body)
+                    if unsafe_content(content):
+                        self._note_damaged(content, body)
+                    names = named_readers(content)
+                    branch.edits.setdefault(ref, []).append((seq, content))
+                else:
+                    branch.edits.setdefault(ref, []).append((seq, StoredEdit(record_id, body)))
                 written = edit_time(body)
                 if written is not None:
                     self._edit_times[(branch_name, seq)] = written
@@ -277,8 +289,9 @@ class LogModel:
                 branch.edit_log.append(ref)
                 branch.edited_ids.add(ref)
                 branch.resolved.pop(ref, None)
-                if body_may_hold_audience(body):
+                if names is not None:
                     branch.may_hold_audience = True
+                    self._note_names(branch, names)
             elif kind == STATE and ref is not None:
                 try:
                     value = read_stored_json(body)
@@ -361,6 +374,7 @@ class LogModel:
         would tell it."""
         if has_audience(content):
             branch.may_hold_audience = True
+            self._note_names(branch, named_readers(content))
         if unsafe_content(content):
             self._note_damaged(content, body)
 
@@ -445,6 +459,29 @@ class LogModel:
                 lo, hi = bisect_left(indexes, first), bisect_left(indexes, end)
                 found.extend(zip((offset + i for i in indexes[lo:hi]), seers[lo:hi], strict=True))
         return found
+
+    def reader_named(self, branch_name: str, reader: str) -> bool:
+        """Whether some audience stored on the branch (its ancestors' messages included) may
+        name ``reader``: false only when the model can tell that none does, so that ``reader``
+        sees of every message exactly what a view for no reader sees. Conservative (a name once
+        named stays named; an audience the model has not decoded may name anyone); costs the
+        branch's ancestors, never its length."""
+        branch = self._branch(branch_name)
+        for owner in itertools.chain((ancestor for ancestor, *_ in branch.ancestors), (branch,)):
+            if owner.names_unknown or reader in owner.names:
+                return True
+        return False
+
+    def _note_names(self, branch: Branch, names: Iterable[str] | None) -> None:
+        """Some audience stored on ``branch`` names ``names`` (``None``: readers not known here)."""
+        if names is None:
+            if not branch.names_unknown:
+                branch.names_unknown = True
+                self.names_version += 1
+            return
+        if not branch.names.issuperset(names):
+            branch.names.update(names)
+            self.names_version += 1
 
     def may_differ(self, branch_name: str, position: int) -> bool:
         """Whether the message at ``position`` is one whose stored body may name a reader."""
@@ -620,6 +657,7 @@ class LogModel:
                 block = branch.audience[number] = AudienceBlock(loaded=False)
             key = self._shared_seers(seers)
             block.counts[key] = block.counts.get(key, 0) + count
+            self._note_names(branch, None if key is None else key.names)
         for branch in self._branches.values():
             if branch.audience or any(ancestor.audience for ancestor, *_ in branch.ancestors):
                 branch.may_hold_audience = True
@@ -679,6 +717,7 @@ class LogModel:
         if body is None or body_may_hold_audience(body):  # no body: as if it may name a reader
             branch.may_hold_audience = True
             self._note_audience(branch, index, seq, None, written=False)
+            self._note_names(branch, None)
         if body is not None:  # kept as text until read (an erasure replayed later may void it)
             branch.entries[index] = (record_id, body)
             self._keep(record_id, branch, index)

@@ -231,6 +231,11 @@ class Branch:
         # of sequences: what a reader's view of the branch computes from, never the rest. Blocks
         # are made oldest first, so the dict iterates them in order.
         self.audience: dict[int, AudienceBlock] = {}
+        # The readers some audience stored on the branch (its own messages and edits) names, as
+        # far as the model can tell without decoding: it only grows, and ``names_unknown`` says
+        # that some message or edit may name readers not in it (LogModel.reader_named).
+        self.names: set[str] = set()
+        self.names_unknown = False
         # A stored branch: how many messages it holds, the sequences of its other records (edits,
         # states) in order with how many messages precede each, and the messages read back (a
         # cache the model bounds, or pinned until committed), by index.

@@ -23,7 +23,7 @@ import attrs
 from ._blocks import ContentBlock, TextBlock
 from ._blocks.reader import effective_audience
 
-__all__ = ["Seers", "read_seers", "seers_of", "seers_value"]
+__all__ = ["Seers", "named_readers", "read_seers", "seers_of", "seers_value"]
 
 
 @attrs.frozen(slots=True)
@@ -58,6 +58,18 @@ def seers_of(content: Sequence[ContentBlock]) -> Seers | None:
     if not restricted:
         return None
     return Seers(everyone, frozenset(names))
+
+
+def named_readers(content: Sequence[ContentBlock]) -> frozenset[str]:
+    """Every reader a well-formed audience in ``content`` names (an audience that is not well
+    formed names no one): a reader not among them sees of ``content`` what a view for no reader
+    sees."""
+    names: set[str] = set()
+    for block in content:
+        found = effective_audience(block)
+        if isinstance(found, frozenset):
+            names.update(found)
+    return frozenset(names)
 
 
 def seers_value(seers: Seers) -> list[Any]:

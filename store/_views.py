@@ -42,8 +42,8 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 
@@ -176,6 +176,7 @@ class Projection:
         "_plain_all",
         "_plain_key",
         "moves",
+        "derived",
         "__weakref__",
     )
 
@@ -203,6 +204,9 @@ class Projection:
         #: it, or one it did not hold came in, other than at its end (an erasure aside, which
         #: the model counts). A sequence of the view's messages is stale once it changes.
         self.moves = 0
+        #: What the views reading this projection work out from its messages and share, by what
+        #: it depends on besides them (MessageView.shared_state); it goes with the projection.
+        self.derived: dict[Hashable, Any] = {}
 
     @property
     def plain(self) -> bool:
@@ -753,9 +757,13 @@ class Projections:
 
     def projection(self, branch: str, reader: str | None, view_filter: ViewFilter | None) -> Projection:
         """The projection a view of ``reader`` on ``branch`` reads: the shared one when there is
-        no filter, a new one of its own otherwise."""
+        no filter, a new one of its own otherwise. A reader no audience on the branch names (as
+        far as the model can tell: ``LogModel.reader_named``) sees exactly what a view for no
+        reader sees, so it reads that projection, and what is worked out from it is shared."""
         if view_filter is not None:
             return Projection(self._model, branch, reader, view_filter, self.copies(branch))
+        if reader is not None and not self._model.reader_named(branch, reader):
+            reader = None
         key = (branch, reader)
         projection = self._lists.get(key)
         if projection is None:
@@ -776,7 +784,7 @@ class MessageView:
     docstring); without, it keeps one of its own.
     """
 
-    __slots__ = ("_model", "branch", "reader", "_check", "_p")
+    __slots__ = ("_model", "branch", "reader", "_check", "_p", "_shared", "_names_seen", "_switches")
 
     def __init__(
         self,
@@ -792,6 +800,11 @@ class MessageView:
         self.branch = branch
         self.reader = reader
         self._check = check or _no_check
+        #: Where to ask again for this view's projection once a reader it shares one with for
+        #: being named by no audience may be named (the model's names grew).
+        self._shared = shared if shared is not None and view_filter is None and reader is not None else None
+        self._names_seen = model.names_version
+        self._switches = 0
         if shared is not None:
             self._p = shared.projection(branch, reader, view_filter)
         elif view_filter is None:
@@ -801,15 +814,44 @@ class MessageView:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _current(self) -> Projection:
+        """The projection to read now: a view sharing the projection of no reader, because no
+        audience named its reader, takes its reader's own once one may (an audience written since
+        names it). What it read so far is the same in both (the reader was named nowhere), and
+        what made the difference is a message or an edit the view's revision counts."""
+        shared = self._shared
+        if shared is not None and self._names_seen != self._model.names_version:
+            self._names_seen = self._model.names_version
+            found = shared.projection(self.branch, self.reader, None)
+            if found is not self._p:
+                self._p = found
+                self._switches += 1
+        return self._p
+
     @property
     def plain(self) -> bool:
         """Whether reads go straight to the branch (no filter, no audience ever stored)."""
-        return self._p.plain
+        return self._current().plain
 
     @property
     def projection(self) -> Projection:
-        """The projection this view reads (shared with the views of its reader and branch)."""
-        return self._p
+        """The projection this view reads (shared with the views that see alike: its reader's,
+        or, while no audience names its reader, those of no reader and of every reader named by
+        none)."""
+        return self._current()
+
+    def shared_state(self, key: Hashable, make: Callable[[], T]) -> T:
+        """The state kept under ``key`` for the projection this view reads now, made by ``make``
+        the first time: one object for every view that reads that projection, so for every view
+        that sees alike (see :attr:`projection`). ``key`` names everything the state depends on
+        besides the projection's messages (a strategy, its estimator); the state must follow
+        the view's revision and the model's erasures itself, and may not depend on which view
+        or manager asks (their readers see alike, but are not the same reader)."""
+        derived = self._current().derived
+        found = derived.get(key)
+        if found is None:
+            found = derived[key] = make()
+        return cast(T, found)
 
     # -- reads (each checked) ----------------------------------------------------------------
 
@@ -819,8 +861,9 @@ class MessageView:
         every list places every message alike, damaged ones included (see the module
         docstring), so a strategy's reads never mix two lists."""
         self._check()
-        self._p.sync()
-        return self._p
+        p = self._current()
+        p.sync()
+        return p
 
     def length(self) -> int:
         """How many messages the view holds."""
@@ -838,8 +881,8 @@ class MessageView:
         def read(start: int, stop: int) -> tuple[Message, ...]:
             return self._synced().read_slice(start, stop)
 
-        def stamp() -> tuple[int, int]:
-            return (self._model.erasure_count, self._p.moves)
+        def stamp() -> tuple[int, int, int]:
+            return (self._model.erasure_count, self._switches, self._current().moves)
 
         return MessagePages(source, length, read, stamp)
 
@@ -861,6 +904,12 @@ class MessageView:
     def id_at(self, index: int) -> str:
         """The id of the message at position ``index`` (cheaper than :meth:`at`)."""
         return self._synced().read_id_at(index)
+
+    @property
+    def erasures(self) -> int:
+        """How many erasures the store has seen: what was worked out from the view before one
+        may no longer hold."""
+        return self._model.erasure_count
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -899,15 +948,11 @@ class MessageView:
 
     def thinking_dropped_ids(self) -> frozenset[str]:
         """Ids of the messages whose thinking the view left out because it hid another block."""
-        self._check()
-        self._p.sync()
-        return frozenset(self._p.thinking_dropped)
+        return frozenset(self._synced().thinking_dropped)
 
     def thinking_dropped(self, message_id: str) -> bool:
         """Whether the view left out this message's thinking because it hid another block (A4.1)."""
-        self._check()
-        self._p.sync()
-        return message_id in self._p.thinking_dropped
+        return message_id in self._synced().thinking_dropped
 
     def stored(self, message_id: str) -> Message | None:
         """The message as stored on the branch (audience fields included); not reader-filtered."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from ..store._messages import Message
+from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from ._repair import Emitted, repair_hidden_partners
-from ._suffix import SuffixIndex
+from ._suffix import SLACK, SuffixIndex, ViewReads
 from ._tokens import Estimator, MessageCosts, recorded_estimator
 
 __all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "selection_of"]
@@ -56,27 +58,59 @@ class NoBackgroundWork:
         return None
 
 
+class SuffixState:
+    """What a passthrough selection keeps of one view: the estimates of its messages and the
+    suffix they fit in (:class:`SuffixIndex`). Views that see alike share one (see
+    ``MessageView.shared_state``), so many managers whose readers see alike keep it once."""
+
+    __slots__ = ("costs", "index")
+
+    def __init__(self, estimator: Estimator | None) -> None:
+        self.costs = MessageCosts(estimator)
+        self.index = SuffixIndex()
+
+    def price(self, item: Emitted, source: Message) -> int:
+        """What ``item``, emitted for ``source``, costs."""
+        if item.message.content is source.content:
+            return self.costs(source)
+        return self.costs.content(item.message.content)
+
+    def select(self, view: ViewReads, hidden: tuple[frozenset[str], frozenset[str]], budget: int, *, source: object = None) -> Selection:
+        """The longest suffix of ``view`` that fits ``budget`` (``SuffixIndex.select``)."""
+        selection = self.index.select(hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price, source=source)
+        self.costs.bound(self.index.covered_ids(), SLACK)
+        return selection
+
+
+def suffix_state(view: object, estimator: Estimator, own: SuffixState) -> tuple[SuffixState, object]:
+    """The suffix state ``view`` shares with the views that see alike, with what they read (the
+    index's ``source``), when it is a view that shares; else ``own``, and the view itself."""
+    if isinstance(view, MessageView) and isinstance(estimator, Hashable):
+        return view.shared_state((SuffixState, estimator), lambda: SuffixState(estimator)), view.projection
+    return own, view
+
+
 class PassthroughStrategy(NoBackgroundWork):
     """Every message when the whole view fits the budget, else the longest fitting suffix
-    (empty when the newest message alone does not fit). No state, no background work."""
+    (empty when the newest message alone does not fit). No state of its own, no background
+    work: what it works out from a view is kept once for every view that sees alike."""
 
     name = "passthrough"
 
     def __init__(self, *, estimator: Estimator | None = None) -> None:
-        self._costs = MessageCosts(estimator)
-        self.estimator = self._costs.estimator
-        self._index = SuffixIndex()
+        self._own = SuffixState(estimator)
+        self.estimator = self._own.costs.estimator
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as JSON (see ``AutobiographicalStrategy.recorded_options``)."""
         return {"estimator": recorded_estimator(self.estimator)}
 
     def price(self, item: Emitted, source: Message) -> int:
-        if item.message.content is source.content:
-            return self._costs(source)
-        return self._costs.content(item.message.content)
+        """What ``item``, emitted for ``source``, costs under the strategy's estimator."""
+        return self._own.price(item, source)
 
     async def select(self, ctx: StrategyContext, budget: int, options: SelectOptions) -> Selection:
         view = ctx.view
         hidden = view.hidden_tool_ids()
-        return self._index.select(hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price)
+        state, source = suffix_state(view, self.estimator, self._own)
+        return state.select(view, hidden, budget, source=source)

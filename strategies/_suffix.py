@@ -21,6 +21,9 @@ from ._repair import Emitted
 
 __all__ = ["SuffixIndex", "ViewReads"]
 
+#: Positions an index covers beyond what selections need before it cuts its coverage back.
+SLACK = 256
+
 Emit = Callable[[Message], list[Emitted]]
 Price = Callable[[Emitted, Message], int]
 
@@ -41,7 +44,8 @@ class SuffixIndex:
 
     def __init__(self) -> None:
         self._key: object = None
-        self._view: ViewReads | None = None  # held, so that its identity is never another view's
+        self._view: object = None  # what the view reads (held, so that its identity is never another's)
+        self._last: tuple[int, int, Selection] | None = None  # (where it starts, how many, the selection)
         self._revision: tuple[int, int] = (-1, -1)
         self._lo = 0  # the oldest view position covered
         self._hi = 0  # one past the newest position covered (the view's length when last read)
@@ -50,30 +54,48 @@ class SuffixIndex:
         self._compiled: list[CompiledMessage] = []
         self._sources: list[SourceEntry] = []
         self._incomplete: list[tuple[int, str]] = []  # (position, id) of raw items not whole
+        self._ids: list[str] = []  # _ids[k]: the id of the message at position lo + k
         self._forms: dict[str, tuple[Message, list[Emitted], int]] = {}  # id -> (message, its items, cost)
+        #: The most positions a selection needed since the coverage was last cut back.
+        self._widest = 0
 
-    def select(self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price) -> Selection:
+    def select(self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price, *, source: object = None) -> Selection:
         """The longest suffix of ``view`` whose cost fits ``budget`` (empty when the newest message
         alone does not fit). ``key`` names everything else the compiled forms depend on (the
-        tool calls the view hides): when it changes, everything is priced again."""
-        self._follow(key, view, emit, price)
+        tool calls the view hides): when it changes, everything is priced again. ``source`` is
+        what ``view`` reads (by default the view itself): views reading the same source at the
+        same revision read the same messages, so one index serves them all; the same selection,
+        asked again with nothing changed, is the same object."""
+        self._follow(key, view if source is None else source, view, emit, price)
         total = self._totals[-1]
         first = bisect_left(self._totals, total - budget)
         if first == 0 and self._lo > 0:
             self._extend_back(view, budget, emit, price)
             total = self._totals[-1]
             first = bisect_left(self._totals, total - budget)
+        covered = len(self._ids)
+        self._widest = max(self._widest, covered - first)
+        if covered > 4 * self._widest + SLACK:
+            dropped = covered - 2 * self._widest
+            self._forget(dropped)
+            first -= dropped
+            self._widest = len(self._ids) - first
         start = self._starts[first]
+        last = self._last
+        if last is not None and last[0] == start and last[1] == len(self._compiled):
+            return last[2]
         position = self._lo + first
         incomplete = frozenset(i for p, i in self._incomplete if p >= position)
-        return Selection(tuple(self._compiled[start:]), tuple(self._sources[start:]), incomplete)
+        selection = Selection(tuple(self._compiled[start:]), tuple(self._sources[start:]), incomplete)
+        self._last = (start, len(self._compiled), selection)
+        return selection
 
-    def _follow(self, key: object, view: ViewReads, emit: Emit, price: Price) -> None:
+    def _follow(self, key: object, source: object, view: ViewReads, emit: Emit, price: Price) -> None:
         revision = view.revision
         if key != self._key:
             self._forms.clear()
             self._reset(view.length())
-        elif view is not self._view:
+        elif source is not self._view:
             self._reset(view.length())  # another view (a move, or a manager reusing this strategy)
         elif revision == self._revision:
             return
@@ -84,12 +106,35 @@ class SuffixIndex:
             self._hi = length
         else:
             self._reset(view.length())  # an edit: cover afresh (unchanged forms are reused)
-        self._key, self._revision, self._view = key, revision, view
+        self._key, self._revision, self._view = key, revision, source
+
+    def covered_ids(self) -> list[str]:
+        """The ids of the messages the index covers now, oldest first."""
+        return self._ids
 
     def _reset(self, length: int) -> None:
+        self._last = None
         self._lo = self._hi = length
         self._totals, self._starts = [0], [0]
-        self._compiled, self._sources, self._incomplete = [], [], []
+        self._compiled, self._sources, self._incomplete, self._ids = [], [], [], []
+
+    def _forget(self, count: int) -> None:
+        """Stop covering the oldest ``count`` positions (and their forms): the coverage follows
+        what selections need, never the view's whole length since the first compile."""
+        base_total, base_start = self._totals[count], self._starts[count]
+        gone = self._ids[:count]
+        self._totals = [t - base_total for t in self._totals[count:]]
+        self._starts = [s - base_start for s in self._starts[count:]]
+        self._compiled, self._sources = self._compiled[base_start:], self._sources[base_start:]
+        self._ids = self._ids[count:]
+        self._lo += count
+        self._incomplete = [(p, i) for p, i in self._incomplete if p >= self._lo]
+        for message_id in gone:
+            self._forms.pop(message_id, None)
+        if len(self._forms) > 2 * len(self._ids) + SLACK:  # forms kept across an edit's new coverage
+            kept = set(self._ids)
+            self._forms = {i: form for i, form in self._forms.items() if i in kept}
+        self._last = None
 
     def _form(self, message: Message, emit: Emit, price: Price) -> tuple[list[Emitted], int]:
         known = self._forms.get(message.id)
@@ -109,6 +154,8 @@ class SuffixIndex:
                 self._incomplete.extend((position, i) for i in item.source.message_ids)
         self._totals.append(self._totals[-1] + cost)
         self._starts.append(len(self._compiled))
+        self._ids.append(message.id)
+        self._last = None
 
     def _extend_back(self, view: ViewReads, budget: int, emit: Emit, price: Price) -> None:
         """Cover older messages, newest first, while the whole covered stretch fits ``budget``
@@ -129,7 +176,7 @@ class SuffixIndex:
             step *= 2
         if not older:
             return
-        tail_compiled, tail_sources, tail_incomplete = self._compiled, self._sources, self._incomplete
+        tail_compiled, tail_sources, tail_incomplete, tail_ids = self._compiled, self._sources, self._incomplete, self._ids
         tail_totals, tail_starts = self._totals, self._starts
         self._reset(self._hi)
         self._lo = lo
@@ -141,3 +188,4 @@ class SuffixIndex:
         self._compiled.extend(tail_compiled)
         self._sources.extend(tail_sources)
         self._incomplete.extend(tail_incomplete)
+        self._ids.extend(tail_ids)

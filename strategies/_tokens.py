@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ..store._blocks import (
     ContentBlock,
@@ -97,3 +97,18 @@ class MessageCosts:
 
     def content(self, content: Sequence[ContentBlock]) -> int:
         return self.estimator(content)
+
+    def __len__(self) -> int:
+        """How many estimates are kept."""
+        return len(self._cache)
+
+    def keep_only(self, message_ids: Iterable[str]) -> None:
+        """Forget every estimate but those of ``message_ids``."""
+        cache = self._cache
+        self._cache = {i: cache[i] for i in message_ids if i in cache}
+
+    def bound(self, message_ids: Collection[str], slack: int) -> None:
+        """Keep the estimates bounded by what is in use: once they outnumber twice
+        ``message_ids`` (the messages in use) and ``slack`` more, forget all others."""
+        if len(self._cache) > 2 * len(message_ids) + slack:
+            self.keep_only(message_ids)

@@ -14,6 +14,7 @@ from ._capabilities import RecordsReport, owns_under
 from ._errors import InvalidArgumentError
 from ._passthrough import NoBackgroundWork, emit_view_message, selection_of
 from ._repair import Emitted, glued
+from ._suffix import SLACK
 from ._tokens import Estimator, MessageCosts, recorded_estimator
 from ._truncation import truncate_content
 
@@ -138,7 +139,9 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
                 over = True
                 break
         if not over:
-            return selection_of([item for items, _ in reversed(units) for item in items])
+            selection = selection_of([item for items, _ in reversed(units) for item in items])
+            self._costs.bound([i for entry in selection.sources for i in entry.message_ids], SLACK)
+            return selection
 
         # Re-anchor: the newest units within the fraction of the budget, at least one.
         target = self.re_anchor_fraction * budget
@@ -167,4 +170,6 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         sequence = view.sequence_of(first_id)
         if not options.preview and sequence is not None and sequence != anchor:
             await ctx.state.set(self.ANCHOR, sequence)
-        return selection_of(items)
+        selection = selection_of(items)
+        self._costs.bound([i for entry in selection.sources for i in entry.message_ids], SLACK)
+        return selection

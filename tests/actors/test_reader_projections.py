@@ -130,3 +130,66 @@ async def test_the_memory_of_many_reader_managers_does_not_grow_as_managers_time
         # tuple of the whole view each reader keeps cost 16, the copies readers share a few more
         # (18 measured).
         assert per_message < 60, f"{per_message:.0f} bytes per manager and message"
+
+
+async def test_readers_no_audience_names_share_one_view_and_what_compiles_work_out_from_it(store_path):
+    """Readers that no audience on the branch names see exactly what a view for no reader sees:
+    their views read that one projection, and their compiles share what is worked out from it
+    (the passthrough suffix and the estimates and reader bodies of its messages), so each more
+    manager of such a reader costs a small part of the first one's compile."""
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        for i in range(MESSAGES):
+            blocks = [text(f"line {i} for everyone " + "word " * 20)]
+            if i % 10 == 0:
+                blocks.append(text(f"line {i} for ann alone", ["ann"]))
+            await host.add_message("user", blocks)
+        stored = list(rt.store.messages("main"))
+        managers = []
+        tracemalloc.start()
+        try:
+            costs = []
+            for i in range(12):
+                gc.collect()
+                before = tracemalloc.get_traced_memory()[0]
+                manager = await rt.open_manager(f"agents/{i}", strategy=PassthroughStrategy(), view_reader=f"reader-{i}")
+                compiled = await manager.compile()
+                gc.collect()
+                costs.append(tracemalloc.get_traced_memory()[0] - before)
+                assert [m.content for m in compiled.messages] == [m.content for m in expected(stored, f"reader-{i}")]
+                managers.append(manager)
+        finally:
+            tracemalloc.stop()
+        assert projections(rt) == 1, "the host's view and the twelve readers' read one projection"
+        more = sum(costs[2:]) / len(costs[2:])
+        # Measured: the first manager and its compile 248 KB, each more one 13 KB (each its own
+        # namespace, actor, binding and compile record); 110 KB each when every manager kept
+        # its own compile state.
+        assert more < costs[0] / 5, f"the first reader manager cost {costs[0]} bytes, each more one {more:.0f}"
+
+
+async def test_a_reader_named_after_its_view_was_shared_sees_its_own_blocks_and_no_other_reader_does(store_path):
+    """A reader whose view shared the view of no reader, once an audience names it (a new
+    message, or an edit adding a block for it), reads a view of its own: its compiles show its
+    blocks, and the readers still named by none go on sharing and see none of them."""
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        await write(host, 20)  # private lines for reader-0 ... reader-9
+        first = (await host.add_message("user", [text("before any block for a or b")])).id
+        a = await rt.open_manager("agents/a", strategy=PassthroughStrategy(), view_reader="a")
+        b = await rt.open_manager("agents/b", strategy=PassthroughStrategy(), view_reader="b")
+        c = await rt.open_manager("agents/c", strategy=PassthroughStrategy(), view_reader="c")
+        for manager in (a, b, c):
+            await manager.compile()
+        assert projections(rt) == 1, "the host, a, b and c read the view of no reader"
+
+        await host.add_message("user", [text("for everyone"), text("for b alone", ["b"])])
+        await host.edit_message(first, [text("before any block for a or b"), text("for a alone", ["a"])])
+        for manager in (a, b, c):
+            stored = list(rt.store.messages("main"))
+            shown = [m.content for m in (await manager.compile()).messages]
+            assert shown == [m.content for m in expected(stored, manager.view_reader)]
+            texts = [block.text for content in shown for block in content]
+            assert ("for a alone" in texts) == (manager is a)
+            assert ("for b alone" in texts) == (manager is b)
+        assert projections(rt) == 3, "a and b now read views of their own; c still shares"

@@ -3,11 +3,14 @@ from scratch: the longest suffix that fits, over any run of appends, edits and b
 
 from __future__ import annotations
 
+from unittest import mock
+
 import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asides import Message, PassthroughStrategy, text
+from asides.strategies import _suffix as suffix
 from asides.strategies._passthrough import emit_view_message
 from asides.strategies._suffix import SuffixIndex
 
@@ -55,8 +58,16 @@ operations = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(operations)
-def test_the_kept_selection_equals_one_made_from_scratch(ops):
+@given(operations, st.sampled_from([256, 0]))
+def test_the_kept_selection_equals_one_made_from_scratch(ops, slack):
+    """With the coverage cut back as the index does (``slack`` 0: as soon as it covers over four
+    times what a selection needed), as with the slack it has."""
+    with mock.patch.object(suffix, "SLACK", slack):
+        check_against_scratch(ops)
+
+
+def check_against_scratch(ops):
+    widest = 0
     view = ListView()
     index = SuffixIndex()
     strategy = PassthroughStrategy()
@@ -72,3 +83,5 @@ def test_the_kept_selection_equals_one_made_from_scratch(ops):
             selection = index.select(HIDDEN, view, op[1], lambda m: emit_view_message(m, HIDDEN), strategy.price)
             ids = [entry.message_ids[0] for entry in selection.sources]
             assert ids == from_scratch(view.messages, op[1], strategy.price)
+            widest = max(widest, len(ids) + 1)  # what it needed, and the one past the fit
+            assert len(index.covered_ids()) <= 4 * widest + suffix.SLACK, "the coverage follows the selections' needs"
