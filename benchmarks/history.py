@@ -32,8 +32,14 @@ At each size N, in a temporary directory:
    - *compile after one new message*: after that open, 50 rounds of one ``add_message``
      (untimed) and one ``compile()`` (timed): the mean.
 
-   The last two run last, as they write (250 messages in all); the counts printed are what each
-   process opened.
+   - *writes with a private line*: after a host manager (no reader) and 1, then
+     200, reader managers (``w-0`` ...) are opened and each compiled once, 200 ``add_message``
+     calls through the host, message ``k`` holding a block for everyone and one private to
+     ``w-(k mod the number open)``, each timed: the median. The two cases run twice, alternated,
+     and each is the mean of its two medians.
+
+   The last three run last, as they write (1,050 messages in all); the counts printed are what
+   each process opened.
 3. a fresh child process opens the peer: ``SQLiteSession("bench", path)`` and
    ``get_items(limit=100)`` (the newest 100 items): wall time and resident growth from a
    baseline taken after importing ``agents``.
@@ -42,10 +48,13 @@ The goals (issue 33) are judged in this one run: at the largest size, the reader
 first compile under 1 s × (this machine's ``sum(range(1000))`` µs ÷ 10 µs) (3.1 s on a machine
 where it takes 31 µs) and its resident growth under 300 MB; from the smallest to the largest
 size the open time within 1.5×, the resident growth within 1.3× and the compile after one new
-message within 1.2×; 50 readers within 2× the resident growth of one. A store file's open reads
+message within 1.2×; 50 readers within 2× the resident growth of one; at the largest size, a
+write with a private line with 200 reader managers open within 1.3× one with one open. A store file's open reads
 no message: it reads the records other than messages, each branch's head, and how many messages
 that may name a reader (one in a hundred here) each block of 16,384 sequences holds, by who sees
-them (docs/DESIGN.md, "The store"): a row a block. Each reader manager keeps its own compile state.
+them (docs/DESIGN.md, "The store"): a row a block. The 50 readers are named by no audience, so
+they read one view (that of no reader) and share what compiles work out from it (docs/DESIGN.md,
+"Readers who see alike"); readers each named in the history are ``python -m benchmarks readers``.
 
 The quick part takes about a minute on an idle 2-core machine (57 s on 2026-12-05, 20:32 UTC).
 The full part adds 10,000,000 messages: its build alone takes minutes. A measurement whose child fails, for memory or anything else, is
@@ -70,6 +79,7 @@ BUILD_BATCH = 50_000
 READER = "ann"
 PRIVATE_EVERY = 100
 READERS = 50
+WRITE_READERS = 200
 ADDS = 200
 COMPILES = 50
 PEER_LIMIT = 100
@@ -83,6 +93,7 @@ OPEN_GROWTH = 1.5
 RSS_GROWTH = 1.3
 COMPILE_GROWTH = 1.2
 READERS_GOAL = 2.0
+WRITE_READERS_GOAL = 1.3
 
 
 def rss_kib(field: str = "VmRSS") -> int:
@@ -212,6 +223,40 @@ async def _writes(path: str, what: str, rounds: int) -> dict[str, Any]:
     return out
 
 
+async def _reader_writes(path: str, readers: int, rounds: int) -> dict[str, Any]:
+    """``readers`` reader managers (``w-0`` ...), each compiled once and kept open; then
+    ``rounds`` timed ``add_message`` calls through a host manager (no reader), message ``k``
+    holding a block of 300 bytes for everyone and one private to ``w-(k mod readers)``."""
+    from asides import PassthroughStrategy, open_runtime, text
+
+    out: dict[str, Any] = {}
+    async with open_runtime(path) as runtime:
+        host = await runtime.open_manager("agents/host", strategy=PassthroughStrategy())
+        opened = []
+        for k in range(readers):
+            manager = await runtime.open_manager(f"agents/w-{k}", strategy=PassthroughStrategy(), view_reader=f"w-{k}")
+            await manager.compile()
+            opened.append(manager)
+        head = runtime.store.length("main")
+        out["messages"] = head
+        out["managers"] = len(opened)
+        gc.collect()
+        times: list[float] = []
+        for k in range(rounds):
+            i = head + k
+            blocks = [text(message_text(i)), text(f"for w-{k % readers} only: {message_text(i + 1, 100)}", [f"w-{k % readers}"])]
+            t0 = time.perf_counter()
+            await host.add_message(participant(i), blocks)
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        out["mean_s"] = sum(times) / len(times)
+        out["median_s"] = times[len(times) // 2]
+        out["count"] = len(times)
+        for manager in (host, *opened):
+            await manager.aclose()
+    return out
+
+
 # -- the children: the peer (under asyncio) ---------------------------------------------------------
 
 
@@ -269,6 +314,8 @@ def child(argv: list[str]) -> None:
         out = trio.run(_readers, path, int(rest[0]))
     elif command == "writes":
         out = trio.run(_writes, path, rest[0], int(rest[1]))
+    elif command == "reader-writes":
+        out = trio.run(_reader_writes, path, int(rest[0]), int(rest[1]))
     elif command == "peer-build":
         out = asyncio.run(_peer_build([path, *rest]))
     elif command == "peer-open":
@@ -320,6 +367,11 @@ def measure(sizes: Sequence[int]) -> dict[int, dict[str, dict[str, Any]]]:
                 r["add"] = _run_child("writes", path, "add", str(ADDS))
                 progress(f"{size:,}: {COMPILES} compiles after one new message")
                 r["compile"] = _run_child("writes", path, "compile", str(COMPILES))
+                progress(f"{size:,}: {ADDS} writes with a private line, 1 and {WRITE_READERS} reader managers open (twice)")
+                for turn in (1, 2):  # alternated, so that a change in the machine's load falls on both
+                    r[f"w1-{turn}"] = _run_child("reader-writes", path, "1", str(ADDS))
+                    r[f"wmany-{turn}"] = _run_child("reader-writes", path, str(WRITE_READERS), str(ADDS))
+                r["w1"], r["wmany"] = _pooled(r, "w1"), _pooled(r, "wmany")
             _remove(path)
             if "error" not in r["peer_build"]:
                 progress(f"{size:,}: SQLiteSession open + get_items(limit={PEER_LIMIT})")
@@ -327,6 +379,21 @@ def measure(sizes: Sequence[int]) -> dict[int, dict[str, dict[str, Any]]]:
             _remove(peer_path)
             results[size] = r
     return results
+
+
+def _pooled(r: dict[str, dict[str, Any]], case: str) -> dict[str, Any]:
+    """The two turns of a reader-writes case as one: the mean of their medians."""
+    turns = [r.get(f"{case}-{turn}", {}) for turn in (1, 2)]
+    for turn in turns:
+        if "error" in turn:
+            return turn
+    if not all(turn for turn in turns):
+        return {"error": "not run"}
+    return {
+        "messages": turns[0]["messages"],
+        "managers": turns[0]["managers"],
+        "mean_s": sum(turn["median_s"] for turn in turns) / 2,
+    }
 
 
 def _remove(path: str) -> None:
@@ -374,6 +441,8 @@ def report_size(size: int, r: dict[str, dict[str, Any]]) -> None:
         ("readers", f"asides {READERS} reader managers, each compiled once", "seconds"),
         ("add", f"asides add_message (mean of {ADDS}, after the open)", "mean_s"),
         ("compile", f"asides compile after one new message (mean of {COMPILES})", "mean_s"),
+        ("w1", f"asides add_message with a private line, 1 reader manager open (median of {ADDS}, two runs)", "mean_s"),
+        ("wmany", f"the same, {WRITE_READERS} reader managers open", "mean_s"),
         ("peer", f"SQLiteSession open + get_items(limit={PEER_LIMIT}), newest {PEER_LIMIT} read", "seconds"),
     ]
     rows = []
@@ -435,6 +504,7 @@ def report(results: dict[int, dict[str, dict[str, Any]]], python_s: float) -> li
         (f"{READERS} reader managers (RSS growth)", "readers", "rss_kib", _mb),
         ("add_message (mean)", "add", "mean_s", _time),
         ("compile after one new message (mean)", "compile", "mean_s", _time),
+        (f"add_message, {WRITE_READERS} reader managers open", "wmany", "mean_s", _time),
         ("SQLiteSession open + read 100 (time)", "peer", "seconds", _time),
     ]
     headers = ["growth", *(count(s) for s in sizes), *(f"{count(b)} ÷ {count(a)}" for a, b in zip(sizes, sizes[1:], strict=False))]
@@ -491,6 +561,15 @@ def goals(results: dict[int, dict[str, dict[str, Any]]], python_s: float) -> lis
                 None if value is None or len(sizes) < 2 else value <= limit,
             )
         )
+    one_w, many_w = _get(big, "w1", "mean_s"), _get(big, "wmany", "mean_s")
+    value_w = None if one_w is None or many_w is None or one_w <= 0 else many_w / one_w
+    out.append(
+        Goal(
+            f"add_message @{count(large)}, {WRITE_READERS} reader managers open ≤ {WRITE_READERS_GOAL:g}× with one",
+            "(failed)" if value_w is None else f"{value_w:.2f}× ({_time(many_w)} vs {_time(one_w)})",
+            None if value_w is None else value_w <= WRITE_READERS_GOAL,
+        )
+    )
     for size, r in results.items():
         one, many = _get(r, "reader", "rss_kib"), _get(r, "readers", "rss_kib")
         value = None if one is None or many is None or one <= 0 else many / one
