@@ -253,6 +253,10 @@ class AssemblyCache:
         self._messages, self._sources = messages, sources
         if isinstance(estimator, Hashable):  # else the manager's own, made afresh for each view
             self._assembly = view.shared_state((ViewAssembly, estimator), ViewAssembly)
+            # The reader of the projection the view reads: the same for every manager sharing
+            # the assembly, so no body worked out for one of them holds more than another sees
+            # (a reader named by none sees what no reader sees).
+            reader = view.projection.reader
         return self._assembly.raw_part(selection, view, reader, estimator)
 
 

@@ -11,7 +11,13 @@ another's copy.
 from __future__ import annotations
 
 import gc
+import os
+import tempfile
 import tracemalloc
+
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from asides.actors import open_runtime
 from asides.store import text
@@ -187,9 +193,57 @@ async def test_a_reader_named_after_its_view_was_shared_sees_its_own_blocks_and_
         await host.edit_message(first, [text("before any block for a or b"), text("for a alone", ["a"])])
         for manager in (a, b, c):
             stored = list(rt.store.messages("main"))
-            shown = [m.content for m in (await manager.compile()).messages]
+            compiled = await manager.compile()
+            shown = [m.content for m in compiled.messages]
             assert shown == [m.content for m in expected(stored, manager.view_reader)]
-            texts = [block.text for content in shown for block in content]
+            bodies = list(compiled.provenance.raw_bodies.values())
+            texts = [block.text for content in shown + bodies for block in content]
             assert ("for a alone" in texts) == (manager is a)
             assert ("for b alone" in texts) == (manager is b)
         assert projections(rt) == 3, "a and b now read views of their own; c still shares"
+
+
+PEOPLE = ("ann", "bob", "cy", "dee")
+SHARING_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), st.sampled_from([None, None, "ann", "bob", "cy"])),
+        st.tuples(st.just("edit"), st.integers(0, 40), st.sampled_from(["ann", "bob", "cy"])),
+        st.tuples(st.just("compile"), st.sampled_from(PEOPLE)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=SHARING_OPS, cache=st.sampled_from([3, None]))
+def test_readers_who_share_a_view_are_each_compiled_only_what_they_may_see(ops, cache):
+    """Managers of four readers, none named at first, compile between writes and edits that name
+    some of them (``dee`` never): every compile, its messages and the reader bodies of its
+    provenance, is what the stored messages show that reader, whichever manager worked out what
+    they share first. With a cache of three messages too, so that nearly every read pages."""
+
+    async def run() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            async with open_runtime(os.path.join(directory, "s.db"), message_cache=cache) as rt:
+                host = await rt.open_manager("host", strategy=PassthroughStrategy())
+                await host.add_message("user", [text("the first line")])
+                managers = {p: await rt.open_manager(f"agents/{p}", strategy=PassthroughStrategy(), view_reader=p) for p in PEOPLE}
+                for step, op in enumerate(ops):
+                    if op[0] == "write":
+                        private = [] if op[1] is None else [text(f"for {op[1]} alone, {step}", [op[1]])]
+                        await host.add_message("user", [text(f"for everyone, {step}"), *private])
+                    elif op[0] == "edit":
+                        stored = list(rt.store.messages("main"))
+                        target = stored[op[1] % len(stored)]
+                        added = text(f"for {op[2]} alone, an edit at {step}", [op[2]])
+                        await host.edit_message(target.id, [*target.content, added])
+                    else:
+                        person = op[1]
+                        compiled = await managers[person].compile()
+                        stored = list(rt.store.messages("main"))
+                        assert [m.content for m in compiled.messages] == [m.content for m in expected(stored, person)]
+                        for content in compiled.provenance.raw_bodies.values():
+                            for block in content:
+                                assert "alone" not in block.text or f"for {person} alone" in block.text, (person, block.text)
+
+    trio.run(run)

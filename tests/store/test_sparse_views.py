@@ -22,7 +22,7 @@ from asides import AsidesError, text, thinking, tool_result, tool_use
 from asides.lowlevel import MessageView, open_store
 from asides.store._views import Projections
 
-READERS = (None, "ann", "bob")
+READERS = (None, "ann", "bob", "cy")  # cy: named by no audience, so its view reads that of no reader
 AUDIENCES = st.sampled_from([None, ["ann"], ["bob"], ["ann", "bob"]])
 
 
