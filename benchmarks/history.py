@@ -72,7 +72,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._common import Goal, count, duration, message_text, participant, print_goals, print_table, progress, python_speed, ratio, section
@@ -570,25 +570,28 @@ def goals(results: dict[int, dict[str, dict[str, Any]]], python_s: float) -> lis
             )
         )
     one_w, many_w = _get(big, "w1", "mean_s"), _get(big, "wmany", "mean_s")
-    value_w = None if one_w is None or many_w is None or one_w <= 0 else many_w / one_w
     out.append(
-        Goal(
+        _ratio_goal(
             f"add_message @{count(large)}, {WRITE_READERS} reader managers open ≤ {WRITE_READERS_GOAL:g}× with one",
-            "(failed)" if value_w is None else f"{value_w:.2f}× ({_time(many_w)} vs {_time(one_w)})",
-            None if value_w is None else value_w <= WRITE_READERS_GOAL,
+            many_w,
+            one_w,
+            WRITE_READERS_GOAL,
+            _time,
         )
     )
     for size, r in results.items():
         one, many = _get(r, "reader", "rss_kib"), _get(r, "readers", "rss_kib")
-        value = None if one is None or many is None or one <= 0 else many / one
         out.append(
-            Goal(
-                f"{READERS} readers @{count(size)} ≤ {READERS_GOAL:g}× one reader's resident growth",
-                "(failed)" if value is None else f"{value:.2f}× ({_mb(many)} vs {_mb(one)})",
-                None if value is None else value <= READERS_GOAL,
-            )
+            _ratio_goal(f"{READERS} readers @{count(size)} ≤ {READERS_GOAL:g}× one reader's resident growth", many, one, READERS_GOAL, _mb)
         )
     return out
+
+
+def _ratio_goal(goal: str, many: float | None, one: float | None, limit: float, show: Callable[[float | None], str]) -> Goal:
+    """The goal that ``many`` is at most ``limit`` times ``one``, both shown."""
+    value = None if one is None or many is None or one <= 0 else many / one
+    shown = "(failed)" if value is None else f"{value:.2f}× ({show(many)} vs {show(one)})"
+    return Goal(goal, shown, None if value is None else value <= limit)
 
 
 def run(quick: bool, sizes: Sequence[int] | None = None) -> dict[int, dict[str, dict[str, Any]]]:
