@@ -63,6 +63,7 @@ from ._records import (
     StoredEdit,
     audience_summary,
     body_may_hold_audience,
+    body_names,
     decode_edit,
     decode_message,
     edit_time,
@@ -270,7 +271,7 @@ class LogModel:
                 if body is not None and body_may_hold_audience(body):
                     branch.may_hold_audience = True
                     self._note_audience(branch, len(branch.own) - 1, seq, None, written=False)
-                    self._note_names(branch, None)
+                    self._note_names(branch, body_names(body))
             elif kind == EDIT and ref is not None:
                 names: frozenset[str] | None = None
                 if body_may_hold_audience(body):  # decoded now (edits are few): who it names
@@ -717,7 +718,7 @@ class LogModel:
         if body is None or body_may_hold_audience(body):  # no body: as if it may name a reader
             branch.may_hold_audience = True
             self._note_audience(branch, index, seq, None, written=False)
-            self._note_names(branch, None)
+            self._note_names(branch, None if body is None else body_names(body))
         if body is not None:  # kept as text until read (an erasure replayed later may void it)
             branch.entries[index] = (record_id, body)
             self._keep(record_id, branch, index)

@@ -16,7 +16,7 @@ from typing import Any, Final
 from ._blocks import ContentBlock, TextBlock, UnreadableBlock, content_to_json, decode_stored_content
 from ._errors import ArgumentTypeError, MalformedContentError
 from ._messages import Message, freeze_metadata
-from ._seers import Seers, read_seers, seers_of, seers_value
+from ._seers import Seers, named_readers, read_seers, seers_of, seers_value
 from ._stored_json import DuplicatedKeys, holds_duplicate, read_stored_json
 
 __all__ = [
@@ -254,6 +254,20 @@ def edit_time(body: object) -> float | None:
         return float(found.group(1))
     except ValueError:
         return None
+
+
+def body_names(text: str) -> frozenset[str] | None:
+    """The readers the audiences of a stored message body (JSON text) name, decoded as
+    :func:`decode_message` decodes it but reporting nothing (it reports when the message is
+    read); ``None`` when the body is not a message record."""
+    try:
+        body = read_stored_json(text)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or type(body) is DuplicatedKeys:
+        return None
+    content, _problems = decode_stored_content(body.get("content"))
+    return named_readers(content)
 
 
 def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:

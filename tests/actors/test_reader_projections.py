@@ -247,3 +247,25 @@ def test_readers_who_share_a_view_are_each_compiled_only_what_they_may_see(ops, 
                                 assert "alone" not in block.text or f"for {person} alone" in block.text, (person, block.text)
 
     trio.run(run)
+
+
+async def test_on_postgres_a_reader_another_process_names_reads_its_own_view_and_the_others_go_on_sharing(pg_url):
+    """Another open (as another process would) writes a message naming ``bob``; once this open
+    has caught up, ``bob``'s compile shows his line, and ``ann`` and ``cy``, still named by
+    none, go on reading the view of no reader and see none of it."""
+    async with open_runtime(pg_url) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        await write(host, 20)
+        managers = {p: await rt.open_manager(f"agents/{p}", strategy=PassthroughStrategy(), view_reader=p) for p in ("ann", "bob", "cy")}
+        for manager in managers.values():
+            await manager.compile()
+        assert projections(rt) == 1
+        async with open_runtime(pg_url) as other:
+            elsewhere = await other.open_manager("elsewhere", strategy=PassthroughStrategy())
+            await elsewhere.add_message("user", [text("for everyone, from elsewhere"), text("for bob alone, from elsewhere", ["bob"])])
+        for person, manager in managers.items():
+            compiled = await manager.compile()  # syncs with the store first
+            texts = [block.text for m in compiled.messages for block in m.content]
+            assert "for everyone, from elsewhere" in texts
+            assert ("for bob alone, from elsewhere" in texts) == (person == "bob")
+        assert projections(rt) == 2, "bob reads his own view; ann and cy still share the view of no reader"
