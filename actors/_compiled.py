@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -17,7 +17,9 @@ from ..store._compile_records import CompileParts
 from ..store._messages import Message
 from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
+from ..strategies._passthrough import message_forms
 from ..strategies._provider_forms import INJECTION_LABEL
+from ..strategies._suffix import MessageForms
 
 __all__ = ["AssemblyCache", "CompiledContext", "Provenance", "ViewAssembly", "assemble", "injection_cost"]
 
@@ -233,7 +235,7 @@ class AssemblyCache:
 
     def raw_part(
         self, selection: Selection, view: MessageView, reader: str | None, estimator: Callable[[Sequence[ContentBlock]], int]
-    ) -> tuple[dict[str, tuple[ContentBlock, ...]], dict[str, bool], int]:
+    ) -> tuple[dict[str, tuple[ContentBlock, ...]], Mapping[str, bool], int]:
         """Reader bodies and completeness of the selection's raw sources, and the estimate of
         its messages (from the view's shared :class:`ViewAssembly`); notes how many leading
         entries were this manager's previous selection's (``reused``)."""
@@ -252,7 +254,8 @@ class AssemblyCache:
         self.reused = kept
         self._messages, self._sources = messages, sources
         if isinstance(estimator, Hashable):  # else the manager's own, made afresh for each view
-            self._assembly = view.shared_state((ViewAssembly, estimator), ViewAssembly)
+            forms = message_forms(view, estimator)
+            self._assembly = view.shared_state((ViewAssembly, estimator), lambda: ViewAssembly(forms))
             # The reader of the projection the view reads: the same for every manager sharing
             # the assembly, so no body worked out for one of them holds more than another sees
             # (a reader named by none sees what no reader sees).
@@ -262,15 +265,17 @@ class AssemblyCache:
 
 class ViewAssembly:
     """What compiles worked out for the messages of one view (the views that see alike share
-    it): each compiled message's estimate, each raw message's reader body, and the last
-    selection's. A compile whose selection only adds messages to the last one works out only
+    it): each compiled message's estimate and each raw message's reader body (kept with the
+    branch's other views, in ``forms``, where no reader sees the message otherwise than
+    stored), and the last selection's. A compile whose selection only adds messages to the last one works out only
     the new ones (plus the copy of its output); one whose selection is the last one's works
     out nothing and returns the same output; otherwise only the messages that are new or changed
     are worked out (an edit invalidates exactly the message it changed). Readers who share it
     see alike, so each reader body is the same for all of them. Bounded by what selections
     hold: estimates and bodies of messages no longer compiled are dropped."""
 
-    def __init__(self) -> None:
+    def __init__(self, forms: MessageForms | None = None) -> None:
+        forms = forms if forms is not None else MessageForms(None)
         self._erasures = -1
         self._edits = 0
         self._messages: tuple[CompiledMessage, ...] = ()
@@ -278,22 +283,23 @@ class ViewAssembly:
         self._incomplete: frozenset[str] = frozenset()
         self._dropped: frozenset[str] = frozenset()
         self._bodies: dict[str, tuple[ContentBlock, ...]] = {}
-        self._present: dict[str, bool] = {}
+        self._not_whole: frozenset[str] = frozenset()  # of the last output's bodies, those not whole
+        self._present: Completeness = Completeness({}, frozenset())
         self._shards: list[str] = []
         self._estimate = 0
-        self._estimates: dict[int, tuple[CompiledMessage, int]] = {}  # id(message) -> (message, estimate)
-        self._raw: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}  # message id -> (reader body, is a shard)
+        self._estimates = forms.estimates  # id(message) -> (message, estimate), shared by the branch's views
+        self._plain = forms.bodies  # message id -> (stored message, is a shard): bodies every reader sees whole
 
     def _forget_edits(self, view: MessageView) -> None:
         erasures = view.erasures
         if erasures != self._erasures:  # an erasure: nothing worked out before it holds
             self._erasures, self._edits = erasures, view.revision[1]
-            self._messages, self._estimates, self._raw = (), {}, {}
+            self._messages = ()
+            self._estimates.clear()  # in place: the branch's other views share them
+            self._plain.clear()
             return
         edits = view.revision[1]
-        if edits != self._edits:
-            for message_id in view.edited_since(self._edits):
-                self._raw.pop(message_id, None)
+        if edits != self._edits:  # a body kept is checked against the stored message: an edit makes another
             self._edits = edits
             self._messages = ()  # no growth-only reuse across an edit
 
@@ -307,19 +313,22 @@ class ViewAssembly:
         return cost
 
     def _raw_of(self, message_id: str, view: MessageView, reader: str | None) -> tuple[tuple[ContentBlock, ...], bool] | None:
-        known = self._raw.get(message_id)
-        if known is not None:
-            return known
+        """The reader body of a raw source and whether it is a shard of a body: kept (for the
+        branch's views) where every reader sees the message whole, else worked out again."""
         stored = view.stored(message_id)
         if stored is None:
             return None
+        plain = self._plain.get(message_id)
+        if plain is not None and plain[0] is stored:
+            return stored.content, plain[1]
         known = (reader_body(stored, reader), _body_of(stored) is not None)
-        self._raw[message_id] = known
+        if known[0] is stored.content:  # every reader sees it whole: one entry for the branch
+            self._plain[message_id] = (stored, known[1])
         return known
 
     def raw_part(
         self, selection: Selection, view: MessageView, reader: str | None, estimator: Callable[[Sequence[ContentBlock]], int]
-    ) -> tuple[dict[str, tuple[ContentBlock, ...]], dict[str, bool], int]:
+    ) -> tuple[dict[str, tuple[ContentBlock, ...]], Mapping[str, bool], int]:
         """Reader bodies and completeness of the selection's raw sources, and the estimate of
         its messages."""
         self._forget_edits(view)
@@ -331,19 +340,20 @@ class ViewAssembly:
             and len(messages) >= kept
             and messages[:kept] == self._messages
             and sources[:kept] == self._sources
-            and frozenset(i for i in selection.incomplete if i in self._present) == self._incomplete
+            and frozenset(i for i in selection.incomplete if i in self._bodies) == self._incomplete
             and dropped == self._dropped
         )
         if grew and len(messages) == kept:
             self._messages, self._sources = messages, sources
             return self._bodies, self._present, self._estimate  # the same selection: the same output
         if grew:
-            bodies, present, shards, estimate = dict(self._bodies), dict(self._present), list(self._shards), self._estimate
+            bodies, not_whole, shards, estimate = dict(self._bodies), set(self._not_whole), list(self._shards), self._estimate
         else:
             kept = 0
-            bodies, present, shards, estimate = {}, {}, [], 0
+            bodies, shards, estimate = {}, [], 0
+            not_whole = set()
             if len(self._estimates) > 2 * len(messages) + 64:
-                self._estimates = {}  # drop the estimates of messages no longer compiled
+                self._estimates.clear()  # drop the estimates of messages no longer compiled
         for message, entry in zip(messages[kept:], sources[kept:], strict=True):
             estimate += self.estimate_of(message, estimator)
             if entry.kind != "raw":
@@ -353,16 +363,21 @@ class ViewAssembly:
                 if known is None:
                     continue
                 bodies[message_id] = known[0]
-                present[message_id] = message_id not in selection.incomplete and message_id not in dropped
+                if message_id in selection.incomplete or message_id in dropped:
+                    not_whole.add(message_id)
                 if known[1]:
                     shards.append(message_id)
         if shards:
-            _judge_shards(present, shards, view)
-        if len(self._raw) > 2 * len(bodies) + 64:  # drop the bodies of messages no longer compiled
-            self._raw = {i: self._raw[i] for i in bodies if i in self._raw}
+            _judge_shards(bodies, not_whole, shards, view)
+        present = Completeness(bodies, frozenset(not_whole))
+        if len(self._plain) > 2 * len(bodies) + 64:
+            held = {i: self._plain[i] for i in bodies if i in self._plain}
+            self._plain.clear()  # in place: the branch's other views share them
+            self._plain.update(held)
         self._messages, self._sources, self._dropped = messages, sources, dropped
-        self._incomplete = frozenset(i for i in selection.incomplete if i in present)
+        self._incomplete = frozenset(i for i in selection.incomplete if i in bodies)
         self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate
+        self._not_whole = present.not_whole
         return bodies, present, estimate
 
 
@@ -424,15 +439,42 @@ def assemble(
     )
 
 
+class Completeness(Mapping[str, bool]):
+    """A compile's raw source ids, each mapped to whether the compile holds all of the reader's
+    view of it (``Provenance.complete``): the ids of its reader bodies, each true but those in
+    ``not_whole``. Read-only, and held as the bodies' keys and that set, not a second dict."""
+
+    __slots__ = ("_bodies", "not_whole")
+
+    def __init__(self, bodies: Mapping[str, object], not_whole: frozenset[str]) -> None:
+        self._bodies = bodies
+        self.not_whole = not_whole
+
+    def __getitem__(self, message_id: str) -> bool:
+        if message_id not in self._bodies:
+            raise KeyError(message_id)
+        return message_id not in self.not_whole
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bodies)
+
+    def __len__(self) -> int:
+        return len(self._bodies)
+
+    def __repr__(self) -> str:
+        return f"Completeness({dict(self)!r})"
+
+
 def _body_of(message: Message) -> str | None:
     body = message.metadata.get("body_id") if message.metadata else None
     return body if isinstance(body, str) else None
 
 
-def _judge_shards(present: dict[str, bool], shards: list[str], view: MessageView) -> None:
-    """A body whose shards did not all make it into the compile is incomplete. Only
-    shards in the reader's view count: one wholly another reader's is no part of the body.
-    ``shards`` are the compile's raw sources that are shards of a body."""
+def _judge_shards(bodies: Mapping[str, object], not_whole: set[str], shards: list[str], view: MessageView) -> None:
+    """A body whose shards did not all make it into the compile (``bodies``: its raw sources) is
+    incomplete: its shards there join ``not_whole``. Only shards in the reader's view count: one
+    wholly another reader's is no part of the body. ``shards`` are the compile's raw sources
+    that are shards of a body."""
     checked: set[str] = set()
     for message_id in shards:
         if message_id in checked:
@@ -453,8 +495,8 @@ def _judge_shards(present: dict[str, bool], shards: list[str], view: MessageView
                     break
                 siblings.append(other.id)
                 cursor += step
-        whole = all(s in present for s in siblings)
+        whole = all(s in bodies for s in siblings)
         for sibling in siblings:
             checked.add(sibling)
-            if sibling in present and not whole:
-                present[sibling] = False
+            if sibling in bodies and not whole:
+                not_whole.add(sibling)

@@ -113,11 +113,14 @@ class BranchCopies:
     message alike (the same blocks) get the same copy. Kept for a message while its stored
     object is the one they were made from (an edit makes them afresh)."""
 
-    __slots__ = ("_by_id", "__weakref__")
+    __slots__ = ("_by_id", "derived", "__weakref__")
 
     def __init__(self) -> None:
         #: message id -> (the stored message, [(what a reader sees of its blocks, its view, thinking dropped)])
         self._by_id: dict[str, tuple[Message, list[tuple[tuple[ContentBlock, ...], Message | None, bool]]]] = {}
+        #: What every view of the branch works out from single messages and shares, by what it
+        #: depends on besides them (MessageView.branch_state).
+        self.derived: dict[Hashable, Any] = {}
 
     def view_of(self, message: Message, reader: str | None) -> tuple[Message | None, bool]:
         """:func:`reader_view`, the copy shared with every reader who sees the message alike."""
@@ -207,6 +210,11 @@ class Projection:
         #: What the views reading this projection work out from its messages and share, by what
         #: it depends on besides them (MessageView.shared_state); it goes with the projection.
         self.derived: dict[Hashable, Any] = {}
+
+    @property
+    def branch_copies(self) -> BranchCopies:
+        """The projected copies of the branch's messages it shares with the branch's other views."""
+        return self._copies
 
     @property
     def plain(self) -> bool:
@@ -848,6 +856,18 @@ class MessageView:
         the view's revision and the model's erasures itself, and may not depend on which view
         or manager asks (their readers see alike, but are not the same reader)."""
         derived = self._current().derived
+        found = derived.get(key)
+        if found is None:
+            found = derived[key] = make()
+        return cast(T, found)
+
+    def branch_state(self, key: Hashable, make: Callable[[], T]) -> T:
+        """The state kept under ``key`` for every view of this view's branch (whatever its
+        reader), made by ``make`` the first time. For what is worked out from one message object
+        alone (its compiled form, its estimate): readers who see a message alike read the very
+        same object, so such state, looked up by that object (by id, checked by identity), is
+        right for each of them; it must not depend on anything else of the view."""
+        derived = self._current().branch_copies.derived
         found = derived.get(key)
         if found is None:
             found = derived[key] = make()

@@ -9,8 +9,8 @@ from ..store._messages import Message
 from ..store._views import MessageView
 from ._base import CompiledMessage, Selection, SelectOptions, SourceEntry, StrategyContext
 from ._repair import Emitted, repair_hidden_partners
-from ._suffix import SLACK, SuffixIndex, ViewReads
-from ._tokens import Estimator, MessageCosts, recorded_estimator
+from ._suffix import SLACK, Forms, MessageForms, SuffixIndex, ViewReads
+from ._tokens import Estimator, recorded_estimator
 
 __all__ = ["NoBackgroundWork", "PassthroughStrategy", "emit_view_message", "selection_of"]
 
@@ -59,26 +59,31 @@ class NoBackgroundWork:
 
 
 class SuffixState:
-    """What a passthrough selection keeps of one view: the estimates of its messages and the
-    suffix they fit in (:class:`SuffixIndex`). Views that see alike share one (see
+    """What a passthrough selection keeps of one view: the suffix its messages fit in
+    (:class:`SuffixIndex`), over the forms and estimates of single messages (``forms``, shared by
+    every view of the branch). Views that see alike share one (see
     ``MessageView.shared_state``), so many managers whose readers see alike keep it once."""
 
-    __slots__ = ("costs", "index")
+    __slots__ = ("forms", "index", "_hidden_forms")
 
-    def __init__(self, estimator: Estimator | None) -> None:
-        self.costs = MessageCosts(estimator)
+    def __init__(self, forms: MessageForms) -> None:
+        self.forms = forms
         self.index = SuffixIndex()
+        self._hidden_forms: Forms = {}  # forms made while tool calls are hidden: this view's own
 
     def price(self, item: Emitted, source: Message) -> int:
         """What ``item``, emitted for ``source``, costs."""
         if item.message.content is source.content:
-            return self.costs(source)
-        return self.costs.content(item.message.content)
+            return self.forms.costs(source)
+        return self.forms.costs.content(item.message.content)
 
     def select(self, view: ViewReads, hidden: tuple[frozenset[str], frozenset[str]], budget: int, *, source: object = None) -> Selection:
         """The longest suffix of ``view`` that fits ``budget`` (``SuffixIndex.select``)."""
-        selection = self.index.select(hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price, source=source)
-        self.costs.bound(self.index.covered_ids(), SLACK)
+        forms = self._hidden_forms if hidden[0] or hidden[1] else self.forms.forms
+        selection = self.index.select(
+            hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price, source=source, forms=forms
+        )
+        self.forms.costs.bound(self.index.covered_ids(), SLACK)
         return selection
 
 
@@ -86,8 +91,15 @@ def suffix_state(view: object, estimator: Estimator, own: SuffixState) -> tuple[
     """The suffix state ``view`` shares with the views that see alike, with what they read (the
     index's ``source``), when it is a view that shares; else ``own``, and the view itself."""
     if isinstance(view, MessageView) and isinstance(estimator, Hashable):
-        return view.shared_state((SuffixState, estimator), lambda: SuffixState(estimator)), view.projection
+        forms = message_forms(view, estimator)
+        return view.shared_state((SuffixState, estimator), lambda: SuffixState(forms)), view.projection
     return own, view
+
+
+def message_forms(view: MessageView, estimator: Estimator) -> MessageForms:
+    """The forms and estimates of single messages under ``estimator`` that every view of
+    ``view``'s branch shares (``MessageView.branch_state``); ``estimator`` must be hashable."""
+    return view.branch_state((MessageForms, estimator), lambda: MessageForms(estimator))
 
 
 class PassthroughStrategy(NoBackgroundWork):
@@ -98,8 +110,8 @@ class PassthroughStrategy(NoBackgroundWork):
     name = "passthrough"
 
     def __init__(self, *, estimator: Estimator | None = None) -> None:
-        self._own = SuffixState(estimator)
-        self.estimator = self._own.costs.estimator
+        self._own = SuffixState(MessageForms(estimator))
+        self.estimator = self._own.forms.costs.estimator
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as JSON (see ``AutobiographicalStrategy.recorded_options``)."""

@@ -11,6 +11,7 @@ from there on. Messages older than any compile has needed are never read.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Protocol
@@ -18,8 +19,9 @@ from typing import Protocol
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SourceEntry
 from ._repair import Emitted
+from ._tokens import Estimator, MessageCosts
 
-__all__ = ["SuffixIndex", "ViewReads"]
+__all__ = ["MessageForms", "SuffixIndex", "ViewReads"]
 
 #: Positions an index covers beyond what selections need before it cuts its coverage back.
 SLACK = 256
@@ -39,6 +41,27 @@ class ViewReads(Protocol):
     def slice(self, start: int, stop: int | None = None) -> tuple[Message, ...]: ...
 
 
+Forms = dict[str, tuple[Message, list[Emitted], int]]  # message id -> (message, its items, cost)
+
+
+class MessageForms:
+    """What the views of one branch work out from single messages under one estimator, kept
+    once for all of them (``MessageView.branch_state``): each view message's compiled form and
+    cost, when no tool call is hidden (by message id, checked by identity: readers who see a
+    message alike read the very same object); each message's estimate (``costs``); and each
+    compiled message's (``estimates``, by the object, checked by identity); and the provenance
+    bodies of the messages every reader sees whole (``bodies``: message id -> the stored
+    message, checked by identity, and whether it is a shard of a body)."""
+
+    __slots__ = ("costs", "forms", "estimates", "bodies")
+
+    def __init__(self, estimator: Estimator | None) -> None:
+        self.costs = MessageCosts(estimator)
+        self.forms: Forms = {}
+        self.estimates: dict[int, tuple[CompiledMessage, int]] = {}
+        self.bodies: dict[str, tuple[Message, bool]] = {}
+
+
 class SuffixIndex:
     """The compiled forms and costs of the newest messages of one view, with running totals."""
 
@@ -49,23 +72,29 @@ class SuffixIndex:
         self._revision: tuple[int, int] = (-1, -1)
         self._lo = 0  # the oldest view position covered
         self._hi = 0  # one past the newest position covered (the view's length when last read)
-        self._totals: list[int] = [0]  # _totals[k]: the cost of positions [lo, lo + k)
-        self._starts: list[int] = [0]  # _starts[k]: where position lo + k's items start in the flat lists
+        self._totals = array("q", [0])  # _totals[k]: the cost of positions [lo, lo + k)
+        self._starts = array("q", [0])  # _starts[k]: where position lo + k's items start in the flat lists
         self._compiled: list[CompiledMessage] = []
         self._sources: list[SourceEntry] = []
         self._incomplete: list[tuple[int, str]] = []  # (position, id) of raw items not whole
         self._ids: list[str] = []  # _ids[k]: the id of the message at position lo + k
-        self._forms: dict[str, tuple[Message, list[Emitted], int]] = {}  # id -> (message, its items, cost)
+        self._forms: Forms = {}  # its own, unless select is given others
         #: The most positions a selection needed since the coverage was last cut back.
         self._widest = 0
 
-    def select(self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price, *, source: object = None) -> Selection:
+    def select(
+        self, key: object, view: ViewReads, budget: int, emit: Emit, price: Price, *, source: object = None, forms: Forms | None = None
+    ) -> Selection:
         """The longest suffix of ``view`` whose cost fits ``budget`` (empty when the newest message
         alone does not fit). ``key`` names everything else the compiled forms depend on (the
         tool calls the view hides): when it changes, everything is priced again. ``source`` is
         what ``view`` reads (by default the view itself): views reading the same source at the
         same revision read the same messages, so one index serves them all; the same selection,
-        asked again with nothing changed, is the same object."""
+        asked again with nothing changed, is the same object. ``forms`` is where to keep the
+        compiled forms, by message id (checked by identity), for this ``key``: forms other
+        indexes share (:class:`MessageForms`), or by default its own."""
+        if forms is not None:
+            self._forms = forms
         self._follow(key, view if source is None else source, view, emit, price)
         total = self._totals[-1]
         first = bisect_left(self._totals, total - budget)
@@ -93,7 +122,8 @@ class SuffixIndex:
     def _follow(self, key: object, source: object, view: ViewReads, emit: Emit, price: Price) -> None:
         revision = view.revision
         if key != self._key:
-            self._forms.clear()
+            if self._revision != (-1, -1):  # the forms were made for another key (a first select makes none)
+                self._forms.clear()
             self._reset(view.length())
         elif source is not self._view:
             self._reset(view.length())  # another view (a move, or a manager reusing this strategy)
@@ -115,7 +145,7 @@ class SuffixIndex:
     def _reset(self, length: int) -> None:
         self._last = None
         self._lo = self._hi = length
-        self._totals, self._starts = [0], [0]
+        self._totals, self._starts = array("q", [0]), array("q", [0])
         self._compiled, self._sources, self._incomplete, self._ids = [], [], [], []
 
     def _forget(self, count: int) -> None:
@@ -123,8 +153,8 @@ class SuffixIndex:
         what selections need, never the view's whole length since the first compile."""
         base_total, base_start = self._totals[count], self._starts[count]
         gone = self._ids[:count]
-        self._totals = [t - base_total for t in self._totals[count:]]
-        self._starts = [s - base_start for s in self._starts[count:]]
+        self._totals = array("q", (t - base_total for t in self._totals[count:]))
+        self._starts = array("q", (s - base_start for s in self._starts[count:]))
         self._compiled, self._sources = self._compiled[base_start:], self._sources[base_start:]
         self._ids = self._ids[count:]
         self._lo += count
@@ -133,7 +163,8 @@ class SuffixIndex:
             self._forms.pop(message_id, None)
         if len(self._forms) > 2 * len(self._ids) + SLACK:  # forms kept across an edit's new coverage
             kept = set(self._ids)
-            self._forms = {i: form for i, form in self._forms.items() if i in kept}
+            for message_id in [i for i in self._forms if i not in kept]:
+                del self._forms[message_id]  # in place: other indexes may share the dict
         self._last = None
 
     def _form(self, message: Message, emit: Emit, price: Price) -> tuple[list[Emitted], int]:
