@@ -265,13 +265,14 @@ class AssemblyCache:
 
 class ViewAssembly:
     """What compiles worked out for the messages of one view (the views that see alike share
-    it): each compiled message's estimate and each raw message's reader body (kept with the
-    branch's other views, in ``forms``, where no reader sees the message otherwise than
-    stored), and the last selection's. A compile whose selection only adds messages to the last one works out only
-    the new ones (plus the copy of its output); one whose selection is the last one's works
-    out nothing and returns the same output; otherwise only the messages that are new or changed
-    are worked out (an edit invalidates exactly the message it changed). Readers who share it
-    see alike, so each reader body is the same for all of them. Bounded by what selections
+    it): the last selection's reader bodies, completeness and estimate, over each compiled
+    message's estimate and the reader body of each message every reader sees whole, which
+    every view of the branch shares (``forms``; each checked against the object it was worked
+    out from, so an edit makes it afresh). A compile whose selection only adds messages to the
+    last one works out only the new ones (plus the copy of its output); one whose selection is
+    the last one's works out nothing and returns the same output; otherwise it works out the
+    bodies again, and the estimates of the messages that are new or changed. Readers who share
+    it see alike, so each reader body is the same for all of them. Bounded by what selections
     hold: estimates and bodies of messages no longer compiled are dropped."""
 
     def __init__(self, forms: MessageForms | None = None) -> None:
