@@ -289,7 +289,7 @@ class ViewAssembly:
         self._shards: list[str] = []
         self._estimate = 0
         self._estimates = forms.estimates  # id(message) -> (message, estimate), shared by the branch's views
-        self._plain = forms.bodies  # message id -> (stored message, is a shard): bodies every reader sees whole
+        self._plain = forms.bodies  # message id -> (body, is a shard): bodies every reader sees whole
 
     def _forget_edits(self, view: MessageView) -> None:
         erasures = view.erasures
@@ -300,7 +300,9 @@ class ViewAssembly:
             self._plain.clear()
             return
         edits = view.revision[1]
-        if edits != self._edits:  # a body kept is checked against the stored message: an edit makes another
+        if edits != self._edits:
+            for message_id in view.edited_since(self._edits):
+                self._plain.pop(message_id, None)  # the branch's other views pop it too, before they read
             self._edits = edits
             self._messages = ()  # no growth-only reuse across an edit
 
@@ -315,16 +317,17 @@ class ViewAssembly:
 
     def _raw_of(self, message_id: str, view: MessageView, reader: str | None) -> tuple[tuple[ContentBlock, ...], bool] | None:
         """The reader body of a raw source and whether it is a shard of a body: kept (for the
-        branch's views) where every reader sees the message whole, else worked out again."""
+        branch's views, until an edit of the message) where every reader sees the message
+        whole, else worked out again."""
+        plain = self._plain.get(message_id)
+        if plain is not None:
+            return plain
         stored = view.stored(message_id)
         if stored is None:
             return None
-        plain = self._plain.get(message_id)
-        if plain is not None and plain[0] is stored:
-            return stored.content, plain[1]
         known = (reader_body(stored, reader), _body_of(stored) is not None)
         if known[0] is stored.content:  # every reader sees it whole: one entry for the branch
-            self._plain[message_id] = (stored, known[1])
+            self._plain[message_id] = known
         return known
 
     def raw_part(

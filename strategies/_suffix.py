@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Protocol
 
+from ..store._blocks import ContentBlock
 from ..store._messages import Message
 from ._base import CompiledMessage, Selection, SourceEntry
 from ._repair import Emitted
@@ -50,8 +51,9 @@ class MessageForms:
     cost, when no tool call is hidden (by message id, checked by identity: readers who see a
     message alike read the very same object); each message's estimate (``costs``); and each
     compiled message's (``estimates``, by the object, checked by identity); and the provenance
-    bodies of the messages every reader sees whole (``bodies``: message id -> the stored
-    message, checked by identity, and whether it is a shard of a body)."""
+    bodies of the messages every reader sees whole (``bodies``: message id -> that body, the
+    stored content, and whether it is a shard of a body; each view pops the messages edited
+    since it last looked before it reads)."""
 
     __slots__ = ("costs", "forms", "estimates", "bodies")
 
@@ -59,7 +61,7 @@ class MessageForms:
         self.costs = MessageCosts(estimator)
         self.forms: Forms = {}
         self.estimates: dict[int, tuple[CompiledMessage, int]] = {}
-        self.bodies: dict[str, tuple[Message, bool]] = {}
+        self.bodies: dict[str, tuple[tuple[ContentBlock, ...], bool]] = {}
 
 
 class SuffixIndex:
