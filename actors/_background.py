@@ -269,10 +269,13 @@ class BackgroundWork:
                 if actor.requests_out == 0:
                     await self._catch_up_now(done=True)
                     return self._raise_if_failed(before)  # the drain found nothing it can do now
-                # Nothing to do here while another manager of the namespace has a request out:
-                # wait until one is back (its outcome counts in namespace_failures), not poking.
-                await actor.requests_back.wait_beyond(back)
-                binding.check("drain")
+                if not drain.in_unit:
+                    # Nothing to do here while another manager of the namespace has a request
+                    # out: wait until one is back (its outcome counts in namespace_failures), not
+                    # poking. (A request of this drain's own next unit is waited for as any unit
+                    # is, by its progress, so that drain() never returns while that unit is at work.)
+                    await actor.requests_back.wait_beyond(back)
+                    binding.check("drain")
 
     async def _catch_up_now(self, *, done: bool = False) -> bool:
         """Catch the strategy up (a :class:`CatchUp` command); whether it is ready. Ready, or

@@ -118,6 +118,11 @@ class Drain:
         self._done = anyio.Event()
         self._in_unit = False  # a unit is running (a drain stopped in one writes nothing more)
 
+    @property
+    def in_unit(self) -> bool:
+        """Whether a unit of this drain is running now (begun and not yet ended)."""
+        return self._in_unit
+
     def poke(self) -> None:
         """Make the drain look for work now (it wakes with every drain of its branch)."""
         self._target.branch_signal.raise_()
