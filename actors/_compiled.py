@@ -146,9 +146,7 @@ class _Sent:
         content, these messages and sources first, and no first memory among the new ones (a
         memory among them would make head messages of the raw ones before it)."""
         count = len(self.messages)
-        if count == 0 or len(messages) < count or system != self.system:
-            return False
-        if messages[:count] != self.messages or entries[:count] != self.entries:
+        if system != self.system or not _begins_with(messages, entries, self.messages, self.entries):
             return False
         return self.first_memory < count or all(entry.kind != "summary" for entry in entries[count:])
 
@@ -248,10 +246,7 @@ class AssemblyCache:
             self._edits = view.revision[1]
             self._messages = ()  # no growth-only reuse across an edit
         messages, sources = selection.messages, selection.sources
-        kept = len(self._messages)
-        if not (kept > 0 and len(messages) >= kept and messages[:kept] == self._messages and sources[:kept] == self._sources):
-            kept = 0
-        self.reused = kept
+        self.reused = len(self._messages) if _begins_with(messages, sources, self._messages, self._sources) else 0
         self._messages, self._sources = messages, sources
         if isinstance(estimator, Hashable):  # else the manager's own, made afresh for each view
             forms = message_forms(view, estimator)
@@ -284,7 +279,6 @@ class ViewAssembly:
         self._incomplete: frozenset[str] = frozenset()
         self._dropped: frozenset[str] = frozenset()
         self._bodies: dict[str, tuple[ContentBlock, ...]] = {}
-        self._not_whole: frozenset[str] = frozenset()  # of the last output's bodies, those not whole
         self._present: Completeness = Completeness({}, frozenset())
         self._shards: list[str] = []
         self._estimate = 0
@@ -340,10 +334,7 @@ class ViewAssembly:
         dropped = view.thinking_dropped_ids()
         kept = len(self._messages)
         grew = (
-            kept > 0
-            and len(messages) >= kept
-            and messages[:kept] == self._messages
-            and sources[:kept] == self._sources
+            _begins_with(messages, sources, self._messages, self._sources)
             and frozenset(i for i in selection.incomplete if i in self._bodies) == self._incomplete
             and dropped == self._dropped
         )
@@ -351,7 +342,7 @@ class ViewAssembly:
             self._messages, self._sources = messages, sources
             return self._bodies, self._present, self._estimate  # the same selection: the same output
         if grew:
-            bodies, not_whole, shards, estimate = dict(self._bodies), set(self._not_whole), list(self._shards), self._estimate
+            bodies, not_whole, shards, estimate = dict(self._bodies), set(self._present.not_whole), list(self._shards), self._estimate
         else:
             kept = 0
             bodies, shards, estimate = {}, [], 0
@@ -381,7 +372,6 @@ class ViewAssembly:
         self._messages, self._sources, self._dropped = messages, sources, dropped
         self._incomplete = frozenset(i for i in selection.incomplete if i in bodies)
         self._bodies, self._present, self._shards, self._estimate = bodies, present, shards, estimate
-        self._not_whole = present.not_whole
         return bodies, present, estimate
 
 
@@ -467,6 +457,18 @@ class Completeness(Mapping[str, bool]):
 
     def __repr__(self) -> str:
         return f"Completeness({dict(self)!r})"
+
+
+def _begins_with(
+    messages: Sequence[CompiledMessage],
+    sources: Sequence[SourceEntry],
+    before: Sequence[CompiledMessage],
+    before_sources: Sequence[SourceEntry],
+) -> bool:
+    """Whether a selection (``messages`` and their ``sources``) only added entries to an earlier
+    one that held any: the earlier entries first, unchanged."""
+    count = len(before)
+    return 0 < count <= len(messages) and messages[:count] == before and sources[:count] == before_sources
 
 
 def _body_of(message: Message) -> str | None:
