@@ -64,12 +64,14 @@ class SuffixState:
     every view of the branch). Views that see alike share one (see
     ``MessageView.shared_state``), so many managers whose readers see alike keep it once."""
 
-    __slots__ = ("forms", "index", "_hidden_forms")
+    __slots__ = ("forms", "index", "_hidden", "_hidden_forms")
 
     def __init__(self, forms: MessageForms) -> None:
         self.forms = forms
         self.index = SuffixIndex()
-        self._hidden_forms: Forms = {}  # forms made while tool calls are hidden: this view's own
+        #: Forms made while tool calls are hidden (this view's own), and which calls they were.
+        self._hidden: tuple[frozenset[str], frozenset[str]] | None = None
+        self._hidden_forms: Forms = {}
 
     def price(self, item: Emitted, source: Message) -> int:
         """What ``item``, emitted for ``source``, costs."""
@@ -79,7 +81,12 @@ class SuffixState:
 
     def select(self, view: ViewReads, hidden: tuple[frozenset[str], frozenset[str]], budget: int, *, source: object = None) -> Selection:
         """The longest suffix of ``view`` that fits ``budget`` (``SuffixIndex.select``)."""
-        forms = self._hidden_forms if hidden[0] or hidden[1] else self.forms.forms
+        if hidden[0] or hidden[1]:  # the forms depend on the calls hidden: none shared
+            if hidden != self._hidden:
+                self._hidden, self._hidden_forms = hidden, {}
+            forms = self._hidden_forms
+        else:
+            forms = self.forms.forms
         selection = self.index.select(
             hidden, view, budget, lambda m: emit_view_message(m, hidden), self.price, source=source, forms=forms
         )

@@ -80,7 +80,8 @@ class SuffixIndex:
         self._sources: list[SourceEntry] = []
         self._incomplete: list[tuple[int, str]] = []  # (position, id) of raw items not whole
         self._ids: list[str] = []  # _ids[k]: the id of the message at position lo + k
-        self._forms: Forms = {}  # its own, unless select is given others
+        self._own_forms: Forms = {}  # for its key, forgotten when the key changes
+        self._forms = self._own_forms  # where the forms of the latest select are kept
         #: The most positions a selection needed since the coverage was last cut back.
         self._widest = 0
 
@@ -93,10 +94,10 @@ class SuffixIndex:
         what ``view`` reads (by default the view itself): views reading the same source at the
         same revision read the same messages, so one index serves them all; the same selection,
         asked again with nothing changed, is the same object. ``forms`` is where to keep the
-        compiled forms, by message id (checked by identity), for this ``key``: forms other
-        indexes share (:class:`MessageForms`), or by default its own."""
-        if forms is not None:
-            self._forms = forms
+        compiled forms, by message id (checked by identity): forms other indexes share
+        (:class:`MessageForms`), which the caller keeps for this ``key`` alone; by default the
+        index's own, which it forgets when the key changes."""
+        self._forms = self._own_forms if forms is None else forms
         self._follow(key, view if source is None else source, view, emit, price)
         total = self._totals[-1]
         first = bisect_left(self._totals, total - budget)
@@ -124,8 +125,7 @@ class SuffixIndex:
     def _follow(self, key: object, source: object, view: ViewReads, emit: Emit, price: Price) -> None:
         revision = view.revision
         if key != self._key:
-            if self._revision != (-1, -1):  # the forms were made for another key (a first select makes none)
-                self._forms.clear()
+            self._own_forms.clear()  # made for another key (forms given are their caller's to keep right)
             self._reset(view.length())
         elif source is not self._view:
             self._reset(view.length())  # another view (a move, or a manager reusing this strategy)
