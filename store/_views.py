@@ -783,6 +783,14 @@ class Projections:
         return len(self._lists)
 
 
+def _kept(derived: dict[Hashable, Any], key: Hashable, make: Callable[[], T]) -> T:
+    """``derived[key]``, made by ``make`` the first time."""
+    found = derived.get(key)
+    if found is None:
+        found = derived[key] = make()
+    return cast(T, found)
+
+
 class MessageView:
     """The reader's view of one branch, as a strategy reads it.
 
@@ -855,11 +863,7 @@ class MessageView:
         besides the projection's messages (a strategy, its estimator); the state must follow
         the view's revision and the model's erasures itself, and may not depend on which view
         or manager asks (their readers see alike, but are not the same reader)."""
-        derived = self._current().derived
-        found = derived.get(key)
-        if found is None:
-            found = derived[key] = make()
-        return cast(T, found)
+        return _kept(self._current().derived, key, make)
 
     def branch_state(self, key: Hashable, make: Callable[[], T]) -> T:
         """The state kept under ``key`` for every view of this view's branch (whatever its
@@ -867,11 +871,7 @@ class MessageView:
         alone (its compiled form, its estimate): readers who see a message alike read the very
         same object, so such state, looked up by that object (by id, checked by identity), is
         right for each of them; it must not depend on anything else of the view."""
-        derived = self._current().branch_copies.derived
-        found = derived.get(key)
-        if found is None:
-            found = derived[key] = make()
-        return cast(T, found)
+        return _kept(self._current().branch_copies.derived, key, make)
 
     # -- reads (each checked) ----------------------------------------------------------------
 

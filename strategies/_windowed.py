@@ -139,9 +139,7 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
                 over = True
                 break
         if not over:
-            selection = selection_of([item for items, _ in reversed(units) for item in items])
-            self._costs.bound([i for entry in selection.sources for i in entry.message_ids], SLACK)
-            return selection
+            return self._bounded(selection_of([item for items, _ in reversed(units) for item in items]))
 
         # Re-anchor: the newest units within the fraction of the budget, at least one.
         target = self.re_anchor_fraction * budget
@@ -170,6 +168,9 @@ class WindowedPassthroughStrategy(NoBackgroundWork):
         sequence = view.sequence_of(first_id)
         if not options.preview and sequence is not None and sequence != anchor:
             await ctx.state.set(self.ANCHOR, sequence)
-        selection = selection_of(items)
+        return self._bounded(selection_of(items))
+
+    def _bounded(self, selection: Selection) -> Selection:
+        """``selection``, once the estimates kept are bounded by the messages it holds."""
         self._costs.bound([i for entry in selection.sources for i in entry.message_ids], SLACK)
         return selection
