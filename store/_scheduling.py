@@ -20,13 +20,13 @@ ends, written or failed on its own account.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 import sniffio
 
-__all__ = ["cancel_point", "scheduling_point", "shielded"]
+__all__ = ["Parking", "cancel_point", "parking", "scheduling_point", "shielded"]
 
 T = TypeVar("T")
 
@@ -94,3 +94,71 @@ def cancel_point() -> Callable[[], Awaitable[None]]:
 
         return trio.lowlevel.checkpoint_if_cancelled
     return anyio.lowlevel.checkpoint_if_cancelled
+
+
+class Parking(Protocol):
+    """Tasks that wait, with no cancellation cutting the wait short, until one call releases
+    them all (a cancelled task sees its cancellation at its next await, as after a shielded
+    wait)."""
+
+    async def park(self) -> None:
+        """Wait until :meth:`release` was called (return at once if it was)."""
+
+    def release(self) -> None:
+        """Wake every parked task; later ones do not wait. Called once."""
+
+
+class _TrioParking:
+    """Trio's parked tasks: each waits in the scheduler itself, refusing to be aborted, so a wait
+    costs no cancel scope."""
+
+    __slots__ = ("_tasks", "_released")
+
+    def __init__(self) -> None:
+        self._tasks: list[object] = []
+        self._released = False
+
+    async def park(self) -> None:
+        if self._released:
+            return
+        import trio.lowlevel
+
+        self._tasks.append(trio.lowlevel.current_task())
+        await trio.lowlevel.wait_task_rescheduled(_refuse_abort)
+
+    def release(self) -> None:
+        import trio.lowlevel
+
+        self._released = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            trio.lowlevel.reschedule(task)  # type: ignore[arg-type]
+
+
+def _refuse_abort(_raise_cancel: object) -> object:
+    import trio.lowlevel
+
+    return trio.lowlevel.Abort.FAILED
+
+
+class _EventParking:
+    """Any other library's: an event waited for through :func:`shielded`."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    async def park(self) -> None:
+        if not self._event.is_set():
+            await shielded(self._event.wait)
+
+    def release(self) -> None:
+        self._event.set()
+
+
+def parking() -> Callable[[], Parking]:
+    """What makes a :class:`Parking` for the running library (looked up once, by the caller)."""
+    if sniffio.current_async_library() == "trio":
+        return _TrioParking
+    return _EventParking

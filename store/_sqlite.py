@@ -48,7 +48,7 @@ from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
-from ._scheduling import scheduling_point, shielded
+from ._scheduling import Parking, parking, scheduling_point
 from ._search import (
     BUILD_BATCH,
     BUILD_STEP,
@@ -192,16 +192,17 @@ LONE_WRITES_PER_YIELD = 16
 class _Batch:
     """The rows of one commit, and how its writers learn that it ended."""
 
-    __slots__ = ("rows", "writes", "erasures", "error", "ended", "_ended_event")
+    __slots__ = ("rows", "writes", "erasures", "error", "ended", "_parking", "_parked")
 
-    def __init__(self) -> None:
+    def __init__(self, parking: Callable[[], Parking]) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.writes = 0  # how many writes put their rows in it
         #: Statements overwriting erased records, run after the batch's inserts in its transaction.
         self.erasures: list[tuple[str, list[Any]]] = []
         self.error: BaseException | None = None
         self.ended = False
-        self._ended_event: anyio.Event | None = None  # made only when a writer waits (a lone writer never does)
+        self._parking = parking
+        self._parked: Parking | None = None  # made only when a writer waits (a lone writer never does)
 
     def add(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
         """One write's rows, and its erasure's overwrites."""
@@ -215,16 +216,17 @@ class _Batch:
         if error is not None:
             self.error = error
         self.ended = True
-        if self._ended_event is not None:
-            self._ended_event.set()
+        if self._parked is not None:
+            self._parked.release()
 
     async def wait(self) -> None:
-        """Wait, shielded, until the commit ended (so a cancelled writer still waits for it)."""
+        """Wait, with no cancellation cutting it short, until the commit ended (so a cancelled
+        writer still waits for it)."""
         if self.ended:
             return
-        if self._ended_event is None:
-            self._ended_event = anyio.Event()
-        await shielded(self._ended_event.wait)  # past asyncio's own Task.cancel() too
+        if self._parked is None:
+            self._parked = self._parking()
+        await self._parked.park()
 
 
 class SqliteJournal:
@@ -249,10 +251,11 @@ class SqliteJournal:
         self._driver = driver
         self._model = model
         self._scheduling_point = scheduling_point()
+        self._parking = parking()
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
-        self._last_shared = False  # the last commit held more than one write
+        self._shared_leads = 0  # leads that still gather a batch since a commit last held more than one write
         self._unyielded = 0  # lone writes committed since a lone write last let other tasks run
         self.failure: BaseException | None = None
         #: What ``statistics()`` reports (``store._store.StoreStatistics``): commits made, and
@@ -605,8 +608,18 @@ class SqliteJournal:
                 self._committing = False
             self.commits += 1
             self._note_commit(batch.rows)
-            self._last_shared = batch.writes > 1
+            self._note_shared(batch.writes)
             batch.end()
+
+    def _note_shared(self, writes: int) -> None:
+        """A commit of ``writes`` writes ended: one that held several makes the next
+        :data:`LONE_WRITES_PER_YIELD` leads gather a batch, and each lead that gathered no other
+        writer counts one of them down (writers that wait on something else for a turn still
+        find a batch to join)."""
+        if writes > 1:
+            self._shared_leads = LONE_WRITES_PER_YIELD
+        elif self._shared_leads:
+            self._shared_leads -= 1
 
     def _stop(self, exc: BaseException, records: int, batch: _Batch | None) -> None:
         """Fail-stop after a failed commit: fail ``batch`` and the one filling behind it, so
@@ -622,17 +635,19 @@ class SqliteJournal:
     async def _lead(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]], events: Sequence[StoreEvent]) -> None:
         """A writer that finds no commit running commits its rows itself, in its own task, so a
         lone write involves no other task. Before the commit it lets other tasks run, its rows in
-        a batch that writers that are ready join (group commit): whenever the last commit was
-        shared (writers are about), and otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a
-        task writing in a loop still lets the others run, and writers that appear find it). Writes
+        a batch that writers that are ready join (group commit): for :data:`LONE_WRITES_PER_YIELD`
+        leads that gathered no one after a commit that was shared (writers are about), and
+        otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a task writing in a loop still
+        lets the others run, and writers that appear find it). Writers wait for their batch's
+        commit parked (``Parking``: under Trio, in the scheduler, with no cancel scope). Writes
         that arrive during the commit queue in the next batch, which the committer takes when this
         one is done. Listeners hear of the write once its rows are queued (:meth:`_queue`)."""
         self._committing = True
         batch: _Batch | None = None  # none when no other task runs before the commit: nothing can join it
         try:
-            if self._last_shared or self._unyielded >= LONE_WRITES_PER_YIELD - 1:
+            if self._shared_leads or self._unyielded >= LONE_WRITES_PER_YIELD - 1:
                 self._unyielded = 0
-                batch = self._batch = _Batch()
+                batch = self._batch = _Batch(self._parking)
                 batch.add(rows, erasures)
             else:
                 self._unyielded += 1
@@ -652,7 +667,7 @@ class SqliteJournal:
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
             self._note_commit(rows)
-            self._last_shared = batch is not None and batch.writes > 1
+            self._note_shared(0 if batch is None else batch.writes)
             if batch is not None:
                 batch.end()
         finally:
@@ -769,7 +784,7 @@ class SqliteJournal:
             await self._lead(rows, erasures, events)
             return
         if batch is None:
-            batch = self._batch = _Batch()
+            batch = self._batch = _Batch(self._parking)
         batch.add(rows, erasures)
         for event in events:
             self._life.tell(event)
