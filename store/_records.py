@@ -197,11 +197,7 @@ def decode_message(record_id: int, seq: int, text: str) -> Message:
     or that gives one of its own keys twice, has one unreadable block for content; metadata that
     gives a key twice is dropped (reported)."""
     try:
-        body = read_stored_json(text)
-        if not isinstance(body, dict):
-            raise ValueError("a message record must be a JSON object")
-        if type(body) is DuplicatedKeys:
-            raise ValueError("a message record gives a key twice")
+        body = _message_object(text)
     except ValueError as exc:
         report_problems(record_id, [f"message body: {exc}"])
         body = {"participant": "", "content": text}
@@ -261,13 +257,22 @@ def body_names(text: str) -> frozenset[str] | None:
     :func:`decode_message` decodes it but reporting nothing (it reports when the message is
     read); ``None`` when the body is not a message record."""
     try:
-        body = read_stored_json(text)
+        body = _message_object(text)
     except ValueError:
-        return None
-    if not isinstance(body, dict) or type(body) is DuplicatedKeys:
         return None
     content, _problems = decode_stored_content(body.get("content"))
     return named_readers(content)
+
+
+def _message_object(text: str) -> dict[str, Any]:
+    """A stored message body's JSON object; ``ValueError``, saying why, when it is not one (not
+    JSON, not an object, or an object that gives one of its keys twice)."""
+    body = read_stored_json(text)
+    if not isinstance(body, dict):
+        raise ValueError("a message record must be a JSON object")
+    if type(body) is DuplicatedKeys:
+        raise ValueError("a message record gives a key twice")
+    return body
 
 
 def decode_edit(record_id: int, body: str) -> tuple[ContentBlock, ...]:
