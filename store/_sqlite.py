@@ -608,16 +608,18 @@ class SqliteJournal:
                 self._committing = False
             self.commits += 1
             self._note_commit(batch.rows)
-            self._note_shared(batch.writes)
+            self._note_shared(batch.writes, 1)
             batch.end()
 
-    def _note_shared(self, writes: int) -> None:
-        """A commit of ``writes`` writes ended: one that held several makes the next
-        :data:`LONE_WRITES_PER_YIELD` leads gather a batch, and each lead that gathered no other
-        writer counts one of them down (writers that wait on something else for a turn still
-        find a batch to join)."""
+    def _note_shared(self, writes: int, leads: int) -> None:
+        """A commit of ``writes`` writes ended. One that held several makes at least the next
+        ``leads`` leads gather a batch: :data:`LONE_WRITES_PER_YIELD` after a batch a lead
+        gathered (writers were ready at its yield: writers in a loop), one after a batch that
+        queued behind a running commit (a slow commit, not writers about). Each lead that
+        gathers no other writer counts one down, so writers that wait on something else for a
+        turn still find a batch to join, and a lone writer soon commits without yielding again."""
         if writes > 1:
-            self._shared_leads = LONE_WRITES_PER_YIELD
+            self._shared_leads = max(self._shared_leads, leads)
         elif self._shared_leads:
             self._shared_leads -= 1
 
@@ -635,10 +637,10 @@ class SqliteJournal:
     async def _lead(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]], events: Sequence[StoreEvent]) -> None:
         """A writer that finds no commit running commits its rows itself, in its own task, so a
         lone write involves no other task. Before the commit it lets other tasks run, its rows in
-        a batch that writers that are ready join (group commit): for :data:`LONE_WRITES_PER_YIELD`
-        leads that gathered no one after a commit that was shared (writers are about), and
-        otherwise once in :data:`LONE_WRITES_PER_YIELD` writes (a task writing in a loop still
-        lets the others run, and writers that appear find it). Writers wait for their batch's
+        a batch that writers that are ready join (group commit): for a while after a commit that
+        was shared (writers are about: :meth:`_note_shared`), and otherwise once in
+        :data:`LONE_WRITES_PER_YIELD` writes (a task writing in a loop still lets the others run,
+        and writers that appear find it). Writers wait for their batch's
         commit parked (``Parking``: under Trio, in the scheduler, with no cancel scope). Writes
         that arrive during the commit queue in the next batch, which the committer takes when this
         one is done. Listeners hear of the write once its rows are queued (:meth:`_queue`)."""
@@ -667,7 +669,7 @@ class SqliteJournal:
                 raise StoreFailedError(f"the commit holding this write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
             self._note_commit(rows)
-            self._note_shared(0 if batch is None else batch.writes)
+            self._note_shared(0 if batch is None else batch.writes, LONE_WRITES_PER_YIELD)
             if batch is not None:
                 batch.end()
         finally:
