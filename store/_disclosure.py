@@ -17,8 +17,9 @@ bytes, not 20,000 ids.
 from __future__ import annotations
 
 import json
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 import attrs
@@ -107,8 +108,9 @@ class IdRuns:
     __slots__ = ("_ends", "_starts")
 
     def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._ends: list[int] = []
+        # arrays, not lists: 16 bytes a run, where a list's int objects cost about 70
+        self._starts = array("q")
+        self._ends = array("q")
 
     def __contains__(self, value: int) -> bool:
         index = bisect_right(self._starts, value) - 1
@@ -130,20 +132,39 @@ class IdRuns:
             starts.insert(low, first)
             ends.insert(low, end)
             return
-        starts[low:high] = [min(first, starts[low])]
-        ends[low:high] = [max(end, ends[high - 1])]
+        starts[low:high] = array("q", (min(first, starts[low]),))
+        ends[low:high] = array("q", (max(end, ends[high - 1]),))
 
 
 class DisclosureLog:
     """Every disclosure record of a store, in memory, with the ids each ``(namespace, reader,
-    via)`` was shown."""
+    via)`` was shown.
+
+    A record costs a few dozen bytes, not an object's few hundred: its id, time, the index of
+    its ``(namespace, reader, branch, via)`` among the distinct ones, and its runs are kept in
+    arrays, and a record is made an object again only when it is read."""
 
     def __init__(self) -> None:
-        self._records: list[_Record] = []
+        self._record_ids = array("q")
+        self._ats = array("d")
+        self._whos = array("I")  # index into ``_who`` of each record's (namespace, reader, branch, via)
+        self._who: list[tuple[str, str | None, str, str]] = []
+        self._who_index: dict[tuple[str, str | None, str, str], int] = {}
+        self._runs = array("q")  # every record's runs, one after the other
+        self._run_ends = array("q")  # where each record's runs end in ``_runs``
         self._seen: dict[tuple[str, str | None, str], IdRuns] = {}
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._record_ids)
+
+    def _record(self, index: int) -> _Record:
+        namespace, reader, branch, via = self._who[self._whos[index]]
+        first = self._run_ends[index - 1] if index else 0
+        runs = tuple(self._runs[first : self._run_ends[index]])
+        return _Record(self._record_ids[index], namespace, reader, branch, via, self._ats[index], runs)
+
+    def _all(self) -> Iterator[_Record]:
+        return (self._record(i) for i in range(len(self._record_ids)))
 
     def new_ids(self, namespace: str, reader: str | None, via: str, message_ids: Iterable[str]) -> list[int]:
         """The ids among ``message_ids`` not disclosed to ``reader`` of ``namespace`` through
@@ -176,11 +197,19 @@ class DisclosureLog:
             or via not in VIAS
             or not isinstance(at, (int, float))
             or not isinstance(runs, list)
-            or not all(isinstance(r, int) and r >= 0 for r in runs)
+            or not all(type(r) is int and 0 <= r < 2**62 for r in runs)  # a run's end fits a 64-bit array
         ):
             return False
-        record = _Record(record_id, namespace, reader, branch, via, float(at), tuple(runs))
-        self._records.append(record)
+        who = (namespace, reader, branch, via)
+        found = self._who_index.get(who)
+        if found is None:
+            found = self._who_index[who] = len(self._who)
+            self._who.append(who)
+        self._record_ids.append(record_id)
+        self._ats.append(float(at))
+        self._whos.append(found)
+        self._runs.extend(runs[: len(runs) // 2 * 2])
+        self._run_ends.append(len(self._runs))
         seen = self._seen.get((namespace, reader, via))
         if seen is None:
             seen = self._seen[(namespace, reader, via)] = IdRuns()
@@ -193,7 +222,7 @@ class DisclosureLog:
         writes)."""
         return tuple(
             DisclosureRecord(r.record_id, r.namespace, r.reader, r.branch, r.via, r.at, tuple(str(i) for i in r.ids()))
-            for r in self._records
+            for r in self._all()
         )
 
     def for_message(self, message_id: str) -> tuple[Disclosure, ...]:
@@ -201,8 +230,8 @@ class DisclosureLog:
         if not message_id.isdigit():
             return ()
         value = int(message_id)
-        return tuple(r.disclosures(value) for r in self._records if r.holds(value))
+        return tuple(r.disclosures(value) for r in self._all() if r.holds(value))
 
     def for_reader(self, reader: str | None) -> tuple[Disclosure, ...]:
         """Everything ``reader`` was shown, oldest first (one disclosure per message and way)."""
-        return tuple(r.disclosures(value) for r in self._records if r.reader == reader for value in r.ids())
+        return tuple(r.disclosures(value) for r in self._all() if r.reader == reader for value in r.ids())

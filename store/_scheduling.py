@@ -20,11 +20,14 @@ ends, written or failed on its own account.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 import sniffio
+
+if TYPE_CHECKING:
+    import trio.lowlevel
 
 __all__ = ["Parking", "cancel_point", "parking", "scheduling_point", "shielded"]
 
@@ -115,7 +118,7 @@ class _TrioParking:
     __slots__ = ("_tasks", "_released")
 
     def __init__(self) -> None:
-        self._tasks: list[object] = []
+        self._tasks: list[trio.lowlevel.Task] = []
         self._released = False
 
     async def park(self) -> None:
@@ -132,10 +135,10 @@ class _TrioParking:
         self._released = True
         tasks, self._tasks = self._tasks, []
         for task in tasks:
-            trio.lowlevel.reschedule(task)  # type: ignore[arg-type]
+            trio.lowlevel.reschedule(task)
 
 
-def _refuse_abort(_raise_cancel: object) -> object:
+def _refuse_abort(_raise_cancel: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
     import trio.lowlevel
 
     return trio.lowlevel.Abort.FAILED

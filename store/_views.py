@@ -111,13 +111,16 @@ def _view_of_visible(message: Message, visible: tuple[ContentBlock, ...]) -> tup
 class BranchCopies:
     """The projected copies of one branch's messages, shared by every reader: readers who see a
     message alike (the same blocks) get the same copy. Kept for a message while its stored
-    object is the one they were made from (an edit makes them afresh)."""
+    object is the one they were made from (an edit makes them afresh) and while that object is
+    alive: once the model's message cache lets it go and nothing else holds it, its copies go
+    too, so they are bounded by the messages in use, not by the history."""
 
     __slots__ = ("_by_id", "derived", "__weakref__")
 
     def __init__(self) -> None:
-        #: message id -> (the stored message, [(what a reader sees of its blocks, its view, thinking dropped)])
-        self._by_id: dict[str, tuple[Message, list[tuple[tuple[ContentBlock, ...], Message | None, bool]]]] = {}
+        #: message id -> (a weak reference to the stored message, [(what a reader sees of its
+        #: blocks, its view, thinking dropped)])
+        self._by_id: dict[str, tuple[weakref.ref[Message], list[tuple[tuple[ContentBlock, ...], Message | None, bool]]]] = {}
         #: What every view of the branch works out from single messages and shares, by what it
         #: depends on besides them (MessageView.branch_state).
         self.derived: dict[Hashable, Any] = {}
@@ -131,8 +134,8 @@ class BranchCopies:
         if visible is content:
             return message, False
         known = self._by_id.get(message.id)
-        if known is None or known[0] is not message:
-            known = (message, [])
+        if known is None or known[0]() is not message:
+            known = (weakref.ref(message, _forget_copies(self._by_id, message.id)), [])
             self._by_id[message.id] = known
         for seen, projected, dropped in known[1]:
             if seen == visible:
@@ -144,6 +147,18 @@ class BranchCopies:
     def __len__(self) -> int:
         """How many projected copies (or placeholders for nothing) are held."""
         return sum(len(variants) for _stored, variants in self._by_id.values())
+
+
+def _forget_copies(by_id: dict[str, Any], message_id: str) -> Callable[[weakref.ref[Message]], None]:
+    """What drops a message's copies once its stored object is gone (unless newer copies, made
+    from another object, took the place)."""
+
+    def forget(gone: weakref.ref[Message]) -> None:
+        known = by_id.get(message_id)
+        if known is not None and known[0] is gone:
+            del by_id[message_id]
+
+    return forget
 
 
 def _no_check() -> None:
