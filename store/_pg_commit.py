@@ -14,6 +14,7 @@ from ._erasure import Erasure
 from ._errors import StoreFailedError
 from ._journal import Recheck
 from ._rows import PendingRow, RowTuple
+from ._scheduling import Done
 
 __all__ = ["OPTIMISTIC_ATTEMPTS", "PendingWrite", "QUIET_SECONDS", "RELISTEN_FIRST", "RELISTEN_MAX", "Sync", "failure"]
 
@@ -37,7 +38,8 @@ class PendingWrite:
     """One write queued for the committer, committed together or not at all, or one of the
     commits of its own kinds. ``recheck`` and ``guard`` run at commit against the caught-up
     model (``store._journal``); ``ids`` are the record ids it took, ``error`` what refused it,
-    and ``done`` is set once it is committed or refused."""
+    and ``done`` is set once it is committed or refused (its maker gives it the journal's
+    ``Done``, made with the running library's parking)."""
 
     rows: list[PendingRow]
     guard: Callable[[], None] | None = None
@@ -54,7 +56,8 @@ class PendingWrite:
     lock: tuple[str, int, bool] | None = None
     locked: bool = False
     error: BaseException | None = None
-    done: anyio.Event = attrs.Factory(anyio.Event)
+    #: Set once the write is committed or refused; its writer waits for it parked (never cut short).
+    done: Done = attrs.field(kw_only=True)
 
 
 class Sync:

@@ -68,7 +68,7 @@ from ._pg_notices import Notices
 from ._pg_vacuum import OwedVacuum
 from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
-from ._scheduling import shielded
+from ._scheduling import Done, parking, shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
 from ._store import Store
 from ._worker import WorkerThread
@@ -139,6 +139,7 @@ class PostgresJournal:
         self._worker = WorkerThread("asides-postgres")
         self._synchronous = synchronous
         self._pending: list[PendingWrite] = []
+        self._parking = parking()  # how a writer waits for its commit, never cut short
         self._syncs: list[Sync] = []
         self._catch_up_wanted = False
         self._idle_scope: anyio.CancelScope | None = None
@@ -721,8 +722,7 @@ class PostgresJournal:
             self._wake_up()
         # Once queued, the write completes (or is refused): a cancelled caller still waits for
         # its commit, so "raised Cancelled" always means "not written", as in the SQLite store.
-        if not write.done.is_set():
-            await shielded(write.done.wait)
+        await write.done.wait()
         if write.error is not None:
             raise write.error
         return write.ids
@@ -753,12 +753,12 @@ class PostgresJournal:
         process committed before it, runs its recheck and guard there (under the write lock, when
         it takes it), and applies it once committed. Always waits for the commit (``durable`` or
         not), so that a refusal reaches its caller."""
-        return await self._submit(PendingWrite(rows, guard=guard, recheck=recheck))
+        return await self._submit(PendingWrite(rows, guard=guard, recheck=recheck, done=Done(self._parking)))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
         """Planned and committed under the write lock, against every record any process committed
         before it; the log is then rewritten (``VACUUM FULL``)."""
-        write = PendingWrite([], erase=(list(message_ids), reason, at))
+        write = PendingWrite([], erase=(list(message_ids), reason, at), done=Done(self._parking))
         await self._submit(write)
         return write.erased
 
@@ -769,7 +769,7 @@ class PostgresJournal:
         SQLite journal does after a failed commit. A restore tells no listener."""
         self._model.replay(rows)
         try:
-            await self._submit(PendingWrite([], exact=list(rows)))
+            await self._submit(PendingWrite([], exact=list(rows), done=Done(self._parking)))
         except BaseException as exc:
             self.failure = exc
             raise
@@ -781,7 +781,7 @@ class PostgresJournal:
 
     async def take_session_lock(self, name: str) -> bool:
         """See :meth:`PostgresStore.take_session_lock`."""
-        write = PendingWrite([], lock=(name, self._session_lock_key(name), True))
+        write = PendingWrite([], lock=(name, self._session_lock_key(name), True), done=Done(self._parking))
         await self._submit(write)
         return write.locked
 
@@ -800,7 +800,7 @@ class PostgresJournal:
         if names is None or name not in names:
             return
         names.discard(name)
-        self._pending.append(PendingWrite([], lock=(name, key, False)))
+        self._pending.append(PendingWrite([], lock=(name, key, False), done=Done(self._parking)))
         self._wake_up()
 
     async def session_lock_holders(self, names: Iterable[str]) -> dict[str, str]:

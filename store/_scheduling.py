@@ -29,7 +29,7 @@ import sniffio
 if TYPE_CHECKING:
     import trio.lowlevel
 
-__all__ = ["Parking", "cancel_point", "parking", "scheduling_point", "shielded"]
+__all__ = ["Done", "Parking", "cancel_point", "parking", "scheduling_point", "shielded"]
 
 T = TypeVar("T")
 
@@ -165,3 +165,35 @@ def parking() -> Callable[[], Parking]:
     if sniffio.current_async_library() == "trio":
         return _TrioParking
     return _EventParking
+
+
+class Done:
+    """Set once, when a commit ended: the tasks that wait for it are parked (:class:`Parking`,
+    made only when one waits), so no cancellation cuts the wait short and a write once queued
+    is always waited for to its end. ``parking`` is the running library's (:func:`parking`)."""
+
+    __slots__ = ("_parking", "_parked", "_set")
+
+    def __init__(self, parking: Callable[[], Parking]) -> None:
+        self._parking = parking
+        self._parked: Parking | None = None
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        """Wake every waiting task; later ones do not wait. Setting it again does nothing."""
+        if self._set:
+            return
+        self._set = True
+        if self._parked is not None:
+            self._parked.release()
+
+    async def wait(self) -> None:
+        """Return once set (at once if it is)."""
+        if self._set:
+            return
+        if self._parked is None:
+            self._parked = self._parking()
+        await self._parked.park()

@@ -48,7 +48,7 @@ from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
-from ._scheduling import Parking, parking, scheduling_point
+from ._scheduling import Done, Parking, parking, scheduling_point
 from ._search import (
     BUILD_BATCH,
     BUILD_STEP,
@@ -192,7 +192,7 @@ LONE_WRITES_PER_YIELD = 16
 class _Batch:
     """The rows of one commit, and how its writers learn that it ended."""
 
-    __slots__ = ("rows", "writes", "erasures", "error", "ended", "_parking", "_parked")
+    __slots__ = ("rows", "writes", "erasures", "error", "ended")
 
     def __init__(self, parking: Callable[[], Parking]) -> None:
         self.rows: list[tuple[Any, ...]] = []
@@ -200,9 +200,7 @@ class _Batch:
         #: Statements overwriting erased records, run after the batch's inserts in its transaction.
         self.erasures: list[tuple[str, list[Any]]] = []
         self.error: BaseException | None = None
-        self.ended = False
-        self._parking = parking
-        self._parked: Parking | None = None  # made only when a writer waits (a lone writer never does)
+        self.ended = Done(parking)  # its waiters parked only when one waits (a lone writer never does)
 
     def add(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
         """One write's rows, and its erasure's overwrites."""
@@ -215,18 +213,12 @@ class _Batch:
         """The commit ended (``error``: it failed); wake every writer waiting for it."""
         if error is not None:
             self.error = error
-        self.ended = True
-        if self._parked is not None:
-            self._parked.release()
+        self.ended.set()
 
     async def wait(self) -> None:
         """Wait, with no cancellation cutting it short, until the commit ended (so a cancelled
         writer still waits for it)."""
-        if self.ended:
-            return
-        if self._parked is None:
-            self._parked = self._parking()
-        await self._parked.park()
+        await self.ended.wait()
 
 
 class SqliteJournal:
