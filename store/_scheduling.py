@@ -20,14 +20,11 @@ ends, written or failed on its own account.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 import sniffio
-
-if TYPE_CHECKING:
-    import trio.lowlevel
 
 __all__ = ["Done", "Parking", "cancel_point", "parking", "scheduling_point", "shielded"]
 
@@ -112,36 +109,29 @@ class Parking(Protocol):
 
 
 class _TrioParking:
-    """Trio's parked tasks: each waits in the scheduler itself, refusing to be aborted, so a wait
-    costs no cancel scope."""
+    """Trio's: its own event, waited for in its own shielded cancel scope (anyio's wrappers of
+    both cost more than the wait itself), so a waiting task is never cancelled while it waits.
+    (Two cheaper waits, a task parked by hand with ``wait_task_rescheduled`` and an unshielded
+    wait that takes a cancellation and goes on shielded, each left the long state machines hung
+    now and then; docs/DESIGN.md, "Writes and group commit".)"""
 
-    __slots__ = ("_tasks", "_released")
+    __slots__ = ("_event",)
 
     def __init__(self) -> None:
-        self._tasks: list[trio.lowlevel.Task] = []
-        self._released = False
+        import trio
+
+        self._event = trio.Event()
 
     async def park(self) -> None:
-        if self._released:
+        if self._event.is_set():
             return
-        import trio.lowlevel
+        import trio
 
-        self._tasks.append(trio.lowlevel.current_task())
-        await trio.lowlevel.wait_task_rescheduled(_refuse_abort)
+        with trio.CancelScope(shield=True):
+            await self._event.wait()
 
     def release(self) -> None:
-        import trio.lowlevel
-
-        self._released = True
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            trio.lowlevel.reschedule(task)
-
-
-def _refuse_abort(_raise_cancel: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
-    import trio.lowlevel
-
-    return trio.lowlevel.Abort.FAILED
+        self._event.set()
 
 
 class _EventParking:

@@ -206,6 +206,19 @@ def markers(value: str) -> set[str]:
     return set(MARKER.findall(value))
 
 
+def snippet_markers(text: str, visible: set[str]) -> set[str]:
+    """The markers a search hit's snippet holds. A snippet is cut at any character, with an
+    ellipsis where cut, so ``M2…`` may be what is left of ``M23``: a marker the cut ends counts
+    as that cut when a marker the reader sees begins with it, else as itself."""
+    found: set[str] = set()
+    for match in MARKER.finditer(text):
+        marker = match.group()
+        if text.startswith("…", match.end()) and any(v != marker and v.startswith(marker) for v in visible):
+            continue
+        found.add(marker)
+    return found
+
+
 def block_text(marker: str) -> str:
     n = int(marker[1:])
     words = " ".join(WORDS[(n + i) % len(WORDS)] for i in range(3 + n % 5))
@@ -617,7 +630,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         assert not stale, "a stale manager searched"
         branch, reader = slot.manager.branch, slot.manager.view_reader
         visible = self.visible(branch, reader)
-        held = markers(" ".join(hit.text for hit in hits))
+        held = set().union(*(snippet_markers(hit.text, visible) for hit in hits))
         assert held <= visible, f"{reader!r}'s search on {branch!r} holds hidden {sorted(held - visible)}"
         assert not held & self.erased, f"a search holds erased {sorted(held & self.erased)}"
         found = {hit.id for hit in hits if hit.kind == "message"}
