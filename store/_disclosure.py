@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 import attrs
@@ -75,11 +75,15 @@ class _Record:
             yield from range(runs[i], runs[i] + runs[i + 1])
 
     def holds(self, message_id: int) -> bool:
-        runs = self.runs
-        return any(runs[i] <= message_id < runs[i] + runs[i + 1] for i in range(0, len(runs) - 1, 2))
+        return _runs_hold(self.runs, 0, len(self.runs), message_id)
 
     def disclosures(self, message_id: int) -> Disclosure:
         return Disclosure(str(message_id), self.reader, self.namespace, self.branch, self.via, self.at)
+
+
+def _runs_hold(runs: Sequence[int], first: int, end: int, message_id: int) -> bool:
+    """Whether the runs ``runs[first:end]`` (``[start, count, ...]``) hold ``message_id``."""
+    return any(runs[i] <= message_id < runs[i] + runs[i + 1] for i in range(first, end - 1, 2))
 
 
 def _runs(ids: list[int]) -> list[int]:
@@ -159,9 +163,11 @@ class DisclosureLog:
 
     def _record(self, index: int) -> _Record:
         namespace, reader, branch, via = self._who[self._whos[index]]
-        first = self._run_ends[index - 1] if index else 0
-        runs = tuple(self._runs[first : self._run_ends[index]])
+        runs = tuple(self._runs[self._runs_start(index) : self._run_ends[index]])
         return _Record(self._record_ids[index], namespace, reader, branch, via, self._ats[index], runs)
+
+    def _runs_start(self, index: int) -> int:
+        return self._run_ends[index - 1] if index else 0
 
     def _all(self) -> Iterator[_Record]:
         return (self._record(i) for i in range(len(self._record_ids)))
@@ -230,8 +236,18 @@ class DisclosureLog:
         if not message_id.isdigit():
             return ()
         value = int(message_id)
-        return tuple(r.disclosures(value) for r in self._all() if r.holds(value))
+        runs, ends = self._runs, self._run_ends
+        return tuple(  # an object made only for a record that holds it
+            self._record(i).disclosures(value)
+            for i in range(len(self._record_ids))
+            if _runs_hold(runs, self._runs_start(i), ends[i], value)
+        )
 
     def for_reader(self, reader: str | None) -> tuple[Disclosure, ...]:
         """Everything ``reader`` was shown, oldest first (one disclosure per message and way)."""
-        return tuple(r.disclosures(value) for r in self._all() if r.reader == reader for value in r.ids())
+        hers = {i for i, who in enumerate(self._who) if who[1] == reader}
+        return tuple(
+            r.disclosures(value)
+            for r in (self._record(i) for i in range(len(self._record_ids)) if self._whos[i] in hers)
+            for value in r.ids()
+        )

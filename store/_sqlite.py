@@ -632,8 +632,8 @@ class SqliteJournal:
         a batch that writers that are ready join (group commit): for a while after a commit that
         was shared (writers are about: :meth:`_note_shared`), and otherwise once in
         :data:`LONE_WRITES_PER_YIELD` writes (a task writing in a loop still lets the others run,
-        and writers that appear find it). Writers wait for their batch's
-        commit parked (``Parking``: under Trio, in the scheduler, with no cancel scope). Writes
+        and writers that appear find it). Writers wait for their batch's commit on its ``Done``,
+        which no cancellation cuts short. Writes
         that arrive during the commit queue in the next batch, which the committer takes when this
         one is done. Listeners hear of the write once its rows are queued (:meth:`_queue`)."""
         self._committing = True
