@@ -110,6 +110,7 @@ from .store._blocks import Audience, image, redacted_thinking, system_change
 from .store._compile_records import CompileParts, CompileRecord
 from .store._disclosure import Disclosure
 from .store._erasure import Erasure, Tombstone
+from .store._message_ids import MessageIds
 from .store._pages import MessagePages, ViewChangedError
 from .store._search import SearchHit
 from .store._views import ViewFilter
@@ -163,6 +164,7 @@ __all__ = [
     "MalformedContentError",
     "ManagerClosedError",
     "Message",
+    "MessageIds",
     "MessagePages",
     "MessageInjection",
     "Model",

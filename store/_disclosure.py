@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from array import array
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 import attrs
+
+from ._message_ids import IdRuns
 
 __all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "DisclosureRecord", "IdRuns", "disclosure_body"]
 
@@ -102,42 +103,6 @@ def disclosure_body(namespace: str, reader: str | None, branch: str, via: str, a
         ensure_ascii=False,
         separators=(",", ":"),
     )
-
-
-class IdRuns:
-    """A set of non-negative integers held as sorted, disjoint runs ``[start, end)``: membership
-    in O(log runs), and memory in O(runs) whatever the values (a bitmap would cost a bit for every
-    value below the largest)."""
-
-    __slots__ = ("_ends", "_starts")
-
-    def __init__(self) -> None:
-        # arrays, not lists: 16 bytes a run, where a list's int objects cost about 70
-        self._starts = array("q")
-        self._ends = array("q")
-
-    def __contains__(self, value: int) -> bool:
-        index = bisect_right(self._starts, value) - 1
-        return index >= 0 and value < self._ends[index]
-
-    def __len__(self) -> int:
-        """How many runs it holds."""
-        return len(self._starts)
-
-    def add(self, first: int, count: int) -> None:
-        """Add ``first`` ... ``first + count - 1``, merging the runs it meets or touches."""
-        if count <= 0:
-            return
-        end = first + count
-        starts, ends = self._starts, self._ends
-        low = bisect_left(ends, first)  # the first run that ends at or after ``first``
-        high = bisect_right(starts, end)  # past the last run that starts at or before ``end``
-        if low == high:
-            starts.insert(low, first)
-            ends.insert(low, end)
-            return
-        starts[low:high] = array("q", (min(first, starts[low]),))
-        ends[low:high] = array("q", (max(end, ends[high - 1]),))
 
 
 class DisclosureLog:

@@ -9,8 +9,9 @@ the overwriting of every record that held the erased content, in the same commit
   sequence, so positions, forks and floors stay valid;
 * every state record, on any branch and in any version, whose provenance names an erased message
   (a context-log copy's ``source_message_id``; a summary's, memory's, knowledge item's or chunk's
-  ``message_ids``; an attempts record's ``members``) becomes JSON ``null``: a strategy reads it as
-  no record (its chunk is summarised again from what remains), a context log as a dropped entry.
+  ``message_ids``, or its ``message_runs`` naming them as runs of ids; an attempts record's
+  ``members``) becomes JSON ``null``: a strategy reads it as no record (its chunk is summarised
+  again from what remains), a context log as a dropped entry.
   Provenance decides, never text.
 
 The erasure record holds ids, a reason and a time, never content: ``{"n", "message_ids",
@@ -27,6 +28,7 @@ from typing import Any, Final
 import attrs
 
 from ._errors import AsidesError
+from ._message_ids import RUNS_FIELD, record_names
 
 __all__ = [
     "ERASURE",
@@ -123,6 +125,8 @@ def derived_from(value: object, erased: Mapping[str, Any] | set[str] | frozenset
         ids = value.get(field)
         if isinstance(ids, list):
             found.update(m for m in ids if isinstance(m, str) and m in erased)
+    if RUNS_FIELD in value:
+        found |= record_names(value[RUNS_FIELD], erased)
     return found
 
 

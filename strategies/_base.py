@@ -28,6 +28,7 @@ import attrs
 
 from ..store._blocks import ContentBlock, check_content, coerce_content
 from ..store._errors import ArgumentTypeError, InvalidArgumentError, MalformedContentError
+from ..store._message_ids import MessageIds
 from ..store._messages import Message
 from ..store._model import MISSING, UNREADABLE
 from ..store._names import check_namespace, check_participant
@@ -76,8 +77,8 @@ def _content_tuple(value: object) -> tuple[ContentBlock, ...]:
     return coerce_content(value)
 
 
-def _ids(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
+def _ids(value: Iterable[str]) -> Sequence[str]:
+    return value if isinstance(value, MessageIds) else tuple(value)
 
 
 def _compiled_messages(value: Iterable[CompiledMessage]) -> tuple[CompiledMessage, ...]:
@@ -98,11 +99,12 @@ class SourceEntry:
 
     ``kind``: ``raw`` (a view message), ``summary`` (either half of a recall pair, with
     ``summary_id``), ``injection``, or ``repair`` (a stub the strategy wrote). ``message_ids``
-    names the view messages it stands for.
+    names the view messages it stands for: a tuple, or a summary's :class:`~asides.MessageIds`
+    (which equals the tuple of the same ids).
     """
 
     kind: SourceKind
-    message_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
+    message_ids: Sequence[str] = attrs.field(default=(), converter=_ids)
     summary_id: str | None = None
 
 

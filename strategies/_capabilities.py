@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from ..store._blocks import ContentBlock
+from ..store._message_ids import MessageIds, as_message_ids
 from ._base import StrategyContext
 from ._tokens import Estimator
 
@@ -59,13 +60,14 @@ __all__ = [
 class Summary:
     """A summary as hosts read it: ``id`` is ``L<level>-<n>`` (``n`` counts every summary this
     namespace wrote on the branch, all levels together); level 1 summarises one chunk, level k+1
-    merges a run of level-k summaries. ``message_ids`` are every message it covers, in order, and
-    the sequences are the oldest and newest of theirs."""
+    merges a run of level-k summaries. ``message_ids`` are every message it covers, in order (a
+    :class:`~asides.MessageIds`, made from any iterable of ids: its size follows the gaps between
+    them, not their number), and the sequences are the oldest and newest of theirs."""
 
     id: str
     level: int
     text: str
-    message_ids: tuple[str, ...]
+    message_ids: MessageIds = attrs.field(converter=as_message_ids)
     first_sequence: int
     last_sequence: int
 

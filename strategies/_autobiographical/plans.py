@@ -27,12 +27,13 @@ marker, the target, and the instruction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
 from ...store._blocks import TextBlock
+from ...store._message_ids import MessageIds
 from ...store._messages import Message
 from ...store._views import MessageView
 from .._base import CompiledMessage
@@ -198,7 +199,7 @@ def _prior(strategy: Planner, view: MessageView, regions: Regions, before: int) 
         if isinstance(item, SummaryItem):
             shown = list(recall_pair(item.summary))
             sequence = item.summary.last_sequence
-            sources: tuple[str, ...] = item.summary.message_ids
+            sources: Sequence[str] = item.summary.message_ids
         else:
             reduced = _reduce(strategy, item.message)
             shown = [reduced] if reduced is not None else []
@@ -297,7 +298,7 @@ def _merge(strategy: Planner, view: MessageView, regions: Regions, unit: MergeSu
         what = "your earlier memories"
     instruction = _instruction(strategy.merge_instruction.format(what=what, k=new_level, target=strategy.summary_target_tokens))
     request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction], head_ids + prior_ids + target_ids)
-    span = where(view, members[0].summary.message_ids + members[-1].summary.message_ids)
+    span = where(view, MessageIds.concat((members[0].summary.message_ids, members[-1].summary.message_ids)))
     key = f"merge:{new_level}:{group[0]}:{group[-1]}"
     describe = f"merging {len(group)} memories of {span}"
     return Ask(unit, max(head_newest, prior_newest, target_newest), request, describe, key, strategy.merge_attempt_limit)
@@ -344,7 +345,7 @@ def judge_answer(strategy: Planner, ask: Ask, answer: object) -> Outcome:
             f"L{unit.level + 1}-{memory.next_n}",
             unit.level + 1,
             text,
-            tuple(i for s in members for i in s.summary.message_ids),
+            MessageIds.concat(s.summary.message_ids for s in members),
             min(s.summary.first_sequence for s in members),
             max(s.summary.last_sequence for s in members),
         )

@@ -3,9 +3,14 @@
 Records are small JSON values under ``<kind>/...`` in the namespace's state on a branch, each
 written once (attempt counts aside):
 
-* ``<kind>/chunk/<first message id>``: ``{"id", "message_ids", "first_sequence", "last_sequence"}``
-* ``<kind>/summary/<id>``: ``{"id", "level", "text", "message_ids", "first_sequence",
+* ``<kind>/chunk/<first message id>``: ``{"id", "message_runs", "first_sequence", "last_sequence"}``
+* ``<kind>/summary/<id>``: ``{"id", "level", "text", "message_runs", "first_sequence",
   "last_sequence"}`` plus ``"chunk"`` (level 1) or ``"children"`` (level 2 and above)
+
+``message_runs`` names the messages a record covers as runs of consecutive ids, ``[[first, count],
+...]`` (``store/_message_ids.py``), so a record's size follows the gaps in what it covers, never
+how much it covers; a record of ids that are not numbers, or one written before runs were,
+lists them in ``message_ids`` instead, and both are read.
 * ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}`` and ``"reason"`` (why
   the newest answer was rejected)
 * ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
@@ -14,7 +19,8 @@ The store counts the summaries an erasure invalidates by :func:`is_summary_key`,
 module hands it (``store._model.count_summaries_by``) when it is imported, as every import of
 asides's strategies does.
 
-Everything else (owners, parents, roots, queue) is derived here, in memory. A malformed record
+Everything else (which messages chunks own, parents, roots, queue) is derived here, in memory,
+in O(records) whatever the records cover: ownership is a set of id runs. A malformed record
 is reported once and read fail-closed: a broken chunk owns nothing; a broken summary is neither
 rendered nor read, so what it covered renders raw and its chunk is queued again.
 
@@ -34,6 +40,7 @@ from typing import Any
 import attrs
 
 from ...store._key_numbers import key_number
+from ...store._message_ids import IdRuns, MessageIds, as_message_ids, ids_from_record
 from ...store._model import count_summaries_by
 from .._capabilities import RecordedSummary, RecordsReport
 from .._capabilities import Summary as Summary  # its home; imported here by the autobiographical modules
@@ -83,7 +90,7 @@ class SummaryRecord:
             "id": s.id,
             "level": s.level,
             "text": s.text,
-            "message_ids": list(s.message_ids),
+            **s.message_ids.to_record(),
             "first_sequence": s.first_sequence,
             "last_sequence": s.last_sequence,
         }
@@ -97,14 +104,14 @@ class SummaryRecord:
 @attrs.frozen(slots=True)
 class Chunk:
     id: str
-    message_ids: tuple[str, ...]
-    first_sequence: int
-    last_sequence: int
+    message_ids: MessageIds = attrs.field(converter=as_message_ids)
+    first_sequence: int = 0
+    last_sequence: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "message_ids": list(self.message_ids),
+            **self.message_ids.to_record(),
             "first_sequence": self.first_sequence,
             "last_sequence": self.last_sequence,
         }
@@ -140,7 +147,7 @@ def _int(value: object) -> int | None:
 def decode_chunk(key_id: str, value: object) -> Chunk | None:
     if not isinstance(value, dict):
         return None
-    ids = _ids(value.get("message_ids"))
+    ids = ids_from_record(value)
     first, last = _int(value.get("first_sequence")), _int(value.get("last_sequence"))
     if ids is None or value.get("id") != key_id or ids[0] != key_id or first is None or last is None:
         return None
@@ -154,7 +161,7 @@ def decode_summary(key_id: str, value: object) -> SummaryRecord | None:
     level = value.get("level")
     if found is None or level != int(found.group(1)):
         return None
-    text, ids = value.get("text"), _ids(value.get("message_ids"))
+    text, ids = value.get("text"), ids_from_record(value)
     first, last = _int(value.get("first_sequence")), _int(value.get("last_sequence"))
     if not isinstance(text, str) or not text or ids is None or first is None or last is None:
         return None
@@ -226,7 +233,9 @@ class Memory:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.chunks: dict[str, Chunk] = {}
-        self.owner: dict[str, str] = {}
+        #: The ids the chunks own, as runs (numbers) and as they are (any other id).
+        self._owned_runs = IdRuns()
+        self._owned_other: set[str] = set()
         self.order: list[str] = []  # chunk ids by first sequence
         self.index: dict[str, int] = {}
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
@@ -315,13 +324,16 @@ class Memory:
     def add_chunk(self, chunk: Chunk) -> None:
         if chunk.id in self.chunks:
             return
-        if any(m in self.owner for m in chunk.message_ids):
+        if self._overlaps(chunk.message_ids):
             self._report(f"{self.kind}/chunk/{chunk.id}", "overlaps another chunk")
             return
         self.chunks[chunk.id] = chunk
         self.changes += 1
-        for message_id in chunk.message_ids:
-            self.owner[message_id] = chunk.id
+        if chunk.message_ids.numeric:
+            for first, count in chunk.message_ids.runs():
+                self._owned_runs.add(first, count)
+        else:
+            self._owned_other.update(chunk.message_ids)
         if not self.by_last or self.by_last[-1] < (chunk.last_sequence, chunk.id):
             self.by_last.append((chunk.last_sequence, chunk.id))
         else:
@@ -355,7 +367,17 @@ class Memory:
             for child in record.children:
                 self.parent[child] = record.id
 
+    def _overlaps(self, ids: MessageIds) -> bool:
+        if ids.numeric and not self._owned_other:
+            return any(self._owned_runs.overlaps(first, count) for first, count in ids.runs())
+        return any(self.owns(m) for m in ids)
+
     # -- derived -----------------------------------------------------------------------------
+
+    def owns(self, message_id: str) -> bool:
+        """Whether a chunk holds this message."""
+        number = key_number(message_id)
+        return (number is not None and number in self._owned_runs) or message_id in self._owned_other
 
     def root_of(self, summary_id: str) -> str:
         while summary_id in self.parent:

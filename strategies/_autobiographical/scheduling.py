@@ -23,6 +23,7 @@ from typing import Protocol
 
 import attrs
 
+from ...store._message_ids import MessageIds
 from ...store._views import MessageView
 from .tracking import Tracker
 
@@ -193,7 +194,7 @@ def describe_waiting(tracker: Tracker, options: ScheduleOptions) -> str:
         parts.append(f"{where(view, kept[0])}{_and_later(len(kept) - 1)} to set aside for later compression")
     for merge in pending_merges(tracker, options):
         members = [tracker.memory.summaries[s].summary for s in merge.group]
-        span = where(view, members[0].message_ids + members[-1].message_ids)
+        span = where(view, MessageIds.concat((members[0].message_ids, members[-1].message_ids)))
         parts.append(f"{len(members)} memories of {span} to merge")
     if not parts and options.closes_trailing_chunk and tracker.walk.trailing_closable():
         parts.append(f"{where(view, [m.id for m in tracker.walk.running])} to compress")

@@ -141,7 +141,7 @@ class Tracker:
 
     def owned(self, message_id: str) -> bool:
         """Whether a closed chunk holds this message."""
-        return message_id in self.memory.owner
+        return self.memory.owns(message_id)
 
     # -- the view ----------------------------------------------------------------------------------
 

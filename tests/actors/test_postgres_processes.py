@@ -18,6 +18,7 @@ from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtur
 
 from asides import AutobiographicalStrategy, PassthroughStrategy, open_runtime
 from asides.store import content_from_json, text
+from asides.store._message_ids import ids_from_record
 
 pytestmark = pytest.mark.slow
 
@@ -262,7 +263,7 @@ def test_several_processes_compressing_one_namespace_keep_one_memory(pg_url):
         assert summaries and chunks, f"the premise: {reader}'s namespace was compressed"
         twice = {key: bodies for key, bodies in written.items() if len(bodies) > 1}
         assert not twice, f"{len(twice)} records of {reader}'s memory were written twice: {sorted(twice)[:5]}"
-        owners = [m for chunk in chunks.values() for m in chunk["message_ids"]]
+        owners = [m for chunk in chunks.values() for m in ids_from_record(chunk)]
         assert len(owners) == len(set(owners)), f"{reader}: two chunks hold one message"
         level_one = [s["chunk"] for s in summaries.values() if s.get("level") == 1]
         assert len(level_one) == len(set(level_one)), f"{reader}: a chunk was summarised twice"

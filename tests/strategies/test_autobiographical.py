@@ -55,6 +55,7 @@ from asides.store import (
     tool_result,
     tool_use,
 )
+from asides.store._message_ids import ids_from_record
 from asides.strategies import AutobiographicalStrategy, ExtractiveModel, KnowledgeStrategy, PassthroughStrategy
 from asides.strategies._errors import ModelError
 from asides.strategies._models import Completion, CompletionRequest, Usage
@@ -436,7 +437,7 @@ async def test_holdback_one_keeps_the_newest_closed_chunk_until_another_closes(s
         assert [s.message_ids for s in m.get_summaries_in_range()] == [ids(msgs[:4])]
         assert m.is_ready() and m.pending_work() is None and len(model.requests) == 1
         chunks = state(rt, f"{NS}/autobiographical/chunk/")
-        assert sorted(v["message_ids"] for v in chunks.values()) == sorted([list(ids(msgs[:4])), list(ids(msgs[4:8]))])
+        assert sorted(list(ids_from_record(v)) for v in chunks.values()) == sorted([list(ids(msgs[:4])), list(ids(msgs[4:8]))])
         assert layout(await m.compile(**BIG)) == [("summary", "L1-1")] + raw(msgs[4:])
         more = await write(rt, convo(4, start=9))
         await settle(m)
@@ -1287,7 +1288,7 @@ async def _chunk_boundaries_scenario(path: str, scenario: Any, incremental: bool
             m = await opened(rt, strategy, fake_model())
         expected = [[msgs[p].id for p in chunk] for chunk in expected_chunks(options, items, cls is KnowledgeStrategy)]
         records = rt.store.state_items("main", f"{NS}/{strategy.name}/chunk/")
-        got = sorted((v["message_ids"] for v in records.values()), key=lambda ids_: int(ids_[0]))
+        got = sorted((list(ids_from_record(v)) for v in records.values()), key=lambda ids_: int(ids_[0]))
         assert got == expected
         level_one = sorted((s.message_ids for s in m.get_summaries_in_range() if s.level == 1), key=lambda t: int(t[0]))
         keep = len(expected) - options["holdback"] if len(expected) > options["holdback"] else 0
@@ -1736,7 +1737,7 @@ async def test_two_managers_on_one_namespace_never_summarise_a_chunk_twice(store
         level_one = [v for v in records.values() if v["level"] == 1]
         assert len(level_one) == 6
         assert len({v["chunk"] for v in level_one}) == 6
-        assert len({tuple(v["message_ids"]) for v in level_one}) == 6
+        assert len({tuple(list(ids_from_record(v))) for v in level_one}) == 6
         assert sorted(records) == sorted(f"{NS}/autobiographical/summary/{s}" for s in summary_ids(first))
         assert first.get_summaries_in_range() == second.get_summaries_in_range()
         assert (await first.compile(**BIG)).messages == (await second.compile(**BIG)).messages
@@ -1839,6 +1840,117 @@ async def test_a_fork_while_a_request_is_out_writes_its_result_nowhere(store_pat
         await idle.preview_context(**BIG)
         assert idle.pending_work() == "messages 1–4 to compress (no compression model)"
         assert m.get_summary("L1-1").message_ids == ids(msgs[:4])
+
+
+async def test_records_name_what_they_cover_as_runs_whatever_they_cover(store_path):
+    """docs/strategies.md, "Records": a chunk or summary record names its messages as runs of
+    consecutive ids (``message_runs``), so a record covering four messages and one covering
+    twenty-four are the same size; the summaries read back name every message, in order, equal
+    to the tuple of their ids."""
+    async with open_runtime(store_path) as rt:
+        msgs = await write(rt, convo(25))
+        m = await opened(rt, auto(target=25), fake_model())
+        records = state(rt)
+        top = records[f"{NS}/autobiographical/summary/L2-7"]
+        assert top["message_runs"] == [[int(msgs[0].id), 24]] and "message_ids" not in top
+        for n in range(1, 7):
+            record = records[f"{NS}/autobiographical/summary/L1-{n}"]
+            assert record["message_runs"] == [[int(msgs[4 * (n - 1)].id), 4]]
+            chunk = records[f"{NS}/autobiographical/chunk/{record['chunk']}"]
+            assert chunk["message_runs"] == record["message_runs"]
+        summary = m.get_summary("L2-7")
+        assert summary.message_ids == ids(msgs[:24]) and list(summary.message_ids) == [x.id for x in msgs[:24]]
+        assert len(summary.message_ids) == 24 and summary.message_ids[-1] == msgs[23].id and msgs[5].id in summary.message_ids
+        (entry, _) = [e for e in (await m.compile(**BIG)).provenance.entries if e.kind == "summary"]
+        assert entry.message_ids == ids(msgs[:24])
+
+
+async def test_a_reader_whose_view_skips_messages_covers_them_in_as_many_runs(store_path):
+    """A reader's chunk skips what the reader does not see: its runs break there, and its
+    summary names exactly the messages the reader saw."""
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        msgs = []
+        for i in range(9):
+            msgs.append(await host.add_message("user", [text(body(i))]))
+            if i == 1:
+                await host.add_message("user", [text("for bob", audience=["bob"])])
+        m = await opened(rt, auto(target=25), fake_model(), view_reader="ann")
+        (first,) = [s for s in m.get_summaries_in_range() if s.id == "L1-1"]
+        assert first.message_ids == ids(msgs[:4])
+        record = state(rt)[f"{NS}/autobiographical/summary/L1-1"]
+        assert record["message_runs"] == [[int(msgs[0].id), 2], [int(msgs[2].id), 2]]
+
+
+async def test_records_that_list_their_ids_are_still_read(store_path):
+    """Records written before runs were, which list ``message_ids``, are read as they were: the
+    summary renders and reads back, its chunk is owned, and what is written next uses runs."""
+    msg_ids = seed_records(
+        store_path, [("main", "message", None, message_body("user", [{"type": "text", "text": body(i)}])) for i in range(9)]
+    )
+    prefix = f"{NS}/autobiographical"
+    chunk = {"id": msg_ids[0], "message_ids": msg_ids[:4], "first_sequence": 1, "last_sequence": 4}
+    summary = {"id": "L1-1", "level": 1, "text": "old memory", "message_ids": msg_ids[:4], "first_sequence": 1,
+               "last_sequence": 4, "chunk": msg_ids[0]}
+    seed_records(
+        store_path, [("main", "state", f"{prefix}/chunk/{msg_ids[0]}", chunk), ("main", "state", f"{prefix}/summary/L1-1", summary)]
+    )
+    async with open_runtime(store_path) as rt:
+        m = await opened(rt, auto(target=25), fake_model())
+        assert m.get_summary("L1-1").message_ids == tuple(msg_ids[:4])
+        assert layout(await m.compile(**BIG))[:2] == [("summary", "L1-1"), ("summary", "L1-2")]
+        assert state(rt)[f"{prefix}/summary/L1-2"]["message_runs"] == [[int(msg_ids[4]), 4]]
+
+
+async def test_erasing_a_message_inside_a_run_drops_the_records_that_cover_it(store_path):
+    """Erasure reaches a record by its runs: erasing a message in the middle of a chunk drops
+    the chunk and every summary over it (the level-2 one too), what remains is chunked again
+    around the gap, and no record or summary names the erased message."""
+    async with open_runtime(store_path) as rt:
+        msgs = await write(rt, convo(25))
+        m = await opened(rt, auto(target=25), fake_model())
+        erasure = await rt.erase([msgs[9].id], reason="asked")
+        assert erasure.summaries_invalidated == 2 and erasure.records_invalidated == 3
+        await settle(m)
+        records = state(rt)
+        assert records[f"{NS}/autobiographical/summary/L2-7"] is None and records[f"{NS}/autobiographical/summary/L1-3"] is None
+        assert records[f"{NS}/autobiographical/summary/L1-2"]["message_runs"] == [[int(msgs[4].id), 4]]
+        assert all(msgs[9].id not in (ids_from_record(v) or ()) for v in records.values() if isinstance(v, dict))
+        assert all(msgs[9].id not in s.message_ids for s in m.get_summaries_in_range())
+        remade = records[f"{NS}/autobiographical/chunk/{msgs[8].id}"]
+        assert remade["message_runs"] == [[int(msgs[8].id), 1], [int(msgs[10].id), 2]]
+
+
+def test_what_memory_holds_follows_the_records_not_the_messages_they_cover():
+    """Loaded records cost memory by record, not by message covered: records whose chunks cover
+    400 messages each take about what records of 4 messages each take."""
+    import tracemalloc
+
+    from asides.strategies._autobiographical.records import Memory
+
+    def records(per_chunk: int, chunks: int = 300) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for c in range(chunks):
+            first = 1 + c * per_chunk
+            runs = {"message_runs": [[first, per_chunk]], "first_sequence": first, "last_sequence": first + per_chunk - 1}
+            out[f"autobiographical/chunk/{first}"] = {"id": str(first), **runs}
+            out[f"autobiographical/summary/L1-{c + 1}"] = {"id": f"L1-{c + 1}", "level": 1, "text": "m", "chunk": str(first), **runs}
+        return out
+
+    def held(per_chunk: int) -> int:
+        loaded = records(per_chunk)
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        memory = Memory("autobiographical")
+        memory.load(loaded)
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert len(memory.chunks) == len(memory.summaries) == 300
+        assert memory.owns(str(1 + 299 * per_chunk + per_chunk - 1)) and not memory.owns(str(1 + 300 * per_chunk))
+        return after - before
+
+    small, large = held(4), held(400)
+    assert large < 1.1 * small, (small, large)
 
 
 # -- 9. reset_head_window (4.12) ----------------------------------------------------------------
