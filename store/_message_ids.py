@@ -99,7 +99,7 @@ class MessageIds(Sequence[str]):
     def runs(self) -> list[tuple[int, int]]:
         """``(first, count)`` for each run, in order; empty when an id is not a canonical number
         (see :meth:`numeric`)."""
-        if self._other is not None:
+        if self._other is not None or not self._starts:
             return []
         ends = [*self._offsets[1:], self._len]
         return [(start, end - offset) for start, offset, end in zip(self._starts, self._offsets, ends, strict=True)]
