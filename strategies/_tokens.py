@@ -11,6 +11,7 @@ plug theirs in (``estimator=`` on every bundled strategy).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -81,18 +82,25 @@ def recorded_estimator(estimator: Estimator) -> str | None:
 
 class MessageCosts:
     """Memoised estimates of view messages, keyed by message id and checked by content identity
-    (an edit, or another reader's view of the same message, is priced afresh)."""
+    (an edit, or another reader's view of the same message, is priced afresh). With ``limit``,
+    it never keeps more than ``limit`` estimates: past it, the older half is forgotten (and
+    priced again if asked), so what it holds does not grow with the history it priced."""
 
-    def __init__(self, estimator: Estimator | None = None) -> None:
+    def __init__(self, estimator: Estimator | None = None, *, limit: int | None = None) -> None:
         self.estimator: Estimator = estimator or default_estimate
         self._cache: dict[str, tuple[object, int]] = {}
+        self._limit = limit
 
     def __call__(self, message: Message) -> int:
         found = self._cache.get(message.id)
         if found is not None and found[0] is message.content:
             return found[1]
         cost = self.estimator(message.content)
-        self._cache[message.id] = (message.content, cost)
+        cache = self._cache
+        cache[message.id] = (message.content, cost)
+        if self._limit is not None and len(cache) > self._limit:
+            for key in list(itertools.islice(cache, len(cache) // 2)):
+                del cache[key]
         return cost
 
     def content(self, content: Sequence[ContentBlock]) -> int:

@@ -41,6 +41,10 @@ from .tracking import Tracker
 
 __all__ = ["AutobiographicalStrategy"]
 
+#: How many estimates of raw messages a strategy keeps (each costs about 100 bytes): the messages
+#: its windows and walk price again and again, never the whole history.
+COSTS_KEPT = 4096
+
 
 def _at_least(name: str, value: object, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -107,9 +111,9 @@ class AutobiographicalStrategy:
         self.hierarchical = bool(hierarchical)
         self.adaptive_resolution = bool(adaptive_resolution)
         self.max_message_tokens = max_message_tokens
-        self._costs = MessageCosts(estimator)
+        self._costs = MessageCosts(estimator, limit=COSTS_KEPT)
         self.estimator: Estimator = self._costs.estimator
-        self._shown_costs: dict[str, tuple[object, int]] = {}
+        self._shown_costs = MessageCosts(self._shown_estimate, limit=COSTS_KEPT)
         self.tracker = self._new_tracker()
         self.render_cache = RenderCache()
         #: What a compile reads of the options (rendering is handed these, not the strategy).
@@ -153,13 +157,11 @@ class AutobiographicalStrategy:
         cap = self.max_message_tokens
         if cap is None or cost <= cap:
             return cost
-        found = self._shown_costs.get(message.id)
-        if found is not None and found[0] is message.content:
-            return found[1]
-        shown, _ = truncate_content(message.content, cap, self.estimator)
-        price = self.estimator(shown)
-        self._shown_costs[message.id] = (message.content, price)
-        return price
+        return self._shown_costs(message)
+
+    def _shown_estimate(self, content: Sequence[ContentBlock]) -> int:
+        shown, _ = truncate_content(content, self.max_message_tokens, self.estimator)
+        return self.estimator(shown)
 
     # -- the strategy protocol -----------------------------------------------------------------
 
