@@ -4,7 +4,7 @@ branch holds each message, and the values and markers the model answers with. Pu
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -162,11 +162,17 @@ class AudienceBlock:
         self.seers: list[Seers | None] | None = [] if loaded else None
 
     def add(self, index: int, seers: Seers | None) -> None:
-        """One more such message, newer than every one it holds."""
+        """One more such message, newer than every one it holds; nothing when it holds it
+        already (read back from the database with the others, as one written here is when the
+        block is read between its commit and this process taking the commit in)."""
+        indexes, held = self.indexes, self.seers
+        if indexes is not None and held is not None:
+            at = len(indexes) if not indexes or indexes[-1] < index else bisect_left(indexes, index)
+            if at < len(indexes) and indexes[at] == index:
+                return
+            indexes.insert(at, index)
+            held.insert(at, seers)
         self.counts[seers] = self.counts.get(seers, 0) + 1
-        if self.indexes is not None and self.seers is not None:
-            self.indexes.append(index)
-            self.seers.append(seers)
 
     def fill(self, indexes: array[int], seers: list[Seers | None]) -> None:
         """Its messages, as read from the database: they replace the counts too."""
