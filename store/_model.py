@@ -612,6 +612,12 @@ class LogModel:
     def edit_count(self, branch_name: str) -> int:
         return len(self._branch(branch_name).edit_log)
 
+    def edits_in_lineage(self, branch_name: str) -> int:
+        """How many edits the branch and its ancestors hold (an ancestor's after the fork point
+        too): 0 means no message the branch shows was ever edited."""
+        branch = self._branch(branch_name)
+        return len(branch.edit_log) + sum(len(ancestor.edit_log) for ancestor, *_ in branch.ancestors)
+
     def edits_since(self, branch_name: str, start: int) -> list[str]:
         """Ids of messages edited on this branch, in order, from the ``start``-th edit on."""
         return self._branch(branch_name).edit_log[start:]

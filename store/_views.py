@@ -815,7 +815,7 @@ class MessageView:
     docstring); without, it keeps one of its own.
     """
 
-    __slots__ = ("_model", "branch", "reader", "_check", "_p", "_shared", "_names_seen", "_switches")
+    __slots__ = ("_model", "branch", "reader", "_check", "_p", "_shared", "_names_seen", "_switches", "_filtered")
 
     def __init__(
         self,
@@ -836,6 +836,7 @@ class MessageView:
         self._shared = shared if shared is not None and view_filter is None and reader is not None else None
         self._names_seen = model.names_version
         self._switches = 0
+        self._filtered = view_filter is not None
         if shared is not None:
             self._p = shared.projection(branch, reader, view_filter)
         elif view_filter is None:
@@ -945,6 +946,14 @@ class MessageView:
         """How many erasures the store has seen: what was worked out from the view before one
         may no longer hold."""
         return self._model.erasure_count
+
+    @property
+    def as_written(self) -> bool:
+        """Whether every message this view holds is the one its reader saw when it was written,
+        in the same place: no message of the branch (or of an ancestor) edited, none erased in
+        the store, and no view filter. While it holds, a message's position never changes, and a
+        message once in the view stays in it."""
+        return not self._filtered and self._model.erasure_count == 0 and self._model.edits_in_lineage(self.branch) == 0
 
     @property
     def revision(self) -> tuple[int, int]:

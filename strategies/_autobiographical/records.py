@@ -236,6 +236,8 @@ class Memory:
         #: The ids the chunks own, as runs (numbers) and as they are (any other id).
         self._owned_runs = IdRuns()
         self._owned_other: set[str] = set()
+        #: How many messages the chunks own, all together.
+        self.owned_count = 0
         self.order: list[str] = []  # chunk ids by first sequence
         self.index: dict[str, int] = {}
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
@@ -329,6 +331,7 @@ class Memory:
             return
         self.chunks[chunk.id] = chunk
         self.changes += 1
+        self.owned_count += len(chunk.message_ids)
         if chunk.message_ids.numeric:
             for first, count in chunk.message_ids.runs():
                 self._owned_runs.add(first, count)

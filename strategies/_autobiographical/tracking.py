@@ -164,12 +164,29 @@ class Tracker:
         """Walk the frontier again from its first unowned compressible message."""
         self.recent.reset(view, self.price, self.owned)
         regions = self.regions_of(view)
-        memory = self.memory
-        chunks = (memory.chunks[c] for c in memory.order)
-        spans = [(chunk.message_ids[0], chunk.message_ids[-1], len(chunk.message_ids)) for chunk in chunks]
-        start = frontier_start(view, regions, spans, view.position_of)
+        start = self._after_the_chunks(view, regions)
+        if start is None:
+            memory = self.memory
+            chunks = (memory.chunks[c] for c in memory.order)
+            spans = [(chunk.message_ids[0], chunk.message_ids[-1], len(chunk.message_ids)) for chunk in chunks]
+            start = frontier_start(view, regions, spans, view.position_of)
         self.walk = FrontierWalk(position=start)
         self.scan_start = start
+
+    def _after_the_chunks(self, view: MessageView, regions: Regions) -> int | None:
+        """The position after the newest chunk, when every compressible position before it is
+        owned, found from the chunks' total (``None``: look chunk by chunk). Only for a view as
+        written: there every chunk's messages are still in it, side by side, as they were when
+        it closed, so the chunks own every compressible position up to the newest one's end
+        exactly when they own as many messages as there are such positions."""
+        memory = self.memory
+        if not memory.order or not view.as_written:
+            return None
+        end = view.position_of(memory.chunks[memory.order[-1]].message_ids[-1])
+        if end is None or end >= regions.rs:
+            return None
+        head = max(0, min(regions.he, end + 1) - regions.hs)
+        return end + 1 if memory.owned_count == end + 1 - head else None
 
     def forget_view(self) -> None:
         """Make the next :meth:`sync` walk the frontier again (the head moved)."""

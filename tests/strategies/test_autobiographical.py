@@ -1921,6 +1921,44 @@ async def test_erasing_a_message_inside_a_run_drops_the_records_that_cover_it(st
         assert remade["message_runs"] == [[int(msgs[8].id), 1], [int(msgs[10].id), 2]]
 
 
+async def test_an_open_reads_the_records_and_the_windows_not_the_history(store_path):
+    """Counted, not timed: a compressing manager opened over a long, compressed history, with a
+    message cache of 16, reads its records and the messages its first compile shows (the head,
+    the recent window, what is not summarised yet), as many at 1,200 messages as at 300, for a
+    reader whose view skips other readers' messages: it does not walk its chunks' places in the
+    history to find where compression stopped (the blocks of who sees what it reads stay as
+    few)."""
+
+    def strategy() -> AutobiographicalStrategy:
+        return AutobiographicalStrategy(target_chunk_tokens=100, head_window_tokens=60, recent_window_tokens=200, merge_threshold=3)
+
+    async def grow(until: int) -> None:
+        async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+            host = await rt.open_manager("host", strategy=PassthroughStrategy())
+            for i in range(written, until):
+                blocks = [text(f"message {i:05d} " + "x" * 40)] + ([text(f"for ann {i}", ["ann"])] if i % 10 == 3 else [])
+                await host.add_message("user", [text(f"for bob {i}", ["bob"])] if i % 7 == 2 else blocks)
+            m = await rt.open_manager(NS, strategy=strategy(), view_reader="ann")
+            await m.drain()
+
+    async def first_compile() -> tuple[int, int, int, int]:
+        async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+            m = await rt.open_manager(NS, strategy=strategy(), view_reader="ann")
+            compiled = await m.compile(max_tokens=100_000)
+            stats = rt.store.statistics()
+            memories = sum(1 for e in compiled.provenance.entries if e.kind == "summary") // 2
+            return stats.messages_read, stats.records_read_at_open, memories, stats.audience_blocks_read
+
+    written = 0
+    await grow(300)
+    written = 300
+    short = await first_compile()
+    await grow(1200)
+    long = await first_compile()
+    assert short[2] >= 2 and long[2] >= 2 and long[1] > 3 * short[1]  # more records, as many windows
+    assert long[0] <= short[0] + 8 and long[0] < 60 and long[3] <= short[3] + 2, (short, long)
+
+
 def test_what_memory_holds_follows_the_records_not_the_messages_they_cover():
     """Loaded records cost memory by record, not by message covered: records whose chunks cover
     400 messages each take about what records of 4 messages each take."""
