@@ -41,17 +41,18 @@ class MessageIds(Sequence[str]):
     _other: tuple[str, ...] | None
 
     def __init__(self, ids: Iterable[str] = ()) -> None:
+        listed = ids if isinstance(ids, (list, tuple)) else list(ids)
+        numbers = _numbers(listed)
+        if numbers is None:
+            self._set(None, None, tuple(listed))
+            return
         starts, offsets = array("q"), array("q")
-        listed: list[str] = []
-        numbers: list[int] = []
-        remaining = iter(ids)
-        for message_id in remaining:
-            listed.append(message_id)
-            number = key_number(message_id) if isinstance(message_id, str) else None
-            if number is None:
-                self._set(None, None, tuple(listed) + tuple(remaining))
-                return
-            numbers.append(number)
+        count = len(numbers)
+        if count and numbers[-1] - numbers[0] == count - 1 and numbers == array("q", range(numbers[0], numbers[-1] + 1)):
+            starts.append(numbers[0])  # consecutive, as most are: one run
+            offsets.append(0)
+            self._set(starts, offsets, None, count)
+            return
         count = 0
         for number in numbers:
             if count and number == starts[-1] + (count - offsets[-1]):
@@ -237,6 +238,18 @@ def _warn_added(thing: str, instead: str) -> None:
     warn_deprecated(thing, "0.2.0", instead=instead, because="a summary's message_ids is a MessageIds, not a tuple", stacklevel=3)
 
 
+def _numbers(ids: Sequence[object]) -> array[int] | None:
+    """``ids`` as the numbers they spell when every one is a canonical decimal number (as
+    :func:`~asides.store._key_numbers.key_number` reads one), else ``None``."""
+    try:
+        numbers = array("q", map(int, ids))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if numbers and min(numbers) < 0 or list(map(str, numbers)) != list(ids):
+        return None  # a sign, a space, a leading zero, other digits, or not a str
+    return numbers
+
+
 def as_message_ids(value: Iterable[str]) -> MessageIds:
     """``value`` as :class:`MessageIds` (itself when it is one)."""
     return value if isinstance(value, MessageIds) else MessageIds(value)
@@ -257,9 +270,10 @@ def ids_from_record(value: dict[str, Any]) -> MessageIds | None:
             pairs.append((run[0], run[1]))
         return MessageIds.from_runs(pairs)
     ids = value.get("message_ids")
-    if isinstance(ids, list) and ids and all(isinstance(v, str) and v for v in ids):
-        return MessageIds(ids)
-    return None
+    if not isinstance(ids, list) or not ids:
+        return None
+    listed = MessageIds(ids)
+    return listed if listed.numeric or all(isinstance(v, str) and v for v in ids) else None
 
 
 def _count(value: object) -> bool:

@@ -15,7 +15,7 @@ from asides.store._erasure import derived_from
 from asides.store._message_ids import IdRuns, ids_from_record, record_names
 
 numbers = st.lists(st.integers(0, 60), max_size=40)
-odd_ids = st.sampled_from(["x", "01", "", "٣", "-1", "1.0"])
+odd_ids = st.sampled_from(["x", "01", "", "٣", "-1", "1.0", "1_0", " 1", "+1", "99999999999999999999"])
 any_ids = st.lists(st.one_of(st.integers(0, 60).map(str), odd_ids), max_size=30)
 
 
