@@ -69,9 +69,6 @@ from tests.helpers import writable_store
 
 set_tracing_disabled(True)
 
-# The SDK under Trio leaves its own cleanup coroutine unawaited (it cannot start an asyncio task).
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine '_close_runner_owned_model_provider:RuntimeWarning")
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # -- 1. Helpers ---------------------------------------------------------------------------------
