@@ -14,6 +14,7 @@ import attrs
 
 from ..store._blocks import ContentBlock
 from ..store._compile_records import CompileParts
+from ..store._message_ids import MessageIds
 from ..store._messages import Message
 from ..store._views import MessageView, reader_body
 from ..strategies._base import CompiledMessage, Injection, MessageInjection, Selection, SourceEntry
@@ -171,14 +172,14 @@ class AssemblyCache:
         # The previous compile sent (not a preview): its system content and messages.
         self._sent: _Sent | None = None
 
-    def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> list[str]:
+    def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> MessageIds:
         """The ids of the messages the last selection (``sources``) showed through ``via`` that
         are not yet recorded as disclosed: the entries the cache did not reuse from the previous
         compile of the same way (those were recorded then), so a compile after one new message
         looks at one entry."""
         reused = self.reused if self._disclosed_via == via else 0
         self._disclosed_via = via
-        return [i for entry in sources[reused:] for i in entry.message_ids]
+        return MessageIds.concat(entry.message_ids for entry in sources[reused:])
 
     def sent(
         self, compiled: CompiledContext, estimator: Callable[[Sequence[ContentBlock]], int], level_of: Callable[[str | None], int]

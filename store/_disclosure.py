@@ -23,7 +23,7 @@ from typing import Final
 
 import attrs
 
-from ._message_ids import IdRuns
+from ._message_ids import IdRuns, numbered_runs
 
 __all__ = ["DISCLOSURE", "VIAS", "Disclosure", "DisclosureLog", "DisclosureRecord", "IdRuns", "disclosure_body"]
 
@@ -87,19 +87,22 @@ def _runs_hold(runs: Sequence[int], first: int, end: int, message_id: int) -> bo
     return any(runs[i] <= message_id < runs[i] + runs[i + 1] for i in range(first, end - 1, 2))
 
 
-def _runs(ids: list[int]) -> list[int]:
-    runs: list[int] = []
-    for value in sorted(ids):
-        if runs and runs[-2] + runs[-1] == value:
-            runs[-1] += 1
+def _flat(runs: Iterable[tuple[int, int]]) -> list[int]:
+    """``(first, count)`` runs, sorted, as ``[first, count, first, count, ...]``, merging runs that
+    meet."""
+    flat: list[int] = []
+    for first, count in sorted(runs):
+        if flat and flat[-2] + flat[-1] == first:
+            flat[-1] += count
         else:
-            runs.extend((value, 1))
-    return runs
+            flat.extend((first, count))
+    return flat
 
 
-def disclosure_body(namespace: str, reader: str | None, branch: str, via: str, at: float, ids: list[int]) -> str:
+def disclosure_body(namespace: str, reader: str | None, branch: str, via: str, at: float, runs: Iterable[tuple[int, int]]) -> str:
+    """A disclosure record naming the ids of ``runs`` (``(first, count)`` each)."""
     return json.dumps(
-        {"ns": namespace, "r": reader, "b": branch, "v": via, "at": round(at, 3), "ids": _runs(ids)},
+        {"ns": namespace, "r": reader, "b": branch, "v": via, "at": round(at, 3), "ids": _flat(runs)},
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -137,22 +140,16 @@ class DisclosureLog:
     def _all(self) -> Iterator[_Record]:
         return (self._record(i) for i in range(len(self._record_ids)))
 
-    def new_ids(self, namespace: str, reader: str | None, via: str, message_ids: Iterable[str]) -> list[int]:
+    def new_runs(self, namespace: str, reader: str | None, via: str, message_ids: Iterable[str]) -> list[tuple[int, int]]:
         """The ids among ``message_ids`` not disclosed to ``reader`` of ``namespace`` through
-        ``via`` before, each once."""
+        ``via`` before, each once, as ``(first, count)`` runs in order. Costs the runs of the ids
+        given (a summary's :class:`~asides.MessageIds` is a few whatever it covers), not their
+        number."""
         seen = self._seen.get((namespace, reader, via))
-        out: list[int] = []
-        fresh: set[int] = set()
-        for message_id in message_ids:
-            if not message_id.isdigit():
-                continue
-            value = int(message_id)
-            if seen is not None and value in seen:
-                continue
-            if value not in fresh:
-                fresh.add(value)
-                out.append(value)
-        return out
+        given = numbered_runs(message_ids)
+        if seen is None:
+            return given
+        return [run for first, count in given for run in seen.missing(first, count)]
 
     def add(self, record_id: int, body: str) -> bool:
         """Take a disclosure record in (written here, or replayed); whether it could be read."""

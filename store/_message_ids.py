@@ -21,7 +21,7 @@ from typing import Any, Final, overload
 from .._deprecate import warn_deprecated
 from ._key_numbers import key_number
 
-__all__ = ["RUNS_FIELD", "IdRuns", "MessageIds", "as_message_ids", "ids_from_record", "record_names"]
+__all__ = ["RUNS_FIELD", "IdRuns", "MessageIds", "as_message_ids", "numbered_runs", "ids_from_record", "record_names"]
 
 #: The field a record holds its provenance in as runs.
 RUNS_FIELD: Final = "message_runs"
@@ -228,6 +228,22 @@ class IdRuns:
         starts[low:high] = array("q", (min(first, starts[low]),))
         ends[low:high] = array("q", (max(end, ends[high - 1]),))
 
+    def missing(self, first: int, count: int) -> list[tuple[int, int]]:
+        """The runs of ``first`` ... ``first + count - 1`` it does not hold, in order."""
+        starts, ends = self._starts, self._ends
+        out: list[tuple[int, int]] = []
+        at, end = first, first + count
+        index = max(bisect_right(starts, first) - 1, 0)
+        while at < end:
+            if index < len(starts) and starts[index] <= at:
+                at = max(at, ends[index])  # held up to there
+                index += 1
+                continue
+            stop = min(end, starts[index]) if index < len(starts) else end
+            out.append((at, stop - at))
+            at = stop
+        return out
+
     def overlaps(self, first: int, count: int) -> bool:
         """Whether any of ``first`` ... ``first + count - 1`` is held."""
         index = bisect_right(self._starts, first + count - 1) - 1
@@ -248,6 +264,26 @@ def _numbers(ids: Sequence[object]) -> array[int] | None:
     if numbers and min(numbers) < 0 or list(map(str, numbers)) != list(ids):
         return None  # a sign, a space, a leading zero, other digits, or not a str
     return numbers
+
+
+def numbered_runs(ids: Iterable[str]) -> list[tuple[int, int]]:
+    """The runs of the ids among ``ids`` that are canonical numbers, sorted, merged where they
+    meet or overlap: each id once, whatever ``ids`` repeats; costs the runs of a
+    :class:`MessageIds` (its gaps), or one step an id for any other iterable."""
+    held = as_message_ids(ids)
+    pairs = held.runs() if held.numeric else [(n, 1) for n in map(_number, held) if n is not None]
+    merged: list[tuple[int, int]] = []
+    for first, count in sorted(pairs):
+        if merged and first <= merged[-1][0] + merged[-1][1]:
+            start, length = merged[-1]
+            merged[-1] = (start, max(length, first + count - start))
+        else:
+            merged.append((first, count))
+    return merged
+
+
+def _number(message_id: str) -> int | None:
+    return key_number(message_id) if isinstance(message_id, str) else None
 
 
 def as_message_ids(value: Iterable[str]) -> MessageIds:

@@ -362,7 +362,7 @@ class Store:
             return
         self._check_usable()
         rows: list[PendingRow] = []
-        fresh = self._model.disclosure_log.new_ids(namespace, reader, via, message_ids)
+        fresh = self._model.disclosure_log.new_runs(namespace, reader, via, message_ids)
         if fresh:
             rows.append(PendingRow(ERASURE_BRANCH, DISCLOSURE, None, disclosure_body(namespace, reader, branch, via, time.time(), fresh)))
         if compiled is not None:

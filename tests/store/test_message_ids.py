@@ -82,10 +82,13 @@ def test_malformed_runs_name_nothing():
 
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 5)), max_size=10), st.integers(0, 60), st.integers(1, 8))
-def test_owned_runs_answer_membership_and_overlap_as_a_set_does(added, first, count):
+def test_owned_runs_answer_membership_overlap_and_what_they_miss_as_a_set_does(added, first, count):
     runs, held = IdRuns(), set()
     for start, length in added:
         runs.add(start, length)
         held.update(range(start, start + length))
     assert all((v in runs) == (v in held) for v in range(0, 70))
     assert runs.overlaps(first, count) == bool(held & set(range(first, first + count)))
+    missing = runs.missing(first, count)
+    assert [v for start, length in missing for v in range(start, start + length)] == sorted(set(range(first, first + count)) - held)
+    assert all(b[0] > a[0] + a[1] for a, b in zip(missing, missing[1:], strict=False))  # apart: as few runs as can be
