@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Any
 
 from .._inspection._preview import STRATEGIES, block_line, compile_as_json
@@ -26,6 +26,7 @@ from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
 from ..store._blocks.reader import content_for_reader, effective_audience, has_audience, is_thinking
 from ..store._errors import AsidesError
+from ..store._message_ids import as_message_ids
 from ..store._messages import Message
 from ..store._names import name_problem
 from ..store._views import reader_view
@@ -557,25 +558,99 @@ def _estimator(manager: ContextManager) -> Any:
     return (strategy.estimator if isinstance(strategy, HasEstimator) else None) or default_estimate
 
 
-def _left_out(snapshot: Snapshot, branch: str, seen: Sequence[Message], in_compile: Mapping[str, str]) -> tuple[int, list[list[int]]]:
+def _left_out(snapshot: Snapshot, branch: str, seen: Sequence[Message], sources: Sequence[Sequence[str]]) -> tuple[int, list[list[int]]]:
     """The messages of the reader's view ``seen`` that the compile leaves out: how many, and
-    their runs of neighbours (first and last position in ``seen``), oldest first. Found from
-    the positions of the compiled messages (``seen`` is in sequence order, so each is a
-    binary search): the work grows with the size of the compile, not of the history."""
-    store = snapshot.runtime.store
-    sequences = sorted({m.sequence for i in in_compile if (m := store.get_message(branch, i)) is not None})
-    kept: list[int] = []
-    for sequence in sequences:
-        position = bisect_left(seen, sequence, key=lambda m: m.sequence)
-        if position < len(seen) and seen[position].sequence == sequence:
-            kept.append(position)
+    their runs of neighbours (first and last position in ``seen``), oldest first. ``sources``:
+    the ids each compiled message stands for, in the compile's order.
+
+    The work grows with the compile, not with the messages its memories cover, nor with the
+    history: on a branch a message's id grows with its sequence, so the messages of ``seen``
+    that some ids stand for lie between the first and the last of them. Consecutive raw
+    messages are taken together, and a memory as a whole: the stretch of ``seen`` between its
+    first and last message (two reads and two binary searches, ``seen`` being in sequence
+    order) is what it covers when it starts and ends there and holds as many messages as the
+    memory covers, as a memory of the reader's own view does. Otherwise (an edit moved a
+    message it covers out of the view, say) each run of consecutive ids is placed on its own."""
+    spans: list[tuple[int, int]] = []
+    for ids in _stretches(sources):
+        whole = _placed(snapshot, branch, seen, ids[0], ids[-1])
+        if whole is not None and whole[1] - whole[0] == len(ids) and seen[whole[0]].id == ids[0] and seen[whole[1] - 1].id == ids[-1]:
+            spans.append(whole)
+            continue
+        for first, last in _id_spans(ids):
+            found = _placed(snapshot, branch, seen, first, last)
+            if found is not None:
+                spans.append(found)
     bounds: list[list[int]] = []
-    previous = -1
-    for position in [*kept, len(seen)]:
-        if position > previous + 1:
-            bounds.append([previous + 1, position - 1])
-        previous = position
-    return len(seen) - len(kept), bounds
+    kept = 0
+    reached = 0  # every position before it is covered or already in a bound
+    for start, stop in sorted(spans):
+        if start > reached:
+            bounds.append([reached, start - 1])
+        if stop > reached:
+            kept += stop - max(start, reached)
+            reached = stop
+    if reached < len(seen):
+        bounds.append([reached, len(seen) - 1])
+    return len(seen) - kept, bounds
+
+
+def _stretches(sources: Sequence[Sequence[str]]) -> list[Sequence[str]]:
+    """``sources`` with each stretch of consecutive single-message sources (raw messages, in
+    order) joined into one, so that they are placed together, and a source the one before it
+    repeats (a memory shown as two messages) left out."""
+    out: list[Sequence[str]] = []
+    joined: list[str] = []
+    previous: Sequence[str] | None = None
+    for ids in sources:
+        repeated = previous is not None and (ids is previous or (len(ids) == len(previous) > 1 and ids == previous))
+        previous = ids
+        if repeated:
+            continue
+        if len(ids) == 1:
+            joined.append(ids[0])
+            continue
+        if joined:
+            out.append(joined)
+            joined = []
+        if len(ids):
+            out.append(ids)
+    if joined:
+        out.append(joined)
+    return out
+
+
+def _placed(snapshot: Snapshot, branch: str, seen: Sequence[Message], first: str, last: str) -> tuple[int, int] | None:
+    """The positions of ``seen`` from message ``first`` to message ``last`` (``start``,
+    ``stop``), or ``None`` when either is not on the branch or nothing of ``seen`` lies between."""
+    store = snapshot.runtime.store
+    low, high = store.get_message(branch, first), store.get_message(branch, last)
+    if low is None or high is None:
+        return None
+    start = bisect_left(seen, low.sequence, key=lambda m: m.sequence)
+    stop = bisect_right(seen, high.sequence, key=lambda m: m.sequence)
+    return (start, stop) if start < stop else None
+
+
+def _id_spans(ids: Sequence[str]) -> list[tuple[str, str]]:
+    """The first and last id of each run of consecutive ids of ``ids`` (each id alone where
+    they are not store-issued numbers)."""
+    held = as_message_ids(ids)
+    if not held.numeric:
+        return [(i, i) for i in held]
+    return [(str(first), str(first + count - 1)) for first, count in held.runs()]
+
+
+#: How many of the ids a memory or a compiled message stands for the inspector's JSON lists
+#: (its page opens at most as many); ``message_count`` says how many there are.
+LISTED_IDS = 500
+
+
+def covered(ids: Sequence[str]) -> dict[str, Any]:
+    """The ids a memory or a compiled message stands for, as the inspector's JSON gives them:
+    ``message_ids``, the first :data:`LISTED_IDS` of them, and ``message_count``, how many. So
+    a memory of a long history costs a page what it shows, not every id it covers."""
+    return {"message_ids": list(ids[:LISTED_IDS]), "message_count": len(ids)}
 
 
 def _runs(seen: Sequence[Message], bounds: Sequence[Sequence[int]], why: str, limit: int = 50) -> list[dict[str, Any]]:
@@ -655,15 +730,13 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
     about = {"namespace": ns, "branch": name, "reader": who, "strategy": strategy, "max_tokens": budget, "reserve": kept_back}
     result = compile_as_json(compiled, about)
     estimate = _estimator(manager)
-    for shown, message, entry in zip(result["messages"], compiled.messages, compiled.provenance.entries, strict=True):
+    sources = [{"kind": e.kind, **covered(e.message_ids), "summary_id": e.summary_id} for e in compiled.provenance.entries]
+    result["provenance"]["entries"] = sources
+    for shown, message, source in zip(result["messages"], compiled.messages, sources, strict=True):
         shown["token_estimate"] = estimate(message.content)
         shown["blocks"] = [block_json(b) for b in message.content]
-        shown["source"] = {"kind": entry.kind, "message_ids": list(entry.message_ids), "summary_id": entry.summary_id}
-    in_compile: dict[str, str] = {}
-    for entry in compiled.provenance.entries:
-        for message_id in entry.message_ids:
-            in_compile.setdefault(message_id, entry.kind if entry.kind != "summary" else f"memory {entry.summary_id}")
-    left, bounds = _left_out(snapshot, name, seen, in_compile)
+        shown["source"] = source
+    left, bounds = _left_out(snapshot, name, seen, [e.message_ids for e in compiled.provenance.entries])
     cut = sorted((i for i, whole in compiled.provenance.complete.items() if not whole), key=int)
     why = (
         "older than what fits the budget"
@@ -721,7 +794,7 @@ def memories(snapshot: Snapshot, *, branch: str | None, namespace: str | None) -
                 "id": s.id,
                 "level": s.level,
                 "text": s.text,
-                "message_ids": list(s.message_ids),
+                **covered(s.message_ids),
                 "first_sequence": s.first_sequence,
                 "last_sequence": s.last_sequence,
                 "children": list(record.children),

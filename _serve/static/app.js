@@ -107,7 +107,8 @@ async function applyErasures() {
 
 // -- the drawer: messages a link stands for ---------------------------------------------------
 
-async function openMessages(title, ids, reader) {
+// ids: the first of the messages to open (the API lists at most 500); count: how many there are
+async function openMessages(title, ids, reader, count = ids.length) {
   const drawer = $("drawer");
   $("drawer-title").textContent = title;
   drawer.hidden = false;
@@ -119,7 +120,8 @@ async function openMessages(title, ids, reader) {
     if (reader) body.replaceChildren(el("li", { class: "dim as-reader" }, `as ${reader} sees them`));
     else body.replaceChildren();
     body.append(...page.messages.map(messageNode));
-    if (ids.length > 500) body.append(el("li", { class: "dim" }, `… and ${ids.length - 500} more`));
+    const shown = Math.min(ids.length, 500);
+    if (count > shown) body.append(el("li", { class: "dim" }, `… and ${count - shown} more`));
   } catch (error) {
     showError(body, error);
   }
@@ -268,12 +270,13 @@ function compiledNode(m, index, otherTexts, reader) {
   const differs = otherTexts && !otherTexts.has(key);
   const source = m.source;
   const ids = source.message_ids;
+  const count = source.message_count;
   const kindLabel = source.kind === "summary" ? `memory ${source.summary_id}` : source.kind;
   const link = ids.length
     ? el(
         "a",
-        { href: "#", class: "prov-link", title: "open the messages it stands for", dataset: { ids: ids.join(",") }, onclick: (event) => { event.preventDefault(); openMessages(`${kindLabel}: the ${ids.length} message${ids.length > 1 ? "s" : ""} it stands for`, ids, reader); } },
-        ids.length === 1 ? `← message ${ids[0]}` : `← ${ids.length} messages (${ids[0]}…${ids[ids.length - 1]})`,
+        { href: "#", class: "prov-link", title: "open the messages it stands for", dataset: { ids: ids.join(",") }, onclick: (event) => { event.preventDefault(); openMessages(`${kindLabel}: the ${count} message${count > 1 ? "s" : ""} it stands for`, ids, reader, count); } },
+        count === 1 ? `← message ${ids[0]}` : count === ids.length ? `← ${count} messages (${ids[0]}…${ids[ids.length - 1]})` : `← ${count} messages (from ${ids[0]})`,
       )
     : null;
   return el(
@@ -379,8 +382,8 @@ async function loadMemories() {
             level.memories.map((m) =>
               el(
                 "div",
-                { class: `memory ${m.merged_into ? "merged" : ""}`, dataset: { id: m.id }, title: "open the messages it covers", onclick: () => openMessages(`${m.id}: the ${m.message_ids.length} messages it covers`, m.message_ids, tree.reader) },
-                el("div", { class: "msg-head" }, el("b", {}, m.id), el("span", { class: "span" }, `#${m.first_sequence}–#${m.last_sequence} · ${m.message_ids.length} msgs`)),
+                { class: `memory ${m.merged_into ? "merged" : ""}`, dataset: { id: m.id }, title: "open the messages it covers", onclick: () => openMessages(`${m.id}: the ${m.message_count} messages it covers`, m.message_ids, tree.reader, m.message_count) },
+                el("div", { class: "msg-head" }, el("b", {}, m.id), el("span", { class: "span" }, `#${m.first_sequence}–#${m.last_sequence} · ${m.message_count} msgs`)),
                 el("div", { class: "memory-text" }, m.text),
                 m.merged_into ? el("div", { class: "dim" }, `merged into ${m.merged_into}`) : null,
               ),
@@ -451,7 +454,7 @@ async function openMemoryHit(reader, namespace, id) {
   try {
     const tree = await api("memories", { branch: state.branch, namespace });
     const memory = tree.levels.flatMap((level) => level.memories).find((m) => m.id === id);
-    if (memory) openMessages(`${id}: the ${memory.message_ids.length} messages it covers`, memory.message_ids, reader);
+    if (memory) openMessages(`${id}: the ${memory.message_count} messages it covers`, memory.message_ids, reader, memory.message_count);
     else showError($("search-result"), `memory ${id} is not among ${reader}'s memories on ${state.branch} now`);
   } catch (error) {
     showError($("search-result"), error);

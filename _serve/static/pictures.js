@@ -335,8 +335,8 @@ function drawCompression(box, data, width) {
     for (const m of memories.filter((m) => m.level === level)) {
       const x0 = x(m.first_sequence);
       const w = Math.max(2, x(m.last_sequence + 1) - x0 - 1);
-      const words = `${m.id}: #${m.first_sequence}–#${m.last_sequence}, ${m.message_ids.length} messages${m.merged_into ? `, merged into ${m.merged_into}` : ""}`;
-      const open = () => openMessages(`${m.id}: the ${m.message_ids.length} messages it covers`, m.message_ids, tree.reader);
+      const words = `${m.id}: #${m.first_sequence}–#${m.last_sequence}, ${m.message_count} messages${m.merged_into ? `, merged into ${m.merged_into}` : ""}`;
+      const open = () => openMessages(`${m.id}: the ${m.message_count} messages it covers`, m.message_ids, tree.reader, m.message_count);
       const group = svgEl("g", { class: "memory-mark", "data-id": m.id, onclick: open }, tip(words), svgEl("rect", { x: x0, y: top + 2, width: w, height: rowH - 4, rx: 3, class: `mem lvl-${Math.min(level, 4)} ${m.merged_into ? "merged" : ""}` }));
       if (measure(svg, m.id, "inbar") + 8 < w) group.append(svgText(x0 + w / 2, top + rowH / 2 + 4, m.id, "inbar yields", "middle"));
       svg.append(group);

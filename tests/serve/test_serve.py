@@ -823,3 +823,65 @@ async def test_catch_up_replays_only_the_records_after_the_newest_it_holds(store
             assert reader.statistics().caught_up_records == 3
         with pytest.raises(StoreFailedError, match="read-only"):
             await writer.catch_up()
+
+
+async def test_a_memory_of_a_long_history_costs_a_page_what_it_shows(store_path, monkeypatch):
+    """Counted, not timed: the view of a reader whose compile shows memories of most of the
+    history, and the memory tree, list at most ``LISTED_IDS`` (500; 100 here) of the ids a
+    memory covers with how many it covers, and the view works out what the compile leaves out
+    by runs of ids: with a message cache of 16, it reads as many messages at 1,200 messages as
+    at 300."""
+    from asides._serve import _data
+    from asides._serve._data import known_readers, memories, view
+    from asides._serve._snapshots import Snapshot
+
+    monkeypatch.setattr(_data, "LISTED_IDS", 100)
+    LISTED_IDS = 100
+
+    namespace = "agents/ann"
+
+    def strategy() -> AutobiographicalStrategy:
+        return AutobiographicalStrategy(target_chunk_tokens=100, head_window_tokens=60, recent_window_tokens=200, merge_threshold=3)
+
+    async def grow(written: int, until: int) -> None:
+        async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+            host = await rt.open_manager("host", strategy=PassthroughStrategy())
+            for i in range(written, until):
+                blocks = [text(f"message {i:05d} " + "x" * 40)] + ([text(f"for ann {i}", ["ann"])] if i % 10 == 3 else [])
+                await host.add_message("user", [text(f"for bob {i}", ["bob"])] if i % 7 == 2 else blocks)
+            await (await rt.open_manager(namespace, strategy=strategy(), view_reader="ann")).drain()
+
+    async def inspect() -> tuple[int, dict[str, Any], dict[str, Any]]:
+        async with open_runtime(store_path, read_only=True, message_cache=16) as rt:
+            snapshot = Snapshot(rt, 1)
+            known_readers(snapshot, "main")  # the readers the audiences name: one pass, at start
+            before = rt.store.statistics().messages_read
+            shown = await view(snapshot, branch="main", reader="ann", namespace=namespace, max_tokens="100000")
+            read = rt.store.statistics().messages_read - before
+            tree = memories(snapshot, branch="main", namespace=namespace)
+            for manager in snapshot.managers.values():
+                await manager.aclose()
+            return read, shown, tree
+
+    await grow(0, 300)
+    short_read, _, _ = await inspect()
+    await grow(300, 1200)
+    long_read, shown, tree = await inspect()
+
+    every = [m for level in tree["levels"] for m in level["memories"]]
+    assert max(m["message_count"] for m in every) > LISTED_IDS  # a memory covers more than a page lists
+    for memory in every:
+        assert len(memory["message_ids"]) == min(memory["message_count"], LISTED_IDS)
+    sources = [m["source"] for m in shown["messages"]]
+    assert sources == shown["provenance"]["entries"]
+    assert any(s["kind"] == "summary" and s["message_count"] > LISTED_IDS for s in sources)
+    for source in sources:
+        assert len(source["message_ids"]) == min(source["message_count"], LISTED_IDS)
+    covered = [s for s in sources if s["kind"] == "summary"]
+    assert all(s["message_ids"] == next(m["message_ids"] for m in every if m["id"] == s["summary_id"]) for s in covered)
+    # what it reads follows the compile: per stretch of it (raw messages in a row, a memory),
+    # two messages and two binary searches of the reader's view; it read 4,158 when it looked
+    # every covered message up
+    stretches = len({s["summary_id"] for s in covered}) + 2  # the memories, the head and the tail
+    assert long_read <= stretches * (2 + 2 * (1200).bit_length()), (short_read, long_read)
+    assert long_read < 3 * short_read, (short_read, long_read)
