@@ -97,6 +97,15 @@ class MessageIds(Sequence[str]):
             return cls(i for part in held for i in part)
         return cls.from_runs(run for part in held for run in part.runs())
 
+    @classmethod
+    def union(cls, parts: Iterable[Iterable[str]]) -> MessageIds:
+        """The ids of ``parts``, each once: in id order when every one is a canonical number
+        (costing the runs of the parts, not their ids), else in the order they first appear."""
+        held = [as_message_ids(part) for part in parts]
+        if all(part.numeric for part in held):
+            return cls.from_runs(_merged([run for part in held for run in part.runs()]))
+        return cls(dict.fromkeys(i for part in held for i in part))
+
     def runs(self) -> list[tuple[int, int]]:
         """``(first, count)`` for each run, in order; empty when an id is not a canonical number
         (see :meth:`numeric`)."""
@@ -271,7 +280,11 @@ def numbered_runs(ids: Iterable[str]) -> list[tuple[int, int]]:
     meet or overlap: each id once, whatever ``ids`` repeats; costs the runs of a
     :class:`MessageIds` (its gaps), or one step an id for any other iterable."""
     held = as_message_ids(ids)
-    pairs = held.runs() if held.numeric else [(n, 1) for n in map(_number, held) if n is not None]
+    return _merged(held.runs() if held.numeric else [(n, 1) for n in map(_number, held) if n is not None])
+
+
+def _merged(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(first, count)`` runs sorted, merged where they meet or overlap."""
     merged: list[tuple[int, int]] = []
     for first, count in sorted(pairs):
         if merged and first <= merged[-1][0] + merged[-1][1]:

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from ..store._blocks import ContentBlock
+from ..store._message_ids import MessageIds, as_message_ids
 from ._compiled_message import CompiledMessage
 
 __all__ = [
@@ -29,8 +30,8 @@ __all__ = [
 ]
 
 
-def _ids(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
+def _ids(value: Iterable[str]) -> MessageIds:
+    return as_message_ids(value)
 
 
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
@@ -42,13 +43,15 @@ class CompletionRequest:
     """A request: ``messages`` (participants ``user``/``assistant``), an optional ``system``
     text, the answer's ``max_tokens``, and an optional model name. ``source_ids`` (not sent,
     not compared) names the view messages the request shows, directly or through a summary:
-    the runtime records them as disclosed to the model provider (``Runtime.disclosures``)."""
+    the runtime records them as disclosed to the model provider (``Runtime.disclosures``); a
+    :class:`~asides.MessageIds`, made from any iterable of ids, so a request that shows memories
+    of a long history names what they cover by runs, not id by id."""
 
     messages: tuple[CompiledMessage, ...] = attrs.field(converter=_messages)
     system: str | None = None
     max_tokens: int = 4000
     model: str | None = None
-    source_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids, eq=False, repr=False)
+    source_ids: MessageIds = attrs.field(factory=MessageIds, converter=_ids, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)

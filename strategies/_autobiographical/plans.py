@@ -185,12 +185,12 @@ def _reduce(strategy: Planner, message: Message) -> CompiledMessage | None:
     )
 
 
-def _prior(strategy: Planner, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int, list[str]]:
+def _prior(strategy: Planner, view: MessageView, regions: Regions, before: int) -> tuple[list[CompiledMessage], int, list[Sequence[str]]]:
     """Prior context of a target starting at ``before``: the newest middle items before it
     within ``compression_context_tokens``, the newest sequence they show, and the ids of the
-    messages they show (a summary's through it)."""
+    messages they show (a summary's through it), item by item."""
     chosen: list[list[CompiledMessage]] = []
-    ids: list[str] = []
+    ids: list[Sequence[str]] = []
     newest = 0
     total = 0
     for item in reversed(middle_items(strategy.tracker, view, regions)):
@@ -210,7 +210,7 @@ def _prior(strategy: Planner, view: MessageView, regions: Regions, before: int) 
             break
         total += cost
         chosen.append(shown)
-        ids.extend(sources)
+        ids.append(sources)
         newest = max(newest, sequence)
     return [m for shown in reversed(chosen) for m in shown], newest, ids
 
@@ -233,13 +233,15 @@ def _head(strategy: Planner, view: MessageView, regions: Regions, before: int) -
     return shown, newest, ids
 
 
-def _request(strategy: Planner, messages: list[CompiledMessage], source_ids: list[str]) -> CompletionRequest:
+def _request(strategy: Planner, messages: list[CompiledMessage], sources: Sequence[Sequence[str]]) -> CompletionRequest:
+    """The request of ``messages``; ``sources``: the ids of what it shows, in parts (a
+    memory's ids are joined by their runs)."""
     return CompletionRequest(
         tuple(messages),
         system=system_text(strategy.summary_participant),
         max_tokens=strategy.compression_max_tokens,
         model=strategy.compression_model,
-        source_ids=tuple(dict.fromkeys(source_ids)),
+        source_ids=MessageIds.union(sources),
     )
 
 
@@ -259,7 +261,7 @@ def _compress_chunk(strategy: Planner, view: MessageView, regions: Regions, unit
     reduced = [r for r in (_reduce(strategy, m) for m in present) if r is not None]
     instruction = _instruction(strategy.l1_instruction.format(target=strategy.summary_target_tokens))
     target_ids = [m.id for m in present]
-    request = _request(strategy, head + prior + [_instruction(MARKER)] + reduced + [instruction], head_ids + prior_ids + target_ids)
+    request = _request(strategy, head + prior + [_instruction(MARKER)] + reduced + [instruction], [head_ids, *prior_ids, target_ids])
     describe = f"compressing {where(view, chunk.message_ids)}"
     return Ask(unit, max(head_newest, prior_newest, target_newest), request, describe, unit.chunk_id, strategy.l1_attempt_limit)
 
@@ -288,16 +290,16 @@ def _merge(strategy: Planner, view: MessageView, regions: Regions, unit: MergeSu
         chunk_messages = _chunk_messages(tracker, view, members)
         target_newest = max((m.sequence for m in chunk_messages), default=0)
         target = [r for r in (_reduce(strategy, m) for m in chunk_messages) if r is not None]
-        target_ids = [m.id for m in chunk_messages]
+        target_ids: list[Sequence[str]] = [[m.id for m in chunk_messages]]
         what = "the conversation"
     else:
         children = [memory.summaries[c].summary for s in members for c in s.children]
         target_newest = max((c.last_sequence for c in children), default=0)
         target = [m for c in children for m in recall_pair(c)]
-        target_ids = [i for c in children for i in c.message_ids]
+        target_ids = [c.message_ids for c in children]
         what = "your earlier memories"
     instruction = _instruction(strategy.merge_instruction.format(what=what, k=new_level, target=strategy.summary_target_tokens))
-    request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction], head_ids + prior_ids + target_ids)
+    request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction], [head_ids, *prior_ids, *target_ids])
     span = where(view, MessageIds.concat((members[0].summary.message_ids, members[-1].summary.message_ids)))
     key = f"merge:{new_level}:{group[0]}:{group[-1]}"
     describe = f"merging {len(group)} memories of {span}"
@@ -435,6 +437,6 @@ def plan_transition(strategy: Planner, view: MessageView, regions: Regions) -> T
         system=TRANSITION_SYSTEM,
         max_tokens=1500,
         model=strategy.compression_model,
-        source_ids=tuple(dict.fromkeys([m.id for m in head] + [i for s in chosen for i in s.message_ids])),
+        source_ids=MessageIds.union([[m.id for m in head], *(s.message_ids for s in chosen)]),
     )
     return TransitionPlan(newest, request)

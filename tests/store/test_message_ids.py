@@ -92,3 +92,17 @@ def test_owned_runs_answer_membership_overlap_and_what_they_miss_as_a_set_does(a
     missing = runs.missing(first, count)
     assert [v for start, length in missing for v in range(start, start + length)] == sorted(set(range(first, first + count)) - held)
     assert all(b[0] > a[0] + a[1] for a, b in zip(missing, missing[1:], strict=False))  # apart: as few runs as can be
+
+
+@given(st.lists(st.lists(st.integers(0, 60).map(str), max_size=15), max_size=6))
+def test_a_union_of_numbered_ids_holds_each_once_in_id_order(parts):
+    """``MessageIds.union`` of store-issued ids: every id of every part once, in id order, by
+    runs (a union of memories' ids costs their runs)."""
+    joined = MessageIds.union(MessageIds(p) for p in parts)
+    assert joined == tuple(str(n) for n in sorted({int(i) for p in parts for i in p}))
+    big = MessageIds.union([MessageIds.from_runs([(10, 1_000_000)]), ["5"], MessageIds.from_runs([(500_000, 600_000)])])
+    assert len(big) == 1 + 1_099_990 and big.runs() == [(5, 1), (10, 1_099_990)]
+
+
+def test_a_union_with_ids_that_are_not_numbers_keeps_the_first_appearance_of_each():
+    assert MessageIds.union([["b", "7"], ["a", "b"], ["7"]]) == ("b", "7", "a")

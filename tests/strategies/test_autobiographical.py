@@ -2454,3 +2454,22 @@ async def test_row10_any_other_empty_shard_still_counts(store_path, first_shard,
         compiled = await m.compile(max_tokens=budget, reserve_for_response=0)
         assert [e.message_ids for e in compiled.provenance.entries] == [(ids_[1],), (ids_[2],)]
         assert dict(compiled.provenance.complete) == {ids_[1]: complete, ids_[2]: complete}
+
+
+async def test_a_request_that_shows_memories_names_what_they_cover_by_runs(store_path):
+    """A merge request's ``source_ids`` (what it shows, its children's messages through them)
+    is a ``MessageIds``: the messages its memories cover as a run or two, not id by id, and the
+    runtime records every one of them as shown to the provider."""
+    from asides import MessageIds
+
+    async with open_runtime(store_path) as rt:
+        msgs = await write(rt, convo(60))
+        model = fake_model()
+        m = await opened(rt, auto(target=25, merge_threshold=3, compression_context_tokens=400), model)
+        widest = max(model.requests, key=lambda r: len(r.source_ids))
+        ids = widest.source_ids
+        assert isinstance(ids, MessageIds) and len(ids) >= 20 and len(ids.runs()) <= 2
+        assert tuple(ids) == tuple(sorted(set(ids), key=int))  # each once, in order
+        assert {d.via for d in rt.disclosures(ids[0])} >= {"compression"}
+        assert {d.via for d in rt.disclosures(ids[-1])} >= {"compression"}
+        assert any(s.level >= 2 for s in m.get_summaries_in_range()) and msgs[0].id in ids
