@@ -27,7 +27,8 @@ alternation, so that they carry between machines:
 
 The machine's ``sum(range(1000))`` time is printed beside the figures so readers can compare
 machines. ``--quick`` measures appends at 2,000 and 20,000 messages, the compile at 20,000, and
-5 rounds of each count of writers at 2,000 (640 writes a round where commits wait for the disk;
+5 rounds of each count of writers at 2,000 (2,000 writes a round on the default store, a whole
+number of the periods of its background work, ``STORE_PERIOD``; 640 where commits wait for the disk;
 about 20 s on an idle 2-core machine); the full run appends at 2,000 and 200,000, compiles at
 20,000 and 200,000, and runs 9 rounds of writers (1,600 writes; about 8 minutes, most of them
 building the 200,000-message autobiographical history).
@@ -36,6 +37,7 @@ building the 200,000-message autobiographical history).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import tempfile
@@ -49,6 +51,8 @@ import attrs
 
 from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime
 from asides.actors._runtime import internal_store
+from asides.store._drivers import CHECKPOINT_ROWS
+from asides.store._search import INDEX_EVERY
 
 from . import _pg_server
 from ._asides_cases import (
@@ -80,6 +84,14 @@ from ._common import (
     section,
 )
 
+#: The writes after which the default store has done each piece of its periodic background
+#: work once (a batch of the search indexer every ``INDEX_EVERY`` records, a checkpoint of the
+#: write-ahead log every ``CHECKPOINT_ROWS`` rows), which stalls the writes that meet it for
+#: some milliseconds. Rounds of 800 writes met one or none of them, and the median of five
+#: rounds then compared rounds that had paid for different amounts of it (one writer's rounds
+#: took 30 or 52 µs a write by that alone); rounds of a whole number of periods pay alike.
+STORE_PERIOD = math.lcm(INDEX_EVERY, CHECKPOINT_ROWS)
+
 
 @attrs.frozen
 class LimitsSettings:
@@ -89,7 +101,9 @@ class LimitsSettings:
     budget_s: float
     compile_sizes: tuple[int, ...] = (20_000,)
     writers: int = 16
-    per_writer: int = 50
+    #: The writes of a round on the default store, all writers together: a whole number of the
+    #: periods of its background work (:data:`STORE_PERIOD`), so every round bears as much of it.
+    normal_writes: int = STORE_PERIOD
     #: The writes of a round on the stores whose commits wait for the disk (``synchronous="FULL"``
     #: and PostgreSQL), all writers together, and the rounds of one writer and of many each.
     durable_writes: int = 640
@@ -114,6 +128,12 @@ class LimitsSettings:
     @property
     def durable_per_writer(self) -> int:
         return max(1, self.durable_writes // self.writers)
+
+    @property
+    def per_writer(self) -> int:
+        """Each writer's writes in a round on the default store."""
+        return max(1, self.normal_writes // self.writers)
+
 
 
 def row_body(i: int) -> str:
@@ -371,7 +391,7 @@ class LimitsResults:
 
 async def measure_writers(directory: str, s: LimitsSettings) -> tuple[WriterRounds, WriterRounds]:
     """One writer and ``writers`` writers in alternating rounds on two store files grown to
-    ``sizes[0]``: the default one (``writers * per_writer`` writes a round) and one opened with
+    ``sizes[0]``: the default one (``normal_writes`` writes a round) and one opened with
     ``synchronous="FULL"`` (``durable_writes`` a round)."""
     progress(f"1 and {s.writers} writers at {s.sizes[0]:,}, synchronous=NORMAL")
     async with open_runtime(os.path.join(directory, "writers.db")) as runtime:

@@ -181,10 +181,29 @@ def test_postgres_part_says_in_one_line_why_it_was_skipped(monkeypatch: pytest.M
     assert capsys.readouterr().out.strip() == "PostgreSQL: skipped: PostgreSQL is not installed"
 
 
+def test_the_writers_rounds_on_the_default_store_span_whole_periods_of_its_background_work() -> None:
+    """Each round of writers on the default store holds a whole number of the periods after
+    which its indexer and its checkpoints have each run once, so every round pays alike."""
+    from asides.store._drivers import CHECKPOINT_ROWS
+    from asides.store._search import INDEX_EVERY
+
+    for settings in (limits.LimitsSettings.quick(), limits.LimitsSettings.full()):
+        writes = settings.per_writer * settings.writers
+        assert writes % INDEX_EVERY == 0 and writes % CHECKPOINT_ROWS == 0 and writes == settings.normal_writes
+
+
 def test_limits_measure_every_ratio_on_a_tiny_history(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(_pg_server, "why_unavailable", lambda: "PostgreSQL is not installed")
     settings = limits.LimitsSettings(
-        sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, compile_sizes=(300,), writers=2, per_writer=3, durable_writes=4, writer_rounds=1
+        sizes=(40, 80),
+        writes=4,
+        compiles=3,
+        budget_s=0.0,
+        compile_sizes=(300,),
+        writers=2,
+        normal_writes=6,
+        durable_writes=4,
+        writer_rounds=1,
     )
     results = limits.measure(settings)
     assert set(results.appends) == {40, 80} and all(
@@ -220,7 +239,7 @@ def test_limits_measures_the_writers_on_postgresql_and_names_a_server_that_skips
     # the tests' server runs with fsync off: the output says the durable writers never waited for the disk
     assert any("fsync=off" in caveat for caveat in durability.caveats()) == (durability.fsync == "off")
     settings = limits.LimitsSettings(
-        sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, writers=2, per_writer=3, durable_writes=4, writer_rounds=1
+        sizes=(40, 80), writes=4, compiles=3, budget_s=0.0, writers=2, normal_writes=6, durable_writes=4, writer_rounds=1
     )
     urls = (pg_cluster.fresh_url(), pg_cluster.fresh_url())
     bare, add, writers = anyio.run(limits._postgres_series, *urls, durability, settings, backend="trio")
