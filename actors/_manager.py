@@ -490,4 +490,4 @@ def _not_erased(model: LogModel, summaries: Iterable[Summary]) -> tuple[Summary,
     until it next runs (and starts again, see ``Binding.catch_up``); the store no longer does."""
     if not model.erasure_count:
         return tuple(summaries)
-    return tuple(s for s in summaries if not any(model.is_erased(m) for m in s.message_ids))
+    return tuple(s for s in summaries if not model.any_erased(s.message_ids))

@@ -106,3 +106,24 @@ def test_a_union_of_numbered_ids_holds_each_once_in_id_order(parts):
 
 def test_a_union_with_ids_that_are_not_numbers_keeps_the_first_appearance_of_each():
     assert MessageIds.union([["b", "7"], ["a", "b"], ["7"]]) == ("b", "7", "a")
+
+
+async def test_whether_a_summary_covers_an_erased_message_costs_its_runs(store_path):
+    """``LogModel.any_erased`` (what a manager's summary reads check after an erasure) answers
+    for a run of a trillion ids at once: by runs and a binary search over the erasures, never id
+    by id."""
+    from asides import text
+    from asides.lowlevel import open_store
+
+    async with open_store(store_path) as store:
+        ids = [(await store.append_message("main", "user", [text(f"line {i}")])).id for i in range(6)]
+        model = store.model
+        assert not model.any_erased(MessageIds.from_runs([(0, 10**12)]))  # nothing erased yet
+        await store.erase([ids[3]], reason="asked", at=1.0)
+        erased = int(ids[3])
+        assert model.any_erased(MessageIds.from_runs([(0, 10**12)]))
+        assert model.any_erased(MessageIds.from_runs([(erased, 1)])) and model.any_erased([ids[0], ids[3]])
+        assert not model.any_erased(MessageIds.from_runs([(0, erased), (erased + 1, 10**12)]))
+        assert not model.any_erased([ids[0], ids[4]]) and not model.any_erased(["x", "01"])
+        await store.erase([ids[1]], reason="asked", at=2.0)  # a second erasure is seen too
+        assert model.any_erased(MessageIds.from_runs([(int(ids[1]), 1)]))
