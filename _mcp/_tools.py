@@ -11,6 +11,7 @@ on answering.
 
 from __future__ import annotations
 
+import heapq
 from typing import Annotated, Any, NoReturn
 
 from mcp.server.mcpserver import MCPServer
@@ -26,6 +27,7 @@ from ..store._errors import AsidesError
 from ..store._words import counted
 
 __all__ = [
+    "MAX_MEMORIES_LIMIT",
     "MAX_SEARCH_LIMIT",
     "Memories",
     "Memory",
@@ -39,6 +41,8 @@ __all__ = [
 
 #: The most hits one ``search`` answers.
 MAX_SEARCH_LIMIT = 100
+#: The most memories one ``memories`` call returns.
+MAX_MEMORIES_LIMIT = 1000
 #: The tools every server offers, in the order it lists them.
 TOOL_NAMES = ("search", "recall", "remember", "memories")
 
@@ -97,7 +101,8 @@ class Memory(BaseModel):
 class Memories(BaseModel):
     """What ``memories`` answers."""
 
-    memories: list[Memory] = Field(description="newest first (by the newest message each covers)")
+    memories: list[Memory] = Field(description="newest first (by the newest message each covers), at most the limit asked")
+    count: int = Field(description="how many memories the namespace keeps")
 
 
 def _refuse(reason: str) -> NoReturn:
@@ -219,27 +224,30 @@ def make_server(manager: ContextManager) -> MCPServer[Any]:
     @server.tool(
         title="List the memories",
         description=(
-            f"The memories of reader {reader!r}: the summaries its namespace's strategy wrote, newest first. "
-            "Empty for a strategy that writes none."
+            f"The memories of reader {reader!r}: the summaries its namespace's strategy wrote, newest first, at "
+            "most limit of them, with how many there are. Empty for a strategy that writes none."
         ),
         annotations=_READS,
     )
-    async def memories() -> Annotated[CallToolResult, Memories]:
+    async def memories(
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_MEMORIES_LIMIT, strict=True, description=f"the most memories to return (1 to {MAX_MEMORIES_LIMIT})")
+        ] = 50,
+    ) -> Annotated[CallToolResult, Memories]:
         try:
             found = manager.get_summaries_in_range()
         except AsidesError as exc:
             _refuse(str(exc))
-        ordered = sorted(found, key=lambda s: (s.last_sequence, s.first_sequence), reverse=True)
+        newest = heapq.nlargest(limit, found, key=lambda s: (s.last_sequence, s.first_sequence))
         listed = [
             Memory(id=s.id, level=s.level, text=s.text, first_sequence=s.first_sequence, last_sequence=s.last_sequence)
-            for s in ordered
+            for s in newest
         ]
-        summary = (
-            "\n".join(f"- [{m.id}, level {m.level}, #{m.first_sequence}-#{m.last_sequence}] {m.text}" for m in listed)
-            if listed
-            else "No memories."
-        )
-        return _answer(summary, Memories(memories=listed))
+        lines = [f"- [{m.id}, level {m.level}, #{m.first_sequence}-#{m.last_sequence}] {m.text}" for m in listed]
+        if len(found) > len(listed):
+            lines.insert(0, f"The newest {len(listed)} of {len(found)} memories:")
+        summary = "\n".join(lines) if lines else "No memories."
+        return _answer(summary, Memories(memories=listed, count=len(found)))
 
     return server
 

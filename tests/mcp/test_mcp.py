@@ -138,8 +138,11 @@ async def check_tool_list(client: Client) -> None:
         "default": True,
     }
     assert {"id", "sequence", "audience"} <= set(listed["remember"].output_schema["properties"])
-    assert listed["memories"].input_schema.get("properties", {}) == {}
-    assert set(listed["memories"].output_schema["properties"]) == {"memories"}
+    memories = listed["memories"].input_schema
+    assert "required" not in memories or memories["required"] == []
+    limit = memories["properties"]["limit"]
+    assert limit == limit | {"type": "integer", "default": 50, "minimum": 1, "maximum": 1000}
+    assert set(listed["memories"].output_schema["properties"]) == {"memories", "count"}
 
 
 async def check_bad_arguments(client: Client) -> None:
@@ -160,6 +163,8 @@ async def check_bad_arguments(client: Client) -> None:
     assert "limit" in await refused(client, "search", {"query": "plan", "limit": 0})
     assert "limit" in await refused(client, "search", {"query": "plan", "limit": "ten"})
     assert "query" in await refused(client, "search", {"query": ["plan"]})
+    assert "limit" in await refused(client, "memories", {"limit": 0})
+    assert "limit" in await refused(client, "memories", {"limit": 1001})
     # still answering
     assert (await call(client, "memories", {}))["memories"] == []
 
@@ -187,7 +192,7 @@ async def test_stdio_answers_for_its_reader_alone(tmp_path):
             assert "ANN-NOTE keep the crane booking" in again["text"] and "ANN-PUBLIC" in again["text"]
             assert again["messages"] == 5
 
-            assert await call(client, "memories", {}) == {"memories": []}  # passthrough keeps none
+            assert await call(client, "memories", {}) == {"memories": [], "count": 0}  # passthrough keeps none
             await check_bad_arguments(client)
 
     # Ann's lines, read back through managers of the store: bob sees the public one alone.
@@ -423,3 +428,31 @@ async def test_stdio_stops_when_its_client_closes_stdin_and_writes_nothing_else_
     async with open_runtime(path) as rt:  # the server let the file go
         with pytest.raises(asides.ReaderClaimError):
             await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="bob")
+
+
+async def test_memories_answers_the_newest_up_to_its_limit_and_how_many_there_are(store_path):
+    """A namespace whose strategy wrote memories: ``memories`` answers at most ``limit`` of them
+    (50 by default), newest first, with ``count``, how many it keeps; so its answer follows the
+    limit, not the history the namespace compressed."""
+    from asides import AutobiographicalStrategy, ExtractiveModel
+
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+        ann = await rt.open_manager(
+            "agents/ann",
+            strategy=AutobiographicalStrategy(target_chunk_tokens=40, head_window_tokens=20, recent_window_tokens=60),
+            view_reader="ann",
+        )
+        for i in range(60):
+            await ann.add_message(("user", "assistant")[i % 2], [text(f"Line {i} about the harbour plan, with a second clause.")])
+        await ann.drain()
+        kept = ann.get_summaries_in_range()
+    newest = sorted(kept, key=lambda s: (s.last_sequence, s.first_sequence), reverse=True)
+    assert len(kept) > 3
+    with trio.fail_after(3 * PATIENCE):
+        async with serving(store_path, "agents/ann", "ann") as url, over_http(url) as client:
+            few = await call(client, "memories", {"limit": 3})
+            assert few["count"] == len(kept) and [m["id"] for m in few["memories"]] == [s.id for s in newest[:3]]
+            answer = await client.call_tool("memories", {"limit": 3})
+            assert answer.content[0].text.startswith(f"The newest 3 of {len(kept)} memories:")
+            every = await call(client, "memories", {})
+            assert every["count"] == len(kept) and len(every["memories"]) == min(50, len(kept))
