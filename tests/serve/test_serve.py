@@ -885,3 +885,30 @@ async def test_a_memory_of_a_long_history_costs_a_page_what_it_shows(store_path,
     stretches = len({s["summary_id"] for s in covered}) + 2  # the memories, the head and the tail
     assert long_read <= stretches * (2 + 2 * (1200).bit_length()), (short_read, long_read)
     assert long_read < 3 * short_read, (short_read, long_read)
+
+
+async def test_left_out_places_a_memory_that_no_longer_spans_its_stretch_run_by_run(store_path):
+    """What a compile leaves out, when a memory's ids take in a message the reader does not see
+    (as after an edit that moved one out of its view): the memory's stretch of the view holds
+    fewer messages than it covers, so it is placed run by run, and the count is exact."""
+    from asides._serve._data import _left_out
+    from asides._serve._snapshots import Snapshot
+
+    async with open_runtime(store_path) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        written = [await host.add_message("user", [text(f"line {i}", ["bob"] if i == 5 else None)]) for i in range(10)]
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        seen = ann.view_messages()
+        assert len(seen) == 9
+        snapshot = Snapshot(rt, 1)
+        memory = [m.id for m in written[3:8]]  # covers 3 to 7, 5 among them
+        raw = [[written[8].id], [written[9].id]]
+        left, bounds = _left_out(snapshot, "main", seen, [memory, *raw])
+        assert left == 9 - 4 - 2 and bounds == [[0, 2]]  # 0 to 2 left out; 3, 4, 6, 7 and the raw two in
+        left, bounds = _left_out(snapshot, "main", seen, [[written[0].id], memory])
+        assert left == 9 - 1 - 4 and bounds == [[1, 2], [7, 8]]
+        # a memory that skips a message the reader sees (6, at position 5 of the view): the
+        # message between its first and last that it does not cover is left out
+        gapped = [m.id for m in (written[3], written[4], written[7], written[8])]
+        left, bounds = _left_out(snapshot, "main", seen, [gapped])
+        assert left == 9 - 4 and bounds == [[0, 2], [5, 5], [8, 8]]
