@@ -42,7 +42,7 @@ from ._errors import (
     UnknownBranchError,
 )
 from ._key_numbers import key_number
-from ._message_ids import as_message_ids
+from ._message_ids import IdRuns, as_message_ids
 from ._messages import Message, edited_version
 from ._model_parts import (
     LARGEST_AUDIENCE_BITS,
@@ -158,9 +158,8 @@ class LogModel:
         # order, and the state records replay found already overwritten (so replaying an
         # erasure record at open need not look for them).
         self._erased: dict[str, Tombstone] = {}
-        # The erased ids that are numbers, sorted, and how many erased ids they were made from
-        # (``any_erased``): made again when erasures add.
-        self._erased_numbers: tuple[int, list[int]] = (0, [])
+        # The erased ids that are numbers, as runs (``any_erased``).
+        self._erased_runs = IdRuns()
         # Every edit record's id and the message it edits, in id order, on any branch (a search
         # reads the messages whose edits its index has not reached: ``edited_since``).
         self._edit_records: list[int] = []
@@ -1113,22 +1112,14 @@ class LogModel:
 
     def any_erased(self, message_ids: Iterable[str]) -> bool:
         """Whether some message of ``message_ids`` was erased. Costs the runs of a
-        :class:`~asides.MessageIds` (a summary's), each a binary search over the erased ids,
-        never the number of ids they hold; one step an id for any other iterable."""
+        :class:`~asides.MessageIds` (a summary's), each a binary search over the runs of the
+        erased ids, never the number of ids they hold; one step an id for any other iterable."""
         if not self._erased:
             return False
         held = as_message_ids(message_ids)
         if not held.numeric:
             return any(i in self._erased for i in held)
-        made_of, numbers = self._erased_numbers
-        if made_of != len(self._erased):  # erasures only add: made again after each
-            numbers = sorted(n for n in map(key_number, self._erased) if n is not None)
-            self._erased_numbers = (len(self._erased), numbers)
-        for first, count in held.runs():
-            at = bisect_left(numbers, first)
-            if at < len(numbers) and numbers[at] < first + count:
-                return True
-        return False
+        return any(self._erased_runs.overlaps(first, count) for first, count in held.runs())
 
     def erased_positions(self, branch_name: str) -> list[int]:
         """The positions on this branch of its erased messages, sorted. Costs the erasures, never
@@ -1276,6 +1267,8 @@ class LogModel:
         self._erasures.append(erasure)
         for message_id in erasure.message_ids:
             self._erased[message_id] = Tombstone(message_id, erasure.at, erasure.reason, erasure.number)
+            if (number := key_number(message_id)) is not None:
+                self._erased_runs.add(number, 1)
             found = self._place(message_id)
             if found is None:
                 continue
