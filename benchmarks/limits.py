@@ -87,9 +87,9 @@ from ._common import (
 #: The writes after which the default store has done each piece of its periodic background
 #: work once (a batch of the search indexer every ``INDEX_EVERY`` records, a checkpoint of the
 #: write-ahead log every ``CHECKPOINT_ROWS`` rows), which stalls the writes that meet it for
-#: some milliseconds. Rounds of 800 writes met one or none of them, and the median of five
-#: rounds then compared rounds that had paid for different amounts of it (one writer's rounds
-#: took 30 or 52 µs a write by that alone); rounds of a whole number of periods pay alike.
+#: some milliseconds. A round of any other size meets one of them, or two, or none, and a
+#: median of rounds then compares rounds that paid for different amounts of it; rounds of a
+#: whole number of periods pay alike (docs/benchmarks.md, "Rounds that pay alike").
 STORE_PERIOD = math.lcm(INDEX_EVERY, CHECKPOINT_ROWS)
 
 
@@ -133,7 +133,6 @@ class LimitsSettings:
     def per_writer(self) -> int:
         """Each writer's writes in a round on the default store."""
         return max(1, self.normal_writes // self.writers)
-
 
 
 def row_body(i: int) -> str:
