@@ -144,6 +144,12 @@ class Journal(Protocol):
         below ``before`` (when given), newest first (``Store.compile_records``)."""
         ...
 
+    async def compact_disclosed(self) -> int:
+        """Merge the runs the database keeps of the ids each ``(namespace, reader, via)`` was
+        shown (store/_disclosure.py), losing none, even if this is cut short; how many rows of
+        runs it keeps then (0: a journal that keeps none)."""
+        ...
+
 
 def stopped(path: str, failure: BaseException) -> StoreFailedError:
     """The error of every call on a store whose journal stopped (``failure``)."""

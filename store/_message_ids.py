@@ -222,6 +222,10 @@ class IdRuns:
         """How many runs it holds."""
         return len(self._starts)
 
+    def runs(self) -> Iterator[tuple[int, int]]:
+        """Each run as ``(start, end)``, in order."""
+        return zip(self._starts, self._ends, strict=True)
+
     def add(self, first: int, count: int) -> None:
         """Add ``first`` ... ``first + count - 1``, merging the runs it meets or touches."""
         if count <= 0:

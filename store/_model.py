@@ -643,18 +643,28 @@ class LogModel:
         with :meth:`end_stored_open`. A message's place on its branch follows from its sequence:
         each record of a branch takes the branch's next sequence."""
         self._rows = rows
+        self.disclosure_log.read_from(rows.disclosure_page)
         self.body_cache = cache
         self.audience_bits = audience_bits_for(cache)
         self._branches = {"main": Branch("main", None, 0, stored=True)}
         self._opening = []
 
-    def end_stored_open(self, heads: Mapping[str, int], audience: Sequence[tuple[str, int, Seers | None, int]], next_id: int) -> None:
+    def end_stored_open(
+        self,
+        heads: Mapping[str, int],
+        audience: Sequence[tuple[str, int, Seers | None, int]],
+        next_id: int,
+        *,
+        disclosed: Iterable[Sequence[object]] = (),
+    ) -> None:
         """End an open begun by :meth:`read_rows_from`: each branch's head (the sequence of its
         newest record); how many messages whose body may name a reader (a superset is safe: a
         view reads each such block's messages when a count does not tell) each block of each
         branch holds (``sequence >> audience_bits``) by who sees something of them when their
-        body says (store/_seers.py), else ``None``; and the next record id. Then replays the
-        erasures the open held back."""
+        body says (store/_seers.py), else ``None``; the next record id; and the rows of the
+        table of the runs of ids each ``(namespace, reader, via)`` was shown, which the open read
+        instead of the disclosure records (store/_disclosure.py). Then replays the erasures the
+        open held back."""
         for name, head in heads.items():
             known = self._branches.get(name)
             if known is not None:
@@ -674,6 +684,7 @@ class LogModel:
                 branch.may_hold_audience = True
         self.next_id = max(self.next_id, next_id)
         self._committed_to = self.next_id - 1
+        self.disclosure_log.take_runs(disclosed, self._committed_to)
         held, self._opening = self._opening or [], None
         for record_id, body in held:
             parsed = parse_erasure(body)
@@ -705,6 +716,7 @@ class LogModel:
         if record_id <= self._committed_to:
             return
         self._committed_to = record_id
+        self.disclosure_log.committed(record_id)
         if self._pinned:
             moved = [i for i in self._pinned if i <= record_id]
             for pinned in moved:

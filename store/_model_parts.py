@@ -106,6 +106,10 @@ class StoredRows(Protocol):
         """``(id, branch, seq, body)`` of the first ``limit`` message records with ids above ``after``, in id order."""
         ...
 
+    def disclosure_page(self, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """``(id, body)`` of the first ``limit`` disclosure records with ids above ``after``, in id order."""
+        ...
+
 
 def record_of(message_id: str) -> int | None:
     """The record id a message id is the decimal form of, or ``None``."""

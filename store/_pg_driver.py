@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 
 from ._compile_records import compile_rows_query
+from ._disclosure import merged_runs
 from ._key_numbers import key_number
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import (
@@ -73,9 +74,18 @@ PAGE_ROWS = 5000
 #: other than messages and compile records, and where the messages stand whose body may name a
 #: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes.
 _SELECT_RECORDS_AFTER = (
-    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND id > %s ORDER BY id LIMIT %s"
+    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND kind <> 'disclosure' "
+    "AND id > %s ORDER BY id LIMIT %s"
 )
 _MAY_NAME_A_READER = may_name_a_reader("")
+#: A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
+_SELECT_DISCLOSURES_AFTER = (
+    "SELECT id, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND kind = 'disclosure' AND id > %s ORDER BY id LIMIT %s"
+)
+#: The lock a compaction of ``asides_log_disclosed`` holds (``Connection.compact_disclosed``).
+COMPACTION_LOCK_NAME = "disclosed runs"
+#: The runs of ids each (namespace, reader, via) was shown (``PG_DISCLOSED_TABLE``).
+_SELECT_DISCLOSED = "SELECT namespace, reader, via, first, stop FROM asides_log_disclosed"
 #: How many such messages each block of each branch holds (``seq >> n``), by the summary of who
 #: sees them that their bodies record (``NULL``: none).
 _COUNT_AUDIENCE = (
@@ -348,11 +358,14 @@ class Connection:
         row = self._conn.execute(PG_STORED_MADE).fetchone()
         return bool(row[0])
 
-    def stored_open(self, bits: int) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], int]:
-        """In one snapshot: every record other than messages and compile records (in id order),
-        each branch's newest sequence, how many messages whose body may name a reader each
-        block of ``1 << bits`` sequences of each branch holds by the summary of who sees them
-        that their bodies record (store/_seers.py), and the newest record id."""
+    def stored_open(
+        self, bits: int
+    ) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], list[tuple[Any, ...]], int]:
+        """In one snapshot: every record other than messages, compile and disclosure records (in
+        id order), each branch's newest sequence, how many messages whose body may name a reader
+        each block of ``1 << bits`` sequences of each branch holds by the summary of who sees
+        them that their bodies record (store/_seers.py), the runs of ids each ``(namespace,
+        reader, via)`` was shown (store/_disclosure.py), and the newest record id."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
@@ -369,8 +382,28 @@ class Connection:
                 counted = self._conn.execute(_COUNT_AUDIENCE, (bits,)).fetchall()
                 undecided = self._conn.execute(_SELECT_UNDECIDED).fetchall()
             audience = audience_groups(counted, undecided, bits)
+            disclosed = self._conn.execute(_SELECT_DISCLOSED).fetchall()
             newest = self._conn.execute("SELECT max(id) FROM asides_log").fetchone()[0]
-        return rows, heads, audience, int(newest or 0)
+        return rows, heads, audience, disclosed, int(newest or 0)
+
+    def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(i), body) for i, body in self._conn.execute(_SELECT_DISCLOSURES_AFTER, (after, limit)).fetchall()]
+
+    def compact_disclosed(self) -> int:
+        """Merge the runs of ``asides_log_disclosed``, in one transaction that holds off every
+        other process's compaction: the rows read are deleted by id, so a row another process
+        commits meanwhile is kept. How many rows the table holds then."""
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(self.schema, COMPACTION_LOCK_NAME),))
+            rows = self._conn.execute("SELECT id, namespace, reader, via, first, stop FROM asides_log_disclosed").fetchall()
+            if rows:
+                merged = merged_runs(row[1:] for row in rows)
+                with self._conn.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) VALUES (%s, %s, %s, %s, %s)", merged
+                    )
+                self._conn.execute("DELETE FROM asides_log_disclosed WHERE id = ANY(%s)", ([row[0] for row in rows],))
+            return int(self._conn.execute("SELECT count(*) FROM asides_log_disclosed").fetchone()[0])
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"

@@ -266,12 +266,57 @@ PG_STORED_INDEXES = (
     "ON CONFLICT (branch, block, seers) DO NOTHING",
 )
 
-#: Whether the store has everything ``PG_STORED_INDEXES`` makes: then an open reads through it,
-#: and a writing open makes none of it again.
+#: The runs of ids each ``(namespace, reader, via)`` was shown (store/_disclosure.py): a row a
+#: run of each disclosure record, made by a trigger on the log, merged now and then
+#: (``Connection.compact_disclosed``), so that an open reads them instead of the records.
+PG_DISCLOSED_TABLE = (
+    "CREATE TABLE IF NOT EXISTS asides_log_disclosed (id bigserial PRIMARY KEY, namespace text, reader text, via text, "
+    "first bigint, stop bigint)",
+    # A disclosure record's runs, or none when its body is not one a store writes.
+    """CREATE OR REPLACE FUNCTION asides_disclosed_runs(body text)
+    RETURNS TABLE (namespace text, reader text, via text, first bigint, stop bigint) LANGUAGE plpgsql IMMUTABLE AS $$
+    DECLARE
+        doc jsonb;
+    BEGIN
+        doc := body::jsonb;
+        IF jsonb_typeof(doc -> 'ids') <> 'array' THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT doc ->> 'ns', doc ->> 'r', doc ->> 'v', (a.v)::bigint, (a.v)::bigint + (b.v)::bigint
+            FROM jsonb_array_elements(doc -> 'ids') WITH ORDINALITY AS a(v, n)
+            JOIN jsonb_array_elements(doc -> 'ids') WITH ORDINALITY AS b(v, n) ON b.n = a.n + 1
+            WHERE a.n % 2 = 1 AND jsonb_typeof(a.v) = 'number' AND jsonb_typeof(b.v) = 'number';
+    EXCEPTION WHEN others THEN
+        RETURN;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION asides_note_disclosed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) SELECT * FROM asides_disclosed_runs(NEW.body);
+        RETURN NULL;
+    END $$""",
+    "CREATE OR REPLACE TRIGGER asides_disclosed_written AFTER INSERT ON asides_log FOR EACH ROW WHEN (NEW.kind = 'disclosure') "
+    "EXECUTE FUNCTION asides_note_disclosed()",
+    # A store made before the table: its records' runs, once (the trigger, made above in this
+    # same transaction, holds off other writers until it commits).
+    "INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) SELECT d.* FROM asides_log AS l, "
+    "asides_disclosed_runs(l.body) AS d WHERE l.kind = 'disclosure' ORDER BY l.id",
+)
+
+#: Whether the store has everything ``PG_STORED_INDEXES`` and ``PG_DISCLOSED_TABLE`` make: then
+#: an open reads through it, and a writing open makes none of it again.
 PG_STORED_MADE: Final = (
     "SELECT to_regclass('asides_log_records') IS NOT NULL AND to_regclass('asides_log_audience') IS NOT NULL "
-    "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL"
+    "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
+    "AND to_regclass('asides_log_disclosed') IS NOT NULL"
 )
+
+
+def _make_disclosed(conn: Any) -> None:
+    """Make ``PG_DISCLOSED_TABLE``, filled from the log, when the store has none (in the
+    connection's transaction, which holds the creation lock)."""
+    if not conn.execute("SELECT to_regclass('asides_log_disclosed') IS NOT NULL").fetchone()[0]:
+        for statement in PG_DISCLOSED_TABLE:
+            conn.execute(statement)
 
 
 def _make_search(conn: Any) -> None:
@@ -282,6 +327,7 @@ def _make_search(conn: Any) -> None:
     conn.execute(PG_COMPILE_INDEX)
     for statement in PG_STORED_INDEXES:
         conn.execute(statement)
+    _make_disclosed(conn)
     conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
     conn.execute(
         "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
@@ -302,6 +348,7 @@ def prepare_search(conn: Any) -> None:
     if not conn.execute(PG_STORED_MADE).fetchone()[0]:
         with conn.transaction():  # a store made before them: made once, by its first writing open
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+            _make_disclosed(conn)
             for statement in PG_STORED_INDEXES:
                 conn.execute(statement)
     if search_state(conn) is not None:

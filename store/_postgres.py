@@ -182,13 +182,13 @@ class PostgresJournal:
             # The messages stay in the database: the records other than messages, the heads and
             # where the messages that may name a reader stand, in one snapshot.
             self._model.read_rows_from(self, self._body_cache)
-            rows, heads, audience, newest = await anyio.to_thread.run_sync(connection.stored_open, self._model.audience_bits)
+            rows, heads, audience, disclosed, newest = await anyio.to_thread.run_sync(connection.stored_open, self._model.audience_bits)
             try:
                 self._model.replay(rows)
             except RecordTypeError as exc:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
             self._model.opened_records += len(rows)
-            self._model.end_stored_open(heads, audience, newest + 1)
+            self._model.end_stored_open(heads, audience, newest + 1, disclosed=disclosed)
             self._applied = self._announced = newest
         else:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
@@ -845,6 +845,14 @@ class PostgresJournal:
 
     def message_page(self, after: int, limit: int) -> list[tuple[int, str, int, str | None]]:
         return self._read(lambda connection: connection.message_page(after, limit))
+
+    def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return self._read(lambda connection: connection.disclosure_page(after, limit))
+
+    async def compact_disclosed(self) -> int:
+        """Merge the runs the store keeps of the ids shown (``Connection.compact_disclosed``),
+        on the index's connection, so no commit waits for it."""
+        return await self._on_index_connection(lambda connection: connection.compact_disclosed(), "merging the runs of ids shown")
 
     def _read(self, fn: Callable[[Connection], T]) -> T:
         with self._body_lock:

@@ -38,6 +38,7 @@ import anyio
 import anyio.lowlevel
 
 from ._compile_records import compile_index, compile_rows_query
+from ._disclosure import merged_runs
 from ._drivers import Driver, ImmutableCheck, _file_stamp, _read_only_target
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import StoreCorruptError, StoreFailedError
@@ -140,8 +141,34 @@ SEERS_TABLE: Final = (
     "DELETE FROM log_seers WHERE branch = OLD.branch AND seq = OLD.seq; END",
     f"INSERT INTO log_seers (branch, seq, seers) SELECT branch, seq, {_summary_of('')} FROM log WHERE {_may_name_a_reader('')}",
 )
-#: The names ``STORED_INDEXES`` and ``SEERS_TABLE`` make: a file with all of them is opened
-#: without reading its messages.
+
+
+def _disclosed_runs(row: str, tables: str = "") -> str:
+    """SQL: the rows of ``log_disclosed`` the disclosure record ``row`` (``NEW.``, or
+    ``records.`` with ``tables`` naming that table first in the ``FROM`` clause: ``'records, '``)
+    makes, one a run of its ids (store/_disclosure.py), from a valid JSON body."""
+    body = f"{row}body"
+    return (
+        f"SELECT json_extract({body}, '$.ns'), json_extract({body}, '$.r'), json_extract({body}, '$.v'), a.value, a.value + b.value "
+        f"FROM {tables}json_each({body}, '$.ids') AS a JOIN json_each({body}, '$.ids') AS b ON b.key = a.key + 1 "
+        "WHERE a.key % 2 = 0 AND a.type = 'integer' AND b.type = 'integer'"
+    )
+
+
+#: The runs of ids each ``(namespace, reader, via)`` was shown (store/_disclosure.py): a row a
+#: run of each disclosure record, made by a trigger on the log, merged now and then
+#: (``SqliteJournal.compact_disclosed``), so that an open reads them instead of the records. A
+#: writing open makes it, filled from the log, when the file has none.
+DISCLOSED_TABLE: Final = (
+    "CREATE TABLE log_disclosed (id INTEGER PRIMARY KEY, namespace TEXT, reader TEXT, via TEXT, first INTEGER, stop INTEGER)",
+    "CREATE TRIGGER log_disclosed_written AFTER INSERT ON log WHEN NEW.kind = 'disclosure' AND json_valid(NEW.body) BEGIN "
+    f"INSERT INTO log_disclosed (namespace, reader, via, first, stop) {_disclosed_runs('NEW.')}; END",
+    "INSERT INTO log_disclosed (namespace, reader, via, first, stop) "
+    "WITH records AS MATERIALIZED (SELECT id, body FROM log WHERE kind = 'disclosure' AND json_valid(body)) "
+    f"{_disclosed_runs('records.', tables='records, ')} ORDER BY records.id",
+)
+#: The names ``STORED_INDEXES``, ``SEERS_TABLE`` and ``DISCLOSED_TABLE`` make: a file with all of
+#: them is opened without reading its messages.
 STORED_NAMES: Final = (
     "log_place",
     "log_records",
@@ -153,6 +180,8 @@ STORED_NAMES: Final = (
     "log_seers_blocks",
     "log_seers_counted",
     "log_seers_uncounted",
+    "log_disclosed",
+    "log_disclosed_written",
 )
 
 
@@ -162,17 +191,18 @@ async def make_stored_indexes(driver: Driver) -> None:
     transaction)."""
     for statement in STORED_INDEXES:
         await driver.execute(statement)
-    if (await driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'log_seers'"))[0][0]:
-        return
-    await driver.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in SEERS_TABLE:
-            await driver.execute(statement)
-        await driver.execute("COMMIT")
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await driver.execute("ROLLBACK")
-        raise
+    for table, statements in (("log_seers", SEERS_TABLE), ("log_disclosed", DISCLOSED_TABLE)):
+        if (await driver.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)))[0][0]:
+            continue
+        await driver.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in statements:
+                await driver.execute(statement)
+            await driver.execute("COMMIT")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await driver.execute("ROLLBACK")
+            raise
 #: What an erasure rewrites in a store file so that no file keeps the erased bytes (its
 #: receipt: ``Erasure.rewrites``), all by the time ``erase`` returns.
 REWRITES: Final = (
@@ -180,6 +210,7 @@ REWRITES: Final = (
     "the search index: the records' entries deleted in that transaction, and its segments merged (FTS5 optimize)",
     "the write-ahead log: truncated right after that commit (a reader in another process may delay it: logged)",
 )
+_INSERT_DISCLOSED = "INSERT INTO log_disclosed (namespace, reader, via, first, stop) VALUES "
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
 #: A lone write lets other tasks run before its commit at least once in this many writes.
@@ -272,6 +303,7 @@ class SqliteJournal:
         self._index_reached = 1
         self._index_wanted = anyio.Event()
         self._index_lock = anyio.Lock()
+        self._compact_lock = anyio.Lock()
         self._build_statement = sqlite_build_statement()
         #: The newest committed record (commits are made in id order): the indexer reads no further.
         self._committed_to = 0
@@ -354,8 +386,9 @@ class SqliteJournal:
             else:
                 counted = await self._driver.execute(COUNT_AUDIENCE, (bits,))
             audience = audience_groups(counted, await self._driver.execute(SELECT_UNDECIDED), bits)
+            disclosed = await self._driver.execute(SELECT_DISCLOSED)
             newest = await self._driver.execute("SELECT max(id) FROM log")
-        self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1)
+        self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1, disclosed=disclosed)
 
     @property
     def closed(self) -> bool:
@@ -549,6 +582,27 @@ class SqliteJournal:
 
     def all_message_ids(self) -> list[int]:
         return [int(row[0]) for row in self._read("SELECT id FROM log WHERE kind = 'message' ORDER BY id", ())]
+
+    def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_PAGE, (after, limit))]
+
+    async def compact_disclosed(self) -> int:
+        """Merge the runs of ``log_disclosed`` (``DISCLOSED_TABLE``): the merged rows written,
+        then the rows they merge deleted, each statement between two commits or inside one (a
+        crash between them leaves runs twice, which changes no answer). Returns how many rows
+        the table holds then. Waits first for the commit of every write already queued (whose
+        records' runs are then in the table)."""
+        async with self._compact_lock:
+            await self._queued_committed()
+            rows = await self._driver.execute("SELECT id, namespace, reader, via, first, stop FROM log_disclosed")
+            if rows:
+                merged = merged_runs(row[1:] for row in rows)
+                for start in range(0, len(merged), _ROWS_PER_STATEMENT):
+                    chunk = merged[start : start + _ROWS_PER_STATEMENT]
+                    values = [v for run in chunk for v in run]
+                    await self._driver.execute(_INSERT_DISCLOSED + ",".join(["(?,?,?,?,?)"] * len(chunk)), values)
+                await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
+            return int((await self._driver.execute("SELECT count(*) FROM log_disclosed"))[0][0])
 
     def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
         """Rows of a read of committed records, synchronously, on the connection that reads what
@@ -893,8 +947,15 @@ SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORD
 # At the open of a file with ``STORED_INDEXES``: the records other than messages and compile records,
 # and where the messages stand whose body may name a reader (by the same test).
 SELECT_RECORDS_PAGE = (
-    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND id > ? ORDER BY id LIMIT ?"
+    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND kind != 'disclosure' "
+    "AND id > ? ORDER BY id LIMIT ?"
 )
+# A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
+SELECT_DISCLOSURES_PAGE = (
+    "SELECT id, body FROM log WHERE kind NOT IN ('message', 'compile') AND kind = 'disclosure' AND id > ? ORDER BY id LIMIT ?"
+)
+# The runs of ids each (namespace, reader, via) was shown, as ``log_disclosed`` holds them.
+SELECT_DISCLOSED = "SELECT namespace, reader, via, first, stop FROM log_disclosed"
 # How many messages that may name a reader each block of each branch holds (``seq >> ?``), by the
 # summary of who sees them, from the index of ``log_seers`` alone; and those with no summary.
 COUNT_AUDIENCE = "SELECT branch, seq >> ?, seers, count(*) FROM log_seers WHERE seers != '?' GROUP BY 1, 2, 3"

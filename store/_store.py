@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import attrs
 
 from .._deprecate import deprecated
@@ -64,7 +65,8 @@ class StoreStatistics:
     #: :meth:`Store.sync`, and a shared store's catching up as it commits).
     caught_up_records: int
     #: Records the open read into memory: on a store file or a PostgreSQL store with the indexes
-    #: it reads through, the records other than messages (and compile records); otherwise every one.
+    #: it reads through, the records other than messages (and compile and disclosure records);
+    #: otherwise every one.
     records_read_at_open: int = 0
     #: Messages read back from the database since the open (each read of one counts).
     messages_read: int = 0
@@ -74,6 +76,13 @@ class StoreStatistics:
     #: Blocks of sequences whose messages that may name a reader were read back from the
     #: database since the open (a reader's view reads a block when a read first reaches it).
     audience_blocks_read: int = 0
+    #: Rows of runs of ids shown the open read instead of the disclosure records (a store file
+    #: or PostgreSQL store with the indexes it reads through; the rows are merged as they grow,
+    #: so they follow how scattered the ids shown are, not how many compiles showed them).
+    disclosed_runs_read_at_open: int = 0
+    #: Disclosure records in memory now: on a store that reads its messages back, those not yet
+    #: committed (an audit reads the others from the database); otherwise every one.
+    disclosure_records_in_memory: int = 0
 
 
 class Store:
@@ -125,6 +134,8 @@ class Store:
             messages_read=model.messages_read,
             messages_in_memory=model.messages_in_memory(),
             audience_blocks_read=model.audience_blocks_read,
+            disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
+            disclosure_records_in_memory=len(model.disclosure_log),
         )
 
     @property
@@ -373,6 +384,22 @@ class Store:
         # 20k-message compile about 13% (docs/benchmarks.md). A failed commit stops the store, so
         # every later call says so.
         await self._journal.commit(rows, durable=via == "compression")
+        if fresh and self._model.disclosure_log.compaction_due():
+            await self._compact_disclosed()
+
+    async def _compact_disclosed(self) -> None:
+        """Merge the database's runs of the ids shown (store/_disclosure.py), so that an open
+        reads as many rows as the ids shown are scattered, not one a record. Not cut short by a
+        cancellation (it is a few statements); a failure is logged, and the next disclosure
+        tries again later (the runs stay as they were, merged or not)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                rows = await self._journal.compact_disclosed()
+            except Exception as exc:  # noqa: BLE001 - logged: the runs are right, only less compact
+                log.warning("the runs of ids shown in %r could not be merged: %r", self.path, exc)
+                self._model.disclosure_log.compacted(0)
+                return
+        self._model.disclosure_log.compacted(rows)
 
     async def compile_records(
         self, *, namespace: str | None = None, branch: str | None = None, limit: int = 200

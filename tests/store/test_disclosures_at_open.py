@@ -1,0 +1,129 @@
+"""An open reads the runs of ids each (namespace, reader, way) was shown, not the disclosure
+records: what it reads follows how scattered the ids shown are, never how many compiles showed
+them, and an audit after the open (which reads the records from the database) answers as the
+process that wrote them did."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from asides import PassthroughStrategy, open_runtime, text
+from asides.lowlevel import open_store
+
+BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
+
+
+async def disclose_one_at_a_time(path: str, count: int) -> list[str]:
+    """``count`` messages, then one disclosure record for each: to ann every message (one run
+    in all), to bob every other one (a run each)."""
+    async with open_store(path) as store:
+        messages = await store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(count)])
+        ids = [m.id for m in messages]
+        for i, message_id in enumerate(ids):
+            await store.record_disclosure("agents/a", "ann", "main", "compile", [message_id])
+            if i % 2 == 0:
+                await store.record_disclosure("agents/a", "bob", "main", "compile", [message_id])
+        return ids
+
+
+@pytest.mark.parametrize("count", [1_500, 3_000])
+async def test_an_open_reads_runs_that_follow_the_ids_scattered_not_the_compiles(store_path: str, count: int) -> None:
+    ids = await disclose_one_at_a_time(store_path, count)
+    async with open_store(store_path, read_only=True) as store:
+        opened = store.statistics()
+        assert opened.records_read_at_open == 0, "no disclosure record is read at the open"
+        assert opened.disclosure_records_in_memory == 0
+        # ann's ids make one run, bob's one run each; the table is merged whenever it holds more
+        # than twice that plus 1,024 rows, whatever the number of records (1.5 a message here).
+        runs = 1 + count // 2
+        assert opened.disclosed_runs_read_at_open <= 2 * runs + 1_024 + 2
+        # What was shown is known as before: a compile names only what is new.
+        assert await store.record_disclosure("agents/a", "ann", "main", "compile", ids) is None
+    async with open_store(store_path) as store:
+        before = len(await store.records())
+        await store.record_disclosure("agents/a", "ann", "main", "compile", ids)
+        await store.record_disclosure("agents/a", "bob", "main", "compile", ids[1:4])
+        records = await store.records()
+        assert len(records) == before + 1, "ann was shown them all: only bob's new ones are recorded"
+        assert json.loads(records[-1][5])["ids"] == [int(ids[1]), 1, int(ids[3]), 1]
+        (shown,) = [d for d in store.disclosures(ids[-1]) if d.reader == "ann"]
+        assert shown.via == "compile"
+        assert len(store.disclosures_to("bob")) == count // 2 + (count % 2) + 2
+
+
+async def test_an_audit_after_the_open_answers_as_the_writer_did(store_path: str) -> None:
+    async with open_runtime(store_path, message_cache=4) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        bob = await rt.open_manager("agents/bob", strategy=PassthroughStrategy(), view_reader="bob")
+        ids = []
+        for i in range(30):
+            block = text(f"line {i} for bob alone", audience=["bob"]) if i % 3 == 0 else text(f"line {i}")
+            ids.append((await ann.add_message("user", [block])).id)
+            await (ann if i % 2 else bob).compile(**BIG)
+            if i % 5 == 0:
+                await ann.preview_context(**BIG)
+        await bob.compile(**BIG)
+        await ann.search("line")
+        by_message = {i: rt.disclosures(i) for i in ids}
+        to_reader = {r: rt.disclosures_to(r) for r in ("ann", "bob", None)}
+        exported = rt.store.disclosure_records()
+    assert all(d.reader != "ann" for i in ids[::3] for d in by_message[i]), "nothing for bob alone was shown to ann"
+    assert {d.via for d in to_reader["ann"]} == {"compile", "preview", "search"}
+    async with open_runtime(store_path, message_cache=4) as rt:
+        opened = rt.store.statistics()
+        assert opened.disclosure_records_in_memory == 0
+        assert {i: rt.disclosures(i) for i in ids} == by_message
+        assert {r: rt.disclosures_to(r) for r in ("ann", "bob", None)} == to_reader
+        assert rt.store.disclosure_records() == exported
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        await ann.compile(**BIG)
+        assert rt.disclosures_to("ann") == to_reader["ann"], "nothing new to ann: nothing recorded"
+        new = await ann.add_message("user", [text("one more")])
+        await ann.compile(**BIG)
+        assert [d.via for d in rt.disclosures(new.id)] == ["compile"], "a record not yet committed is answered from memory"
+        assert len(rt.store.disclosure_records()) == len(exported) + 1
+
+
+async def test_a_host_that_never_reopens_keeps_only_the_records_not_yet_committed(store_path: str) -> None:
+    async with open_runtime(store_path) as rt:
+        ann = await rt.open_manager("agents/ann", strategy=PassthroughStrategy(), view_reader="ann")
+        for i in range(200):
+            await ann.add_message("user", [text(f"m{i}")])
+            await ann.compile(**BIG)
+        await rt.store.sync()
+        await ann.add_message("user", [text("one more")])  # a durable write: every compile before it is committed
+        assert rt.store.statistics().disclosure_records_in_memory <= 1
+        assert len(rt.disclosures_to("ann")) == 200
+
+
+async def _drop_the_runs_table(path: str) -> None:
+    if path.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(path, autocommit=True) as connection:
+            connection.execute("DROP TRIGGER asides_disclosed_written ON asides_log")
+            connection.execute("DROP FUNCTION asides_note_disclosed()")
+            connection.execute("DROP FUNCTION asides_disclosed_runs(text)")
+            connection.execute("DROP TABLE asides_log_disclosed")
+    else:
+        with sqlite3.connect(path) as connection:
+            connection.execute("DROP TRIGGER log_disclosed_written")
+            connection.execute("DROP TABLE log_disclosed")
+
+
+async def test_a_store_made_before_the_runs_table_gets_it_filled_from_the_records(store_path: str) -> None:
+    ids = await disclose_one_at_a_time(store_path, 40)
+    await _drop_the_runs_table(store_path)
+    async with open_store(store_path, read_only=True) as store:  # a read-only open makes nothing: it reads the records
+        assert store.statistics().records_read_at_open >= 60
+        assert len(store.disclosures_to("bob")) == 20
+    async with open_store(store_path) as store:  # makes it, filled from the log
+        assert await store.record_disclosure("agents/a", "bob", "main", "compile", ids[::2]) is None
+        assert len(await store.records()) == 40 + 60, "nothing new to record"
+    async with open_store(store_path, read_only=True) as store:
+        opened = store.statistics()
+        assert (opened.records_read_at_open, opened.disclosed_runs_read_at_open) == (0, 60)
+        assert len(store.disclosures_to("bob")) == 20 and len(store.disclosures_to("ann")) == 40
