@@ -210,8 +210,10 @@ class DisclosureLog:
         # Where committed records are read (``read_from``), and the newest record committed.
         self._page: Callable[[int, int], Sequence[tuple[int, str]]] | None = None
         self._committed_to = 0
-        # How many rows the database's table of disclosed runs holds, as far as this log knows.
+        # How many rows the database's table of disclosed runs holds, as far as this log knows,
+        # and how many it held when a merge of them last failed.
         self._table_runs = 0
+        self._failed_at = -COMPACTION_SLACK
         #: Rows of that table the open read (``take_runs``).
         self.runs_read_at_open = 0
 
@@ -253,12 +255,20 @@ class DisclosureLog:
 
     def compaction_due(self) -> bool:
         """Whether the table of disclosed runs holds more than twice its runs merged, plus
-        :data:`COMPACTION_SLACK` (as far as this log knows)."""
+        :data:`COMPACTION_SLACK` (as far as this log knows), and :data:`COMPACTION_SLACK` more
+        than when a merge last failed."""
+        if self._table_runs <= self._failed_at + COMPACTION_SLACK:
+            return False
         return self._table_runs > 2 * sum(len(runs) for runs in self._seen.values()) + COMPACTION_SLACK
 
-    def compacted(self, rows: int) -> None:
-        """The table of disclosed runs was compacted and holds ``rows`` rows."""
-        self._table_runs = rows
+    def compacted(self, deleted: int, written: int) -> None:
+        """A merge of the table of disclosed runs deleted ``deleted`` rows and wrote ``written``."""
+        self._table_runs += written - deleted
+
+    def compaction_failed(self) -> None:
+        """A merge of the table of disclosed runs failed: the next is due once the table grew
+        by :data:`COMPACTION_SLACK` rows."""
+        self._failed_at = self._table_runs
 
     # -- taking records in --------------------------------------------------------------------
 

@@ -144,10 +144,10 @@ class Journal(Protocol):
         below ``before`` (when given), newest first (``Store.compile_records``)."""
         ...
 
-    async def compact_disclosed(self) -> int:
+    async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs the database keeps of the ids each ``(namespace, reader, via)`` was
         shown (store/_disclosure.py), losing none, even if this is cut short; how many rows of
-        runs it keeps then (0: a journal that keeps none)."""
+        runs it deleted and how many it wrote (none: a journal that keeps no runs)."""
         ...
 
 

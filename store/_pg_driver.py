@@ -74,13 +74,13 @@ PAGE_ROWS = 5000
 #: other than messages and compile records, and where the messages stand whose body may name a
 #: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes.
 _SELECT_RECORDS_AFTER = (
-    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND kind <> 'disclosure' "
+    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure') "
     "AND id > %s ORDER BY id LIMIT %s"
 )
 _MAY_NAME_A_READER = may_name_a_reader("")
 #: A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
 _SELECT_DISCLOSURES_AFTER = (
-    "SELECT id, body FROM asides_log WHERE kind NOT IN ('message', 'compile') AND kind = 'disclosure' AND id > %s ORDER BY id LIMIT %s"
+    "SELECT id, body FROM asides_log WHERE kind = 'disclosure' AND id > %s ORDER BY id LIMIT %s"
 )
 #: The lock a compaction of ``asides_log_disclosed`` holds (``Connection.compact_disclosed``).
 COMPACTION_LOCK_NAME = "disclosed runs"
@@ -389,21 +389,22 @@ class Connection:
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(i), body) for i, body in self._conn.execute(_SELECT_DISCLOSURES_AFTER, (after, limit)).fetchall()]
 
-    def compact_disclosed(self) -> int:
+    def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs of ``asides_log_disclosed``, in one transaction that holds off every
         other process's compaction: the rows read are deleted by id, so a row another process
-        commits meanwhile is kept. How many rows the table holds then."""
+        commits meanwhile is kept. How many rows it deleted and how many it wrote."""
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(self.schema, COMPACTION_LOCK_NAME),))
             rows = self._conn.execute("SELECT id, namespace, reader, via, first, stop FROM asides_log_disclosed").fetchall()
-            if rows:
-                merged = merged_runs(row[1:] for row in rows)
-                with self._conn.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) VALUES (%s, %s, %s, %s, %s)", merged
-                    )
-                self._conn.execute("DELETE FROM asides_log_disclosed WHERE id = ANY(%s)", ([row[0] for row in rows],))
-            return int(self._conn.execute("SELECT count(*) FROM asides_log_disclosed").fetchone()[0])
+            if not rows:
+                return 0, 0
+            merged = merged_runs(row[1:] for row in rows)
+            with self._conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) VALUES (%s, %s, %s, %s, %s)", merged
+                )
+            self._conn.execute("DELETE FROM asides_log_disclosed WHERE id = ANY(%s)", ([row[0] for row in rows],))
+            return len(rows), len(merged)
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"

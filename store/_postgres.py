@@ -849,7 +849,7 @@ class PostgresJournal:
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return self._read(lambda connection: connection.disclosure_page(after, limit))
 
-    async def compact_disclosed(self) -> int:
+    async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs the store keeps of the ids shown (``Connection.compact_disclosed``),
         on the index's connection, so no commit waits for it."""
         return await self._on_index_connection(lambda connection: connection.compact_disclosed(), "merging the runs of ids shown")

@@ -86,12 +86,16 @@ CREATE TABLE IF NOT EXISTS log (
 )
 """
 #: The indexes a store file's open reads instead of its messages (``SqliteJournal.replay``): each
-#: message's place by branch and sequence, and the records other than messages (and compile
-#: records). With ``SEERS_TABLE``, what a writing open makes (``make_stored_indexes``); a file
-#: without them is read whole.
+#: message's place by branch and sequence, and the records other than messages, compile and
+#: disclosure records; and the one an audit reads the disclosure records through. With
+#: ``SEERS_TABLE`` and ``DISCLOSED_TABLE``, what a writing open makes (``make_stored_indexes``);
+#: a file without them is read whole. (``log_records``, which held the disclosure records with
+#: the others, made an open scan them all: it goes.)
 STORED_INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
-    "CREATE INDEX IF NOT EXISTS log_records ON log (id) WHERE kind NOT IN ('message', 'compile')",
+    "CREATE INDEX IF NOT EXISTS log_other_records ON log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure')",
+    "CREATE INDEX IF NOT EXISTS log_disclosures ON log (id) WHERE kind = 'disclosure'",
+    "DROP INDEX IF EXISTS log_records",
 )
 
 
@@ -171,7 +175,8 @@ DISCLOSED_TABLE: Final = (
 #: them is opened without reading its messages.
 STORED_NAMES: Final = (
     "log_place",
-    "log_records",
+    "log_other_records",
+    "log_disclosures",
     "log_seers",
     "log_seers_written",
     "log_seers_rewritten",
@@ -586,23 +591,25 @@ class SqliteJournal:
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_PAGE, (after, limit))]
 
-    async def compact_disclosed(self) -> int:
+    async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs of ``log_disclosed`` (``DISCLOSED_TABLE``): the merged rows written,
-        then the rows they merge deleted, each statement between two commits or inside one (a
-        crash between them leaves runs twice, which changes no answer). Returns how many rows
-        the table holds then. Waits first for the commit of every write already queued (whose
-        records' runs are then in the table)."""
+        then the rows read deleted (a row written later takes a higher id), each statement
+        between two commits or inside one (a crash between them leaves runs twice, which changes
+        no answer). Returns how many rows it deleted and how many it wrote. Waits first for the
+        commit of the writes queued (a commit under way may still be adding its rows: they
+        are left for the next merge)."""
         async with self._compact_lock:
             await self._queued_committed()
             rows = await self._driver.execute("SELECT id, namespace, reader, via, first, stop FROM log_disclosed")
-            if rows:
-                merged = merged_runs(row[1:] for row in rows)
-                for start in range(0, len(merged), _ROWS_PER_STATEMENT):
-                    chunk = merged[start : start + _ROWS_PER_STATEMENT]
-                    values = [v for run in chunk for v in run]
-                    await self._driver.execute(_INSERT_DISCLOSED + ",".join(["(?,?,?,?,?)"] * len(chunk)), values)
-                await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
-            return int((await self._driver.execute("SELECT count(*) FROM log_disclosed"))[0][0])
+            if not rows:
+                return 0, 0
+            merged = merged_runs(row[1:] for row in rows)
+            for start in range(0, len(merged), _ROWS_PER_STATEMENT):
+                chunk = merged[start : start + _ROWS_PER_STATEMENT]
+                values = [v for run in chunk for v in run]
+                await self._driver.execute(_INSERT_DISCLOSED + ",".join(["(?,?,?,?,?)"] * len(chunk)), values)
+            await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
+            return len(rows), len(merged)
 
     def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
         """Rows of a read of committed records, synchronously, on the connection that reads what
@@ -944,15 +951,14 @@ SELECT_PAGE_LEAVING_BODIES = (
     "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log WHERE id > ? ORDER BY id LIMIT ?"
 )
 SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
-# At the open of a file with ``STORED_INDEXES``: the records other than messages and compile records,
-# and where the messages stand whose body may name a reader (by the same test).
+# At the open of a file with ``STORED_INDEXES``: the records other than messages, compile and
+# disclosure records (through ``log_other_records``).
 SELECT_RECORDS_PAGE = (
-    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile') AND kind != 'disclosure' "
-    "AND id > ? ORDER BY id LIMIT ?"
+    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
 )
 # A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
 SELECT_DISCLOSURES_PAGE = (
-    "SELECT id, body FROM log WHERE kind NOT IN ('message', 'compile') AND kind = 'disclosure' AND id > ? ORDER BY id LIMIT ?"
+    "SELECT id, body FROM log WHERE kind = 'disclosure' AND id > ? ORDER BY id LIMIT ?"
 )
 # The runs of ids each (namespace, reader, via) was shown, as ``log_disclosed`` holds them.
 SELECT_DISCLOSED = "SELECT namespace, reader, via, first, stop FROM log_disclosed"

@@ -394,12 +394,12 @@ class Store:
         tries again later (the runs stay as they were, merged or not)."""
         with anyio.CancelScope(shield=True):
             try:
-                rows = await self._journal.compact_disclosed()
+                deleted, written = await self._journal.compact_disclosed()
             except Exception as exc:  # noqa: BLE001 - logged: the runs are right, only less compact
                 log.warning("the runs of ids shown in %r could not be merged: %r", self.path, exc)
-                self._model.disclosure_log.compacted(0)
+                self._model.disclosure_log.compaction_failed()
                 return
-        self._model.disclosure_log.compacted(rows)
+        self._model.disclosure_log.compacted(deleted, written)
 
     async def compile_records(
         self, *, namespace: str | None = None, branch: str | None = None, limit: int = 200

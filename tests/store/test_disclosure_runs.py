@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from asides import MessageIds
-from asides.store._disclosure import DisclosureLog, IdRuns, disclosure_body
+from asides.store._disclosure import COMPACTION_SLACK, DisclosureLog, IdRuns, disclosure_body, merged_runs
 
 runs_added = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 12)), max_size=40)
 
@@ -57,3 +57,42 @@ def test_what_is_new_to_a_reader_is_what_was_not_shown_each_id_once(shown, asked
     expected = sorted({int(a) for a in asked if a.isdigit() and a == str(int(a))} - held)
     assert listed == expected
     assert log.new_runs("agents/a", "ann", "compile", MessageIds(asked)) == fresh
+
+
+keys = st.tuples(st.sampled_from(["a", "b"]), st.sampled_from([None, "ann"]), st.sampled_from(["compile", "search"]))
+rows_of_runs = st.lists(st.tuples(keys, st.integers(0, 200), st.integers(1, 9)), max_size=60)
+NOT_WRITTEN = [("a", None, "read", 1, 2), ("a", 5, "compile", 1, 2), ("a", None, "compile", 4, 4)]  # rows no store writes
+
+
+@given(rows_of_runs)
+def test_merged_runs_hold_the_same_ids_each_in_as_few_runs_as_they_allow(rows):
+    table = [(*key, first, first + count) for key, first, count in rows]
+    merged = merged_runs([*table, *NOT_WRITTEN])
+
+    def ids(runs):
+        held: dict[tuple, set[int]] = {}
+        for ns, reader, via, first, stop in runs:
+            held.setdefault((ns, reader, via), set()).update(range(first, stop))
+        return held
+
+    assert ids(merged) == ids(table)
+    for key, held in ids(table).items():
+        starts = [first for ns, reader, via, first, _stop in merged if (ns, reader, via) == key]
+        assert len(starts) == sum(1 for v in held if v - 1 not in held), "one row a run"
+
+
+def test_a_merge_is_due_past_twice_the_runs_and_not_again_at_once_after_a_failed_one():
+    log = DisclosureLog()
+    for i in range(COMPACTION_SLACK + 2):  # a run each: ids far apart
+        assert log.add(i + 1, disclosure_body("a", "ann", "main", "compile", 0.0, [(10 * i, 1)]))
+    assert not log.compaction_due(), "as many rows as runs: nothing to merge"
+    for i in range(COMPACTION_SLACK + 2):  # the same ids again, each its own row: twice the runs
+        assert log.add(10_000 + i, disclosure_body("a", "ann", "main", "compile", 0.0, [(10 * i, 1)]))
+    assert not log.compaction_due()
+    for i in range(COMPACTION_SLACK + 1):  # one row past twice the runs and the slack
+        assert log.add(20_000 + i, disclosure_body("a", "ann", "main", "compile", 0.0, [(10 * i, 1)]))
+    assert log.compaction_due()
+    log.compaction_failed()
+    assert not log.compaction_due(), "a failed merge is tried again once the table grew"
+    log.compacted(deleted=3 * COMPACTION_SLACK + 5, written=COMPACTION_SLACK + 2)
+    assert not log.compaction_due()

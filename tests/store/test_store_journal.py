@@ -134,8 +134,8 @@ class ListJournal:
     async def records(self) -> list[RowTuple]:
         return list(self.records_)
 
-    async def compact_disclosed(self) -> int:
-        return 0  # it keeps no runs beside its records
+    async def compact_disclosed(self) -> tuple[int, int]:
+        return 0, 0  # it keeps no runs beside its records
 
 
 @asynccontextmanager

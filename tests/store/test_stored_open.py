@@ -53,7 +53,7 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
     with sqlite3.connect(store_path) as connection:
         for trigger in ("log_seers_written", "log_seers_rewritten", "log_seers_removed"):
             connection.execute(f"DROP TRIGGER {trigger}")
-        for index in ("log_place", "log_records"):
+        for index in ("log_place", "log_other_records", "log_disclosures"):
             connection.execute(f"DROP INDEX {index}")
         for table in ("log_seers", "log_seers_blocks"):  # with their own triggers and indexes
             connection.execute(f"DROP TABLE {table}")
@@ -105,7 +105,7 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
 
     await _write(pg_url, 300)
     with psycopg.connect(pg_url, autocommit=True) as connection:
-        connection.execute("DROP INDEX asides_log_records")
+        connection.execute("DROP INDEX asides_log_other_records")
         connection.execute("DROP INDEX asides_log_audience")
         for trigger in ("asides_seers_written", "asides_seers_rewritten"):
             connection.execute(f"DROP TRIGGER {trigger} ON asides_log")
