@@ -7,17 +7,29 @@ Then, in alternating blocks: append one message, then time a passthrough compile
 history (the compile alone). Goals: the recording arm's median compile at most 5% above the
 other's; a few bytes per newly disclosed message (the record's body bytes over the messages it
 names; a record after one new message names one).
+
+Then what an open pays for the records: store files of N messages with one disclosure record
+each (what a manager that compiled after every message leaves: ``Store.record_disclosure``, one
+new id each), at two sizes (20,000 and 200,000 quick; 100,000 and 1,000,000 full), each opened
+by ``open_runtime`` in a fresh process (``--child open PATH``, three times; the median is
+shown): the time, the resident memory it added, and what it read. Goal: the open at the larger
+size within 1.5× of the smaller's.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+import sys
 import tempfile
 import time
+from typing import Any
 
 import trio
 
-from ._common import Goal, interleave, message_text, participant, print_goals, print_table, ratio
+from ._common import Goal, interleave, message_text, participant, print_goals, print_table, progress, ratio
+from .history import _baseline, _memory, _remove, _run_child
 
 FULL = {"max_tokens": 100_000_000, "reserve_for_response": 0}
 
@@ -69,6 +81,86 @@ async def measure(n: int, rounds: int, budget_s: float) -> dict[str, object]:
     return {"first": first, "later": later, "stats": stats, "n": n}
 
 
+async def _build_compiled(path: str, n: int) -> dict[str, Any]:
+    """``n`` messages, then one disclosure record for each, naming it alone."""
+    from asides.lowlevel import open_store
+    from asides.store import text
+
+    started = time.perf_counter()
+    async with open_store(path) as store:
+        ids: list[str] = []
+        for start in range(0, n, 10_000):
+            batch = range(start, min(n, start + 10_000))
+            written = await store.append_messages("main", [(participant(i), (text(message_text(i)),), None) for i in batch])
+            ids.extend(m.id for m in written)
+        for message_id in ids:
+            await store.record_disclosure("bench", "ann", "main", "compile", [message_id])
+    return {"seconds": time.perf_counter() - started}
+
+
+async def _open(path: str) -> dict[str, Any]:
+    from asides import open_runtime
+
+    baseline = _baseline()
+    started = time.perf_counter()
+    async with open_runtime(path) as runtime:
+        out: dict[str, Any] = {"seconds": time.perf_counter() - started}
+        opened = runtime.store.statistics()
+        out["records"] = opened.records_read_at_open
+        out["runs"] = opened.disclosed_runs_read_at_open
+        out["kept"] = opened.disclosure_records_in_memory
+        _memory(out, baseline)
+    return out
+
+
+def child(argv: list[str]) -> None:
+    """``build PATH N`` or ``open PATH``, in a fresh process; prints a JSON answer."""
+    command, path, *rest = argv
+    out = trio.run(_build_compiled, path, int(rest[0])) if command == "build" else trio.run(_open, path)
+    print(json.dumps(out))
+
+
+def measure_opens(sizes: tuple[int, int]) -> dict[int, dict[str, Any]]:
+    """The opens of a store of each size, each in a fresh process (the first writing open makes
+    what the store lacks; it is not timed)."""
+    found: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="asides-disclosures-") as directory:
+        for n in sizes:
+            path = os.path.join(directory, f"compiled-{n}.db")
+            progress(f"building {n:,} messages with a disclosure record each")
+            built = _run_child("build", path, str(n), module="benchmarks.disclosures")
+            opens = [_run_child("open", path, module="benchmarks.disclosures") for _ in range(3)]
+            good = [o for o in opens if "error" not in o]
+            found[n] = {"build": built, "opens": good, "error": None if good else opens[0].get("error")}
+            _remove(path)
+    return found
+
+
+def _median(opens: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(o[key] for o in opens)
+
+
+def report_opens(found: dict[int, dict[str, Any]]) -> Goal:
+    rows = []
+    for n, r in found.items():
+        if not r["opens"]:
+            rows.append([f"{n:,}", f"failed: {r['error']}", "", ""])
+            continue
+        opens = r["opens"]
+        rows.append([
+            f"{n:,}",
+            f"{_median(opens, 'seconds') * 1000:.0f} ms",
+            f"{_median(opens, 'rss_kib') / 1024:.1f} MB",
+            f"{opens[-1]['records']:,} records, {opens[-1]['runs']:,} rows of runs; {opens[-1]['kept']:,} records kept",
+        ])
+    print_table(["messages, a disclosure record each", "open_runtime (median of 3)", "resident memory added", "what the open read"], rows)
+    small, large = sorted(found)
+    if not found[small]["opens"] or not found[large]["opens"]:
+        return Goal(f"open at {large:,} within 1.5× of {small:,}", "failed", False)
+    first, second = _median(found[small]["opens"], "seconds"), _median(found[large]["opens"], "seconds")
+    return Goal(f"open at {large:,} within 1.5× of {small:,} (a disclosure record each)", ratio(second, first), second <= 1.5 * first)
+
+
 def run(quick: bool) -> None:
     print("\nDisclosures\n===========")
     n = 20_000
@@ -88,6 +180,7 @@ def run(quick: bool) -> None:
         f"each later compile: one record of {per_later:.0f} body bytes naming its one new message "
         f"(a row also holds its id, kind and sequence: about 20 bytes more in SQLite)"
     )
+    opens_goal = report_opens(measure_opens((20_000, 200_000) if quick else (100_000, 1_000_000)))
     print_goals(
         "Goals (issue 23)",
         [
@@ -97,5 +190,13 @@ def run(quick: bool) -> None:
                 overhead <= 0.05,
             ),
             Goal("a few bytes per newly disclosed message (bulk)", f"{per_first:.3f} bytes a message", per_first <= 8),
+            opens_goal,
         ],
     )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2:])
+    else:
+        run("--quick" in sys.argv)

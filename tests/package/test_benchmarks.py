@@ -361,3 +361,15 @@ def test_search_goals_are_judged_as_stated() -> None:
     assert [g.met for g in good] == [True] * 7
     bad = search.goals({100: size(1e-3, 1.0), 1000: large(2.1e-3, 0.04, 0.7e-3, 0.7e-3, 1.4e-4, 1e-4)})
     assert [g.met for g in bad] == [False] * 7
+
+
+@pytest.mark.slow
+def test_disclosures_open_a_store_compiled_after_every_message_in_fresh_processes(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import disclosures
+
+    found = disclosures.measure_opens((60, 120))
+    goal = disclosures.report_opens(found)
+    out = capsys.readouterr().out
+    assert [len(found[n]["opens"]) for n in (60, 120)] == [3, 3], out
+    assert all(o["records"] == 0 and o["kept"] == 0 and 1 <= o["runs"] <= 120 for n in (60, 120) for o in found[n]["opens"])
+    assert "0 records" in out and goal.goal.startswith("open at 120 within 1.5×")
