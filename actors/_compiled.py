@@ -141,15 +141,25 @@ class _Sent:
     total: int
 
     def extends_to(
-        self, system: tuple[ContentBlock, ...], messages: tuple[CompiledMessage, ...], entries: tuple[SourceEntry, ...]
+        self,
+        system: tuple[ContentBlock, ...],
+        messages: tuple[CompiledMessage, ...],
+        entries: tuple[SourceEntry, ...],
+        *,
+        begins: bool = False,
     ) -> bool:
         """Whether a compile of ``messages`` only added messages to this one: the same system
-        content, these messages and sources first, and no first memory among the new ones (a
-        memory among them would make head messages of the raw ones before it)."""
+        content, these messages and sources first (``begins``: known already, not compared
+        again), and no first memory among the new ones (a memory among them would make head
+        messages of the raw ones before it)."""
         count = len(self.messages)
-        if system != self.system or not _begins_with(messages, entries, self.messages, self.entries):
+        if system != self.system or not (begins or _begins_with(messages, entries, self.messages, self.entries)):
             return False
         return self.first_memory < count or all(entry.kind != "summary" for entry in entries[count:])
+
+
+#: A selection's messages and their sources.
+_Selected = tuple[tuple[CompiledMessage, ...], tuple[SourceEntry, ...]]
 
 
 class AssemblyCache:
@@ -171,6 +181,9 @@ class AssemblyCache:
         self._disclosed_via: str | None = None  # the way of the last compile whose disclosures were taken
         # The previous compile sent (not a preview): its system content and messages.
         self._sent: _Sent | None = None
+        # The last selection, when it began with the one before it: ``(the one before, it)``,
+        # each as its messages and sources.
+        self._grown: tuple[_Selected, _Selected] | None = None
 
     def undisclosed(self, sources: Sequence[SourceEntry], via: str) -> MessageIds:
         """The ids of the messages the last selection (``sources``) showed through ``via`` that
@@ -195,7 +208,18 @@ class AssemblyCache:
         previous = self._sent
         estimate_of = self._assembly.estimate_of
         memories: dict[int, int]
-        if previous is not None and previous.extends_to(system, messages, entries):
+        # When the compiles are the last two selections as they were, that one began with the
+        # other is known (``raw_part`` compared them), so it is not compared again.
+        grown = self._grown
+        begins = (
+            grown is not None
+            and previous is not None
+            and grown[0][0] is previous.messages
+            and grown[0][1] is previous.entries
+            and grown[1][0] is messages
+            and grown[1][1] is entries
+        )
+        if previous is not None and previous.extends_to(system, messages, entries, begins=begins):
             start = len(previous.messages)
             # Its first memory, or none among the new messages either (its length).
             first_memory = previous.first_memory if previous.first_memory < start else len(entries)
@@ -248,6 +272,7 @@ class AssemblyCache:
             self._messages = ()  # no growth-only reuse across an edit
         messages, sources = selection.messages, selection.sources
         self.reused = len(self._messages) if _begins_with(messages, sources, self._messages, self._sources) else 0
+        self._grown = ((self._messages, self._sources), (messages, sources)) if self.reused else None
         self._messages, self._sources = messages, sources
         if isinstance(estimator, Hashable):  # else the manager's own, made afresh for each view
             forms = message_forms(view, estimator)
