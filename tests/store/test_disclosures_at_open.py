@@ -40,9 +40,7 @@ async def test_an_open_reads_runs_that_follow_the_ids_scattered_not_the_compiles
         # than twice that plus 1,024 rows, whatever the number of records (1.5 a message here).
         runs = 1 + count // 2
         assert opened.disclosed_runs_read_at_open <= 2 * runs + 1_024 + 2
-        # What was shown is known as before: a compile names only what is new.
-        assert await store.record_disclosure("agents/a", "ann", "main", "compile", ids) is None
-    async with open_store(store_path) as store:
+    async with open_store(store_path) as store:  # what was shown is known as before: only what is new is recorded
         before = len(await store.records())
         await store.record_disclosure("agents/a", "ann", "main", "compile", ids)
         await store.record_disclosure("agents/a", "bob", "main", "compile", ids[1:4])
@@ -121,9 +119,44 @@ async def test_a_store_made_before_the_runs_table_gets_it_filled_from_the_record
         assert store.statistics().records_read_at_open >= 60
         assert len(store.disclosures_to("bob")) == 20
     async with open_store(store_path) as store:  # makes it, filled from the log
-        assert await store.record_disclosure("agents/a", "bob", "main", "compile", ids[::2]) is None
+        await store.record_disclosure("agents/a", "bob", "main", "compile", ids[::2])
         assert len(await store.records()) == 40 + 60, "nothing new to record"
     async with open_store(store_path, read_only=True) as store:
         opened = store.statistics()
         assert (opened.records_read_at_open, opened.disclosed_runs_read_at_open) == (0, 60)
         assert len(store.disclosures_to("bob")) == 20 and len(store.disclosures_to("ann")) == 40
+
+
+async def test_two_processes_recording_at_once_lose_no_run_when_one_merges(pg_url: str) -> None:
+    """Two stores on one PostgreSQL store, as two processes: one records every message shown to
+    ann, one at a time (its rows merge into one run, so its merges delete what they read, by
+    id), while the other records every third shown to bob (a run each) and commits rows
+    meanwhile; an open after reads every id either recorded as shown, in fewer rows than
+    records."""
+    import trio
+
+    async with open_store(pg_url) as first:
+        messages = await first.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(3000)])
+    ids = [m.id for m in messages]
+    shown = {"ann": ids, "bob": ids[::3]}
+    async with open_store(pg_url) as one, open_store(pg_url) as other:
+
+        async def record(store, reader: str) -> None:
+            for message_id in shown[reader]:
+                await store.record_disclosure("agents/a", reader, "main", "compile", [message_id])
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(record, one, "ann")
+            nursery.start_soon(record, other, "bob")
+    async with open_store(pg_url, read_only=True) as reopened:
+        assert reopened.statistics().disclosed_runs_read_at_open < 3000, "ann's rows were merged"
+        for reader, expected in shown.items():
+            assert [d.message_id for d in reopened.disclosures_to(reader)] == expected
+    async with open_store(pg_url) as writer:  # nothing new to either: nothing recorded
+        before = len(await writer.records())
+        for reader, expected in shown.items():
+            await writer.record_disclosure("agents/a", reader, "main", "compile", expected)
+        assert len(await writer.records()) == before
+        await writer.record_disclosure("agents/a", "bob", "main", "compile", ids[1:2])
+        assert len(await writer.records()) == before + 1
