@@ -17,7 +17,8 @@ A store that reads its messages back keeps no disclosure record in memory: the d
 beside the log, the runs each ``(namespace, reader, via)`` was shown (a table its triggers fill
 from each disclosure record written), which an open reads instead of the records, and which is
 compacted (its runs merged) whenever it holds more than twice the runs merged, plus
-:data:`COMPACTION_SLACK`; an audit reads the records from the database a page at a time.
+:data:`COMPACTION_SLACK`; an audit reads the records from the database: those that name a
+message through an index of each record's runs as intervals, the others a page at a time.
 """
 
 from __future__ import annotations
@@ -209,13 +210,16 @@ class DisclosureLog:
         self._seen: dict[tuple[str, str | None, str], IdRuns] = {}
         # Where committed records are read (``read_from``), and the newest record committed.
         self._page: Callable[[int, int], Sequence[tuple[int, str]]] | None = None
+        self._holding: Callable[[int], Sequence[tuple[int, str]]] | None = None
         self._committed_to = 0
         # How many rows the database's table of disclosed runs holds, as far as this log knows,
         # and how many it held when a merge of them last failed.
         self._table_runs = 0
         self._failed_at = -COMPACTION_SLACK
-        #: Rows of that table the open read (``take_runs``).
+        #: Rows of that table the open read (``take_runs``), and the records read back from the
+        #: database for audits.
         self.runs_read_at_open = 0
+        self.records_read = 0
 
     def __len__(self) -> int:
         """How many disclosure records it keeps in memory."""
@@ -223,11 +227,15 @@ class DisclosureLog:
 
     # -- where the records are ----------------------------------------------------------------
 
-    def read_from(self, page: Callable[[int, int], Sequence[tuple[int, str]]]) -> None:
+    def read_from(
+        self, page: Callable[[int, int], Sequence[tuple[int, str]]], holding: Callable[[int], Sequence[tuple[int, str]]]
+    ) -> None:
         """Before any record is taken in: the committed records stay in the database, read by
         ``page(after, limit)`` (``(id, body)`` of the first ``limit`` disclosure records with ids
-        above ``after``, in id order) when an audit asks."""
-        self._page = page
+        above ``after``, in id order) when an audit asks, and by ``holding(message_id)`` (those
+        some run of which may hold the id, at least, in id order) when an audit of one message
+        does."""
+        self._page, self._holding = page, holding
 
     def take_runs(self, rows: Iterable[Sequence[object]], committed_to: int) -> None:
         """At an open that reads the messages back: the rows of the table of disclosed runs
@@ -331,6 +339,7 @@ class DisclosureLog:
         through, after = self._committed_to, 0
         while after < through:
             rows = self._page(after, AUDIT_PAGE)
+            self.records_read += len(rows)
             for record_id, body in rows:
                 if record_id > through:
                     return
@@ -356,10 +365,16 @@ class DisclosureLog:
 
     def for_message(self, message_id: str) -> tuple[Disclosure, ...]:
         """Every disclosure of one message, oldest first."""
-        if not message_id.isdigit():
+        if not (message_id.isascii() and message_id.isdigit()):
             return ()
         value = int(message_id)
-        found = [r.disclosures(value) for r in self._read_back() if r.holds(value)]
+        found: list[Disclosure] = []
+        if self._holding is not None and value < 2**62:  # no run reaches further
+            through = self._committed_to
+            rows = self._holding(value)
+            self.records_read += len(rows)
+            read = (_parse(i, body) for i, body in rows if i <= through and type(body) is str)
+            found.extend(r.disclosures(value) for r in read if r is not None and r.holds(value))
         runs, ends = self._runs, self._run_ends
         found.extend(  # an object made only for a kept record that holds it
             self._record(i).disclosures(value)

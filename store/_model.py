@@ -643,7 +643,7 @@ class LogModel:
         with :meth:`end_stored_open`. A message's place on its branch follows from its sequence:
         each record of a branch takes the branch's next sequence."""
         self._rows = rows
-        self.disclosure_log.read_from(rows.disclosure_page)
+        self.disclosure_log.read_from(rows.disclosure_page, rows.disclosures_holding)
         self.body_cache = cache
         self.audience_bits = audience_bits_for(cache)
         self._branches = {"main": Branch("main", None, 0, stored=True)}

@@ -110,6 +110,11 @@ class StoredRows(Protocol):
         """``(id, body)`` of the first ``limit`` disclosure records with ids above ``after``, in id order."""
         ...
 
+    def disclosures_holding(self, message_id: int) -> Sequence[tuple[int, str]]:
+        """``(id, body)`` of the disclosure records some run of which may hold ``message_id`` (at
+        least those), in id order."""
+        ...
+
 
 def record_of(message_id: str) -> int | None:
     """The record id a message id is the decimal form of, or ``None``."""

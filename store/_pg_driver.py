@@ -82,6 +82,11 @@ _MAY_NAME_A_READER = may_name_a_reader("")
 _SELECT_DISCLOSURES_AFTER = (
     "SELECT id, body FROM asides_log WHERE kind = 'disclosure' AND id > %s ORDER BY id LIMIT %s"
 )
+#: The disclosure records some run of which holds a message id (``DisclosureLog.read_from``).
+_SELECT_DISCLOSURES_HOLDING = (
+    "SELECT id, body FROM asides_log WHERE id IN (SELECT record FROM asides_log_disclosure_spans WHERE span @> %s::bigint) "
+    "AND kind = 'disclosure' ORDER BY id"
+)
 #: The lock a compaction of ``asides_log_disclosed`` holds (``Connection.compact_disclosed``).
 COMPACTION_LOCK_NAME = "disclosed runs"
 #: The runs of ids each (namespace, reader, via) was shown (``PG_DISCLOSED_TABLE``).
@@ -388,6 +393,9 @@ class Connection:
 
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(i), body) for i, body in self._conn.execute(_SELECT_DISCLOSURES_AFTER, (after, limit)).fetchall()]
+
+    def disclosures_holding(self, message_id: int) -> list[tuple[int, str]]:
+        return [(int(i), body) for i, body in self._conn.execute(_SELECT_DISCLOSURES_HOLDING, (message_id,)).fetchall()]
 
     def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs of ``asides_log_disclosed``, in one transaction that holds off every

@@ -272,10 +272,18 @@ PG_STORED_INDEXES = (
 
 #: The runs of ids each ``(namespace, reader, via)`` was shown (store/_disclosure.py): a row a
 #: run of each disclosure record, made by a trigger on the log, merged now and then
-#: (``Connection.compact_disclosed``), so that an open reads them instead of the records.
+#: (``Connection.compact_disclosed``), so that an open reads them instead of the records; and,
+#: never merged, each record's runs as ranges under a GiST index (``asides_log_disclosure_spans``),
+#: so that an audit of one message reads the records that name it, not all of them.
 PG_DISCLOSED_TABLE = (
+    # Made again whole (a store may hold the first table alone).
+    "DROP TRIGGER IF EXISTS asides_disclosed_written ON asides_log",
+    "DROP TABLE IF EXISTS asides_log_disclosed",
+    "DROP TABLE IF EXISTS asides_log_disclosure_spans",
     "CREATE TABLE IF NOT EXISTS asides_log_disclosed (id bigserial PRIMARY KEY, namespace text, reader text, via text, "
     "first bigint, stop bigint)",
+    "CREATE TABLE IF NOT EXISTS asides_log_disclosure_spans (record bigint NOT NULL, span int8range NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS asides_log_disclosure_spans_span ON asides_log_disclosure_spans USING gist (span)",
     # A disclosure record's runs, or none when its body is not one a store writes.
     """CREATE OR REPLACE FUNCTION asides_disclosed_runs(body text)
     RETURNS TABLE (namespace text, reader text, via text, first bigint, stop bigint) LANGUAGE plpgsql IMMUTABLE AS $$
@@ -289,13 +297,15 @@ PG_DISCLOSED_TABLE = (
         RETURN QUERY SELECT doc ->> 'ns', doc ->> 'r', doc ->> 'v', (a.v)::bigint, (a.v)::bigint + (b.v)::bigint
             FROM jsonb_array_elements(doc -> 'ids') WITH ORDINALITY AS a(v, n)
             JOIN jsonb_array_elements(doc -> 'ids') WITH ORDINALITY AS b(v, n) ON b.n = a.n + 1
-            WHERE a.n % 2 = 1 AND jsonb_typeof(a.v) = 'number' AND jsonb_typeof(b.v) = 'number';
+            WHERE a.n % 2 = 1 AND (a.v)::text ~ '^[0-9]+$' AND (b.v)::text ~ '^[0-9]+$' AND (b.v)::bigint > 0;
     EXCEPTION WHEN others THEN
         RETURN;
     END $$""",
     """CREATE OR REPLACE FUNCTION asides_note_disclosed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) SELECT * FROM asides_disclosed_runs(NEW.body);
+        WITH runs AS (SELECT * FROM asides_disclosed_runs(NEW.body)),
+            noted AS (INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) SELECT * FROM runs)
+        INSERT INTO asides_log_disclosure_spans (record, span) SELECT NEW.id, int8range(runs.first, runs.stop) FROM runs;
         RETURN NULL;
     END $$""",
     "CREATE OR REPLACE TRIGGER asides_disclosed_written AFTER INSERT ON asides_log FOR EACH ROW WHEN (NEW.kind = 'disclosure') "
@@ -304,6 +314,8 @@ PG_DISCLOSED_TABLE = (
     # same transaction, holds off other writers until it commits).
     "INSERT INTO asides_log_disclosed (namespace, reader, via, first, stop) SELECT d.* FROM asides_log AS l, "
     "asides_disclosed_runs(l.body) AS d WHERE l.kind = 'disclosure' ORDER BY l.id",
+    "INSERT INTO asides_log_disclosure_spans (record, span) SELECT l.id, int8range(d.first, d.stop) FROM asides_log AS l, "
+    "asides_disclosed_runs(l.body) AS d WHERE l.kind = 'disclosure'",
 )
 
 #: Whether the store has everything ``PG_STORED_INDEXES`` and ``PG_DISCLOSED_TABLE`` make: then
@@ -312,14 +324,14 @@ PG_STORED_MADE: Final = (
     "SELECT to_regclass('asides_log_other_records') IS NOT NULL AND to_regclass('asides_log_disclosures') IS NOT NULL "
     "AND to_regclass('asides_log_audience') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
-    "AND to_regclass('asides_log_disclosed') IS NOT NULL"
+    "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"
 )
 
 
 def _make_disclosed(conn: Any) -> None:
-    """Make ``PG_DISCLOSED_TABLE``, filled from the log, when the store has none (in the
+    """Make ``PG_DISCLOSED_TABLE``, filled from the log, when the store has not all of it (in the
     connection's transaction, which holds the creation lock)."""
-    if not conn.execute("SELECT to_regclass('asides_log_disclosed') IS NOT NULL").fetchone()[0]:
+    if not conn.execute("SELECT to_regclass('asides_log_disclosure_spans_span') IS NOT NULL").fetchone()[0]:
         for statement in PG_DISCLOSED_TABLE:
             conn.execute(statement)
 

@@ -849,6 +849,9 @@ class PostgresJournal:
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return self._read(lambda connection: connection.disclosure_page(after, limit))
 
+    def disclosures_holding(self, message_id: int) -> list[tuple[int, str]]:
+        return self._read(lambda connection: connection.disclosures_holding(message_id))
+
     async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs the store keeps of the ids shown (``Connection.compact_disclosed``),
         on the index's connection, so no commit waits for it."""

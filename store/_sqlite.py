@@ -147,29 +147,51 @@ SEERS_TABLE: Final = (
 )
 
 
-def _disclosed_runs(row: str, tables: str = "") -> str:
-    """SQL: the rows of ``log_disclosed`` the disclosure record ``row`` (``NEW.``, or
-    ``records.`` with ``tables`` naming that table first in the ``FROM`` clause: ``'records, '``)
-    makes, one a run of its ids (store/_disclosure.py), from a valid JSON body."""
+def _runs_of(row: str, columns: str, tables: str = "") -> str:
+    """SQL: ``columns`` for each run of ids of the disclosure record ``row`` (``NEW.``, or
+    ``records.`` with ``tables`` naming that table first in the ``FROM`` clause: ``'records, '``),
+    from a valid JSON body: ``a.value`` is the run's first id, ``b.value`` how many
+    (store/_disclosure.py)."""
     body = f"{row}body"
     return (
-        f"SELECT json_extract({body}, '$.ns'), json_extract({body}, '$.r'), json_extract({body}, '$.v'), a.value, a.value + b.value "
-        f"FROM {tables}json_each({body}, '$.ids') AS a JOIN json_each({body}, '$.ids') AS b ON b.key = a.key + 1 "
-        "WHERE a.key % 2 = 0 AND a.type = 'integer' AND b.type = 'integer'"
+        f"SELECT {columns} FROM {tables}json_each({body}, '$.ids') AS a JOIN json_each({body}, '$.ids') AS b ON b.key = a.key + 1 "
+        "WHERE a.key % 2 = 0 AND a.type = 'integer' AND b.type = 'integer' AND a.value >= 0 AND b.value > 0"
     )
 
 
+def _disclosed(row: str, tables: str = "") -> str:
+    """SQL: the rows of ``log_disclosed`` the disclosure record ``row`` makes."""
+    body = f"{row}body"
+    ids = "a.value, a.value + b.value"
+    return _runs_of(row, f"json_extract({body}, '$.ns'), json_extract({body}, '$.r'), json_extract({body}, '$.v'), {ids}", tables)
+
+
+def _spans(row: str, tables: str = "") -> str:
+    """SQL: the rows of ``log_disclosure_spans`` the disclosure record ``row`` makes."""
+    return _runs_of(row, f"a.value, a.value + b.value - 1, {row}id", tables)
+
+
+_DISCLOSURE_RECORDS = "WITH records AS MATERIALIZED (SELECT id, body FROM log WHERE kind = 'disclosure' AND json_valid(body)) "
 #: The runs of ids each ``(namespace, reader, via)`` was shown (store/_disclosure.py): a row a
 #: run of each disclosure record, made by a trigger on the log, merged now and then
-#: (``SqliteJournal.compact_disclosed``), so that an open reads them instead of the records. A
-#: writing open makes it, filled from the log, when the file has none.
+#: (``SqliteJournal.compact_disclosed``), so that an open reads them instead of the records;
+#: and, never merged, each record's runs in an R*Tree (``log_disclosure_spans``: ``lo`` to ``hi``,
+#: both included, and the record's id), so that an audit of one message reads the records that
+#: name it, not all of them (its 32-bit float bounds are widened outward, so it finds a few
+#: neighbours too, which the record's own runs rule out). A writing open makes them, filled from
+#: the log, when the file has not both (made again whole: a file may hold the first alone).
 DISCLOSED_TABLE: Final = (
+    "DROP TRIGGER IF EXISTS log_disclosed_written",
+    "DROP TABLE IF EXISTS log_disclosed",
+    "DROP TABLE IF EXISTS log_disclosure_spans",
     "CREATE TABLE log_disclosed (id INTEGER PRIMARY KEY, namespace TEXT, reader TEXT, via TEXT, first INTEGER, stop INTEGER)",
+    "CREATE VIRTUAL TABLE log_disclosure_spans USING rtree(id, lo, hi, +record INTEGER)",
     "CREATE TRIGGER log_disclosed_written AFTER INSERT ON log WHEN NEW.kind = 'disclosure' AND json_valid(NEW.body) BEGIN "
-    f"INSERT INTO log_disclosed (namespace, reader, via, first, stop) {_disclosed_runs('NEW.')}; END",
-    "INSERT INTO log_disclosed (namespace, reader, via, first, stop) "
-    "WITH records AS MATERIALIZED (SELECT id, body FROM log WHERE kind = 'disclosure' AND json_valid(body)) "
-    f"{_disclosed_runs('records.', tables='records, ')} ORDER BY records.id",
+    f"INSERT INTO log_disclosed (namespace, reader, via, first, stop) {_disclosed('NEW.')}; "
+    f"INSERT INTO log_disclosure_spans (lo, hi, record) {_spans('NEW.')}; END",
+    f"INSERT INTO log_disclosed (namespace, reader, via, first, stop) {_DISCLOSURE_RECORDS}"
+    f"{_disclosed('records.', tables='records, ')} ORDER BY records.id",
+    f"INSERT INTO log_disclosure_spans (lo, hi, record) {_DISCLOSURE_RECORDS}{_spans('records.', tables='records, ')}",
 )
 #: The names ``STORED_INDEXES``, ``SEERS_TABLE`` and ``DISCLOSED_TABLE`` make: a file with all of
 #: them is opened without reading its messages.
@@ -186,6 +208,7 @@ STORED_NAMES: Final = (
     "log_seers_counted",
     "log_seers_uncounted",
     "log_disclosed",
+    "log_disclosure_spans",
     "log_disclosed_written",
 )
 
@@ -196,7 +219,7 @@ async def make_stored_indexes(driver: Driver) -> None:
     transaction)."""
     for statement in STORED_INDEXES:
         await driver.execute(statement)
-    for table, statements in (("log_seers", SEERS_TABLE), ("log_disclosed", DISCLOSED_TABLE)):
+    for table, statements in (("log_seers", SEERS_TABLE), ("log_disclosure_spans", DISCLOSED_TABLE)):
         if (await driver.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)))[0][0]:
             continue
         await driver.execute("BEGIN IMMEDIATE")
@@ -591,6 +614,9 @@ class SqliteJournal:
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_PAGE, (after, limit))]
 
+    def disclosures_holding(self, message_id: int) -> list[tuple[int, str]]:
+        return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_HOLDING, (message_id, message_id))]
+
     async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs of ``log_disclosed`` (``DISCLOSED_TABLE``): the merged rows written,
         then the rows read deleted (a row written later takes a higher id), each statement
@@ -955,6 +981,11 @@ SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORD
 # disclosure records (through ``log_other_records``).
 SELECT_RECORDS_PAGE = (
     "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
+)
+# The disclosure records some run of which may hold a message id (``DisclosureLog.read_from``).
+SELECT_DISCLOSURES_HOLDING = (
+    "SELECT id, body FROM log WHERE id IN (SELECT record FROM log_disclosure_spans WHERE lo <= ? AND hi >= ?) "
+    "AND kind = 'disclosure' ORDER BY id"
 )
 # A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
 SELECT_DISCLOSURES_PAGE = (

@@ -83,6 +83,9 @@ class StoreStatistics:
     #: Disclosure records in memory now: on a store that reads its messages back, those not yet
     #: committed (an audit reads the others from the database); otherwise every one.
     disclosure_records_in_memory: int = 0
+    #: Disclosure records read back from the database for audits since the open (an audit of one
+    #: message reads those that may name it; the others read every one).
+    disclosure_records_read: int = 0
 
 
 class Store:
@@ -136,6 +139,7 @@ class Store:
             audience_blocks_read=model.audience_blocks_read,
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
             disclosure_records_in_memory=len(model.disclosure_log),
+            disclosure_records_read=model.disclosure_log.records_read,
         )
 
     @property

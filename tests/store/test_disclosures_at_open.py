@@ -47,8 +47,12 @@ async def test_an_open_reads_runs_that_follow_the_ids_scattered_not_the_compiles
         records = await store.records()
         assert len(records) == before + 1, "ann was shown them all: only bob's new ones are recorded"
         assert json.loads(records[-1][5])["ids"] == [int(ids[1]), 1, int(ids[3]), 1]
+        read = store.statistics().disclosure_records_read
         (shown,) = [d for d in store.disclosures(ids[-1]) if d.reader == "ann"]
         assert shown.via == "compile"
+        assert [d.reader for d in store.disclosures(ids[count // 2])] == ["ann", "bob"]
+        assert store.statistics().disclosure_records_read - read <= 2 + 2, "an audit of a message reads the records that name it"
+        assert store.disclosures("²") == store.disclosures(str(2**70)) == ()
         assert len(store.disclosures_to("bob")) == count // 2 + (count % 2) + 2
 
 
@@ -97,34 +101,42 @@ async def test_a_host_that_never_reopens_keeps_only_the_records_not_yet_committe
         assert len(rt.disclosures_to("ann")) == 200
 
 
-async def _drop_the_runs_table(path: str) -> None:
+async def _drop_the_runs_tables(path: str, *, spans_only: bool) -> None:
     if path.startswith("postgresql://"):
         import psycopg
 
         with psycopg.connect(path, autocommit=True) as connection:
-            connection.execute("DROP TRIGGER asides_disclosed_written ON asides_log")
-            connection.execute("DROP FUNCTION asides_note_disclosed()")
-            connection.execute("DROP FUNCTION asides_disclosed_runs(text)")
-            connection.execute("DROP TABLE asides_log_disclosed")
+            connection.execute("DROP TABLE asides_log_disclosure_spans")
+            if not spans_only:
+                connection.execute("DROP TRIGGER asides_disclosed_written ON asides_log")
+                connection.execute("DROP FUNCTION asides_note_disclosed()")
+                connection.execute("DROP FUNCTION asides_disclosed_runs(text)")
+                connection.execute("DROP TABLE asides_log_disclosed")
     else:
         with sqlite3.connect(path) as connection:
-            connection.execute("DROP TRIGGER log_disclosed_written")
-            connection.execute("DROP TABLE log_disclosed")
+            connection.execute("DROP TABLE log_disclosure_spans")
+            if not spans_only:
+                connection.execute("DROP TRIGGER log_disclosed_written")
+                connection.execute("DROP TABLE log_disclosed")
 
 
-async def test_a_store_made_before_the_runs_table_gets_it_filled_from_the_records(store_path: str) -> None:
+@pytest.mark.parametrize("spans_only", [False, True], ids=["neither-table", "the-runs-alone"])
+async def test_a_store_made_before_the_runs_tables_gets_them_filled_from_the_records(store_path: str, spans_only: bool) -> None:
     ids = await disclose_one_at_a_time(store_path, 40)
-    await _drop_the_runs_table(store_path)
+    await _drop_the_runs_tables(store_path, spans_only=spans_only)
     async with open_store(store_path, read_only=True) as store:  # a read-only open makes nothing: it reads the records
         assert store.statistics().records_read_at_open >= 60
         assert len(store.disclosures_to("bob")) == 20
-    async with open_store(store_path) as store:  # makes it, filled from the log
+    async with open_store(store_path) as store:  # makes them, filled from the log
         await store.record_disclosure("agents/a", "bob", "main", "compile", ids[::2])
         assert len(await store.records()) == 40 + 60, "nothing new to record"
     async with open_store(store_path, read_only=True) as store:
         opened = store.statistics()
         assert (opened.records_read_at_open, opened.disclosed_runs_read_at_open) == (0, 60)
         assert len(store.disclosures_to("bob")) == 20 and len(store.disclosures_to("ann")) == 40
+        read = store.statistics().disclosure_records_read
+        assert [d.reader for d in store.disclosures(ids[2])] == ["ann", "bob"]
+        assert store.statistics().disclosure_records_read - read == 2, "the records that name it"
 
 
 async def test_two_processes_recording_at_once_lose_no_run_when_one_merges(pg_url: str) -> None:
