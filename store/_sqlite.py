@@ -171,6 +171,10 @@ def _spans(row: str, tables: str = "") -> str:
     return _runs_of(row, f"a.value, a.value + b.value - 1, {row}id", tables)
 
 
+#: The R*Tree of disclosure runs, and what stands in for it where SQLite was built without the
+#: R*Tree module: a table with the same columns, which answers the same query by a scan.
+SPANS_RTREE: Final = "CREATE VIRTUAL TABLE log_disclosure_spans USING rtree(id, lo, hi, +record INTEGER)"
+SPANS_TABLE: Final = "CREATE TABLE log_disclosure_spans (id INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER, record INTEGER)"
 _DISCLOSURE_RECORDS = "WITH records AS MATERIALIZED (SELECT id, body FROM log WHERE kind = 'disclosure' AND json_valid(body)) "
 #: The runs of ids each ``(namespace, reader, via)`` was shown (store/_disclosure.py): a row a
 #: run of each disclosure record, made by a trigger on the log, merged now and then
@@ -185,7 +189,7 @@ DISCLOSED_TABLE: Final = (
     "DROP TABLE IF EXISTS log_disclosed",
     "DROP TABLE IF EXISTS log_disclosure_spans",
     "CREATE TABLE log_disclosed (id INTEGER PRIMARY KEY, namespace TEXT, reader TEXT, via TEXT, first INTEGER, stop INTEGER)",
-    "CREATE VIRTUAL TABLE log_disclosure_spans USING rtree(id, lo, hi, +record INTEGER)",
+    SPANS_RTREE,
     "CREATE TRIGGER log_disclosed_written AFTER INSERT ON log WHEN NEW.kind = 'disclosure' AND json_valid(NEW.body) BEGIN "
     f"INSERT INTO log_disclosed (namespace, reader, via, first, stop) {_disclosed('NEW.')}; "
     f"INSERT INTO log_disclosure_spans (lo, hi, record) {_spans('NEW.')}; END",
@@ -225,7 +229,13 @@ async def make_stored_indexes(driver: Driver) -> None:
         await driver.execute("BEGIN IMMEDIATE")
         try:
             for statement in statements:
-                await driver.execute(statement)
+                try:
+                    await driver.execute(statement)
+                except sqlite3.OperationalError as exc:
+                    if statement != SPANS_RTREE or "no such module" not in str(exc):
+                        raise
+                    log.warning("SQLite here has no R*Tree module: an audit of one message scans the disclosure runs (%s)", exc)
+                    await driver.execute(SPANS_TABLE)
             await driver.execute("COMMIT")
         except BaseException:
             with anyio.CancelScope(shield=True):

@@ -172,3 +172,19 @@ async def test_two_processes_recording_at_once_lose_no_run_when_one_merges(pg_ur
         assert len(await writer.records()) == before
         await writer.record_disclosure("agents/a", "bob", "main", "compile", ids[1:2])
         assert len(await writer.records()) == before + 1
+
+
+@pytest.mark.sqlite_only("a SQLite built without the R*Tree module, stood in for by a module no build has")
+async def test_without_the_rtree_module_an_audit_of_one_message_answers_by_a_scan(store_path: str, monkeypatch, caplog) -> None:
+    from asides.store import _sqlite
+
+    missing = _sqlite.SPANS_RTREE.replace("USING rtree", "USING no_such_rtree")
+    monkeypatch.setattr(_sqlite, "DISCLOSED_TABLE", tuple(missing if s == _sqlite.SPANS_RTREE else s for s in _sqlite.DISCLOSED_TABLE))
+    monkeypatch.setattr(_sqlite, "SPANS_RTREE", missing)
+    with caplog.at_level("WARNING", logger="asides.store"):
+        ids = await disclose_one_at_a_time(store_path, 30)
+    assert "no R*Tree module" in caplog.text
+    async with open_store(store_path, read_only=True) as store:
+        assert store.statistics().records_read_at_open == 0
+        assert [d.reader for d in store.disclosures(ids[4])] == ["ann", "bob"]
+        assert [d.reader for d in store.disclosures(ids[5])] == ["ann"]
