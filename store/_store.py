@@ -188,8 +188,11 @@ class Store:
     @asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:
         """Serve the store for the block (its opener's); leaving it commits what is queued, then
-        closes the journal."""
+        closes the journal. A writing open first merges the runs of ids shown when they are due
+        (a store whose table of them was just filled from its records holds a row a record)."""
         async with self._journal.serving(self._tell):
+            if not self.read_only and self._model.disclosure_log.compaction_due():
+                await self._compact_disclosed()
             yield
 
     def add_listener(self, listener: Callable[[StoreEvent], None]) -> Callable[[], None]:

@@ -16,15 +16,15 @@ from asides.lowlevel import open_store
 BIG = {"max_tokens": 10_000_000, "reserve_for_response": 0}
 
 
-async def disclose_one_at_a_time(path: str, count: int) -> list[str]:
+async def disclose_one_at_a_time(path: str, count: int, *, to_bob: bool = True) -> list[str]:
     """``count`` messages, then one disclosure record for each: to ann every message (one run
-    in all), to bob every other one (a run each)."""
+    in all), to bob (unless not ``to_bob``) every other one (a run each)."""
     async with open_store(path) as store:
         messages = await store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(count)])
         ids = [m.id for m in messages]
         for i, message_id in enumerate(ids):
             await store.record_disclosure("agents/a", "ann", "main", "compile", [message_id])
-            if i % 2 == 0:
+            if to_bob and i % 2 == 0:
                 await store.record_disclosure("agents/a", "bob", "main", "compile", [message_id])
         return ids
 
@@ -137,6 +137,16 @@ async def test_a_store_made_before_the_runs_tables_gets_them_filled_from_the_rec
         read = store.statistics().disclosure_records_read
         assert [d.reader for d in store.disclosures(ids[2])] == ["ann", "bob"]
         assert store.statistics().disclosure_records_read - read == 2, "the records that name it"
+
+
+async def test_the_writing_open_that_fills_the_runs_from_the_records_merges_them(store_path: str) -> None:
+    ids = await disclose_one_at_a_time(store_path, 1_500, to_bob=False)
+    await _drop_the_runs_tables(store_path, spans_only=False)
+    async with open_store(store_path):  # fills them, a row a record, then merges them
+        pass
+    async with open_store(store_path, read_only=True) as store:
+        assert store.statistics().disclosed_runs_read_at_open == 1, "ann's 1,500 records: one run"
+        assert [d.message_id for d in store.disclosures(ids[700])] == [ids[700]]
 
 
 async def test_two_processes_recording_at_once_lose_no_run_when_one_merges(pg_url: str) -> None:
