@@ -197,7 +197,8 @@ class DisclosureLog:
     object again only when it is read. On a store that reads its messages back
     (:meth:`read_from`), only the records not yet committed are kept; the open takes the ids
     shown from the database's table of disclosed runs (:meth:`take_runs`), and an audit reads
-    the committed records a page at a time."""
+    the committed records from the database: those that may name one message in one read, the
+    others a page at a time."""
 
     def __init__(self) -> None:
         self._record_ids = array("q")
