@@ -109,6 +109,10 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
+#: What an audit's read says it could not read, when it fails.
+_DISCLOSURE_RECORDS_READ = "the disclosure records (for an audit)"
+
+
 class PostgresJournal:
     """The journal of a store in a PostgreSQL database, shared by every process that opens the
     same URL (see the module docstring)."""
@@ -847,17 +851,17 @@ class PostgresJournal:
         return self._read(lambda connection: connection.message_page(after, limit))
 
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
-        return self._read(lambda connection: connection.disclosure_page(after, limit))
+        return self._read(lambda connection: connection.disclosure_page(after, limit), _DISCLOSURE_RECORDS_READ)
 
     def disclosures_holding(self, message_id: int) -> list[tuple[int, str]]:
-        return self._read(lambda connection: connection.disclosures_holding(message_id))
+        return self._read(lambda connection: connection.disclosures_holding(message_id), _DISCLOSURE_RECORDS_READ)
 
     async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs the store keeps of the ids shown (``Connection.compact_disclosed``),
         on the index's connection, so no commit waits for it."""
         return await self._on_index_connection(lambda connection: connection.compact_disclosed(), "merging the runs of ids shown")
 
-    def _read(self, fn: Callable[[Connection], T]) -> T:
+    def _read(self, fn: Callable[[Connection], T], what: str = "the messages' bodies") -> T:
         with self._body_lock:
             connection, transient = self._body_connection, False
             try:
@@ -871,7 +875,7 @@ class PostgresJournal:
             except StoreFailedError:
                 raise
             except Exception as exc:
-                raise StoreFailedError(f"the messages' bodies could not be read from {self.path!r}: {exc}") from exc
+                raise StoreFailedError(f"{what} could not be read from {self.path!r}: {exc}") from exc
             finally:
                 if transient and connection is not None:
                     connection.close()

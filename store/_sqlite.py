@@ -248,6 +248,7 @@ REWRITES: Final = (
     "the search index: the records' entries deleted in that transaction, and its segments merged (FTS5 optimize)",
     "the write-ahead log: truncated right after that commit (a reader in another process may delay it: logged)",
 )
+_DISCLOSURE_RECORDS_READ = "the disclosure records (for an audit)"
 _INSERT_DISCLOSED = "INSERT INTO log_disclosed (namespace, reader, via, first, stop) VALUES "
 #: Rows per INSERT statement; SQLite allows 32766 bound variables per statement.
 _ROWS_PER_STATEMENT = 2000
@@ -622,10 +623,11 @@ class SqliteJournal:
         return [int(row[0]) for row in self._read("SELECT id FROM log WHERE kind = 'message' ORDER BY id", ())]
 
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
-        return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_PAGE, (after, limit))]
+        return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_PAGE, (after, limit), _DISCLOSURE_RECORDS_READ)]
 
     def disclosures_holding(self, message_id: int) -> list[tuple[int, str]]:
-        return [(int(i), body) for i, body in self._read(SELECT_DISCLOSURES_HOLDING, (message_id, message_id))]
+        rows = self._read(SELECT_DISCLOSURES_HOLDING, (message_id, message_id), _DISCLOSURE_RECORDS_READ)
+        return [(int(i), body) for i, body in rows]
 
     async def compact_disclosed(self) -> tuple[int, int]:
         """Merge the runs of ``log_disclosed`` (``DISCLOSED_TABLE``): the merged rows written,
@@ -647,9 +649,10 @@ class SqliteJournal:
             await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
             return len(rows), len(merged)
 
-    def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
+    def _read(self, query: str, parameters: Sequence[Any], what: str = "the messages") -> list[Any]:
         """Rows of a read of committed records, synchronously, on the connection that reads what
-        the open left in the file (made at the first read)."""
+        the open left in the file (made at the first read); a failure is a ``StoreFailedError``
+        saying that ``what`` could not be read."""
         reader, transient = self._body_reader, False
         try:
             uri, stamp = self._body_target or (f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro", None)
@@ -665,7 +668,7 @@ class SqliteJournal:
                     self._body_reader = reader
             rows: list[Any] = reader.execute(query, parameters).fetchall()
         except (sqlite3.Error, OSError) as exc:
-            raise StoreFailedError(f"the messages could not be read from {self.path!r}: {exc}") from exc
+            raise StoreFailedError(f"{what} could not be read from {self.path!r}: {exc}") from exc
         finally:
             if transient and reader is not None:
                 reader.close()

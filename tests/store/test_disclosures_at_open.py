@@ -198,3 +198,15 @@ async def test_without_the_rtree_module_an_audit_of_one_message_answers_by_a_sca
         assert store.statistics().records_read_at_open == 0
         assert [d.reader for d in store.disclosures(ids[4])] == ["ann", "bob"]
         assert [d.reader for d in store.disclosures(ids[5])] == ["ann"]
+
+
+@pytest.mark.sqlite_only("breaks the file's index of disclosure runs with sqlite3, as only a change outside asides could")
+async def test_an_audit_that_cannot_read_the_records_says_so(store_path: str) -> None:
+    from asides import StoreFailedError
+
+    ids = await disclose_one_at_a_time(store_path, 10)
+    async with open_store(store_path) as store:
+        with sqlite3.connect(store_path) as connection:
+            connection.execute("DROP TABLE log_disclosure_spans")
+        with pytest.raises(StoreFailedError, match="the disclosure records .* could not be read"):
+            store.disclosures(ids[0])
