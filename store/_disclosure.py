@@ -209,6 +209,7 @@ class DisclosureLog:
         self._runs = array("q")  # every record's runs, one after the other
         self._run_ends = array("q")  # where each record's runs end in ``_runs``
         self._seen: dict[tuple[str, str | None, str], IdRuns] = {}
+        self._seen_runs = 0  # the runs of every ``_seen`` together (``_see``)
         # Where committed records are read (``read_from``), and the newest record committed.
         self._page: Callable[[int, int], Sequence[tuple[int, str]]] | None = None
         self._holding: Callable[[int], Sequence[tuple[int, str]]] | None = None
@@ -249,7 +250,7 @@ class DisclosureLog:
             run = _run_of(row)
             if run is not None:
                 namespace, reader, via, first, stop = run
-                self._seen_by(namespace, reader, via).add(first, stop - first)
+                self._see((namespace, reader, via), ((first, stop - first),))
 
     def committed(self, record_id: int) -> None:
         """Every record up to ``record_id`` is committed: on a store that reads them back, they
@@ -268,7 +269,7 @@ class DisclosureLog:
         than when a merge last failed."""
         if self._table_runs <= self._failed_at + COMPACTION_SLACK:
             return False
-        return self._table_runs > 2 * sum(len(runs) for runs in self._seen.values()) + COMPACTION_SLACK
+        return self._table_runs > 2 * self._seen_runs + COMPACTION_SLACK
 
     def compacted(self, deleted: int, written: int) -> None:
         """A merge of the table of disclosed runs deleted ``deleted`` rows and wrote ``written``."""
@@ -281,11 +282,15 @@ class DisclosureLog:
 
     # -- taking records in --------------------------------------------------------------------
 
-    def _seen_by(self, namespace: str, reader: str | None, via: str) -> IdRuns:
-        seen = self._seen.get((namespace, reader, via))
+    def _see(self, who: tuple[str, str | None, str], runs: Iterable[tuple[int, int]]) -> None:
+        """``who`` was shown the ids of ``runs`` (``(first, count)`` each)."""
+        seen = self._seen.get(who)
         if seen is None:
-            seen = self._seen[(namespace, reader, via)] = IdRuns()
-        return seen
+            seen = self._seen[who] = IdRuns()
+        before = len(seen)
+        for first, count in runs:
+            seen.add(first, count)
+        self._seen_runs += len(seen) - before
 
     def new_runs(self, namespace: str, reader: str | None, via: str, message_ids: Iterable[str]) -> list[tuple[int, int]]:
         """The ids among ``message_ids`` not disclosed to ``reader`` of ``namespace`` through
@@ -305,9 +310,7 @@ class DisclosureLog:
             return False
         runs = record.runs
         self._table_runs += len(runs) // 2  # the rows the database's triggers make of it
-        seen = self._seen_by(record.namespace, record.reader, record.via)
-        for i in range(0, len(runs), 2):
-            seen.add(runs[i], runs[i + 1])
+        self._see((record.namespace, record.reader, record.via), zip(runs[::2], runs[1::2], strict=True))
         if self._page is not None and record_id <= self._committed_to:
             return True  # committed: read back when asked
         who = (record.namespace, record.reader, record.branch, record.via)
