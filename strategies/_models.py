@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -30,10 +29,6 @@ __all__ = [
 ]
 
 
-def _ids(value: Iterable[str]) -> MessageIds:
-    return as_message_ids(value)
-
-
 def _messages(value: object) -> tuple[CompiledMessage, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
@@ -51,7 +46,7 @@ class CompletionRequest:
     system: str | None = None
     max_tokens: int = 4000
     model: str | None = None
-    source_ids: MessageIds = attrs.field(factory=MessageIds, converter=_ids, eq=False, repr=False)
+    source_ids: MessageIds = attrs.field(factory=MessageIds, converter=as_message_ids, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)
