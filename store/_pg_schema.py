@@ -280,10 +280,10 @@ PG_DISCLOSED_TABLE = (
     "DROP TRIGGER IF EXISTS asides_disclosed_written ON asides_log",
     "DROP TABLE IF EXISTS asides_log_disclosed",
     "DROP TABLE IF EXISTS asides_log_disclosure_spans",
-    "CREATE TABLE IF NOT EXISTS asides_log_disclosed (id bigserial PRIMARY KEY, namespace text, reader text, via text, "
+    "CREATE TABLE asides_log_disclosed (id bigserial PRIMARY KEY, namespace text, reader text, via text, "
     "first bigint, stop bigint)",
-    "CREATE TABLE IF NOT EXISTS asides_log_disclosure_spans (record bigint NOT NULL, span int8range NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS asides_log_disclosure_spans_span ON asides_log_disclosure_spans USING gist (span)",
+    "CREATE TABLE asides_log_disclosure_spans (record bigint NOT NULL, span int8range NOT NULL)",
+    "CREATE INDEX asides_log_disclosure_spans_span ON asides_log_disclosure_spans USING gist (span)",
     # A disclosure record's runs, or none when its body is not one a store writes.
     """CREATE OR REPLACE FUNCTION asides_disclosed_runs(body text)
     RETURNS TABLE (namespace text, reader text, via text, first bigint, stop bigint) LANGUAGE plpgsql IMMUTABLE AS $$
