@@ -85,6 +85,9 @@ MESSAGE: Final = "message"
 #: memory, by default; and how many bodies one read asks the database for at most.
 DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
 FETCH_BATCH: Final = 900
+#: How many state values read back from the database (their records' bodies left there at
+#: open, on a model whose messages stay there too) stay decoded in memory.
+STATE_CACHE: Final = 1024
 #: A model holding its messages keeps each branch's messages that may name a reader in one
 #: block (``LogModel.audience_bits``); a model whose messages stay in the database, in blocks of
 #: as many sequences as its message cache holds messages (see :func:`audience_bits_for`).
@@ -98,6 +101,32 @@ ID_PAGES: Final = 64
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
+
+
+class _InStore:
+    """A state version whose value the open left in the database (read when asked for)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<value in the database>"
+
+
+_IN_STORE: Final = _InStore()
+
+
+def _state_value(record_id: int, key: str, body: str) -> Any:
+    """The value a state record's body holds, read fail-closed: ``UNREADABLE`` (logged) when it
+    is not JSON or gives a key twice."""
+    try:
+        value = read_stored_json(body)
+    except ValueError:
+        log.warning("record %s: state %r is not JSON; read as unreadable", record_id, key)
+        return UNREADABLE
+    if holds_duplicate(value):
+        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, key)
+        return UNREADABLE
+    return value
 
 
 def audience_bits_for(cache: int) -> int:
@@ -202,17 +231,25 @@ class LogModel:
         #: since (``StoreStatistics``).
         self.opened_records = 0
         self.messages_read = 0
+        #: State values read back from the database since the open (``StoreStatistics``), and
+        #: those kept decoded, least recently used first (at most ``STATE_CACHE``).
+        self.state_values_read = 0
+        self._state_cache: OrderedDict[int, Any] = OrderedDict()
 
     # -- replay ---------------------------------------------------------------------------
 
     def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Rebuild the model from persisted rows, in record-id order. Raises
         :class:`RecordTypeError` for a row whose columns are not of the types a store writes."""
+        stored = self._rows is not None  # a state's value may be left in the database
         for record_id, branch_name, seq, kind, ref, body in rows:
             if (
                 type(record_id) is not int
                 or type(seq) is not int
-                or (type(body) is not str and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._reads_back))))
+                or (
+                    type(body) is not str
+                    and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._reads_back) or (kind == STATE and stored)))
+                )
                 or type(branch_name) is not str
                 or type(kind) is not str
                 or (ref is not None and type(ref) is not str)
@@ -298,15 +335,7 @@ class LogModel:
                     branch.may_hold_audience = True
                     self._note_names(branch, names)
             elif kind == STATE and ref is not None:
-                try:
-                    value = read_stored_json(body)
-                except ValueError:
-                    log.warning("record %s: state %r is not JSON; read as unreadable", record_id, ref)
-                    value = UNREADABLE
-                else:
-                    if holds_duplicate(value):
-                        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, ref)
-                        value = UNREADABLE
+                value = _IN_STORE if body is None else _state_value(record_id, ref, body)  # None: left in the database
                 branch.states.setdefault(ref, []).append((seq, value))
                 branch.state_ids[(ref, seq)] = record_id
                 self._state_keys.add(ref)
@@ -1035,7 +1064,49 @@ class LogModel:
     def get_state(self, branch_name: str, key: str) -> Any:
         """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
         found = self._state_version(branch_name, key)
-        return MISSING if found is None else found[2]
+        return MISSING if found is None else self._values_of([(found[0], key, found[1], found[2])])[0]
+
+    def _values_of(self, versions: Sequence[tuple[Branch, str, int, Any]]) -> list[Any]:
+        """The values of these ``(branch, key, sequence, value as held)`` state versions: those
+        the open left in the database are read in batches, and the newest read stay decoded (at
+        most ``STATE_CACHE``)."""
+        values = [value for _holder, _key, _seq, value in versions]
+        wanted: dict[int, list[int]] = {}
+        for index, (holder, key, seq, value) in enumerate(versions):
+            if value is not _IN_STORE:
+                continue
+            record_id = holder.state_ids[(key, seq)]
+            if record_id in self._state_cache:
+                self._state_cache.move_to_end(record_id)
+                values[index] = self._state_cache[record_id]
+            else:
+                wanted.setdefault(record_id, []).append(index)
+        if wanted:
+            refs = [(record_id, versions[indexes[0]][1]) for record_id, indexes in wanted.items()]
+            for record_id, value in self._read_states(refs):
+                for index in wanted[record_id]:
+                    values[index] = value
+                self._state_cache[record_id] = value
+                self._state_cache.move_to_end(record_id)
+            while len(self._state_cache) > STATE_CACHE:
+                self._state_cache.popitem(last=False)
+        return values
+
+    def _read_states(self, refs: Sequence[tuple[int, str]]) -> Iterator[tuple[int, Any]]:
+        """``(record id, value)`` of each ``(record id, key)`` state record the open left in the
+        database, read from it a batch at a time and decoded fail-closed (``UNREADABLE``, logged)."""
+        assert self._rows is not None
+        for first in range(0, len(refs), FETCH_BATCH):
+            batch = refs[first : first + FETCH_BATCH]
+            bodies = self._rows.record_bodies([record_id for record_id, _key in batch])
+            for record_id, key in batch:
+                self.state_values_read += 1
+                body = bodies.get(record_id)
+                if body is None:
+                    log.warning("record %s: state %r could not be read back; read as unreadable", record_id, key)
+                    yield record_id, UNREADABLE
+                else:
+                    yield record_id, _state_value(record_id, key, body)
 
     def state_record_id(self, branch_name: str, key: str) -> int | None:
         """The record id of the value under ``key`` visible on this branch, or ``None``."""
@@ -1059,7 +1130,7 @@ class LogModel:
     def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
         """The value under ``key`` as the branch saw it at ``sequence``."""
         found = self._state_version(branch_name, key, sequence)
-        return MISSING if found is None else found[2]
+        return MISSING if found is None else self._values_of([(found[0], key, found[1], found[2])])[0]
 
     def strategy_note_at(
         self, branch_name: str, namespace: str, sequence: float = float("inf"), before: float = float("inf")
@@ -1095,7 +1166,7 @@ class LogModel:
 
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
-        return sorted(k for k in self._state_keys if k.endswith(suffix) and self.get_state(branch_name, k) is not MISSING)
+        return sorted(k for k in self._state_keys if k.endswith(suffix) and self._state_version(branch_name, k) is not None)
 
     def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
@@ -1103,14 +1174,19 @@ class LogModel:
         check_str(prefix, "prefix")
         found = []
         for key in self._state_keys:
-            if key.startswith(prefix) and self.get_state(branch.name, key) is not MISSING:
+            if key.startswith(prefix) and self._state_version(branch.name, key) is not None:
                 found.append(key)
         found.sort()
         return found
 
     def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
         """``{key: value}`` for every key under ``prefix`` visible on this branch."""
-        return {key: self.get_state(branch_name, key) for key in self.state_keys(branch_name, prefix)}
+        versions = []
+        for key in self.state_keys(branch_name, prefix):
+            found = self._state_version(branch_name, key)
+            assert found is not None
+            versions.append((found[0], key, found[1], found[2]))
+        return {key: value for (_holder, key, _seq, _held), value in zip(versions, self._values_of(versions), strict=True)}
 
     # -- erasure (store/_erasure.py) ------------------------------------------------------------
 
@@ -1254,15 +1330,26 @@ class LogModel:
         states: list[int] = []
         summaries: set[tuple[str, str]] = set()
         copies = 0
+        held: list[tuple[str, str, int]] = []  # (branch, key, record id) of each version held decoded
+        left: dict[int, tuple[str, str]] = {}  # the same of each the open left in the database
         for branch in self._branches.values():
             for key, versions in branch.states.items():
                 for seq, value in versions:
-                    if derived_from(value, targets):
-                        states.append(branch.state_ids[(key, seq)])
-                        if _is_summary(key):
-                            summaries.add((branch.name, key))
-                        if any(rule(key) for rule in _COPY_RULES):
-                            copies += 1
+                    record_id = branch.state_ids[(key, seq)]
+                    if value is _IN_STORE:
+                        left[record_id] = (branch.name, key)
+                    elif derived_from(value, targets):
+                        held.append((branch.name, key, record_id))
+        if left:  # streamed from the database, a batch at a time, none of them kept
+            for record_id, value in self._read_states([(record_id, key) for record_id, (_branch, key) in left.items()]):
+                if derived_from(value, targets):
+                    held.append((*left[record_id], record_id))
+        for branch_name, key, record_id in held:
+            states.append(record_id)
+            if _is_summary(key):
+                summaries.add((branch_name, key))
+            if any(rule(key) for rule in _COPY_RULES):
+                copies += 1
         states.sort()
         edits = sum(len(branch.edits.get(m, ())) for branch in self._branches.values() for m in new)
         number = len(self._erasures) + 1
@@ -1309,3 +1396,4 @@ class LogModel:
                         versions = branch.states[key]
                         versions[[s for s, _ in versions].index(seq)] = (seq, None)
                         self._nulled_states.add(record_id)
+                        self._state_cache.pop(record_id, None)

@@ -106,6 +106,11 @@ class StoredRows(Protocol):
         """``(id, branch, seq, body)`` of the first ``limit`` message records with ids above ``after``, in id order."""
         ...
 
+    def record_bodies(self, record_ids: Sequence[int]) -> Mapping[int, str]:
+        """The body of each committed record among ``record_ids`` (a record the database does
+        not hold is left out)."""
+        ...
+
     def disclosure_page(self, after: int, limit: int) -> Sequence[tuple[int, str]]:
         """``(id, body)`` of the first ``limit`` disclosure records with ids above ``after``, in id order."""
         ...

@@ -72,10 +72,12 @@ _SELECT_AFTER_LEAVING_BODIES = (
 PAGE_ROWS = 5000
 #: At an open that leaves the messages in the database (``Connection.stored_open``): the records
 #: other than messages and compile records, and where the messages stand whose body may name a
-#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes.
+#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. A state
+#: record's body is left out too unless an erasure blanked it (``'null'``): it is read when the
+#: value is (``LogModel.get_state``).
 _SELECT_RECORDS_AFTER = (
-    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure') "
-    "AND id > %s ORDER BY id LIMIT %s"
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'state' AND body <> 'null' THEN NULL ELSE body END "
+    "FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > %s ORDER BY id LIMIT %s"
 )
 _MAY_NAME_A_READER = may_name_a_reader("")
 #: A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).

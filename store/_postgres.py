@@ -835,6 +835,9 @@ class PostgresJournal:
     # What a model whose messages stay in the database reads (``store._model_parts.StoredRows``),
     # each in one round trip, as ``_read_bodies``.
 
+    def record_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
+        return self._read_bodies(record_ids)
+
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         return self._read(lambda connection: connection.message_rows(branch, first, last, bodies))
 

@@ -595,6 +595,9 @@ class SqliteJournal:
 
     # What a model whose messages stay in the file reads (``store._model_parts.StoredRows``).
 
+    def record_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
+        return self._read_bodies(record_ids)
+
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"
         rows = self._read(
@@ -992,8 +995,11 @@ SELECT_PAGE_LEAVING_BODIES = (
 SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
 # At the open of a file with ``STORED_INDEXES``: the records other than messages, compile and
 # disclosure records (through ``log_other_records``).
+# A state record's body is left in the file too (NULL here) unless an erasure blanked it
+# (``'null'``); it is read when the value is (``LogModel.get_state``).
 SELECT_RECORDS_PAGE = (
-    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
+    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'state' AND typeof(body) = 'text' AND body <> 'null' THEN NULL ELSE body END "
+    "FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
 )
 # The disclosure records some run of which may hold a message id (``DisclosureLog.read_from``).
 SELECT_DISCLOSURES_HOLDING = (

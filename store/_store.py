@@ -86,6 +86,11 @@ class StoreStatistics:
     #: Disclosure records read back from the database for audits since the open (an audit of one
     #: message reads those that may name it; the others read every one).
     disclosure_records_read: int = 0
+    #: State values read back from the database since the open (each read of one counts): on a
+    #: store file or PostgreSQL store with the indexes it reads through, the open reads each
+    #: state record's key and place, leaving its value there until it is read (at most
+    #: 1,024 values read back stay decoded); otherwise every value is held from the open.
+    state_values_read: int = 0
 
 
 class Store:
@@ -138,6 +143,7 @@ class Store:
             messages_in_memory=model.messages_in_memory(),
             audience_blocks_read=model.audience_blocks_read,
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
+            state_values_read=model.state_values_read,
             disclosure_records_in_memory=len(model.disclosure_log),
             disclosure_records_read=model.disclosure_log.records_read,
         )

@@ -1,0 +1,104 @@
+"""An open leaves state values in the database: it reads each state record's key and place, and a
+value is read when it is, so an open that does not read a namespace's records never pays for
+them. What a reader gets is what was written, and an erasure finds and blanks the values derived
+from what it erases though none of them is held."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from asides import PassthroughStrategy, open_runtime, text
+from asides.lowlevel import open_store
+from asides.store._model import UNREADABLE
+
+
+def summary(number: int, source: str) -> dict[str, object]:
+    return {"text": f"memory {number} " + "of a long stretch " * 40, "message_ids": [source], "n": number}
+
+
+async def write_states(path: str, count: int) -> list[str]:
+    """``count`` records under ``agents/a/mem/`` (each naming one message as its source) and as
+    many under ``agents/b/mem/``, in batches."""
+    async with open_store(path) as store:
+        messages = await store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(count)])
+        ids = [m.id for m in messages]
+        for first in range(0, count, 500):
+            batch = range(first, min(count, first + 500))
+            await store.set_states("main", {f"agents/a/mem/{i:05}": summary(i, ids[i]) for i in batch})
+            await store.set_states("main", {f"agents/b/mem/{i:05}": summary(-i, ids[i]) for i in batch})
+        return ids
+
+
+@pytest.mark.parametrize("count", [300, 3_000])
+async def test_an_open_reads_no_state_value_and_a_read_reads_what_it_asks_for(store_path: str, count: int) -> None:
+    await write_states(store_path, count)
+    async with open_store(store_path, read_only=True) as store:
+        assert store.statistics().state_values_read == 0, "the open read keys and places, no value"
+        read = store.statistics().state_values_read
+        assert store.get_state("main", "agents/a/mem/00007")["n"] == 7
+        assert store.statistics().state_values_read == read + 1
+        assert store.get_state("main", "agents/a/mem/00007")["n"] == 7
+        assert store.statistics().state_values_read == read + 1, "a value read back stays decoded"
+        read = store.statistics().state_values_read
+        items = store.state_items("main", "agents/b/")
+        assert sorted(items) == [f"agents/b/mem/{i:05}" for i in range(count)]
+        assert all(value["n"] == -int(key[-5:]) for key, value in items.items())
+        assert store.statistics().state_values_read - read <= count, "namespace b's values alone, each once"
+
+
+async def test_values_read_back_are_the_values_written_and_stay_bounded(store_path: str) -> None:
+    ids = await write_states(store_path, 1_500)
+    async with open_store(store_path) as store:
+        written = {f"agents/a/mem/{i:05}": summary(i, ids[i]) for i in range(1_500)}
+        assert store.state_items("main", "agents/a/") == written
+        read = store.statistics().state_values_read
+        for key in written:  # one at a time: more values than stay decoded
+            assert store.get_state("main", key) == written[key]
+        assert store.get_state("main", "agents/a/mem/00000") == written["agents/a/mem/00000"]
+        assert store.statistics().state_values_read > read + 1_500, "the oldest read went, and was read again"
+        await store.set_states("main", {"agents/a/mem/00003": {"text": "written again"}})
+        assert store.get_state("main", "agents/a/mem/00003") == {"text": "written again"}
+    async with open_store(store_path, read_only=True) as store:
+        assert store.get_state("main", "agents/a/mem/00003") == {"text": "written again"}
+        assert store.get_state("main", "agents/a/mem/00004") == written["agents/a/mem/00004"]
+
+
+async def test_an_erasure_after_the_open_blanks_the_values_derived_from_it(store_path: str) -> None:
+    ids = await write_states(store_path, 1_200)
+    async with open_store(store_path) as store:
+        before = store.get_state("main", "agents/a/mem/00011")  # one held decoded, the rest in the database
+        assert before is not None
+        erasure = await store.erase([ids[11], ids[900]], reason="asked", at=1.0)
+        assert erasure is not None
+        assert erasure.records_invalidated == 4, "a's and b's record of each message"
+        for key in ("agents/a/mem/00011", "agents/b/mem/00011", "agents/a/mem/00900", "agents/b/mem/00900"):
+            assert store.get_state("main", key) is None
+        assert store.get_state("main", "agents/a/mem/00012")["n"] == 12
+    async with open_store(store_path, read_only=True) as store:
+        assert store.get_state("main", "agents/a/mem/00900") is None
+        assert store.get_state("main", "agents/b/mem/00011") is None
+        assert "memory 900 " not in repr(store.state_items("main", "agents/"))
+
+
+async def test_a_runtime_opens_without_reading_the_values_of_namespaces_it_does_not_open(store_path: str) -> None:
+    await write_states(store_path, 2_000)
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/c", strategy=PassthroughStrategy())
+        await manager.add_message("user", [text("hello")])
+        await manager.compile(max_tokens=10_000)
+        assert rt.store.statistics().state_values_read <= 10, "its own few records, never a's or b's 4,000"
+
+
+async def test_a_state_body_changed_outside_asides_reads_as_unreadable_when_read(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "store.db")
+    async with open_store(path) as store:
+        await store.set_states("main", {"agents/a/mem/1": {"n": 1}, "agents/a/mem/2": {"n": 2}})
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE log SET body = '{\"n\": 1, \"n\": 3}' WHERE kind = 'state' AND ref = 'agents/a/mem/1'")
+        connection.execute("UPDATE log SET body = 'not json' WHERE kind = 'state' AND ref = 'agents/a/mem/2'")
+    async with open_store(path, read_only=True) as store:
+        assert store.get_state("main", "agents/a/mem/1") is UNREADABLE
+        assert store.get_state("main", "agents/a/mem/2") is UNREADABLE
+    assert "gives a key twice" in caplog.text and "is not JSON" in caplog.text
