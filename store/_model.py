@@ -1179,14 +1179,21 @@ class LogModel:
         found.sort()
         return found
 
+    def get_states(self, branch_name: str, keys: Iterable[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` with a record visible on this branch (the others
+        left out), the values left in the database read in batches."""
+        self._branch(branch_name)
+        versions = []
+        for key in keys:
+            check_str(key, "key")
+            found = self._state_version(branch_name, key)
+            if found is not None:
+                versions.append((found[0], key, found[1], found[2]))
+        return {key: value for (_holder, key, _seq, _held), value in zip(versions, self._values_of(versions), strict=True)}
+
     def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
         """``{key: value}`` for every key under ``prefix`` visible on this branch."""
-        versions = []
-        for key in self.state_keys(branch_name, prefix):
-            found = self._state_version(branch_name, key)
-            assert found is not None
-            versions.append((found[0], key, found[1], found[2]))
-        return {key: value for (_holder, key, _seq, _held), value in zip(versions, self._values_of(versions), strict=True)}
+        return self.get_states(branch_name, self.state_keys(branch_name, prefix))
 
     # -- erasure (store/_erasure.py) ------------------------------------------------------------
 

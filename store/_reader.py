@@ -8,7 +8,7 @@ listener and no model. It answers as the store does, refusals included.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._deprecate import deprecated
@@ -182,6 +182,14 @@ class StoreReader:
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]:
         """Every state record on ``branch`` whose key starts with ``prefix``."""
         return self.__store.state_items(branch, prefix)
+
+    def state_keys(self, branch: str, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix`` that has a state record on ``branch``, sorted."""
+        return self.__store.state_keys(branch, prefix)
+
+    def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` that has a state record on ``branch``."""
+        return self.__store.get_states(branch, keys)
 
     def may_hold_audience(self, branch: str) -> bool:
         """Whether a message visible on ``branch`` may carry an audience."""

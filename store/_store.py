@@ -591,6 +591,18 @@ class Store:
         self.raise_if_failed()
         return self._model.state_items(branch, prefix)
 
+    def state_keys(self, branch: str, prefix: str = "") -> list[str]:
+        """Every key starting with ``prefix`` that has a state record on ``branch``, sorted; reads
+        no value."""
+        self.raise_if_failed()
+        return self._model.state_keys(branch, prefix)
+
+    def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` that has a state record on ``branch`` (the others
+        left out), in one read of those the open left in the database (900 to a query)."""
+        self.raise_if_failed()
+        return self._model.get_states(branch, keys)
+
     def may_hold_audience(self, branch: str) -> bool:
         self.raise_if_failed()
         return self._model.may_hold_audience(branch)

@@ -47,6 +47,10 @@ class StateReads(Protocol):
 
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
 
+    def state_keys(self, branch: str, prefix: str = "") -> list[str]: ...
+
+    def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]: ...
+
 
 __all__ = [
     "CompiledMessage",
@@ -282,6 +286,18 @@ class StrategyState:
         full = self._prefix + prefix
         cut = len(self._prefix)
         return {k[cut:]: v for k, v in self._store.state_items(self._branch, full).items() if not self._keys.is_own_record(k)}
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """The keys :meth:`items` would give, sorted, without reading a value."""
+        full = self._prefix + prefix
+        cut = len(self._prefix)
+        return [k[cut:] for k in self._store.state_keys(self._branch, full) if not self._keys.is_own_record(k)]
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` that has a record (the others left out), in one
+        read; a key that spells a namespace's own record is refused, as by :meth:`get`."""
+        full = {self._key(key): key for key in keys}
+        return {full[k]: v for k, v in self._store.get_states(self._branch, list(full)).items()}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""

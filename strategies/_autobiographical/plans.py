@@ -281,9 +281,9 @@ def _merge(strategy: Planner, view: MessageView, regions: Regions, unit: MergeSu
     level, group = unit.level, list(unit.group)
     members = [memory.summaries[s] for s in group]
     new_level = level + 1
-    first_ids = members[0].summary.message_ids
+    first_ids = members[0].message_ids
     found = next((p for p in (view.position_of(i) for i in first_ids) if p is not None), None)
-    first = found if found is not None else first_position_at_or_after(view, members[0].summary.first_sequence)
+    first = found if found is not None else first_position_at_or_after(view, members[0].first_sequence)
     head, head_newest, head_ids = _head(strategy, view, regions, first)
     prior, prior_newest, prior_ids = _prior(strategy, view, regions, first)
     if level == 1:
@@ -293,14 +293,16 @@ def _merge(strategy: Planner, view: MessageView, regions: Regions, unit: MergeSu
         target_ids: list[Sequence[str]] = [[m.id for m in chunk_messages]]
         what = "the conversation"
     else:
-        children = [memory.summaries[c].summary for s in members for c in s.children]
+        merged = [c for s in members for c in s.children]
+        read = memory.read_summaries(merged)  # held: the members are roots, these of the frontier
+        children = [read[c] for c in merged]
         target_newest = max((c.last_sequence for c in children), default=0)
         target = [m for c in children for m in recall_pair(c)]
         target_ids = [c.message_ids for c in children]
         what = "your earlier memories"
     instruction = _instruction(strategy.merge_instruction.format(what=what, k=new_level, target=strategy.summary_target_tokens))
     request = _request(strategy, head + prior + [_instruction(MARKER)] + target + [instruction], [head_ids, *prior_ids, *target_ids])
-    span = where(view, MessageIds.concat((members[0].summary.message_ids, members[-1].summary.message_ids)))
+    span = where(view, MessageIds.concat((members[0].message_ids, members[-1].message_ids)))
     key = f"merge:{new_level}:{group[0]}:{group[-1]}"
     describe = f"merging {len(group)} memories of {span}"
     return Ask(unit, max(head_newest, prior_newest, target_newest), request, describe, key, strategy.merge_attempt_limit)
@@ -340,18 +342,18 @@ def judge_answer(strategy: Planner, ask: Ask, answer: object) -> Outcome:
     if isinstance(unit, CompressChunk):
         chunk = memory.chunks[unit.chunk_id]
         summary = Summary(f"L1-{memory.next_n}", 1, text, chunk.message_ids, chunk.first_sequence, chunk.last_sequence)
-        record = SummaryRecord(summary, chunk=unit.chunk_id)
+        record = SummaryRecord.of(summary, chunk=unit.chunk_id)
     else:
         members = [memory.summaries[s] for s in unit.group]
         summary = Summary(
             f"L{unit.level + 1}-{memory.next_n}",
             unit.level + 1,
             text,
-            MessageIds.concat(s.summary.message_ids for s in members),
-            min(s.summary.first_sequence for s in members),
-            max(s.summary.last_sequence for s in members),
+            MessageIds.concat(s.message_ids for s in members),
+            min(s.first_sequence for s in members),
+            max(s.last_sequence for s in members),
         )
-        record = SummaryRecord(summary, children=tuple(unit.group))
+        record = SummaryRecord.of(summary, children=tuple(unit.group))
     return Accepted({f"{strategy.kind}/summary/{record.id}": record.to_json()}, record)
 
 

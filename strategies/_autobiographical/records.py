@@ -22,7 +22,9 @@ asides's strategies does.
 Everything else (which messages chunks own, parents, roots, queue) is derived here, in memory,
 in O(records) whatever the records cover: ownership is a set of id runs. A malformed record
 is reported once and read fail-closed: a broken chunk owns nothing; a broken summary is neither
-rendered nor read, so what it covered renders raw and its chunk is queued again.
+rendered nor read, so what it covered renders raw and its chunk is queued again. Of the summaries'
+texts, a memory loaded from a store holds the frontier's alone (the roots, which a compile shows,
+and the summaries they merged, which a merge of them shows) and reads any other when asked for.
 
 The summary counter is not a record of its own: the next ``n`` is one more than the highest
 ``n`` among this namespace's summary records on the branch (the same value a counter record
@@ -34,7 +36,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -50,6 +52,8 @@ __all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "describe_
 log = logging.getLogger("asides.strategies")
 
 _SUMMARY_ID = re.compile(r"^L([1-9][0-9]*)-([0-9]+)$")
+#: How many records a load decodes at once.
+LOAD_PAGE = 900
 
 
 def is_summary_key(key: str) -> bool:
@@ -68,31 +72,47 @@ def summary_n(summary_id: str) -> int | None:
 
 @attrs.frozen(slots=True)
 class SummaryRecord:
-    summary: Summary
+    """A summary record as the strategy holds it: what it covers and links to, and its ``text``,
+    or ``None`` when the text is left in the store (:meth:`Memory.summary` reads it)."""
+
+    id: str
+    level: int
+    message_ids: MessageIds
+    first_sequence: int
+    last_sequence: int
+    text: str | None
     chunk: str | None = None
     children: tuple[str, ...] = ()
 
-    @property
-    def id(self) -> str:
-        return self.summary.id
-
-    @property
-    def level(self) -> int:
-        return self.summary.level
+    @classmethod
+    def of(cls, summary: Summary, *, chunk: str | None = None, children: tuple[str, ...] = ()) -> SummaryRecord:
+        """The record of ``summary``, its text held."""
+        s = summary
+        return cls(s.id, s.level, s.message_ids, s.first_sequence, s.last_sequence, s.text, chunk, children)
 
     @property
     def n(self) -> int:
-        return summary_n(self.summary.id) or 0
+        return summary_n(self.id) or 0
+
+    @property
+    def summary(self) -> Summary:
+        """The summary, for a record that holds its text (the frontier :class:`Memory` keeps
+        whole); a record whose text is left in the store is read through :meth:`Memory.summary`."""
+        if self.text is None:
+            raise LookupError(f"summary {self.id}: its text is left in the store (read it through Memory.summary)")
+        return Summary(self.id, self.level, self.text, self.message_ids, self.first_sequence, self.last_sequence)
+
+    def with_text(self, text: str | None) -> SummaryRecord:
+        return attrs.evolve(self, text=text)
 
     def to_json(self) -> dict[str, Any]:
-        s = self.summary
         out: dict[str, Any] = {
-            "id": s.id,
-            "level": s.level,
-            "text": s.text,
-            **s.message_ids.to_record(),
-            "first_sequence": s.first_sequence,
-            "last_sequence": s.last_sequence,
+            "id": self.id,
+            "level": self.level,
+            "text": self.summary.text,
+            **self.message_ids.to_record(),
+            "first_sequence": self.first_sequence,
+            "last_sequence": self.last_sequence,
         }
         if self.chunk is not None:
             out["chunk"] = self.chunk
@@ -170,11 +190,11 @@ def decode_summary(key_id: str, value: object) -> SummaryRecord | None:
         chunk = value.get("chunk")
         if not isinstance(chunk, str) or not chunk:
             return None
-        return SummaryRecord(summary, chunk=chunk)
+        return SummaryRecord.of(summary, chunk=chunk)
     children = _ids(value.get("children"))
     if children is None:
         return None
-    return SummaryRecord(summary, children=children)
+    return SummaryRecord.of(summary, children=children)
 
 
 def decode_attempts(value: object) -> Attempts | None:
@@ -255,6 +275,11 @@ class Memory:
         self._reported: set[str] = set()
         #: ``(relative key, problem)`` -> None; reports a malformed record (once, with its id).
         self.reporter: Callable[[str, str], None] | None = None
+        #: Reads summaries' texts from the store: ``{id: text}`` for the ids whose record it can
+        #: read. With one, the memory holds the texts of the frontier alone (the summaries no
+        #: summary merged, and the ones they merged, which a merge of them shows) and reads the
+        #: others when asked for (:meth:`summary`); without one, every text is held.
+        self.text_reader: Callable[[Sequence[str]], Mapping[str, str]] | None = None
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -267,16 +292,50 @@ class Memory:
 
     def load(self, items: Mapping[str, Any]) -> None:
         """Load every record (relative keys, e.g. ``autobiographical/chunk/12``)."""
+        self.load_from(items, lambda keys: items)
+
+    def load_from(self, keys: Iterable[str], read: Callable[[Sequence[str]], Mapping[str, Any]]) -> None:
+        """Load the records under ``keys`` (relative), their values read by ``read`` (``{key:
+        value}`` for a page of keys; a key it leaves out has no record) a page at a time, so that
+        at most a page of values is decoded at once; then read the frontier's texts."""
+        ordered = sorted(keys, key=_load_order)
         self._loading = True
         try:
-            for key in sorted(items, key=_load_order):
-                if is_summary_key(key) and self._unsorted:
-                    self._resort()  # summaries need the chunk order (their spans)
-                self.apply(key, items[key])
+            for first in range(0, len(ordered), LOAD_PAGE):
+                page = ordered[first : first + LOAD_PAGE]
+                values = read(page)
+                for key in page:
+                    if key not in values:
+                        continue
+                    if is_summary_key(key) and self._unsorted:
+                        self._resort()  # summaries need the chunk order (their spans)
+                    self.apply(key, values[key])
         finally:
             self._loading = False
         if self._unsorted:
             self._resort()
+        self._hold_frontier_texts()
+
+    def _frontier(self) -> list[str]:
+        """The summaries whose texts the memory holds: every root and every summary a root merged."""
+        found = []
+        for record in self.roots():
+            found.append(record.id)
+            found.extend(c for c in record.children if c in self.summaries)
+        return found
+
+    def _hold_frontier_texts(self) -> None:
+        if self.text_reader is None:
+            return
+        wanted = [sid for sid in self._frontier() if self.summaries[sid].text is None]
+        if not wanted:
+            return
+        texts = self.text_reader(wanted)
+        for sid in wanted:
+            text = texts.get(sid)
+            if text is None:  # not within one synchronous load: what was read is there
+                raise LookupError(f"summary {sid}: its text could not be read back from the store")
+            self.summaries[sid] = self.summaries[sid].with_text(text)
 
     def _resort(self) -> None:
         self.order.sort(key=lambda c: self.chunks[c].first_sequence)
@@ -308,6 +367,8 @@ class Memory:
                 if n is not None:
                     self.next_n = max(self.next_n, n + 1)
                 return
+            if self._loading and self.text_reader is not None:
+                record = record.with_text(None)  # the frontier's are read once loading is done
             self.add_summary(record)
         elif rest.startswith("attempts/"):
             attempts = decode_attempts(value)
@@ -369,6 +430,11 @@ class Memory:
             self.changes += 1
             for child in record.children:
                 self.parent[child] = record.id
+                if self.text_reader is not None and not self._loading:
+                    for grandchild in self.summaries[child].children:  # no longer of the frontier
+                        held = self.summaries.get(grandchild)
+                        if held is not None and held.text is not None:
+                            self.summaries[grandchild] = held.with_text(None)
 
     def _overlaps(self, ids: MessageIds) -> bool:
         if ids.numeric and not self._owned_other:
@@ -409,8 +475,30 @@ class Memory:
         return bool(found and found.failed)
 
     def public(self, summary_id: str) -> Summary | None:
-        record = self.summaries.get(summary_id)
-        return None if record is None else record.summary
+        """The summary with that id, its text read from the store when not held; ``None`` when
+        there is none, or its record can no longer be read (erased since)."""
+        return self.read_summaries([summary_id]).get(summary_id)
+
+    def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
+        """``{id: summary}`` for these ids, in their order, the texts not held read from the store in one read;
+        an id with no summary, or whose record can no longer be read (erased since), is left out."""
+        found: dict[str, Summary] = {}
+        left: list[str] = []
+        for sid in summary_ids:
+            record = self.summaries.get(sid)
+            if record is None:
+                continue
+            if record.text is not None:
+                found[sid] = record.summary
+            else:
+                left.append(sid)
+        if left and self.text_reader is not None:
+            texts = self.text_reader(left)
+            for sid in left:
+                text = texts.get(sid)
+                if text is not None:
+                    found[sid] = self.summaries[sid].with_text(text).summary
+        return {sid: found[sid] for sid in summary_ids if sid in found}  # in the order asked
 
 
 def _load_order(key: str) -> tuple[int, int, str]:

@@ -301,13 +301,14 @@ class AutobiographicalStrategy:
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Every summary (merged away or not) overlapping [start, end] by sequence."""
         self.tracker.catch_up_for_read()
+        memory = self.tracker.memory
         out = []
-        for record in self.tracker.memory.summaries.values():
-            s = record.summary
-            if (end is None or s.first_sequence <= end) and (start is None or s.last_sequence >= start):
-                out.append((s.first_sequence, s.level, record.n, s))
+        for record in memory.summaries.values():
+            if (end is None or record.first_sequence <= end) and (start is None or record.last_sequence >= start):
+                out.append((record.first_sequence, record.level, record.n, record.id))
         out.sort(key=lambda t: t[:3])
-        return tuple(t[3] for t in out)
+        read = memory.read_summaries([t[3] for t in out])  # those no longer readable (erased since) left out
+        return tuple(read[t[3]] for t in out if t[3] in read)
 
     def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, merged away or not, or ``None``."""

@@ -9,7 +9,7 @@ another manager of the namespace wrote and with the view, at a cost bounded by w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ...store._key_numbers import key_number
 from ...store._messages import Message
@@ -17,7 +17,7 @@ from ...store._views import MessageView
 from .._base import StrategyContext, StrategyState
 from .._windowed import first_position_at_or_after
 from .chunking import FrontierWalk, frontier_start
-from .records import Chunk, Memory, SummaryRecord
+from .records import Chunk, Memory, SummaryRecord, decode_summary
 from .regions import RecentWindow, Regions, head_end
 
 __all__ = ["Tracker"]
@@ -62,8 +62,17 @@ class Tracker:
     def load(self, ctx: StrategyContext) -> None:
         """Load this namespace's records on this branch and catch up with the view; writes nothing."""
         state = ctx.state
-        self.memory.reporter = state.report
-        self.memory.load(state.items(self.kind + "/"))
+        memory = self.memory
+        memory.reporter = state.report
+        summaries = self.kind + "/summary/"
+
+        def read_texts(summary_ids: Sequence[str]) -> dict[str, str]:
+            values = state.get_many([summaries + sid for sid in summary_ids])
+            records = ((sid, decode_summary(sid, values.get(summaries + sid))) for sid in summary_ids)
+            return {sid: record.summary.text for sid, record in records if record is not None}
+
+        memory.text_reader = read_texts
+        memory.load_from(state.keys(self.kind + "/"), state.get_many)
         self.revision = state.revision
         self.derive()
         self.sync(ctx)

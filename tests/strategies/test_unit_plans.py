@@ -9,7 +9,7 @@ tracker reads); the messages in a bare ``LogModel``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -57,6 +57,12 @@ class DictState:
 
     def items(self, prefix: str = "") -> dict[str, Any]:
         return {k: v for k, v in self.records.items() if k.startswith(prefix)}
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return sorted(k for k in self.records if k.startswith(prefix))
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        return {k: self.records[k] for k in keys if k in self.records}
 
     def report(self, key: str, problem: str) -> None:
         self.reports.append((key, problem))
