@@ -34,7 +34,7 @@ from ..store._pages import MessagePages, stored_pages
 from ..store._search import SearchHit
 from ..store._views import ViewFilter
 from ..strategies._base import ContextStrategy, Injection, MessageInjection, check_marks_reads
-from ..strategies._capabilities import ReadsSummaries, Summary
+from ..strategies._capabilities import FindsSummaries, ReadsSummaries, Summary
 from ..strategies._models import Model
 from ._background import BackgroundWork
 from ._binding import Binding
@@ -336,7 +336,7 @@ class ContextManager:
         """
         return await search(
             self._binding,
-            self.get_summaries_in_range,
+            self._memories_holding,
             query,
             limit=limit,
             kind=kind,
@@ -344,6 +344,15 @@ class ContextManager:
             after=after,
             before=before,
         )
+
+    def _memories_holding(self, words: Sequence[str]) -> tuple[Summary, ...]:
+        """The summaries a search of ``words`` matches against (checked): those the strategy says
+        may hold them where it can narrow them, else every one."""
+        strategy = self._binding.strategy
+        if not isinstance(strategy, FindsSummaries):
+            return self.get_summaries_in_range()
+        self._binding.check("search", started=False)
+        return _not_erased(self._binding.store.model, strategy.summaries_holding(words))
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Summaries overlapping the sequence range [start, end] (checked)."""

@@ -10,7 +10,7 @@ them. Every message hit returned is recorded as shown to the reader (``via="sear
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..store._arguments import check_int
 from ..store._errors import ArgumentTypeError, InvalidArgumentError
@@ -39,7 +39,7 @@ def _check_time(value: object, name: str) -> float | None:
 
 async def search(
     binding: Binding,
-    summaries: Callable[[], tuple[Summary, ...]],
+    summaries: Callable[[Sequence[str]], tuple[Summary, ...]],
     query: str,
     *,
     limit: int,
@@ -86,7 +86,7 @@ async def search(
                     hit = SearchHit("message", message.id, text, 0.0, message.sequence, message.participant, message.timestamp)
                     found.append((matched, hit))
         if kind != "message" and participant is None and since is None and until is None:
-            for summary in summaries():
+            for summary in summaries(words):  # those that may hold the words, each matched here
                 matched = match(summary.text, words)
                 if matched is not None:
                     found.append((matched, SearchHit("memory", summary.id, summary.text, 0.0, summary.last_sequence, level=summary.level)))

@@ -1066,10 +1066,10 @@ class LogModel:
         found = self._state_version(branch_name, key)
         return MISSING if found is None else self._values_of([(found[0], key, found[1], found[2])])[0]
 
-    def _values_of(self, versions: Sequence[tuple[Branch, str, int, Any]]) -> list[Any]:
+    def _values_of(self, versions: Sequence[tuple[Branch, str, int, Any]], *, keep: bool = True) -> list[Any]:
         """The values of these ``(branch, key, sequence, value as held)`` state versions: those
-        the open left in the database are read in batches, and the newest read stay decoded (at
-        most ``STATE_CACHE``)."""
+        the open left in the database are read in batches, and, when ``keep``, the newest read
+        stay decoded (at most ``STATE_CACHE``)."""
         values = [value for _holder, _key, _seq, value in versions]
         wanted: dict[int, list[int]] = {}
         for index, (holder, key, seq, value) in enumerate(versions):
@@ -1086,8 +1086,9 @@ class LogModel:
             for record_id, value in self._read_states(refs):
                 for index in wanted[record_id]:
                     values[index] = value
-                self._state_cache[record_id] = value
-                self._state_cache.move_to_end(record_id)
+                if keep:
+                    self._state_cache[record_id] = value
+                    self._state_cache.move_to_end(record_id)
             while len(self._state_cache) > STATE_CACHE:
                 self._state_cache.popitem(last=False)
         return values
@@ -1181,7 +1182,8 @@ class LogModel:
 
     def get_states(self, branch_name: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` with a record visible on this branch (the others
-        left out), the values left in the database read in batches."""
+        left out), the values left in the database read in batches and not kept (a read of many
+        values, as a strategy's load, would only push out those read one by one)."""
         self._branch(branch_name)
         versions = []
         for key in keys:
@@ -1189,7 +1191,37 @@ class LogModel:
             found = self._state_version(branch_name, key)
             if found is not None:
                 versions.append((found[0], key, found[1], found[2]))
-        return {key: value for (_holder, key, _seq, _held), value in zip(versions, self._values_of(versions), strict=True)}
+        values = self._values_of(versions, keep=False)
+        return {key: value for (_holder, key, _seq, _held), value in zip(versions, values, strict=True)}
+
+    def state_keys_holding(self, branch_name: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
+        """Those of ``keys`` (in their order) with a record visible on this branch whose value may
+        hold every one of ``words`` (case-folded words, as a search's): every key whose value is
+        held decoded, and of those left in the database the ones whose stored text holds each
+        ASCII word in any case, or holds any character past ASCII (whose case-folding a database
+        does not do as a search does). A superset of the keys whose values hold the words; reads
+        no value into memory."""
+        self._branch(branch_name)
+        narrowing = tuple(dict.fromkeys(w for w in words if w.isascii() and w))
+        found: list[tuple[str, int | None]] = []  # key, and the record to ask about (None: kept)
+        for key in keys:
+            check_str(key, "key")
+            version = self._state_version(branch_name, key)
+            if version is None:
+                continue
+            holder, seq, value = version
+            record_id = holder.state_ids[(key, seq)] if value is _IN_STORE and narrowing else None
+            if record_id is not None and record_id in self._state_cache:
+                record_id = None
+            found.append((key, record_id))
+        asked = [record_id for _key, record_id in found if record_id is not None]
+        if not asked:
+            return [key for key, _record_id in found]
+        assert self._rows is not None
+        holding: set[int] = set()
+        for first in range(0, len(asked), FETCH_BATCH):
+            holding.update(self._rows.records_holding(asked[first : first + FETCH_BATCH], narrowing))
+        return [key for key, record_id in found if record_id is None or record_id in holding]
 
     def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
         """``{key: value}`` for every key under ``prefix`` visible on this branch."""

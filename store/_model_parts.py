@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -109,6 +109,11 @@ class StoredRows(Protocol):
     def record_bodies(self, record_ids: Sequence[int]) -> Mapping[int, str]:
         """The body of each committed record among ``record_ids`` (a record the database does
         not hold is left out)."""
+        ...
+
+    def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> Collection[int]:
+        """Those of ``record_ids`` whose stored body holds every one of ``words`` (lowercase ASCII)
+        in any case, or holds any character past ASCII."""
         ...
 
     def disclosure_page(self, after: int, limit: int) -> Sequence[tuple[int, str]]:

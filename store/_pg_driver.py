@@ -70,6 +70,7 @@ _SELECT_AFTER_LEAVING_BODIES = (
     "AND position('\\u' in body) = 0 THEN NULL ELSE body END FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
 )
 PAGE_ROWS = 5000
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: At an open that leaves the messages in the database (``Connection.stored_open``): the records
 #: other than messages and compile records, and where the messages stand whose body may name a
 #: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. A state
@@ -442,6 +443,17 @@ class Connection:
         """The bodies of these records, in one round trip (one statement)."""
         rows = self._conn.execute("SELECT id, body FROM asides_log WHERE id = ANY(%s)", (list(ids),)).fetchall()
         return {int(record_id): body for record_id, body in rows if type(body) is str}
+
+    def records_holding(self, ids: Sequence[int], words: Sequence[str]) -> set[int]:
+        """Those of these records whose body holds every one of ``words`` (lowercase ASCII) in any
+        case, or holds a character past ASCII, in one round trip. ASCII letters are folded by
+        ``translate``, not ``lower`` (which follows the database's locale)."""
+        holds = " AND ".join("strpos(translate(body, %s, %s), %s) > 0" for _word in words)
+        parameters: list[Any] = [list(ids)]
+        for word in words:
+            parameters.extend((_UPPER, _UPPER.lower(), word))
+        query = f"SELECT id FROM asides_log WHERE id = ANY(%s) AND (octet_length(body) <> char_length(body) OR ({holds}))"  # noqa: S608
+        return {int(row[0]) for row in self._conn.execute(query, parameters).fetchall()}
 
     def rows_with_ids(self, ids: list[int]) -> list[RowTuple]:
         return self._conn.execute(  # type: ignore[no-any-return]

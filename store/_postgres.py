@@ -838,6 +838,9 @@ class PostgresJournal:
     def record_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
         return self._read_bodies(record_ids)
 
+    def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> set[int]:
+        return self._read(lambda connection: connection.records_holding(record_ids, words))
+
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         return self._read(lambda connection: connection.message_rows(branch, first, last, bodies))
 

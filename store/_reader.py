@@ -8,7 +8,7 @@ listener and no model. It answers as the store does, refusals included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .._deprecate import deprecated
@@ -186,6 +186,11 @@ class StoreReader:
     def state_keys(self, branch: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a state record on ``branch``, sorted."""
         return self.__store.state_keys(branch, prefix)
+
+    def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
+        """Those of ``keys`` with a state record on ``branch`` whose value may hold every one of
+        ``words`` (a superset)."""
+        return self.__store.state_keys_holding(branch, keys, words)
 
     def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a state record on ``branch``."""

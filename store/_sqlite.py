@@ -598,6 +598,13 @@ class SqliteJournal:
     def record_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
         return self._read_bodies(record_ids)
 
+    def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> set[int]:
+        # A body of ASCII alone has as many bytes as characters; lower() folds ASCII letters.
+        marks = ",".join("?" * len(record_ids))
+        holds = " AND ".join("instr(lower(body), ?) > 0" for _word in words)
+        query = f"SELECT id FROM log WHERE id IN ({marks}) AND (length(CAST(body AS BLOB)) <> length(body) OR ({holds}))"  # noqa: S608
+        return {int(row[0]) for row in self._read(query, [*record_ids, *words], "the state records")}
+
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"
         rows = self._read(

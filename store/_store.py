@@ -597,6 +597,13 @@ class Store:
         self.raise_if_failed()
         return self._model.state_keys(branch, prefix)
 
+    def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
+        """Those of ``keys`` (in their order) with a state record on ``branch`` whose value may
+        hold every one of ``words`` (case-folded, as a search's words): a superset, narrowed in the
+        database by the ASCII words without reading the values it leaves out."""
+        self.raise_if_failed()
+        return self._model.state_keys_holding(branch, keys, words)
+
     def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a state record on ``branch`` (the others
         left out), in one read of those the open left in the database (900 to a query)."""

@@ -47,9 +47,11 @@ class StateReads(Protocol):
 
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
 
-    def state_keys(self, branch: str, prefix: str = "") -> list[str]: ...
-
-    def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]: ...
+    # A store's reads also offer ``state_keys(branch, prefix)``, ``get_states(branch, keys)`` and
+    # ``state_keys_holding(branch, keys, words)``, which read no value, the values of some keys
+    # at once, and narrow keys by the words their values may hold; an object without them still
+    # serves (:meth:`StrategyState.keys`, :meth:`StrategyState.get_many` and
+    # :meth:`StrategyState.keys_holding` do without).
 
 
 __all__ = [
@@ -291,13 +293,30 @@ class StrategyState:
         """The keys :meth:`items` would give, sorted, without reading a value."""
         full = self._prefix + prefix
         cut = len(self._prefix)
-        return [k[cut:] for k in self._store.state_keys(self._branch, full) if not self._keys.is_own_record(k)]
+        listed = getattr(self._store, "state_keys", None)
+        found = listed(self._branch, full) if listed is not None else sorted(self._store.state_items(self._branch, full))
+        return [k[cut:] for k in found if not self._keys.is_own_record(k)]
+
+    def keys_holding(self, keys: Iterable[str], words: Sequence[str]) -> list[str]:
+        """Those of ``keys`` (in their order) that have a record whose value may hold every one of
+        ``words`` (case-folded, as a search's words): a superset, narrowed by the store where it
+        can without reading the values it leaves out; every key that has a record otherwise."""
+        full = {self._key(key): key for key in keys}
+        narrow = getattr(self._store, "state_keys_holding", None)
+        if narrow is None:
+            present = self.get_many(list(full.values()))
+            return [key for key in full.values() if key in present]
+        return [full[k] for k in narrow(self._branch, list(full), words)]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a record (the others left out), in one
         read; a key that spells a namespace's own record is refused, as by :meth:`get`."""
         full = {self._key(key): key for key in keys}
-        return {full[k]: v for k, v in self._store.get_states(self._branch, list(full)).items()}
+        read = getattr(self._store, "get_states", None)
+        if read is None:
+            values = {k: self._store.get_state(self._branch, k, MISSING) for k in full}
+            return {full[k]: v for k, v in values.items() if v is not MISSING}
+        return {full[k]: v for k, v in read(self._branch, list(full)).items()}
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""

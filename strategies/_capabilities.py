@@ -150,6 +150,17 @@ class ReadsSummaries(Protocol):
 
 
 @runtime_checkable
+class FindsSummaries(Protocol):
+    """A strategy that can narrow its summaries by the words a search looks for, without
+    reading every summary's text (a manager's search uses it where a strategy has it)."""
+
+    def summaries_holding(self, words: Sequence[str]) -> tuple[Summary, ...]:
+        """Every summary, merged or not, that may hold every one of ``words`` (case-folded): a
+        superset, each with its text."""
+        ...
+
+
+@runtime_checkable
 class HasHeadWindow(Protocol):
     """A strategy with a head window that a topic transition can move."""
 

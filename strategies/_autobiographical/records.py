@@ -280,6 +280,9 @@ class Memory:
         #: summary merged, and the ones they merged, which a merge of them shows) and reads the
         #: others when asked for (:meth:`summary`); without one, every text is held.
         self.text_reader: Callable[[Sequence[str]], Mapping[str, str]] | None = None
+        #: ``(summary ids, words)`` -> those ids whose records may hold every word (a superset),
+        #: narrowed by the store without reading the texts it leaves out; ``None``: all of them.
+        self.text_filter: Callable[[Sequence[str], Sequence[str]], Iterable[str]] | None = None
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -478,6 +481,19 @@ class Memory:
         """The summary with that id, its text read from the store when not held; ``None`` when
         there is none, or its record can no longer be read (erased since)."""
         return self.read_summaries([summary_id]).get(summary_id)
+
+    def summaries_holding(self, words: Sequence[str]) -> list[Summary]:
+        """Every summary that may hold every one of ``words`` (case-folded, as a search's), each
+        with its text: those whose texts are held, and of the others those the store says may
+        (a superset; a search matches each exactly), by first sequence, level and number."""
+        held = [sid for sid, record in self.summaries.items() if record.text is not None]
+        left = [sid for sid, record in self.summaries.items() if record.text is None]
+        if left and self.text_filter is not None:
+            left = list(self.text_filter(left, words))
+        records = [self.summaries[sid] for sid in held + left]
+        records.sort(key=lambda r: (r.first_sequence, r.level, r.n))
+        ordered = [r.id for r in records]
+        return list(self.read_summaries(ordered).values())
 
     def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
         """``{id: summary}`` for these ids, in their order, the texts not held read from the store in one read;

@@ -310,6 +310,13 @@ class AutobiographicalStrategy:
         read = memory.read_summaries([t[3] for t in out])  # those no longer readable (erased since) left out
         return tuple(read[t[3]] for t in out if t[3] in read)
 
+    def summaries_holding(self, words: Sequence[str]) -> tuple[Summary, ...]:
+        """Every summary, merged away or not, that may hold every one of ``words`` (case-folded,
+        as a search's; a superset, each with its text), in the order of
+        :meth:`get_summaries_in_range`; those no longer readable (erased since) left out."""
+        self.tracker.catch_up_for_read()
+        return tuple(self.tracker.memory.summaries_holding(words))
+
     def get_summary(self, summary_id: str) -> Summary | None:
         """The summary with that id, merged away or not, or ``None``."""
         self.tracker.catch_up_for_read()

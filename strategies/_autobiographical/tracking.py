@@ -71,7 +71,11 @@ class Tracker:
             records = ((sid, decode_summary(sid, values.get(summaries + sid))) for sid in summary_ids)
             return {sid: record.summary.text for sid, record in records if record is not None}
 
+        def narrow(summary_ids: Sequence[str], words: Sequence[str]) -> list[str]:
+            return [key[len(summaries) :] for key in state.keys_holding([summaries + sid for sid in summary_ids], words)]
+
         memory.text_reader = read_texts
+        memory.text_filter = narrow
         memory.load_from(state.keys(self.kind + "/"), state.get_many)
         self.revision = state.revision
         self.derive()

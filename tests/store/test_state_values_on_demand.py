@@ -102,3 +102,35 @@ async def test_a_state_body_changed_outside_asides_reads_as_unreadable_when_read
         assert store.get_state("main", "agents/a/mem/1") is UNREADABLE
         assert store.get_state("main", "agents/a/mem/2") is UNREADABLE
     assert "gives a key twice" in caplog.text and "is not JSON" in caplog.text
+
+
+async def test_the_keys_whose_values_may_hold_words_include_every_one_that_does(store_path: str) -> None:
+    """A superset, narrowed in the database by the ASCII words: whatever the case, the escapes
+    JSON adds, and the characters whose case-folding gives ASCII letters (``ſ``, the Kelvin
+    sign, ``ß``, ``İ``)."""
+    import random
+
+    from asides.store._search import query_words, words
+
+    rng = random.Random(33)
+    alphabet = list("abcdeskABCDESK019") + ["ſ", "\u212a", "ß", "İ", "é", " ", " ", "\n", '"', "\\", "-", "_"]
+    texts = {f"agents/a/mem/{i:04}": {"text": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))} for i in range(400)}
+    async with open_store(store_path) as store:
+        await store.set_states("main", texts)
+    def word() -> str:
+        return "".join(rng.choice("abcdesk019") for _ in range(rng.randint(1, 3)))
+
+    queries = [" ".join(word() for _ in range(rng.randint(1, 2))) for _ in range(150)]
+    queries += ["ss", "k", "s", "i", "é", "ß"]
+    narrowed = 0
+    async with open_store(store_path, read_only=True) as store:
+        for query in queries:
+            wanted = query_words(query)
+            holding = {key for key, value in texts.items() if set(wanted) <= set(words(value["text"]))}
+            found = store.state_keys_holding("main", list(texts), wanted)
+            assert holding <= set(found), (query, holding - set(found))
+            assert found == [key for key in texts if key in set(found)], "in the order asked"
+            narrowed += len(found) < len(texts)
+        assert store.statistics().state_values_read == 0, "no value read into memory"
+        assert store.state_keys_holding("main", ["agents/a/none", "agents/a/mem/0001"], ["zzz"]) in ([], ["agents/a/mem/0001"])
+    assert narrowed > 100, "the database narrows most searches"

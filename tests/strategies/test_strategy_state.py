@@ -26,3 +26,30 @@ async def test_a_state_with_no_writer_reads_through_the_store_reader_and_refuses
             await state.set_many({"notes/1": "a note", "notes/2": "another"})
         assert "'agents/s'" in str(info.value) and "'main'" in str(info.value)
         assert rt.store.state_items("main") == before and rt.store.head("main") == head
+
+
+class TwoReads:
+    """An object with a store's two state reads and nothing else."""
+
+    def __init__(self, records: dict[str, object]) -> None:
+        self.records = records
+
+    def get_state(self, branch: str, key: str, default: object = None) -> object:
+        return self.records.get(key, default)
+
+    def state_items(self, branch: str, prefix: str = "") -> dict[str, object]:
+        return {k: v for k, v in self.records.items() if k.startswith(prefix)}
+
+
+async def test_keys_and_get_many_read_through_a_store_reader_and_through_two_reads_alike(store_path):
+    records = {"agents/s/notes/2": "b", "agents/s/notes/1": "a", "agents/t/notes/1": "other", "agents/s/x/narrowing-floor": 3}
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/s", strategy=PassthroughStrategy(), view_reader="ann")
+        await manager.add_message("user", [text("hello")])
+        own = StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS)
+        assert own.keys() == [] and own.get_many(["notes/1"]) == {}, "the namespace's own reader record is not a strategy's"
+        two = StrategyState(TwoReads(records), "main", "agents/s", keys=NAMESPACE_RECORDS)
+        assert two.keys() == ["notes/1", "notes/2"], "sorted, and never a namespace's own record"
+        assert two.get_many(["notes/2", "notes/9"]) == {"notes/2": "b"}
+        with pytest.raises(ValueError, match="narrowing-floor"):
+            two.get_many(["mine/narrowing-floor"])

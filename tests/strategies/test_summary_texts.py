@@ -152,3 +152,36 @@ def test_what_a_loaded_memory_holds_follows_its_frontier_not_its_texts() -> None
     small, large, whole = held(300, reads_texts=True), held(1_200, reads_texts=True), held(1_200, reads_texts=False)
     assert large < whole / 2, (large, whole)
     assert large < 5 * small, (small, large)
+
+
+async def test_a_search_reads_the_memories_that_may_hold_its_words_and_finds_what_the_writer_found(store_path: str) -> None:
+    lines = {
+        7: "the ſtretch by the river",  # a long s: "stretch" once case-folded, not in any ASCII case
+        40: "a reading of 4 \u212a on the gauge",  # the Kelvin sign folds to "k"
+        90: "STRETCH goals for the quarter",
+        150: "Größe und Maße",
+        260: "zebra crossing at noon",
+    }
+    queries = ["stretch", "k gauge", "zebra", "größe", "masse", "quarter stretch", "nothing matches this"]
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        for i in range(400):
+            await host.add_message("user", [text(lines.get(i, f"message {i:04d} " + "x" * 40))])
+        m = await rt.open_manager(NS, strategy=strategy())
+        await m.drain()
+        assert any("zebra" in s.text for s in m.get_summaries_in_range()), "the memories hold the lines"
+        written = {q: await m.search(q, kind="memory", limit=50) for q in queries}
+    assert written["zebra"] and written["stretch"] and written["k gauge"]
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        m = await rt.open_manager(NS, strategy=strategy())
+        await m.compile(max_tokens=100_000)
+        reads = {}
+        for query in queries:  # each the first to read what it reads: no text read back is cached yet
+            before = rt.store.statistics().state_values_read
+            assert await m.search(query, kind="memory", limit=50) == written[query], query
+            reads[query] = rt.store.statistics().state_values_read - before
+        memories = len(m.get_summaries_in_range())
+    assert memories > 30
+    for query, read in reads.items():  # the memories holding a non-ASCII character are read whatever the words
+        if query.isascii():  # a word past ASCII narrows nothing in the database: "größe" reads them all
+            assert read <= len(written[query]) + 6, (query, read, memories)
