@@ -17,7 +17,7 @@ import logging
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Final
@@ -176,7 +176,6 @@ class LogModel:
     def __init__(self) -> None:
         self._branches: dict[str, Branch] = {"main": Branch("main", None, 0)}
         self._owner = Owners()
-        self._state_keys: set[str] = set()
         self._reports: set[tuple[int | None, str]] = set()
         # Content no view may pass on as it is (see ``damaged``), by the identity of its tuple,
         # with whether the record it came from may name a reader.
@@ -336,9 +335,7 @@ class LogModel:
                     self._note_names(branch, names)
             elif kind == STATE and ref is not None:
                 value = _IN_STORE if body is None else _state_value(record_id, ref, body)  # None: left in the database
-                branch.states.setdefault(ref, []).append((seq, value))
-                branch.state_ids[(ref, seq)] = record_id
-                self._state_keys.add(ref)
+                branch.states.setdefault(ref, []).append((seq, record_id, value))
                 if value is None:
                     self._nulled_states.add(record_id)
             else:
@@ -1049,40 +1046,39 @@ class LogModel:
 
     # -- state reads ----------------------------------------------------------------------
 
-    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[Branch, int, Any] | None:
-        """The branch holding the newest version of ``key`` visible on this branch up to
-        ``sequence``, with that version's sequence and value."""
+    def _state_version(self, branch_name: str, key: str, sequence: float = float("inf")) -> tuple[int, int, Any] | None:
+        """The newest version of ``key`` visible on this branch up to ``sequence``: its sequence,
+        record id and value as held."""
         branch = self._branch(branch_name)
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
             if versions:
                 found = latest(versions, min(limit, sequence))
                 if found is not None:
-                    return holder, found[0], found[1]
+                    return found
         return None
 
     def get_state(self, branch_name: str, key: str) -> Any:
         """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
         found = self._state_version(branch_name, key)
-        return MISSING if found is None else self._values_of([(found[0], key, found[1], found[2])])[0]
+        return MISSING if found is None else self._values_of([(key, found[1], found[2])])[0]
 
-    def _values_of(self, versions: Sequence[tuple[Branch, str, int, Any]], *, keep: bool = True) -> list[Any]:
-        """The values of these ``(branch, key, sequence, value as held)`` state versions: those
-        the open left in the database are read in batches, and, when ``keep``, the newest read
-        stay decoded (at most ``STATE_CACHE``)."""
-        values = [value for _holder, _key, _seq, value in versions]
+    def _values_of(self, versions: Sequence[tuple[str, int, Any]], *, keep: bool = True) -> list[Any]:
+        """The values of these ``(key, record id, value as held)`` state versions: those the open
+        left in the database are read in batches, and, when ``keep``, the newest read stay
+        decoded (at most ``STATE_CACHE``)."""
+        values = [value for _key, _record_id, value in versions]
         wanted: dict[int, list[int]] = {}
-        for index, (holder, key, seq, value) in enumerate(versions):
+        for index, (_key, record_id, value) in enumerate(versions):
             if value is not _IN_STORE:
                 continue
-            record_id = holder.state_ids[(key, seq)]
             if record_id in self._state_cache:
                 self._state_cache.move_to_end(record_id)
                 values[index] = self._state_cache[record_id]
             else:
                 wanted.setdefault(record_id, []).append(index)
         if wanted:
-            refs = [(record_id, versions[indexes[0]][1]) for record_id, indexes in wanted.items()]
+            refs = [(record_id, versions[indexes[0]][0]) for record_id, indexes in wanted.items()]
             for record_id, value in self._read_states(refs):
                 for index in wanted[record_id]:
                     values[index] = value
@@ -1112,7 +1108,7 @@ class LogModel:
     def state_record_id(self, branch_name: str, key: str) -> int | None:
         """The record id of the value under ``key`` visible on this branch, or ``None``."""
         found = self._state_version(branch_name, key)
-        return None if found is None else found[0].state_ids.get((key, found[1]))
+        return None if found is None else found[1]
 
     def report(self, record_id: int | None, problem: str) -> None:
         """Report malformed data once per record: logged with its record id."""
@@ -1126,12 +1122,12 @@ class LogModel:
         """The sequence of the value under ``key`` the branch saw at ``sequence`` (its newest by
         default), or ``None``. On a child branch, above its fork point means written there."""
         found = self._state_version(branch_name, key, sequence)
-        return None if found is None else found[1]
+        return None if found is None else found[0]
 
     def get_state_at(self, branch_name: str, key: str, sequence: int) -> Any:
         """The value under ``key`` as the branch saw it at ``sequence``."""
         found = self._state_version(branch_name, key, sequence)
-        return MISSING if found is None else self._values_of([(found[0], key, found[1], found[2])])[0]
+        return MISSING if found is None else self._values_of([(key, found[1], found[2])])[0]
 
     def strategy_note_at(
         self, branch_name: str, namespace: str, sequence: float = float("inf"), before: float = float("inf")
@@ -1167,15 +1163,25 @@ class LogModel:
 
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
-        return sorted(k for k in self._state_keys if k.endswith(suffix) and self._state_version(branch_name, k) is not None)
+        return sorted(k for k in self._known_keys(branch_name) if k.endswith(suffix) and self._state_version(branch_name, k) is not None)
+
+    def _known_keys(self, branch_name: str) -> Collection[str]:
+        """Every key some branch this one sees (itself or an ancestor) holds a version of, visible or not."""
+        branch = self._branch(branch_name)
+        if not branch.ancestors:
+            return branch.states.keys()
+        known: set[str] = set()
+        for holder, _limit in branch.chain():
+            known.update(holder.states)
+        return known
 
     def state_keys(self, branch_name: str, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
-        branch = self._branch(branch_name)
+        self._branch(branch_name)
         check_str(prefix, "prefix")
         found = []
-        for key in self._state_keys:
-            if key.startswith(prefix) and self._state_version(branch.name, key) is not None:
+        for key in self._known_keys(branch_name):
+            if key.startswith(prefix) and self._state_version(branch_name, key) is not None:
                 found.append(key)
         found.sort()
         return found
@@ -1190,9 +1196,9 @@ class LogModel:
             check_str(key, "key")
             found = self._state_version(branch_name, key)
             if found is not None:
-                versions.append((found[0], key, found[1], found[2]))
+                versions.append((key, found[1], found[2]))
         values = self._values_of(versions, keep=False)
-        return {key: value for (_holder, key, _seq, _held), value in zip(versions, values, strict=True)}
+        return {key: value for (key, _record_id, _held), value in zip(versions, values, strict=True)}
 
     def state_keys_holding(self, branch_name: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
         """Those of ``keys`` (in their order) with a record visible on this branch whose value may
@@ -1209,11 +1215,9 @@ class LogModel:
             version = self._state_version(branch_name, key)
             if version is None:
                 continue
-            holder, seq, value = version
-            record_id = holder.state_ids[(key, seq)] if value is _IN_STORE and narrowing else None
-            if record_id is not None and record_id in self._state_cache:
-                record_id = None
-            found.append((key, record_id))
+            _seq, record_id, value = version
+            asking = value is _IN_STORE and narrowing and record_id not in self._state_cache
+            found.append((key, record_id if asking else None))
         asked = [record_id for _key, record_id in found if record_id is not None]
         if not asked:
             return [key for key, _record_id in found]
@@ -1373,8 +1377,7 @@ class LogModel:
         left: dict[int, tuple[str, str]] = {}  # the same of each the open left in the database
         for branch in self._branches.values():
             for key, versions in branch.states.items():
-                for seq, value in versions:
-                    record_id = branch.state_ids[(key, seq)]
+                for _seq, record_id, value in versions:
                     if value is _IN_STORE:
                         left[record_id] = (branch.name, key)
                     elif derived_from(value, targets):
@@ -1430,9 +1433,9 @@ class LogModel:
         pending = set(states) - self._nulled_states
         if pending:
             for branch in self._branches.values():
-                for (key, seq), record_id in branch.state_ids.items():
-                    if record_id in pending:
-                        versions = branch.states[key]
-                        versions[[s for s, _ in versions].index(seq)] = (seq, None)
-                        self._nulled_states.add(record_id)
-                        self._state_cache.pop(record_id, None)
+                for versions in branch.states.values():
+                    for index, (seq, record_id, _value) in enumerate(versions):
+                        if record_id in pending:
+                            versions[index] = (seq, record_id, None)
+                            self._nulled_states.add(record_id)
+                            self._state_cache.pop(record_id, None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 
@@ -271,9 +271,8 @@ class Branch:
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []
-        # key -> [(seq, value)] of state writes made on this branch, and their record ids
-        self.states: dict[str, list[tuple[int, Any]]] = {}
-        self.state_ids: dict[tuple[str, int], int] = {}
+        # key -> [(seq, record id, value)] of state writes made on this branch
+        self.states: dict[str, list[tuple[int, int, Any]]] = {}
         # Ids of messages that have an edit visible here (inherited or own).
         self.edited_ids: set[str] = set()
         self.resolved: dict[str, Message] = {}
@@ -366,10 +365,16 @@ class Branch:
         return BranchInfo(self.name, self.parent.name if self.parent else None, self.fork_sequence, self.head)
 
 
-def latest(versions: list[tuple[int, Any]], limit: float) -> tuple[int, Any] | None:
+#: A version: a tuple led by its sequence.
+T = TypeVar("T", bound=tuple[Any, ...])
+
+
+def latest(versions: Sequence[T], limit: float) -> T | None:
+    """The newest of ``versions`` (tuples in sequence order, each led by its sequence) whose
+    sequence is at most ``limit``, or ``None``."""
     if versions[-1][0] <= limit:
         return versions[-1]
-    index = bisect_right([seq for seq, _ in versions], limit)
+    index = bisect_right([version[0] for version in versions], limit)
     return versions[index - 1] if index else None
 
 
