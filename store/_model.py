@@ -1373,20 +1373,20 @@ class LogModel:
         states: list[int] = []
         summaries: set[tuple[str, str]] = set()
         copies = 0
-        held: list[tuple[str, str, int]] = []  # (branch, key, record id) of each version held decoded
-        left: dict[int, tuple[str, str]] = {}  # the same of each the open left in the database
+        derived: list[tuple[str, str, int]] = []  # (branch, key, record id) of each version made from them
+        left: dict[int, tuple[str, str]] = {}  # (branch, key) of each version the open left in the database
         for branch in self._branches.values():
             for key, versions in branch.states.items():
                 for _seq, record_id, value in versions:
                     if value is _IN_STORE:
                         left[record_id] = (branch.name, key)
                     elif derived_from(value, targets):
-                        held.append((branch.name, key, record_id))
+                        derived.append((branch.name, key, record_id))
         if left:  # streamed from the database, a batch at a time, none of them kept
             for record_id, value in self._read_states([(record_id, key) for record_id, (_branch, key) in left.items()]):
                 if derived_from(value, targets):
-                    held.append((*left[record_id], record_id))
-        for branch_name, key, record_id in held:
+                    derived.append((*left[record_id], record_id))
+        for branch_name, key, record_id in derived:
             states.append(record_id)
             if _is_summary(key):
                 summaries.add((branch_name, key))

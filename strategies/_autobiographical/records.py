@@ -73,7 +73,7 @@ def summary_n(summary_id: str) -> int | None:
 @attrs.frozen(slots=True)
 class SummaryRecord:
     """A summary record as the strategy holds it: what it covers and links to, and its ``text``,
-    or ``None`` when the text is left in the store (:meth:`Memory.summary` reads it)."""
+    or ``None`` when the text is left in the store (:meth:`Memory.read_summaries` reads it)."""
 
     id: str
     level: int
@@ -96,10 +96,11 @@ class SummaryRecord:
 
     @property
     def summary(self) -> Summary:
-        """The summary, for a record that holds its text (the frontier :class:`Memory` keeps
-        whole); a record whose text is left in the store is read through :meth:`Memory.summary`."""
+        """The summary, for a record that holds its text (as :class:`Memory` keeps its frontier's);
+        a record whose text is left in the store is read through :meth:`Memory.read_summaries`
+        (``LookupError`` here)."""
         if self.text is None:
-            raise LookupError(f"summary {self.id}: its text is left in the store (read it through Memory.summary)")
+            raise LookupError(f"summary {self.id}: its text is left in the store (read it through Memory.read_summaries)")
         return Summary(self.id, self.level, self.text, self.message_ids, self.first_sequence, self.last_sequence)
 
     def with_text(self, text: str | None) -> SummaryRecord:
@@ -278,7 +279,7 @@ class Memory:
         #: Reads summaries' texts from the store: ``{id: text}`` for the ids whose record it can
         #: read. With one, the memory holds the texts of the frontier alone (the summaries no
         #: summary merged, and the ones they merged, which a merge of them shows) and reads the
-        #: others when asked for (:meth:`summary`); without one, every text is held.
+        #: others when asked for (:meth:`read_summaries`); without one, every text is held.
         self.text_reader: Callable[[Sequence[str]], Mapping[str, str]] | None = None
         #: ``(summary ids, words)`` -> those ids whose records may hold every word (a superset),
         #: narrowed by the store without reading the texts it leaves out; ``None``: all of them.
@@ -336,7 +337,7 @@ class Memory:
         texts = self.text_reader(wanted)
         for sid in wanted:
             text = texts.get(sid)
-            if text is None:  # not within one synchronous load: what was read is there
+            if text is None:  # cannot be: the load just read the record, and nothing wrote since
                 raise LookupError(f"summary {sid}: its text could not be read back from the store")
             self.summaries[sid] = self.summaries[sid].with_text(text)
 
@@ -496,8 +497,9 @@ class Memory:
         return list(self.read_summaries(ordered).values())
 
     def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
-        """``{id: summary}`` for these ids, in their order, the texts not held read from the store in one read;
-        an id with no summary, or whose record can no longer be read (erased since), is left out."""
+        """``{id: summary}`` for these ids, in their order, the texts not held read from the store
+        in one read; an id with no summary, or whose record can no longer be read (erased since),
+        is left out."""
         found: dict[str, Summary] = {}
         left: list[str] = []
         for sid in summary_ids:
