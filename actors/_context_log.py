@@ -39,11 +39,11 @@ class ContextLog:
         index = self._copies.get(branch)
         if index is None:
             index = {}
-            for key in self._store.model.state_keys(branch, ""):
-                owned = own_record(key)
-                if owned is None or owned[1] in NAMESPACE_KEYS:
-                    continue  # not a context-log entry
-                source = _copied(self._store.model.get_state(branch, key))
+            model = self._store.model
+            owned = ((key, own_record(key)) for key in model.state_keys(branch, ""))
+            entries = [key for key, found in owned if found is not None and found[1] not in NAMESPACE_KEYS]
+            for key, value in model.get_states(branch, entries).items():  # read together, not one by one
+                source = _copied(value)
                 if source is not None:
                     index.setdefault(source, []).append(key)
             self._copies[branch] = index
