@@ -65,11 +65,8 @@ def namespaces_on(model: LogModel, branch: str) -> set[str]:
 def namespace_records(model: LogModel, branch: str, namespace: str) -> dict[str, Any]:
     """``{tail: value}`` of every record of ``namespace`` that ``branch`` sees (values as stored:
     ``UNREADABLE`` for one that is not JSON)."""
-    return {
-        split[1]: model.get_state(branch, key)
-        for key in model.state_keys(branch)
-        if (split := split_state_key(key)) is not None and split[0] == namespace
-    }
+    tails = {key: split[1] for key in model.state_keys(branch) if (split := split_state_key(key)) is not None and split[0] == namespace}
+    return {tails[key]: value for key, value in model.get_states(branch, tails).items()}  # read together, not one by one
 
 
 @attrs.frozen

@@ -154,8 +154,7 @@ def describe_store(
     for info in rt.list_branches():
         grouped: dict[str, dict[str, Any]] = {}
         other: list[dict[str, Any]] = []
-        for key in model.state_keys(info.name):
-            value = model.get_state(info.name, key)
+        for key, value in model.get_states(info.name, model.state_keys(info.name)).items():  # read together
             split = split_state_key(key)
             if split is None:
                 other.append({"key": key, "value": _json_safe(value)})
