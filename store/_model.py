@@ -73,7 +73,7 @@ from ._records import (
 )
 from ._search import holds_every, searchable_text
 from ._seers import Seers, named_readers, seers_of
-from ._stored_json import holds_duplicate, read_stored_json
+from ._stored_json import GivesAKeyTwice, holds_duplicate, read_stored_json, read_whole_json
 
 __all__ = ["BranchInfo", "LogModel", "RecordTypeError", "Row", "UNREADABLE", "MISSING", "count_context_copies_by", "count_summaries_by"]
 
@@ -119,14 +119,12 @@ def _state_value(record_id: int, key: str, body: str) -> Any:
     """The value a state record's body holds, read fail-closed: ``UNREADABLE`` (logged) when it
     is not JSON or gives a key twice."""
     try:
-        value = read_stored_json(body)
+        return read_whole_json(body)
+    except GivesAKeyTwice:
+        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, key)
     except ValueError:
         log.warning("record %s: state %r is not JSON; read as unreadable", record_id, key)
-        return UNREADABLE
-    if holds_duplicate(value):
-        log.warning("record %s: state %r gives a key twice; read as unreadable", record_id, key)
-        return UNREADABLE
-    return value
+    return UNREADABLE
 
 
 def audience_bits_for(cache: int) -> int:

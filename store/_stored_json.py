@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["DuplicatedKeys", "holds_duplicate", "read_stored_json"]
+__all__ = ["DuplicatedKeys", "GivesAKeyTwice", "holds_duplicate", "read_stored_json", "read_whole_json"]
 
 
 class DuplicatedKeys(dict[str, Any]):
@@ -39,12 +39,37 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
 
 
+class GivesAKeyTwice(ValueError):
+    """Stored JSON text with an object, at any depth, that gives a key twice (:func:`read_whole_json`)."""
+
+
+def _pairs_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise GivesAKeyTwice("an object gives a key twice")
+    return obj
+
+
+_WHOLE_DECODER = json.JSONDecoder(object_pairs_hook=_pairs_once)
+
+
 def read_stored_json(text: str) -> Any:
     """The JSON value of stored ``text``, every object that gives a key twice a
     :class:`DuplicatedKeys`. Raises ``ValueError`` for text that is not one JSON value or nests
     too deep to read."""
     try:
         return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
+
+
+def read_whole_json(text: str) -> Any:
+    """The JSON value of stored ``text`` for a reader that takes a value whole or not at all (a
+    state record): :func:`read_stored_json` followed by :func:`holds_duplicate`, without walking
+    the value. Raises :class:`GivesAKeyTwice` (a ``ValueError``) for an object that gives a key
+    twice, at any depth, and ``ValueError`` for text that is not one JSON value or nests too deep."""
+    try:
+        return _WHOLE_DECODER.decode(text)
     except RecursionError:
         raise ValueError("nested too deep to read") from None
 

@@ -94,13 +94,15 @@ async def test_a_runtime_opens_without_reading_the_values_of_namespaces_it_does_
 async def test_a_state_body_changed_outside_asides_reads_as_unreadable_when_read(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "store.db")
     async with open_store(path) as store:
-        await store.set_states("main", {"agents/a/mem/1": {"n": 1}, "agents/a/mem/2": {"n": 2}})
+        await store.set_states("main", {"agents/a/mem/1": {"n": 1}, "agents/a/mem/2": {"n": 2}, "agents/a/mem/3": {"n": 3}})
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE log SET body = '{\"n\": 1, \"n\": 3}' WHERE kind = 'state' AND ref = 'agents/a/mem/1'")
         connection.execute("UPDATE log SET body = 'not json' WHERE kind = 'state' AND ref = 'agents/a/mem/2'")
+        connection.execute("UPDATE log SET body = '{\"n\": [{\"a\": 1, \"a\": 2}]}' WHERE kind = 'state' AND ref = 'agents/a/mem/3'")
     async with open_store(path, read_only=True) as store:
         assert store.get_state("main", "agents/a/mem/1") is UNREADABLE
         assert store.get_state("main", "agents/a/mem/2") is UNREADABLE
+        assert store.get_state("main", "agents/a/mem/3") is UNREADABLE, "a key given twice deep inside"
     assert "gives a key twice" in caplog.text and "is not JSON" in caplog.text
 
 
