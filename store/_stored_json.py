@@ -1,5 +1,6 @@
-"""The one way stored JSON text is read back: every record body (a message, an edit, a state
-record, a branch's meta) is decoded by :func:`read_stored_json` and nothing else.
+"""How stored JSON text is read back: every record body (a message, an edit, a state record, a
+branch's meta) is decoded by :func:`read_stored_json`, or, where a value is taken whole or not at
+all (a state record), by :func:`read_whole_json`, which gives the same answer without walking it.
 
 Stored text is read strictly enough that it can never mean two things. ``json.loads`` keeps the
 *last* value of a key an object gives twice, so ``{"audience": ["bob"], "audience": null}`` would
