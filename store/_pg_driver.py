@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -70,7 +71,6 @@ _SELECT_AFTER_LEAVING_BODIES = (
     "AND position('\\u' in body) = 0 THEN NULL ELSE body END FROM asides_log WHERE id > %s ORDER BY id LIMIT %s"
 )
 PAGE_ROWS = 5000
-_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: At an open that leaves the messages in the database (``Connection.stored_open``): the records
 #: other than messages and compile records, and where the messages stand whose body may name a
 #: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. A state
@@ -451,7 +451,7 @@ class Connection:
         holds = " AND ".join("strpos(translate(body, %s, %s), %s) > 0" for _word in words)
         parameters: list[Any] = [list(ids)]
         for word in words:
-            parameters.extend((_UPPER, _UPPER.lower(), word))
+            parameters.extend((string.ascii_uppercase, string.ascii_lowercase, word))
         query = f"SELECT id FROM asides_log WHERE id = ANY(%s) AND (octet_length(body) <> char_length(body) OR ({holds}))"  # noqa: S608
         return {int(row[0]) for row in self._conn.execute(query, parameters).fetchall()}
 
