@@ -491,10 +491,13 @@ class Memory:
         left = [sid for sid, record in self.summaries.items() if record.text is None]
         if left and self.text_filter is not None:
             left = list(self.text_filter(left, words))
-        records = [self.summaries[sid] for sid in held + left]
-        records.sort(key=lambda r: (r.first_sequence, r.level, r.n))
-        ordered = [r.id for r in records]
-        return list(self.read_summaries(ordered).values())
+        return self.read_in_order(self.summaries[sid] for sid in held + left)
+
+    def read_in_order(self, records: Iterable[SummaryRecord]) -> list[Summary]:
+        """These summaries, each with its text, by first sequence, level and number (the order
+        every listing of summaries gives); those no longer readable (erased since) left out."""
+        ordered = sorted(records, key=lambda r: (r.first_sequence, r.level, r.n))
+        return list(self.read_summaries([r.id for r in ordered]).values())
 
     def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
         """``{id: summary}`` for these ids, in their order, the texts not held read from the store

@@ -302,13 +302,10 @@ class AutobiographicalStrategy:
         """Every summary (merged away or not) overlapping [start, end] by sequence."""
         self.tracker.catch_up_for_read()
         memory = self.tracker.memory
-        out = []
-        for record in memory.summaries.values():
-            if (end is None or record.first_sequence <= end) and (start is None or record.last_sequence >= start):
-                out.append((record.first_sequence, record.level, record.n, record.id))
-        out.sort(key=lambda t: t[:3])
-        read = memory.read_summaries([t[3] for t in out])  # those no longer readable (erased since) left out
-        return tuple(read[t[3]] for t in out if t[3] in read)
+        overlapping = (
+            r for r in memory.summaries.values() if (end is None or r.first_sequence <= end) and (start is None or r.last_sequence >= start)
+        )
+        return tuple(memory.read_in_order(overlapping))
 
     def summaries_holding(self, words: Sequence[str]) -> tuple[Summary, ...]:
         """Every summary, merged away or not, that may hold every one of ``words`` (case-folded,
