@@ -260,7 +260,6 @@ class Memory:
         #: How many messages the chunks own, all together.
         self.owned_count = 0
         self.order: list[str] = []  # chunk ids by first sequence
-        self.index: dict[str, int] = {}
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
         self._loading = False
         self._unsorted = False
@@ -311,8 +310,6 @@ class Memory:
                 for key in page:
                     if key not in values:
                         continue
-                    if is_summary_key(key) and self._unsorted:
-                        self._resort()  # summaries need the chunk order (their spans)
                     self.apply(key, values[key])
         finally:
             self._loading = False
@@ -343,7 +340,6 @@ class Memory:
 
     def _resort(self) -> None:
         self.order.sort(key=lambda c: self.chunks[c].first_sequence)
-        self.index = {c: i for i, c in enumerate(self.order)}
         self._unsorted = False
 
     def apply(self, key: str, value: Any) -> None:
@@ -408,7 +404,6 @@ class Memory:
             bisect.insort(self.by_last, (chunk.last_sequence, chunk.id))
         in_order = not self.order or self.chunks[self.order[-1]].first_sequence < chunk.first_sequence
         self.order.append(chunk.id)
-        self.index[chunk.id] = len(self.order) - 1
         if not in_order:
             if self._loading:
                 self._unsorted = True  # sorted once, when loading is done
@@ -456,16 +451,6 @@ class Memory:
         while summary_id in self.parent:
             summary_id = self.parent[summary_id]
         return summary_id
-
-    def chunk_span(self, summary_id: str) -> tuple[int, int]:
-        """Indexes (in chunk order) of the first and last chunk a summary covers."""
-        record = self.summaries[summary_id]
-        if record.level == 1:
-            i = self.index[record.chunk]  # type: ignore[index]
-            return i, i
-        first = self.chunk_span(record.children[0])[0]
-        last = self.chunk_span(record.children[-1])[1]
-        return first, last
 
     def roots(self) -> Iterable[SummaryRecord]:
         return (r for r in self.summaries.values() if r.id not in self.parent)

@@ -102,22 +102,18 @@ def merge_group(tracker: Tracker, level: int, threshold: int) -> list[str] | Non
     """The first run of ``threshold`` adjacent level-``level`` summaries nobody merged yet, or
     ``None``. Adjacent means each one's first chunk directly follows the previous one's last chunk
     among all closed chunks; members of a failed merge at this level never count."""
-    memory = tracker.memory
     failed = tracker.failed_members.get(level, set())
-    candidates = [s for s in tracker.roots.get(level, ()) if s not in failed]
+    candidates = {s for s in tracker.roots.get(level, ()) if s not in failed}
     if len(candidates) < threshold:
         return None
-    spans = sorted((memory.chunk_span(s), s) for s in candidates)
     run: list[str] = []
-    previous_last: int | None = None
-    for (first, last), sid in spans:
-        if run and previous_last is not None and first == previous_last + 1:
-            run.append(sid)
+    for item, is_summary in tracker.frontier_in_order():
+        if is_summary and item in candidates:
+            run.append(item)
+            if len(run) >= threshold:
+                return run
         else:
-            run = [sid]
-        previous_last = last
-        if len(run) >= threshold:
-            return run[:threshold]
+            run = []
     return None
 
 

@@ -96,6 +96,17 @@ class Tracker:
                     continue  # not a merge this strategy wrote (foreign data): nothing to retry
                 self.failed_members.setdefault(number - 1, set()).update(attempts.members)
 
+    def frontier_in_order(self) -> list[tuple[str, bool]]:
+        """The summaries nobody merged and the chunks without a summary, by their first message:
+        every closed chunk is one of these chunks or under one of these summaries, which each
+        cover a run of adjacent chunks, so two of them are adjacent exactly when they stand
+        side by side here. Each is ``(id, whether it is a summary)``."""
+        memory = self.memory
+        items = [(memory.summaries[s].first_sequence, s, True) for ids in self.roots.values() for s in ids]
+        items.extend((memory.chunks[c].first_sequence, c, False) for c in self.unsummarised)
+        items.sort()
+        return [(item, is_summary) for _first, item, is_summary in items]
+
     def levels(self) -> list[int]:
         """The levels that hold at least one root, lowest first."""
         return sorted(level for level, ids in self.roots.items() if ids)
