@@ -124,10 +124,12 @@ class Tracker:
         self.roots.setdefault(record.level, set()).add(record.id)
 
     def take_chunks(self, chunks: list[Chunk]) -> None:
-        """Take chunks this strategy just wrote."""
+        """Take chunks this strategy just wrote (another manager of the namespace may have
+        written, and summarised, the same chunk first)."""
+        memory = self.memory
         for chunk in chunks:
-            self.memory.add_chunk(chunk)
-            if chunk.id in self.memory.chunks:
+            memory.add_chunk(chunk)
+            if chunk.id in memory.chunks and chunk.id not in memory.l1_of:
                 self.unsummarised.add(chunk.id)
 
     def catch_up(self, state: StrategyState) -> bool:

@@ -132,6 +132,28 @@ def test_a_close_plans_the_floor_and_the_chunk_records_and_changes_nothing_until
     assert isinstance(next_unit(strategy.tracker, strategy), CompressChunk)
 
 
+def test_a_chunk_closed_again_after_another_manager_summarised_it_is_not_queued_again() -> None:
+    """Two managers of one namespace plan the same close; one writes it and summarises the first
+    chunk, then the other's close is written and taken: the summarised chunk waits for nothing
+    (it was asked for again and again, each answer superseded, and a drain never ended)."""
+    first, second = small(), small()
+    ctx, state = started(first)
+    second.tracker.load(ctx)
+    late = plan_unit(second, ctx.view, CloseChunks())
+    assert isinstance(late, Close)
+    plan = first_ask(first, ctx, state)
+    outcome = judge_answer(first, plan, Completion("end_turn", "I remember the opening."))
+    assert isinstance(outcome, Accepted)
+    state.write(outcome.records)
+    take_written(first, outcome, ctx.view)
+    second.tracker.catch_up(state)  # type: ignore[arg-type]
+    state.write(late.records)
+    take_written(second, late, ctx.view)
+    summarised = plan.unit.chunk_id  # type: ignore[union-attr]
+    assert next_unit(second.tracker, second) != CompressChunk(summarised)
+    assert summarised not in second.tracker.unsummarised
+
+
 def test_a_level_one_plan_asks_for_the_chunk_and_covers_it_with_the_floor() -> None:
     strategy = small()
     ctx, state = started(strategy)
