@@ -1184,6 +1184,19 @@ class LogModel:
         found.sort()
         return found
 
+    def state_sequences(self, branch_name: str, prefix: str = "") -> dict[str, int]:
+        """``{key: sequence}`` for every key starting with ``prefix`` that has a record visible on
+        this branch: the sequence its visible record was written at; reads no value."""
+        self._branch(branch_name)
+        check_str(prefix, "prefix")
+        found = {}
+        for key in self._known_keys(branch_name):
+            if key.startswith(prefix):
+                version = self._state_version(branch_name, key)
+                if version is not None:
+                    found[key] = version[0]
+        return found
+
     def get_states(self, branch_name: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` with a record visible on this branch (the others
         left out), the values left in the database read in batches and not kept (a read of many

@@ -187,6 +187,11 @@ class StoreReader:
         """Every key starting with ``prefix`` that has a state record on ``branch``, sorted."""
         return self.__store.state_keys(branch, prefix)
 
+    def state_sequences(self, branch: str, prefix: str = "") -> dict[str, int]:
+        """``{key: sequence}`` for every key starting with ``prefix`` that has a state record on
+        ``branch``: the sequence its visible record was written at."""
+        return self.__store.state_sequences(branch, prefix)
+
     def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
         """Those of ``keys`` with a state record on ``branch`` whose value may hold every one of
         ``words`` (a superset)."""

@@ -597,6 +597,12 @@ class Store:
         self.raise_if_failed()
         return self._model.state_keys(branch, prefix)
 
+    def state_sequences(self, branch: str, prefix: str = "") -> dict[str, int]:
+        """``{key: sequence}`` for every key starting with ``prefix`` that has a state record on
+        ``branch``: the branch sequence its visible record was written at; reads no value."""
+        self.raise_if_failed()
+        return self._model.state_sequences(branch, prefix)
+
     def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
         """Those of ``keys`` (in their order) with a state record on ``branch`` whose value may
         hold every one of ``words`` (case-folded, as a search's words): a superset, narrowed in the

@@ -47,11 +47,13 @@ class StateReads(Protocol):
 
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
 
-    # A store's reads also offer ``state_keys(branch, prefix)``, ``get_states(branch, keys)`` and
-    # ``state_keys_holding(branch, keys, words)``, which read no value, the values of some keys
-    # at once, and narrow keys by the words their values may hold; an object without them still
-    # serves (:meth:`StrategyState.keys`, :meth:`StrategyState.get_many` and
-    # :meth:`StrategyState.keys_holding` do without).
+    # A store's reads also offer ``state_keys(branch, prefix)``, ``get_states(branch, keys)``,
+    # ``state_keys_holding(branch, keys, words)``, ``state_sequences(branch, prefix)`` and
+    # ``erasures()``, which read no value, the values of some keys at once, narrow keys by the
+    # words their values may hold, give the sequence each key's record was written at, and list
+    # the erasures; an object without them still serves (:meth:`StrategyState.keys`,
+    # :meth:`StrategyState.get_many` and :meth:`StrategyState.keys_holding` do without;
+    # :meth:`StrategyState.sequences` and :attr:`StrategyState.erasure_count` say ``None``).
 
 
 __all__ = [
@@ -317,6 +319,24 @@ class StrategyState:
             values = {k: self._store.get_state(self._branch, k, MISSING) for k in full}
             return {full[k]: v for k, v in values.items() if v is not MISSING}
         return {full[k]: v for k, v in read(self._branch, list(full)).items()}
+
+    def sequences(self, prefix: str = "") -> dict[str, int] | None:
+        """``{key: sequence}`` for the keys :meth:`keys` would give: the branch sequence each
+        one's record was written at (records written together count up in the order given);
+        reads no value. ``None`` when the store's reads do not say."""
+        read = getattr(self._store, "state_sequences", None)
+        if read is None:
+            return None
+        cut = len(self._prefix)
+        found = read(self._branch, self._prefix + prefix)
+        return {k[cut:]: seq for k, seq in found.items() if not self._keys.is_own_record(k)}
+
+    @property
+    def erasure_count(self) -> int | None:
+        """How many erasures the store holds (each may have overwritten records of this
+        namespace with ``None``); ``None`` when the store's reads do not say."""
+        read = getattr(self._store, "erasures", None)
+        return None if read is None else len(read())
 
     async def set(self, key: str, value: Any) -> None:
         """Write one record (durable on return)."""

@@ -8,7 +8,7 @@ import pytest
 
 from asides import InvalidArgumentError, PassthroughStrategy, open_runtime, text
 from asides.actors._records import NAMESPACE_RECORDS
-from asides.lowlevel import StrategyState
+from asides.lowlevel import StrategyState, open_store
 
 
 async def test_a_state_with_no_writer_reads_through_the_store_reader_and_refuses_writes(store_path):
@@ -53,3 +53,25 @@ async def test_keys_and_get_many_read_through_a_store_reader_and_through_two_rea
         assert two.get_many(["notes/2", "notes/9"]) == {"notes/2": "b"}
         with pytest.raises(ValueError, match="narrowing-floor"):
             two.get_many(["mine/narrowing-floor"])
+
+
+async def test_sequences_give_where_each_record_was_written_and_erasure_count_counts_erasures(store_path):
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/s", strategy=PassthroughStrategy(), view_reader="ann")
+        message = await manager.add_message("user", [text("hello")])
+    async with open_store(store_path) as store:
+        head = store.head("main")
+        writes = {"notes/b": 1, "notes/a": 2, "other/c": 3}
+        await store.set_states("main", {f"agents/s/{k}": v for k, v in writes.items()})
+        await store.set_states("main", {"agents/s/notes/b": 4, "agents/t/notes/a": 5})
+        state = StrategyState(store, "main", "agents/s", keys=NAMESPACE_RECORDS)
+        read = store.statistics().state_values_read
+        assert state.sequences("notes/") == {"notes/b": head + 4, "notes/a": head + 2}, "each key's newest, in the order written"
+        assert state.sequences() == {"notes/b": head + 4, "notes/a": head + 2, "other/c": head + 3}, "never the reader record"
+        assert store.statistics().state_values_read == read, "no value read"
+        assert state.erasure_count == 0
+    async with open_runtime(store_path) as rt:
+        await rt.erase([message.id], reason="asked to")
+        assert StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS).erasure_count == 1
+    two = StrategyState(TwoReads({"agents/s/notes/a": 1}), "main", "agents/s", keys=NAMESPACE_RECORDS)
+    assert two.sequences() is None and two.erasure_count is None, "a store's reads that do not say"
