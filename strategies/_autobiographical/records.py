@@ -14,6 +14,10 @@ lists them in ``message_ids`` instead, and both are read.
 * ``<kind>/attempts/<unit key>``: ``{"rejections", "failed", "members"}`` and ``"reason"`` (why
   the newest answer was rejected)
 * ``<kind>/head-start``: the sequence of the newest ``[Topic Transition]`` this namespace wrote
+* ``<kind>/outline``: what the memory held when it was written (:class:`Outline`), so that an open
+  reads the frontier and what was written after the outline instead of every record; written,
+  now and then, as the first record of a unit's write. Derived data: an open that cannot trust it
+  (missing, malformed, an erasure since, a record it does not account for) reads every record.
 
 The store counts the summaries an erasure invalidates by :func:`is_summary_key`, which this
 module hands it (``store._model.count_summaries_by``) when it is imported, as every import of
@@ -47,7 +51,18 @@ from ...store._model import count_summaries_by
 from .._capabilities import RecordedSummary, RecordsReport
 from .._capabilities import Summary as Summary  # its home; imported here by the autobiographical modules
 
-__all__ = ["Summary", "SummaryRecord", "Chunk", "Attempts", "Memory", "describe_records", "is_summary_key", "summary_n"]
+__all__ = [
+    "Summary",
+    "SummaryRecord",
+    "Chunk",
+    "Attempts",
+    "Memory",
+    "Outline",
+    "describe_records",
+    "is_summary_key",
+    "load_order",
+    "summary_n",
+]
 
 log = logging.getLogger("asides.strategies")
 
@@ -155,6 +170,71 @@ class Attempts:
         return value
 
 
+@attrs.frozen(slots=True)
+class Outline:
+    """What a memory held, as of the records written before it: enough to load the frontier
+    alone. ``taken`` counts the chunk and summary records the memory had taken in (held, or
+    read as none: erased or malformed); ``erasures`` is the store's erasure count the memory was
+    loaded at; ``chunks`` the chunks it names, each with its level-1 summary (or ``None``): those
+    without a summary, those the roots of level 1 summarise, the newest by last message
+    (``newest``, ``(last sequence, id)``) and the newest by first; ``summaries`` the roots and
+    the summaries they merged, lowest level first; ``owned`` the ids the chunks own, as
+    ``(start, end)`` runs of numbers and ``owned_other`` (any other id); ``chunk_count`` how many
+    chunks the memory held."""
+
+    erasures: int
+    taken: int
+    next_n: int
+    chunk_count: int
+    owned_count: int
+    owned: tuple[tuple[int, int], ...]
+    owned_other: tuple[str, ...]
+    chunks: tuple[tuple[str, str | None], ...]
+    summaries: tuple[str, ...]
+    newest: tuple[tuple[int, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "erasures": self.erasures,
+            "taken": self.taken,
+            "next_n": self.next_n,
+            "chunk_count": self.chunk_count,
+            "owned_count": self.owned_count,
+            "owned": [list(run) for run in self.owned],
+            "owned_other": list(self.owned_other),
+            "chunks": [list(pair) for pair in self.chunks],
+            "summaries": list(self.summaries),
+            "newest": [list(pair) for pair in self.newest],
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> Outline | None:
+        """The outline ``value`` holds, or ``None`` for a value of any other shape."""
+        if not isinstance(value, dict):
+            return None
+        counts = [_int(value.get(name)) for name in ("erasures", "taken", "next_n", "chunk_count", "owned_count")]
+        owned, other, chunks = value.get("owned"), value.get("owned_other"), value.get("chunks")
+        summaries, newest = value.get("summaries"), value.get("newest")
+        if any(c is None for c in counts) or not all(isinstance(v, list) for v in (owned, other, chunks, summaries, newest)):
+            return None
+        pairs = (owned, chunks, newest)
+        if not all(isinstance(p, list) and len(p) == 2 for group in pairs for p in group):  # type: ignore[union-attr]
+            return None
+        runs = tuple((a, b) for a, b in owned)  # type: ignore[union-attr]
+        named = tuple((c, l1) for c, l1 in chunks)  # type: ignore[union-attr]
+        last = tuple((n, c) for n, c in newest)  # type: ignore[union-attr]
+        if not all(_int(a) is not None and _int(b) is not None and a < b for a, b in runs):
+            return None
+        if not all(isinstance(c, str) and c and (l1 is None or isinstance(l1, str)) for c, l1 in named):
+            return None
+        if not all(_int(n) is not None and isinstance(c, str) for n, c in last):
+            return None
+        if not all(isinstance(i, str) and i for i in (*other, *summaries)):  # type: ignore[misc]
+            return None
+        erasures, taken, next_n, chunk_count, owned_count = counts
+        return cls(erasures, taken, next_n, chunk_count, owned_count, runs, tuple(other), named, tuple(summaries), last)  # type: ignore[arg-type]
+
+
 def _ids(value: object) -> tuple[str, ...] | None:
     if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
         return tuple(value)
@@ -212,7 +292,7 @@ def decode_attempts(value: object) -> Attempts | None:
 def describe_records(kind: str, records: Mapping[str, Any]) -> RecordsReport:
     """What a namespace's records under ``<kind>/`` hold (``DescribesRecords.describe_records``):
     each is counted (a summary, a chunk, the head start) or reported unreadable; an attempts
-    record is read and not counted; a record of a shape this module does not write is unreadable."""
+    record and the outline are read and not counted; a record of a shape this module does not write is unreadable."""
     summaries: list[RecordedSummary] = []
     chunks = 0
     head_start: int | None = None
@@ -241,6 +321,9 @@ def describe_records(kind: str, records: Mapping[str, Any]) -> RecordsReport:
                 problem = "not a sequence number"
             else:
                 head_start = value
+        elif rest == "outline":
+            if value is not None and Outline.from_json(value) is None:
+                problem = "not a well-formed outline record"
         else:
             problem = f"a {kind} record asides does not know"
         if problem is not None:
@@ -259,6 +342,14 @@ class Memory:
         self._owned_other: set[str] = set()
         #: How many messages the chunks own, all together.
         self.owned_count = 0
+        #: How many chunks it holds (a memory loaded from an outline holds some of them).
+        self.chunk_count = 0
+        #: How many chunk and summary records it took in, held or read as none (erased, malformed).
+        self.taken = 0
+        #: Whether it was loaded from an outline: it holds the frontier's records alone (the
+        #: chunks and summaries :class:`Outline` names, and every one written after it), and a
+        #: read of any other record needs a whole load.
+        self.partial = False
         self.order: list[str] = []  # chunk ids by first sequence
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
         self._loading = False
@@ -283,6 +374,11 @@ class Memory:
         #: ``(summary ids, words)`` -> those ids whose records may hold every word (a superset),
         #: narrowed by the store without reading the texts it leaves out; ``None``: all of them.
         self.text_filter: Callable[[Sequence[str], Sequence[str]], Iterable[str]] | None = None
+        #: For a memory loaded from an outline (``partial``): reads whole summary records (``{id:
+        #: record}`` for the ids whose record it can read), and lists the ids of every summary
+        #: record in the store, so that a read of a summary it does not hold reads that one.
+        self.record_reader: Callable[[Sequence[str]], Mapping[str, SummaryRecord]] | None = None
+        self.summary_ids: Callable[[], Iterable[str]] | None = None
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -301,7 +397,7 @@ class Memory:
         """Load the records under ``keys`` (relative), their values read by ``read`` (``{key:
         value}`` for a page of keys; a key it leaves out has no record) a page at a time, so that
         at most a page of values is decoded at once; then read the frontier's texts."""
-        ordered = sorted(keys, key=_load_order)
+        ordered = sorted(keys, key=load_order)
         self._loading = True
         try:
             for first in range(0, len(ordered), LOAD_PAGE):
@@ -316,6 +412,75 @@ class Memory:
         if self._unsorted:
             self._resort()
         self._hold_frontier_texts()
+
+    def outline(self, erasures: int, newest: int) -> Outline:
+        """What it holds, for an open to load the frontier alone (:class:`Outline`), as loaded at
+        ``erasures`` erasures; ``newest``: how many of the newest chunks by last message to name."""
+        roots = sorted(self.roots(), key=lambda r: (r.level, r.n))
+        summaries = [c for r in roots for c in r.children if c in self.summaries] + [r.id for r in roots]
+        summaries.sort(key=lambda sid: (self.summaries[sid].level, self.summaries[sid].n))
+        newest_pairs = self.by_last[-newest:] if newest else []
+        named = {c: None for c in self.chunks if c not in self.l1_of}
+        named.update((r.chunk, None) for r in roots if r.chunk is not None)
+        named.update((c, None) for _last, c in newest_pairs)
+        if self.order:
+            named[self.order[-1]] = None
+        return Outline(
+            erasures=erasures,
+            taken=self.taken,
+            next_n=self.next_n,
+            chunk_count=self.chunk_count,
+            owned_count=self.owned_count,
+            owned=tuple(self._owned_runs.runs()),
+            owned_other=tuple(sorted(self._owned_other)),
+            chunks=tuple((c, self.l1_of.get(c)) for c in named),
+            summaries=tuple(summaries),
+            newest=tuple(newest_pairs),
+        )
+
+    def restore(self, outline: Outline, values: Mapping[str, Any]) -> bool:
+        """Load the records ``outline`` names, their values in ``values`` (relative keys), into
+        this empty memory; ``False`` (the memory then unusable) when one of them is missing or
+        does not read as the outline says."""
+        prefix = self.kind + "/"
+        for chunk_id, l1 in outline.chunks:
+            chunk = decode_chunk(chunk_id, values.get(f"{prefix}chunk/{chunk_id}"))
+            if chunk is None:
+                return False
+            self.chunks[chunk_id] = chunk
+            self.order.append(chunk_id)
+            if l1 is not None:
+                self.l1_of[chunk_id] = l1
+        self.order.sort(key=lambda c: self.chunks[c].first_sequence)
+        for sid in outline.summaries:
+            record = decode_summary(sid, values.get(f"{prefix}summary/{sid}"))
+            if record is None or sid in self.summaries:
+                return False
+            if record.chunk is not None:
+                if self.l1_of.setdefault(record.chunk, sid) != sid:
+                    return False
+            self.summaries[sid] = record
+            for child in record.children:
+                if child in self.summaries:
+                    self.parent[child] = sid
+        for record in self.roots():  # a root is shown and merged: what it covers must be here
+            if record.chunk is not None and record.chunk not in self.chunks:
+                return False
+            if any(c not in self.summaries for c in record.children):
+                return False
+        for start, end in outline.owned:
+            self._owned_runs.add(start, end - start)
+        self._owned_other.update(outline.owned_other)
+        self.by_last = sorted(outline.newest)
+        if any(c not in self.chunks for _last, c in self.by_last):
+            return False
+        self.owned_count = outline.owned_count
+        self.chunk_count = outline.chunk_count
+        self.taken = outline.taken
+        self.next_n = outline.next_n
+        self.partial = True
+        self.changes += 1
+        return True
 
     def _frontier(self) -> list[str]:
         """The summaries whose texts the memory holds: every root and every summary a root merged."""
@@ -349,6 +514,8 @@ class Memory:
             return
         rest = key[len(prefix) :]
         if value is None:  # erased with a message it was made from (store/_erasure.py): no record
+            if rest.startswith(("chunk/", "summary/")):
+                self.taken += 1
             n = summary_n(rest[len("summary/") :]) if rest.startswith("summary/") else None
             if n is not None:
                 self.next_n = max(self.next_n, n + 1)  # its id is never used again
@@ -357,12 +524,14 @@ class Memory:
             chunk = decode_chunk(rest[len("chunk/") :], value)
             if chunk is None:
                 self._report(key, "not a chunk record")
+                self.taken += 1
                 return
             self.add_chunk(chunk)
         elif rest.startswith("summary/"):
             record = decode_summary(rest[len("summary/") :], value)
             if record is None:
                 self._report(key, "not a summary record")
+                self.taken += 1
                 n = summary_n(rest[len("summary/") :])
                 if n is not None:
                     self.next_n = max(self.next_n, n + 1)
@@ -387,10 +556,12 @@ class Memory:
     def add_chunk(self, chunk: Chunk) -> None:
         if chunk.id in self.chunks:
             return
+        self.taken += 1
         if self._overlaps(chunk.message_ids):
             self._report(f"{self.kind}/chunk/{chunk.id}", "overlaps another chunk")
             return
         self.chunks[chunk.id] = chunk
+        self.chunk_count += 1
         self.changes += 1
         self.owned_count += len(chunk.message_ids)
         if chunk.message_ids.numeric:
@@ -413,6 +584,7 @@ class Memory:
     def add_summary(self, record: SummaryRecord) -> None:
         if record.id in self.summaries:
             return
+        self.taken += 1
         self.next_n = max(self.next_n, record.n + 1)
         if record.level == 1:
             if record.chunk not in self.chunks or record.chunk in self.l1_of:
@@ -471,12 +643,18 @@ class Memory:
     def summaries_holding(self, words: Sequence[str]) -> list[Summary]:
         """Every summary that may hold every one of ``words`` (case-folded, as a search's), each
         with its text: those whose texts are held, and of the others those the store says may
-        (a superset; a search matches each exactly), by first sequence, level and number."""
-        held = [sid for sid, record in self.summaries.items() if record.text is not None]
-        left = [sid for sid, record in self.summaries.items() if record.text is None]
+        (a superset; a search matches each exactly), by first sequence, level and number. A
+        memory loaded from an outline asks the store about every summary record it has."""
+        listed = self.summary_ids() if self.partial and self.summary_ids is not None else self.summaries
+        held: list[str] = []
+        left: list[str] = []
+        for sid in listed:
+            record = self.summaries.get(sid)
+            (held if record is not None and record.text is not None else left).append(sid)
         if left and self.text_filter is not None:
             left = list(self.text_filter(left, words))
-        return self.read_in_order(self.summaries[sid] for sid in held + left)
+        found = self.read_summaries(held + left)
+        return sorted(found.values(), key=lambda s: (s.first_sequence, s.level, summary_n(s.id) or 0))
 
     def read_in_order(self, records: Iterable[SummaryRecord]) -> list[Summary]:
         """These summaries, each with its text, by first sequence, level and number (the order
@@ -486,18 +664,23 @@ class Memory:
 
     def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
         """``{id: summary}`` for these ids, in their order, the texts not held read from the store
-        in one read; an id with no summary, or whose record can no longer be read (erased since),
-        is left out."""
+        in one read (and, for a memory loaded from an outline, the records it does not hold); an
+        id with no summary, or whose record can no longer be read (erased since), is left out."""
         found: dict[str, Summary] = {}
         left: list[str] = []
+        unknown: list[str] = []
         for sid in summary_ids:
             record = self.summaries.get(sid)
             if record is None:
+                if self.partial:
+                    unknown.append(sid)  # not of the frontier: its record is read
                 continue
             if record.text is not None:
                 found[sid] = record.summary
             else:
                 left.append(sid)
+        if unknown and self.record_reader is not None:
+            found.update((sid, record.summary) for sid, record in self.record_reader(unknown).items())
         if left and self.text_reader is not None:
             texts = self.text_reader(left)
             for sid in left:
@@ -507,7 +690,8 @@ class Memory:
         return {sid: found[sid] for sid in summary_ids if sid in found}  # in the order asked
 
 
-def _load_order(key: str) -> tuple[int, int, str]:
+def load_order(key: str) -> tuple[int, int, str]:
+    """The order records are taken in: chunks before summaries, and a summary after those it merged."""
     # chunks (by first message id) before summaries; summaries by level then n, so children
     # load before parents
     if "/chunk/" in key:

@@ -149,6 +149,7 @@ class AutobiographicalStrategy:
             head_window_tokens=self.head_window_tokens,
             recent_window_tokens=self.recent_window_tokens,
             target_chunk_tokens=self.target_chunk_tokens,
+            holdback_chunks=self.holdback_chunks,
         )
 
     def price(self, message: Message) -> int:
@@ -230,10 +231,10 @@ class AutobiographicalStrategy:
         unit = next_unit(tracker, self)
         return None if unit is None else self._unit_plan(plan_unit(self, ctx.view, unit))
 
-    @staticmethod
-    def _unit_plan(step: Close | Ask) -> UnitPlan:
+    def _unit_plan(self, step: Close | Ask) -> UnitPlan:
         if isinstance(step, Close):
-            return UnitPlan(floor=step.floor, records=step.records, describe="closing chunks", step=step)
+            records = self.tracker.with_outline(step.records)
+            return UnitPlan(floor=step.floor, records=records, describe="closing chunks", step=step)
         return UnitPlan(floor=step.floor, request=step.request, describe=step.describe, step=step)
 
     def judge_answer(self, ctx: StrategyContext, plan: UnitPlan, answer: object) -> Judgement:
@@ -245,13 +246,14 @@ class AutobiographicalStrategy:
         if isinstance(outcome, Superseded):
             return Judgement(rejection=outcome.error, step=outcome)
         rejection = outcome.error if isinstance(outcome, Rejected) else None
-        return Judgement(records=outcome.records, rejection=rejection, step=outcome)
+        return Judgement(records=self.tracker.with_outline(outcome.records), rejection=rejection, step=outcome)
 
     def took(self, ctx: StrategyContext, written: UnitPlan | Judgement) -> None:
         """Bring the tracker up to the records just written (``plans.take_written``)."""
         step = written.step
         if isinstance(step, Close | Accepted | Rejected):
             take_written(self, step, ctx.view)
+            self.tracker.took_outline(written.records)
 
     def asking(self, plan: UnitPlan | None) -> None:
         """``plan``'s request is out (``pending_work()`` says what it does), or, ``None``, no
@@ -300,6 +302,7 @@ class AutobiographicalStrategy:
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
         """Every summary (merged away or not) overlapping [start, end] by sequence."""
+        self.tracker.ensure_whole()
         self.tracker.catch_up_for_read()
         memory = self.tracker.memory
         overlapping = (

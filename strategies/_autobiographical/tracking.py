@@ -9,7 +9,8 @@ another manager of the namespace wrote and with the view, at a cost bounded by w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ...store._key_numbers import key_number
 from ...store._messages import Message
@@ -17,10 +18,16 @@ from ...store._views import MessageView
 from .._base import StrategyContext, StrategyState
 from .._windowed import first_position_at_or_after
 from .chunking import FrontierWalk, frontier_start
-from .records import Chunk, Memory, SummaryRecord, decode_summary
+from .records import Chunk, Memory, Outline, SummaryRecord, decode_summary, load_order
 from .regions import RecentWindow, Regions, head_end
 
-__all__ = ["Tracker"]
+__all__ = ["OUTLINE_EVERY", "Tracker"]
+
+#: A unit's write carries an outline of the memory (``records.Outline``) once the memory has
+#: taken in this many chunk and summary records since the outline it was loaded from (or since
+#: a load of every record): an open then reads at most about this many records past the
+#: frontier.
+OUTLINE_EVERY = 64
 
 
 class Tracker:
@@ -35,8 +42,10 @@ class Tracker:
         head_window_tokens: int,
         recent_window_tokens: int,
         target_chunk_tokens: int,
+        holdback_chunks: int = 0,
     ) -> None:
         self.kind = kind
+        self.holdback_chunks = holdback_chunks
         self.price = price
         self.head_window_tokens = head_window_tokens
         self.recent_window_tokens = recent_window_tokens
@@ -56,30 +65,114 @@ class Tracker:
         self.view: MessageView | None = None
         self.regions: Regions | None = None
         self._head_cache: tuple[tuple[int, int | None, int], int, int] | None = None
+        #: The erasure count of the store when the memory was loaded (``None``: not known).
+        self.erasures: int | None = None
+        #: ``memory.taken`` as of the newest outline (written, or loaded from).
+        self.outlined = 0
 
     # -- the records -------------------------------------------------------------------------------
 
     def load(self, ctx: StrategyContext) -> None:
-        """Load this namespace's records on this branch and catch up with the view; writes nothing."""
+        """Load this namespace's records on this branch and catch up with the view; writes
+        nothing. Reads the frontier's records and those written after the newest outline when
+        the outline can be trusted, every record otherwise."""
         state = ctx.state
-        memory = self.memory
+        self.state = state
+        if not self._load_outline(state):
+            self._load_whole(state)
+        self.revision = state.revision
+        self.derive()
+        self.sync(ctx)
+
+    def _new_memory(self, state: StrategyState) -> Memory:
+        memory = Memory(self.kind)
         memory.reporter = state.report
         summaries = self.kind + "/summary/"
 
-        def read_texts(summary_ids: Sequence[str]) -> dict[str, str]:
+        def read_records(summary_ids: Sequence[str]) -> dict[str, SummaryRecord]:
             values = state.get_many([summaries + sid for sid in summary_ids])
             records = ((sid, decode_summary(sid, values.get(summaries + sid))) for sid in summary_ids)
-            return {sid: record.summary.text for sid, record in records if record is not None}
+            return {sid: record for sid, record in records if record is not None}
+
+        def read_texts(summary_ids: Sequence[str]) -> dict[str, str]:
+            return {sid: record.summary.text for sid, record in read_records(summary_ids).items()}
 
         def narrow(summary_ids: Sequence[str], words: Sequence[str]) -> list[str]:
             return [key[len(summaries) :] for key in state.keys_holding([summaries + sid for sid in summary_ids], words)]
 
         memory.text_reader = read_texts
         memory.text_filter = narrow
+        memory.record_reader = read_records
+        memory.summary_ids = lambda: [key[len(summaries) :] for key in state.keys(summaries)]
+        return memory
+
+    def _load_whole(self, state: StrategyState) -> None:
+        self.erasures = state.erasure_count
+        memory = self._new_memory(state)
         memory.load_from(state.keys(self.kind + "/"), state.get_many)
-        self.revision = state.revision
+        self.memory = memory
+        self.outlined = 0
+
+    def _load_outline(self, state: StrategyState) -> bool:
+        """Load from the newest outline and the records written after it; ``False`` (nothing
+        kept) when there is none, or it cannot be trusted: an erasure since it was made, a
+        chunk or summary record before it that it does not account for, fewer of the newest
+        chunks than this strategy holds back, or a record it names that does not read as it says."""
+        prefix = self.kind + "/"
+        sequences, erasures = state.sequences(prefix), state.erasure_count
+        if sequences is None or erasures is None or prefix + "outline" not in sequences:
+            return False
+        outline = Outline.from_json(state.get(prefix + "outline"))
+        if outline is None or outline.erasures != erasures:
+            return False
+        at = sequences[prefix + "outline"]
+        before = 0
+        after: list[str] = []
+        for key, sequence in sequences.items():
+            if key.startswith((prefix + "chunk/", prefix + "summary/")):
+                if sequence < at:
+                    before += 1
+                else:
+                    after.append(key)
+            elif key.startswith(prefix + "attempts/") or key == prefix + "head-start":
+                after.append(key)
+        if before != outline.taken or len(outline.newest) < min(self.holdback_chunks, outline.chunk_count):
+            return False
+        named = [f"{prefix}chunk/{c}" for c, _l1 in outline.chunks] + [f"{prefix}summary/{s}" for s in outline.summaries]
+        after.sort(key=load_order)
+        values = state.get_many(named + after)
+        memory = self._new_memory(state)
+        if not memory.restore(outline, values):
+            return False
+        for key in after:
+            if key in values:
+                memory.apply(key, values[key])
+        self.memory = memory
+        self.erasures = erasures
+        self.outlined = outline.taken
+        return True
+
+    def ensure_whole(self) -> None:
+        """Make the memory hold every record (a load of every one), for a read that needs more
+        than the frontier: a no-op when it does."""
+        if not self.memory.partial or self.state is None:
+            return
+        self._load_whole(self.state)
+        self.revision = self.state.revision
         self.derive()
-        self.sync(ctx)
+
+    def with_outline(self, records: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``records``, with an outline of the memory first when one is due (``OUTLINE_EVERY``)."""
+        if self.erasures is None or self.memory.taken - self.outlined < OUTLINE_EVERY:
+            return records
+        outline = self.memory.outline(self.erasures, max(self.holdback_chunks, 1))
+        return {f"{self.kind}/outline": outline.to_json(), **records}
+
+    def took_outline(self, records: Mapping[str, Any]) -> None:
+        """``records`` were written: an outline among them is now the newest."""
+        written = records.get(f"{self.kind}/outline")
+        if written is not None:
+            self.outlined = written["taken"]
 
     def derive(self) -> None:
         """Recompute the unsummarised chunks, the roots and the failed merge members from memory."""
@@ -192,6 +285,7 @@ class Tracker:
         regions = self.regions_of(view)
         start = self._after_the_chunks(view, regions)
         if start is None:
+            self.ensure_whole()  # the walk's start is found chunk by chunk
             memory = self.memory
             chunks = (memory.chunks[c] for c in memory.order)
             spans = [(chunk.message_ids[0], chunk.message_ids[-1], len(chunk.message_ids)) for chunk in chunks]

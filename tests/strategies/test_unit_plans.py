@@ -64,6 +64,11 @@ class DictState:
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         return {k: self.records[k] for k in keys if k in self.records}
 
+    def sequences(self, prefix: str = "") -> dict[str, int]:
+        return {k: i for i, k in enumerate(self.order) if k.startswith(prefix)}
+
+    erasure_count = 0
+
     def report(self, key: str, problem: str) -> None:
         self.reports.append((key, problem))
 

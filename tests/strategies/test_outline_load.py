@@ -1,0 +1,127 @@
+"""A compressing manager's open reads its frontier, not its history: the strategy writes, now and
+then, an outline of what its memory holds with a unit's records, and a manager opened later
+reads the outline, the records it names and those written after it. What the reopened manager
+compiles and answers is what the writer compiled and answered; an outline it cannot trust (an
+erasure since, records it does not account for) costs a load of every record, never a wrong
+answer."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from asides import text
+from asides.actors import open_runtime
+from asides.lowlevel import open_store
+from asides.strategies import AutobiographicalStrategy, ExtractiveModel, KnowledgeStrategy, PassthroughStrategy
+from asides.strategies._autobiographical.tracking import OUTLINE_EVERY
+
+NS = "agents/ann"
+
+
+def strategy() -> AutobiographicalStrategy:
+    return AutobiographicalStrategy(target_chunk_tokens=60, head_window_tokens=40, recent_window_tokens=120, merge_threshold=3)
+
+
+async def write(store_path: str, messages: int, make: type[AutobiographicalStrategy] = AutobiographicalStrategy) -> dict[str, object]:
+    """Write ``messages`` messages and compress them all; what the writer compiles and reads."""
+    kind = make(target_chunk_tokens=60, head_window_tokens=40, recent_window_tokens=120, merge_threshold=3)
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        m = await rt.open_manager(NS, strategy=kind)
+        for i in range(messages):  # as a host runs: compression keeps up with the conversation
+            await host.add_message("user", [text(f"message {i:05d} " + "x" * 40)])
+            if i % 50 == 49:
+                await m.drain()
+        await m.drain()
+        return {
+            "compiled": (await m.compile(max_tokens=1_000_000)).messages,
+            "summaries": m.get_summaries_in_range(),
+            "found": m.search_summaries("message"),
+            "searched": await m.search("message 00003", kind="memory", limit=50),
+            "outlines": len([k for k in rt.store.state_keys("main", f"{NS}/") if k.endswith("/outline")]),
+        }
+
+
+async def reopen_reads(store_path: str, make: type[AutobiographicalStrategy] = AutobiographicalStrategy) -> tuple[int, object]:
+    """The state values an open of the manager and its first compile read, and what it compiles."""
+    kind = make(target_chunk_tokens=60, head_window_tokens=40, recent_window_tokens=120, merge_threshold=3)
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        before = rt.store.statistics().state_values_read
+        m = await rt.open_manager(NS, strategy=kind)
+        compiled = (await m.compile(max_tokens=1_000_000)).messages
+        return rt.store.statistics().state_values_read - before, compiled
+
+
+@pytest.mark.parametrize("make", [AutobiographicalStrategy, KnowledgeStrategy])
+async def test_a_reopened_manager_reads_its_frontier_and_compiles_as_the_writer_did(tmp_path, make) -> None:  # type: ignore[no-untyped-def]
+    reads = {}
+    for messages in (700, 2_800):
+        path = str(tmp_path / f"{messages}.db")
+        written = await write(path, messages, make)
+        assert written["outlines"] == 1, "an outline, written again now and then"
+        reads[messages], compiled = await reopen_reads(path, make)
+        assert compiled == written["compiled"]
+    # the records before the newest outline are not read: the frontier (a few per level), the
+    # records written after the outline (under OUTLINE_EVERY) and the namespace's own
+    assert reads[2_800] <= 2 * OUTLINE_EVERY + 40, reads
+    assert reads[2_800] <= reads[700] + OUTLINE_EVERY, reads
+
+
+async def test_every_read_of_a_reopened_manager_answers_as_the_writers(store_path: str) -> None:
+    written = await write(store_path, 900)
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        m = await rt.open_manager(NS, strategy=strategy())
+        assert m.search_summaries("message") == written["found"]
+        assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
+        oldest = written["summaries"][0]  # type: ignore[index]
+        before = rt.store.statistics().state_values_read
+        assert m.get_summary(oldest.id) == oldest, "a memory past the frontier, read alone"
+        assert rt.store.statistics().state_values_read - before == 1
+        before = rt.store.statistics().state_values_read
+        assert await m.search("message 00003", kind="memory", limit=50) == written["searched"]
+        read = rt.store.statistics().state_values_read - before
+        assert read <= len(written["summaries"]) // 8, ("the memories that may hold the words", read)  # type: ignore[arg-type]
+        assert m.get_summaries_in_range() == written["summaries"], "every memory, read in whole when asked for"
+        assert all(m.get_summary(s.id) == s for s in written["summaries"])  # type: ignore[attr-defined]
+        assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
+
+
+async def test_a_manager_loaded_from_an_outline_goes_on_compressing_as_one_loaded_whole(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two copies of one store: in one the outline is overwritten with a value of another shape,
+    so its manager loads every record; both then take the same new messages and compress them, and end alike."""
+    first = str(tmp_path / "a.db")
+    await write(first, 900)
+    second = str(tmp_path / "b.db")
+    shutil.copyfile(first, second)  # the runtime closed: its file holds every commit
+    outline = f"{NS}/autobiographical/outline"
+    for path, key in ((first, "elsewhere/note"), (second, outline)):  # one record more in each
+        async with open_store(path) as store:
+            assert store.get_state("main", outline) is not None
+            await store.set_states("main", {key: {"not": "an outline"}})  # the second's: a whole load
+    ends = []
+    for path in (first, second):
+        async with open_runtime(path) as rt:
+            host = await rt.open_manager("host", strategy=PassthroughStrategy())
+            for i in range(300):
+                await host.add_message("user", [text(f"later {i:05d} " + "y" * 40)])
+        async with open_runtime(path, model=ExtractiveModel(keep_requests=0)) as rt:
+            m = await rt.open_manager(NS, strategy=strategy())
+            await m.drain()
+            ends.append(((await m.compile(max_tokens=1_000_000)).messages, m.get_summaries_in_range()))
+    assert ends[0] == ends[1]
+
+
+async def test_an_erasure_after_the_outline_makes_the_open_read_every_record(store_path: str) -> None:
+    written = await write(store_path, 900)
+    oldest = written["summaries"][0].message_ids[0]  # type: ignore[index]
+    async with open_runtime(store_path) as rt:
+        await rt.erase([oldest], reason="asked to")
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        before = rt.store.statistics().state_values_read
+        m = await rt.open_manager(NS, strategy=strategy())
+        compiled = await m.compile(max_tokens=1_000_000)
+        assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read"  # type: ignore[arg-type]
+        assert all(s.message_ids[0] != oldest for s in m.get_summaries_in_range())
+        assert oldest not in {i for entry in compiled.provenance.entries for i in entry.message_ids}
