@@ -9,7 +9,10 @@ written, with no model: a chunk of 25 messages and its level-1 memory of about 2
 for every 25 messages but the newest 200, and a merge of every 6 memories of a level into one of
 the next, at every level. Then, in fresh processes, it times ``open_runtime`` and
 ``open_manager("agents/bench", strategy=AutobiographicalStrategy())`` + the first
-``compile(max_tokens=200_000)``, and the resident memory they add. With ``--old-code DIR`` (a
+``compile(max_tokens=200_000)``, and the resident memory they add. Then, on the store of runs,
+the conversation goes on by 400 messages, which the manager compresses with an offline model
+(``ExtractiveModel``), writing an outline of its memory with its first unit, and the open is
+timed again: now it reads the outline, the frontier and what was written after the outline. With ``--old-code DIR`` (a
 directory holding an ``asides`` package of an older commit, e.g. a ``git worktree`` linked as
 ``DIR/asides``) the id-list store is also opened by that code.
 """
@@ -29,6 +32,7 @@ from typing import Any
 PER_CHUNK = 25
 MERGE = 6
 RAW_TAIL = 200
+GO_ON = 400
 TEXT = "I remember " + "this stretch went as planned and " * 70
 
 
@@ -111,6 +115,21 @@ async def _measure(path: str) -> dict[str, Any]:
         }
 
 
+async def _go_on(path: str) -> bool:
+    """The conversation goes on by ``GO_ON`` messages, and the manager compresses them with an
+    offline model: its first unit's write carries an outline of its memory (the store holds far
+    more than ``OUTLINE_EVERY`` records it had to read whole), which a later open reads instead."""
+    from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
+
+    async with open_runtime(path, model=ExtractiveModel(keep_requests=0)) as runtime:
+        host = await runtime.open_manager("host", strategy=PassthroughStrategy())
+        manager = await runtime.open_manager("agents/bench", strategy=AutobiographicalStrategy())
+        for i in range(GO_ON):
+            await host.add_message("user", [text(f"later message {i}: " + "words " * 48)])
+        await manager.drain()
+        return runtime.store.get_state("main", "agents/bench/autobiographical/outline") is not None
+
+
 def _child(args: list[str], env: dict[str, str] | None = None) -> str:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "benchmarks.compressed_open", *args]
@@ -132,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
         verb, path, *rest = options.child
         if verb == "build":
             print(trio.run(_build, path, int(rest[0]), rest[1] == "runs"))
+        elif verb == "go-on":
+            print(trio.run(_go_on, path))
         else:
             print(json.dumps(trio.run(_measure, path)))
         return
@@ -148,6 +169,11 @@ def main(argv: list[str] | None = None) -> None:
                 for label, env in codes:
                     for _ in range(2):
                         print(f"  {label}: {_child(['--child', 'measure', path], env)}", flush=True)
+                if form == "runs":
+                    outlined = _child(["--child", "go-on", path])
+                    print(f"  then {GO_ON} messages more, compressed (an outline written: {outlined})", flush=True)
+                    for _ in range(2):
+                        print(f"  this code, from the outline: {_child(['--child', 'measure', path])}", flush=True)
 
 
 if __name__ == "__main__":
