@@ -101,6 +101,7 @@ from asides import (
     text,
 )
 from asides.store._postgres import is_postgres_url
+from asides.strategies._autobiographical import tracking
 from tests.helpers import dump, sibling_store, writable_store
 
 MARKER = re.compile(r"\bM\d+\b")
@@ -1056,9 +1057,12 @@ def test_runtime_state_machine(store_path):
 
 @pytest.mark.sqlite_only("a store file's bodies are read on demand; PostgreSQL's are all held")
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
-def test_runtime_state_machine_with_a_tiny_message_cache(store_path):
+def test_runtime_state_machine_with_a_tiny_message_cache(store_path, monkeypatch):
     """The machine with a message cache of three messages, so nearly every read after a
-    reopen pages from the file: leaks, erasures, records, floors and refusals as above."""
+    reopen pages from the file, and a compressing strategy that writes an outline of its memory
+    with every unit, so nearly every reopen loads from one: leaks, erasures, records, floors and
+    refusals as above."""
+    monkeypatch.setattr(tracking, "OUTLINE_EVERY", 1)
     started = time.monotonic()
     STEPS.update(checks=0, examples=0, cancelled=0)
     run_state_machine_as_test(TinyCacheMachine, settings=PROFILE)
