@@ -125,3 +125,24 @@ async def test_an_erasure_after_the_outline_makes_the_open_read_every_record(sto
         assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read"  # type: ignore[arg-type]
         assert all(s.message_ids[0] != oldest for s in m.get_summaries_in_range())
         assert oldest not in {i for entry in compiled.provenance.entries for i in entry.message_ids}
+
+
+@pytest.mark.parametrize("spoil", ["names a memory with no record", "counts one record more", "comes from another erasure count"])
+async def test_an_outline_that_does_not_hold_makes_the_open_read_every_record(store_path: str, spoil: str) -> None:
+    written = await write(store_path, 900)
+    outline = f"{NS}/autobiographical/outline"
+    async with open_store(store_path) as store:
+        value = dict(store.get_state("main", outline))
+        if spoil == "names a memory with no record":
+            value["summaries"] = [*value["summaries"], "L9-999"]
+        elif spoil == "counts one record more":
+            value["taken"] += 1
+        else:
+            value["erasures"] += 1
+        await store.set_states("main", {outline: value})
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        before = rt.store.statistics().state_values_read
+        m = await rt.open_manager(NS, strategy=strategy())
+        assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
+        assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read"  # type: ignore[arg-type]
+        assert m.get_summaries_in_range() == written["summaries"]
