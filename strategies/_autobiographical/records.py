@@ -213,26 +213,30 @@ class Outline:
         if not isinstance(value, dict):
             return None
         counts = [_int(value.get(name)) for name in ("erasures", "taken", "next_n", "chunk_count", "owned_count")]
-        owned, other, chunks = value.get("owned"), value.get("owned_other"), value.get("chunks")
-        summaries, newest = value.get("summaries"), value.get("newest")
-        if any(c is None for c in counts) or not all(isinstance(v, list) for v in (owned, other, chunks, summaries, newest)):
-            return None
-        pairs = (owned, chunks, newest)
-        if not all(isinstance(p, list) and len(p) == 2 for group in pairs for p in group):  # type: ignore[union-attr]
-            return None
-        runs = tuple((a, b) for a, b in owned)  # type: ignore[union-attr]
-        named = tuple((c, l1) for c, l1 in chunks)  # type: ignore[union-attr]
-        last = tuple((n, c) for n, c in newest)  # type: ignore[union-attr]
-        if not all(_int(a) is not None and _int(b) is not None and a < b for a, b in runs):
-            return None
-        if not all(isinstance(c, str) and c and (l1 is None or isinstance(l1, str)) for c, l1 in named):
-            return None
-        if not all(_int(n) is not None and isinstance(c, str) for n, c in last):
-            return None
-        if not all(isinstance(i, str) and i for i in (*other, *summaries)):  # type: ignore[misc]
+        owned = _pairs(value.get("owned"), lambda a, b: _int(a) is not None and _int(b) is not None and a < b)
+        chunks = _pairs(value.get("chunks"), lambda c, l1: isinstance(c, str) and c != "" and (l1 is None or isinstance(l1, str)))
+        newest = _pairs(value.get("newest"), lambda n, c: _int(n) is not None and isinstance(c, str))
+        other, summaries = _strings(value.get("owned_other")), _strings(value.get("summaries"))
+        if owned is None or chunks is None or newest is None or other is None or summaries is None:
             return None
         erasures, taken, next_n, chunk_count, owned_count = counts
-        return cls(erasures, taken, next_n, chunk_count, owned_count, runs, tuple(other), named, tuple(summaries), last)  # type: ignore[arg-type]
+        if erasures is None or taken is None or next_n is None or chunk_count is None or owned_count is None:
+            return None
+        return cls(erasures, taken, next_n, chunk_count, owned_count, owned, other, chunks, summaries, newest)
+
+
+def _pairs(value: object, holds: Callable[[Any, Any], bool]) -> tuple[tuple[Any, Any], ...] | None:
+    """The pairs a list of two-item lists holds, each one ``holds``; ``None`` for any other value."""
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 and holds(*p) for p in value):
+        return None
+    return tuple((p[0], p[1]) for p in value)
+
+
+def _strings(value: object) -> tuple[str, ...] | None:
+    """The non-empty strings a list holds (maybe none), or ``None`` for any other value."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return None
+    return tuple(value)
 
 
 def _ids(value: object) -> tuple[str, ...] | None:

@@ -7,6 +7,7 @@ answer."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -15,6 +16,7 @@ from asides import text
 from asides.actors import open_runtime
 from asides.lowlevel import open_store
 from asides.strategies import AutobiographicalStrategy, ExtractiveModel, KnowledgeStrategy, PassthroughStrategy
+from asides.strategies._autobiographical.records import Outline
 from asides.strategies._autobiographical.tracking import OUTLINE_EVERY
 
 NS = "agents/ann"
@@ -146,3 +148,34 @@ async def test_an_outline_that_does_not_hold_makes_the_open_read_every_record(st
         assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
         assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read"  # type: ignore[arg-type]
         assert m.get_summaries_in_range() == written["summaries"]
+
+
+def test_an_outline_reads_back_as_written_and_a_value_of_any_other_shape_reads_as_none() -> None:
+    outline = Outline(
+        erasures=1,
+        taken=9,
+        next_n=7,
+        chunk_count=4,
+        owned_count=40,
+        owned=((1, 41),),
+        owned_other=("m-x",),
+        chunks=(("31", None), ("21", "L1-3")),
+        summaries=("L1-1", "L1-2", "L2-5"),
+        newest=((40, "31"),),
+    )
+    assert Outline.from_json(json.loads(json.dumps(outline.to_json()))) == outline
+    good = outline.to_json()
+    for name, bad in [
+        ("taken", -1),
+        ("taken", True),
+        ("owned", [[5, 5]]),
+        ("owned", [[1, 2, 3]]),
+        ("chunks", [["", None]]),
+        ("chunks", [["31", 7]]),
+        ("summaries", ["L1-1", ""]),
+        ("newest", [["40", "31"]]),
+        ("owned_other", "m-x"),
+    ]:
+        assert Outline.from_json({**good, name: bad}) is None, (name, bad)
+    assert Outline.from_json({k: v for k, v in good.items() if k != "next_n"}) is None
+    assert Outline.from_json(["not", "an", "outline"]) is None
