@@ -1187,8 +1187,10 @@ class LogModel:
     def state_sequences(self, branch_name: str, prefix: str = "") -> dict[str, int]:
         """``{key: sequence}`` for every key starting with ``prefix`` that has a record visible on
         this branch: the sequence its visible record was written at; reads no value."""
-        self._branch(branch_name)
+        branch = self._branch(branch_name)
         check_str(prefix, "prefix")
+        if not branch.ancestors:  # every version is its own, in sequence order: the last is visible
+            return {key: versions[-1][0] for key, versions in branch.states.items() if versions and key.startswith(prefix)}
         found = {}
         for key in self._known_keys(branch_name):
             if key.startswith(prefix):
