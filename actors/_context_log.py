@@ -18,7 +18,7 @@ from ..store._messages import Message
 from ..store._model import MISSING
 from ..store._store import Store
 from ..store._views import reader_view
-from ._records import NAMESPACE_KEYS, context_index, context_key, context_prefix, own_record, reader_of
+from ._records import CONTEXT, NAMESPACE_KEYS, context_index, context_key, context_prefix, own_record, reader_of
 from ._values import ContextEntry
 
 __all__ = ["ContextLog"]
@@ -40,7 +40,7 @@ class ContextLog:
         if index is None:
             index = {}
             model = self._store.model
-            owned = ((key, own_record(key)) for key in model.state_keys(branch, ""))
+            owned = ((key, own_record(key)) for key in model.state_keys_containing(branch, f"/{CONTEXT}/"))
             entries = [key for key, found in owned if found is not None and found[1] not in NAMESPACE_KEYS]
             for key, value in model.get_states(branch, entries).items():  # read together, not one by one
                 source = _copied(value)

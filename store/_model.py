@@ -88,6 +88,9 @@ FETCH_BATCH: Final = 900
 #: How many state values read back from the database (their records' bodies left there at
 #: open, on a model whose messages stay there too) stay decoded in memory.
 STATE_CACHE: Final = 1024
+#: How many state records an erasure reads from the database at once, looking for those made
+#: from what it erases.
+ERASURE_PAGE: Final = 2000
 #: A model holding its messages keeps each branch's messages that may name a reader in one
 #: block (``LogModel.audience_bits``); a model whose messages stay in the database, in blocks of
 #: as many sequences as its message cache holds messages (see :func:`audience_bits_for`).
@@ -232,6 +235,16 @@ class LogModel:
         #: those kept decoded, least recently used first (at most ``STATE_CACHE``).
         self.state_values_read = 0
         self._state_cache: OrderedDict[int, Any] = OrderedDict()
+        # A model whose messages stay in the database reads its state records' keys when a read
+        # needs them (``read_rows_from``): whether it holds every one's versions (a model that
+        # replayed them all), and else the prefixes, suffixes and parts of keys whose versions it
+        # read, and the keys read one by one; and how many versions it read so (``StoreStatistics``).
+        self._states_whole = True
+        self._state_prefixes: list[str] = []
+        self._state_patterns: set[tuple[str, str]] = set()
+        self._state_keys_read: set[str] = set()
+        self._state_keys_missing: OrderedDict[str, None] = OrderedDict()  # the newest asked for and not found
+        self.state_versions_read = 0
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -333,9 +346,15 @@ class LogModel:
                     self._note_names(branch, names)
             elif kind == STATE and ref is not None:
                 value = _IN_STORE if body is None else _state_value(record_id, ref, body)  # None: left in the database
-                branch.states.setdefault(ref, []).append((seq, record_id, value))
+                versions = branch.states.setdefault(ref, [])
+                if not any(version[1] == record_id for version in versions):  # read back already
+                    versions.append((seq, record_id, value))
+                if self._state_keys_missing.pop(ref, False) is None:  # none before this one
+                    self._state_keys_read.add(ref)
                 if value is None:
                     self._nulled_states.add(record_id)
+            elif kind == STATE and stored and body is None:
+                pass  # its key and value stay in the database (read when a read needs them)
             else:
                 log.warning("record %s has unknown kind %r; ignored", record_id, kind)
 
@@ -667,6 +686,7 @@ class LogModel:
         with :meth:`end_stored_open`. A message's place on its branch follows from its sequence:
         each record of a branch takes the branch's next sequence."""
         self._rows = rows
+        self._states_whole = False
         self.disclosure_log.read_from(rows.disclosure_page, rows.disclosures_holding)
         self.body_cache = cache
         self.audience_bits = audience_bits_for(cache)
@@ -1048,6 +1068,8 @@ class LogModel:
         """The newest version of ``key`` visible on this branch up to ``sequence``: its sequence,
         record id and value as held."""
         branch = self._branch(branch_name)
+        if not self._states_whole and key not in self._state_keys_read:
+            self._read_state_keys((key,))
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
             if versions:
@@ -1060,6 +1082,77 @@ class LogModel:
         """The newest value under ``key`` visible on this branch, ``MISSING`` or ``UNREADABLE``."""
         found = self._state_version(branch_name, key)
         return MISSING if found is None else self._values_of([(key, found[1], found[2])])[0]
+
+    # -- state keys read back ------------------------------------------------------------------
+
+    def _read_state_keys(self, keys: Iterable[str]) -> None:
+        """Read the versions of those of ``keys`` whose versions the model has not read yet. A
+        key found is known from then on; of those not found, the newest ``STATE_CACHE`` asked for
+        are remembered (a key asked for once and never written costs nothing lasting)."""
+        prefixes, missing = self._state_prefixes, self._state_keys_missing
+        wanted = []
+        for key in dict.fromkeys(keys):
+            if key in self._state_keys_read or any(key.startswith(p) for p in prefixes):
+                continue
+            if key in missing:
+                missing.move_to_end(key)
+                continue
+            wanted.append(key)
+        if not wanted:
+            return
+        assert self._rows is not None
+        rows = self._rows.state_versions(self.next_id, keys=wanted)
+        self._take_state_versions(rows)
+        found = {row[3] for row in rows}
+        for key in wanted:
+            if key in found:
+                self._state_keys_read.add(key)
+            else:
+                missing[key] = None
+        while len(missing) > STATE_CACHE:
+            missing.popitem(last=False)
+
+    def _read_states_where(self, *, prefix: str = "", suffix: str = "", containing: str = "") -> None:
+        """Read the versions of every key that starts with ``prefix`` (every key, for ``""``),
+        ends with ``suffix`` or contains ``containing`` (the one given), unless read already."""
+        if self._states_whole:
+            return
+        assert self._rows is not None
+        if suffix or containing:
+            pattern = ("suffix", suffix) if suffix else ("containing", containing)
+            if pattern in self._state_patterns:
+                return
+            rows = self._rows.state_versions(self.next_id, suffix=suffix or None, containing=containing or None)
+            self._take_state_versions(rows)
+            self._state_keys_read.update(row[3] for row in rows)
+            self._state_patterns.add(pattern)
+            return
+        if any(prefix.startswith(p) for p in self._state_prefixes):
+            return
+        self._take_state_versions(self._rows.state_versions(self.next_id, prefix=prefix or None))
+        if prefix:
+            self._state_prefixes.append(prefix)
+        else:
+            self._states_whole = True
+
+    def _take_state_versions(self, rows: Iterable[tuple[int, str, int, str, bool]]) -> None:
+        """Take in state versions read back (``(id, branch, seq, key, blanked)``; those already
+        held are left as they are), each in its place by sequence, its value left in the database."""
+        for record_id, branch_name, seq, key, blanked in rows:
+            branch = self._branches.get(branch_name)
+            if branch is None:
+                continue
+            self.state_versions_read += 1
+            versions = branch.states.setdefault(key, [])
+            if any(version[1] == record_id for version in versions):
+                continue
+            version = (seq, record_id, None if blanked else _IN_STORE)
+            if blanked:
+                self._nulled_states.add(record_id)
+            if not versions or versions[-1][0] < seq:
+                versions.append(version)
+            else:
+                versions.insert(bisect_left([v[0] for v in versions], seq), version)
 
     def _values_of(self, versions: Sequence[tuple[str, int, Any]], *, keep: bool = True) -> list[Any]:
         """The values of these ``(key, record id, value as held)`` state versions: those the open
@@ -1159,8 +1252,14 @@ class LogModel:
                 return found
             limit, before, branch = branch.fork_sequence, branch.record_id, branch.parent
 
+    def state_keys_containing(self, branch_name: str, text: str) -> list[str]:
+        """Every key holding ``text`` that has a record visible on this branch, sorted."""
+        self._read_states_where(containing=text) if text else self._read_states_where()
+        return sorted(k for k in self._known_keys(branch_name) if text in k and self._state_version(branch_name, k) is not None)
+
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
+        self._read_states_where(suffix=suffix) if suffix else self._read_states_where()
         return sorted(k for k in self._known_keys(branch_name) if k.endswith(suffix) and self._state_version(branch_name, k) is not None)
 
     def _known_keys(self, branch_name: str) -> Collection[str]:
@@ -1177,6 +1276,7 @@ class LogModel:
         """Every key starting with ``prefix`` that has a record visible on this branch, sorted."""
         self._branch(branch_name)
         check_str(prefix, "prefix")
+        self._read_states_where(prefix=prefix)
         found = []
         for key in self._known_keys(branch_name):
             if key.startswith(prefix) and self._state_version(branch_name, key) is not None:
@@ -1204,9 +1304,13 @@ class LogModel:
         left out), the values left in the database read in batches and not kept (a read of many
         values, as a strategy's load, would only push out those read one by one)."""
         self._branch(branch_name)
-        versions = []
+        keys = list(keys)
         for key in keys:
             check_str(key, "key")
+        if not self._states_whole:
+            self._read_state_keys(keys)  # together, before each is looked up
+        versions = []
+        for key in keys:
             found = self._state_version(branch_name, key)
             if found is not None:
                 versions.append((key, found[1], found[2]))
@@ -1222,9 +1326,13 @@ class LogModel:
         no value into memory."""
         self._branch(branch_name)
         narrowing = tuple(dict.fromkeys(w for w in words if w.isascii() and w))
-        found: list[tuple[str, int | None]] = []  # key, and the record to ask about (None: kept)
+        keys = list(keys)
         for key in keys:
             check_str(key, "key")
+        if not self._states_whole:
+            self._read_state_keys(keys)
+        found: list[tuple[str, int | None]] = []  # key, and the record to ask about (None: kept)
+        for key in keys:
             version = self._state_version(branch_name, key)
             if version is None:
                 continue
@@ -1388,9 +1496,25 @@ class LogModel:
         copies = 0
         derived: list[tuple[str, str, int]] = []  # (branch, key, record id) of each version made from them
         left: dict[int, tuple[str, str]] = {}  # (branch, key) of each version the open left in the database
+        streamed: set[int] = set()
+        if not self._states_whole:  # every state record in the database, a page at a time, none kept
+            assert self._rows is not None
+            after = 0
+            while True:
+                page = self._rows.state_record_page(after, self.next_id, ERASURE_PAGE)
+                for record_id, branch_name, key, body in page:
+                    streamed.add(record_id)
+                    self.state_values_read += 1
+                    if derived_from(_state_value(record_id, key, body), targets):
+                        derived.append((branch_name, key, record_id))
+                if len(page) < ERASURE_PAGE:
+                    break
+                after = page[-1][0]
         for branch in self._branches.values():
             for key, versions in branch.states.items():
                 for _seq, record_id, value in versions:
+                    if record_id in streamed:
+                        continue
                     if value is _IN_STORE:
                         left[record_id] = (branch.name, key)
                     elif derived_from(value, targets):

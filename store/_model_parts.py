@@ -111,6 +111,26 @@ class StoredRows(Protocol):
         not hold is left out)."""
         ...
 
+    def state_versions(
+        self,
+        before: int,
+        *,
+        keys: Sequence[str] | None = None,
+        prefix: str | None = None,
+        suffix: str | None = None,
+        containing: str | None = None,
+    ) -> Sequence[tuple[int, str, int, str, bool]]:
+        """``(id, branch, seq, key, blanked)`` of every state record with an id under ``before``
+        whose key is one of ``keys``, starts with ``prefix``, ends with ``suffix`` or contains
+        ``containing`` (the one given; none: every state record); ``blanked`` when an erasure
+        blanked its value."""
+        ...
+
+    def state_record_page(self, after: int, before: int, limit: int) -> Sequence[tuple[int, str, str, str]]:
+        """``(id, branch, key, body)`` of the first ``limit`` state records with ids above
+        ``after`` and under ``before`` that no erasure blanked, in id order."""
+        ...
+
     def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> Collection[int]:
         """Those of ``record_ids`` whose stored body holds every one of ``words`` (lowercase ASCII)
         in any case, or holds any character past ASCII."""

@@ -73,13 +73,16 @@ _SELECT_AFTER_LEAVING_BODIES = (
 PAGE_ROWS = 5000
 #: At an open that leaves the messages in the database (``Connection.stored_open``): the records
 #: other than messages and compile records, and where the messages stand whose body may name a
-#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. A state
-#: record's body is left out too unless an erasure blanked it (``'null'``): it is read when the
-#: value is (``LogModel.get_state``).
+#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. Of a
+#: state record only the branch and sequence are read: its key and versions are read when a read
+#: needs them (through ``asides_log_state_refs``), its value when it is read.
 _SELECT_RECORDS_AFTER = (
-    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'state' AND body <> 'null' THEN NULL ELSE body END "
+    "SELECT id, branch, seq, kind, CASE WHEN kind = 'state' THEN NULL ELSE ref END, CASE WHEN kind = 'state' THEN NULL ELSE body END "
     "FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > %s ORDER BY id LIMIT %s"
 )
+#: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
+#: and whether an erasure blanked it.
+_STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM asides_log WHERE kind = 'state' AND id < %s AND "
 _MAY_NAME_A_READER = may_name_a_reader("")
 #: A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
 _SELECT_DISCLOSURES_AFTER = (
@@ -443,6 +446,33 @@ class Connection:
         """The bodies of these records, in one round trip (one statement)."""
         rows = self._conn.execute("SELECT id, body FROM asides_log WHERE id = ANY(%s)", (list(ids),)).fetchall()
         return {int(record_id): body for record_id, body in rows if type(body) is str}
+
+    def state_versions(
+        self, before: int, keys: Sequence[str] | None, prefix: str | None, suffix: str | None, containing: str | None
+    ) -> list[tuple[int, str, int, str, bool]]:
+        """``StoredRows.state_versions``, in one round trip."""
+        parameters: list[Any]
+        if keys is not None:
+            where, parameters = "ref = ANY(%s)", [list(keys)]
+        elif prefix:  # a left-anchored LIKE, which the index's text_pattern_ops serve
+            escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where, parameters = "ref LIKE %s", [escaped + "%"]
+        elif suffix:
+            where, parameters = "right(ref, %s) = %s", [len(suffix), suffix]
+        elif containing:
+            where, parameters = "strpos(ref, %s) > 0", [containing]
+        else:
+            where, parameters = "true", []
+        rows = self._conn.execute(_STATE_VERSIONS + where, [before, *parameters]).fetchall()
+        return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in rows]
+
+    def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
+        rows = self._conn.execute(
+            "SELECT id, branch, ref, body FROM asides_log WHERE kind = 'state' AND id > %s AND id < %s AND body <> 'null' "
+            "ORDER BY id LIMIT %s",
+            (after, before, limit),
+        ).fetchall()
+        return [(int(i), b, r, t) for i, b, r, t in rows]
 
     def records_holding(self, ids: Sequence[int], words: Sequence[str]) -> set[int]:
         """Those of these records whose body holds every one of ``words`` (lowercase ASCII) in any

@@ -235,6 +235,7 @@ PG_STORED_INDEXES = (
     # both, ``asides_log_records``, made an open scan every disclosure record: it goes).
     "CREATE INDEX IF NOT EXISTS asides_log_other_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure')",
     "CREATE INDEX IF NOT EXISTS asides_log_disclosures ON asides_log (id) WHERE kind = 'disclosure'",
+    "CREATE INDEX IF NOT EXISTS asides_log_state_refs ON asides_log (ref text_pattern_ops, branch, seq, id) WHERE kind = 'state'",
     "DROP INDEX IF EXISTS asides_log_records",
     "CREATE INDEX IF NOT EXISTS asides_log_audience ON asides_log (branch, seq) WHERE kind = 'message' "
     "AND (position('\"audience\"' in body) > 0 OR position('\\u' in body) > 0)",
@@ -322,7 +323,7 @@ PG_DISCLOSED_TABLE = (
 #: an open reads through it, and a writing open makes none of it again.
 PG_STORED_MADE: Final = (
     "SELECT to_regclass('asides_log_other_records') IS NOT NULL AND to_regclass('asides_log_disclosures') IS NOT NULL "
-    "AND to_regclass('asides_log_audience') IS NOT NULL "
+    "AND to_regclass('asides_log_audience') IS NOT NULL AND to_regclass('asides_log_state_refs') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
     "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"
 )

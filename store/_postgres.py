@@ -841,6 +841,20 @@ class PostgresJournal:
     def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> set[int]:
         return self._read(lambda connection: connection.records_holding(record_ids, words))
 
+    def state_versions(
+        self,
+        before: int,
+        *,
+        keys: Sequence[str] | None = None,
+        prefix: str | None = None,
+        suffix: str | None = None,
+        containing: str | None = None,
+    ) -> list[tuple[int, str, int, str, bool]]:
+        return self._read(lambda connection: connection.state_versions(before, keys, prefix, suffix, containing))
+
+    def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
+        return self._read(lambda connection: connection.state_record_page(after, before, limit))
+
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         return self._read(lambda connection: connection.message_rows(branch, first, last, bodies))
 

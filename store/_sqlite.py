@@ -95,6 +95,7 @@ STORED_INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
     "CREATE INDEX IF NOT EXISTS log_other_records ON log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure')",
     "CREATE INDEX IF NOT EXISTS log_disclosures ON log (id) WHERE kind = 'disclosure'",
+    "CREATE INDEX IF NOT EXISTS log_state_refs ON log (ref, branch, seq, id) WHERE kind = 'state'",
     "DROP INDEX IF EXISTS log_records",
 )
 
@@ -203,6 +204,7 @@ STORED_NAMES: Final = (
     "log_place",
     "log_other_records",
     "log_disclosures",
+    "log_state_refs",
     "log_seers",
     "log_seers_written",
     "log_seers_rewritten",
@@ -597,6 +599,40 @@ class SqliteJournal:
 
     def record_bodies(self, record_ids: Sequence[int]) -> dict[int, str]:
         return self._read_bodies(record_ids)
+
+    def state_versions(
+        self,
+        before: int,
+        *,
+        keys: Sequence[str] | None = None,
+        prefix: str | None = None,
+        suffix: str | None = None,
+        containing: str | None = None,
+    ) -> list[tuple[int, str, int, str, bool]]:
+        found: list[Any] = []
+        if keys is not None:
+            for start in range(0, len(keys), 900):
+                chunk = list(keys[start : start + 900])
+                marks = ",".join("?" * len(chunk))
+                found += self._read(f"{_STATE_VERSIONS}ref IN ({marks})", [before, *chunk], "the state records")
+        elif prefix:
+            last = ord(prefix[-1])
+            if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
+                upper = prefix[:-1] + chr(last + 1)
+                found = self._read(f"{_STATE_VERSIONS}ref >= ? AND ref < ?", [before, prefix, upper], "the state records")
+            else:
+                found = self._read(f"{_STATE_VERSIONS}substr(ref, 1, ?) = ?", [before, len(prefix), prefix], "the state records")
+        elif suffix:
+            found = self._read(f"{_STATE_VERSIONS}substr(ref, -?) = ?", [before, len(suffix), suffix], "the state records")
+        elif containing:
+            found = self._read(f"{_STATE_VERSIONS}instr(ref, ?) > 0", [before, containing], "the state records")
+        else:
+            found = self._read(f"{_STATE_VERSIONS}1", [before], "the state records")
+        return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in found]
+
+    def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
+        query = "SELECT id, branch, ref, body FROM log WHERE kind = 'state' AND id > ? AND id < ? AND body <> 'null' ORDER BY id LIMIT ?"
+        return [(int(i), b, r, t) for i, b, r, t in self._read(query, [after, before, limit], "the state records")]
 
     def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> set[int]:
         # A body of ASCII alone has as many bytes as characters; lower() folds ASCII letters.
@@ -1002,12 +1038,16 @@ SELECT_PAGE_LEAVING_BODIES = (
 SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
 # At the open of a file with ``STORED_INDEXES``: the records other than messages, compile and
 # disclosure records (through ``log_other_records``).
-# A state record's body is left in the file too (NULL here) unless an erasure blanked it
-# (``'null'``); it is read when the value is (``LogModel.get_state``).
+# Of a state record only the branch and sequence are read (its key and value NULL here): its key
+# and versions are read when a read needs them (``LogModel.read_rows_from``, through
+# ``log_state_refs``), its value when it is read.
 SELECT_RECORDS_PAGE = (
-    "SELECT id, branch, seq, kind, ref, CASE WHEN kind = 'state' AND typeof(body) = 'text' AND body <> 'null' THEN NULL ELSE body END "
+    "SELECT id, branch, seq, kind, CASE WHEN kind = 'state' THEN NULL ELSE ref END, CASE WHEN kind = 'state' THEN NULL ELSE body END "
     "FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
 )
+# The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and
+# whether an erasure blanked it.
+_STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM log WHERE kind = 'state' AND id < ? AND "
 # The disclosure records some run of which may hold a message id (``DisclosureLog.read_from``).
 SELECT_DISCLOSURES_HOLDING = (
     "SELECT id, body FROM log WHERE id IN (SELECT record FROM log_disclosure_spans WHERE lo <= ? AND hi >= ?) "

@@ -87,10 +87,14 @@ class StoreStatistics:
     #: message reads those that may name it; the others read every one).
     disclosure_records_read: int = 0
     #: State values read back from the database since the open (each read of one counts): on a
-    #: store file or PostgreSQL store with the indexes it reads through, the open reads each
-    #: state record's key and place, leaving its value there until it is read (at most
-    #: 1,024 values read back stay decoded); otherwise every value is held from the open.
+    #: store file or PostgreSQL store with the indexes it reads through, the open leaves every
+    #: state record's value there until it is read (at most 1,024 values read one by one stay
+    #: decoded); otherwise every value is held from the open.
     state_values_read: int = 0
+    #: State versions read back from the database since the open: on a store that reads its
+    #: messages back, the open reads no state record's key, and a read reads the versions of the
+    #: keys it needs (a key, the keys under a prefix, or ending with a suffix), once.
+    state_versions_read: int = 0
 
 
 class Store:
@@ -144,6 +148,7 @@ class Store:
             audience_blocks_read=model.audience_blocks_read,
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
             state_values_read=model.state_values_read,
+            state_versions_read=model.state_versions_read,
             disclosure_records_in_memory=len(model.disclosure_log),
             disclosure_records_read=model.disclosure_log.records_read,
         )

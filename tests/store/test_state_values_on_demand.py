@@ -1,7 +1,8 @@
-"""An open leaves state values in the database: it reads each state record's key and place, and a
-value is read when it is, so an open that does not read a namespace's records never pays for
-them. What a reader gets is what was written, and an erasure finds and blanks the values derived
-from what it erases though none of them is held."""
+"""An open leaves state records in the database: it reads each one's branch and sequence, a
+record's key and versions are read when a read needs them and its value when it is read, so an
+open that does not read a namespace's records never pays for them. What a reader gets is what
+was written, on every branch, and an erasure finds and blanks the values derived from what it
+erases though none of them is held."""
 
 from __future__ import annotations
 
@@ -35,7 +36,12 @@ async def write_states(path: str, count: int) -> list[str]:
 async def test_an_open_reads_no_state_value_and_a_read_reads_what_it_asks_for(store_path: str, count: int) -> None:
     await write_states(store_path, count)
     async with open_store(store_path, read_only=True) as store:
-        assert store.statistics().state_values_read == 0, "the open read keys and places, no value"
+        opened = store.statistics()
+        assert opened.state_values_read == 0 and opened.state_versions_read == 0, "the open read places, no key, no value"
+        assert store.get_state("main", "agents/a/mem/00002")["n"] == 2
+        assert store.statistics().state_versions_read == 1, "a read reads the versions of its key"
+        assert store.get_state("main", "agents/a/mem/none") is None and store.get_state("main", "agents/a/mem/none") is None
+        assert store.statistics().state_versions_read == 1
         read = store.statistics().state_values_read
         assert store.get_state("main", "agents/a/mem/00007")["n"] == 7
         assert store.statistics().state_values_read == read + 1
@@ -46,6 +52,8 @@ async def test_an_open_reads_no_state_value_and_a_read_reads_what_it_asks_for(st
         assert sorted(items) == [f"agents/b/mem/{i:05}" for i in range(count)]
         assert all(value["n"] == -int(key[-5:]) for key, value in items.items())
         assert store.statistics().state_values_read - read <= count, "namespace b's values alone, each once"
+        versions = store.statistics().state_versions_read
+        assert count <= versions <= 2 + count, ("namespace b's keys alone, and the two read before", versions)
 
 
 async def test_values_read_back_are_the_values_written_and_stay_bounded(store_path: str) -> None:
@@ -88,7 +96,9 @@ async def test_a_runtime_opens_without_reading_the_values_of_namespaces_it_does_
         manager = await rt.open_manager("agents/c", strategy=PassthroughStrategy())
         await manager.add_message("user", [text("hello")])
         await manager.compile(max_tokens=10_000)
-        assert rt.store.statistics().state_values_read <= 10, "its own few records, never a's or b's 4,000"
+        stats = rt.store.statistics()
+        assert stats.state_values_read <= 10, "its own few records, never a's or b's 4,000"
+        assert stats.state_versions_read <= 10, "nor their keys"
 
 
 async def test_a_state_body_changed_outside_asides_reads_as_unreadable_when_read(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
@@ -136,3 +146,37 @@ async def test_the_keys_whose_values_may_hold_words_include_every_one_that_does(
         assert store.statistics().state_values_read == 0, "no value read into memory"
         assert store.state_keys_holding("main", ["agents/a/none", "agents/a/mem/0001"], ["zzz"]) in ([], ["agents/a/mem/0001"])
     assert narrowed > 100, "the database narrows most searches"
+
+
+async def test_each_branch_reads_the_versions_it_sees_after_a_reopen(store_path: str) -> None:
+    async with open_store(store_path) as store:
+        await store.set_states("main", {"agents/a/k": {"v": "main 1"}, "agents/a/only-main": 1})
+        head = store.head("main")
+        await store.create_branch("child", "main")
+        await store.set_states("main", {"agents/a/k": {"v": "main 2"}})
+        await store.set_states("child", {"agents/a/k": {"v": "child 1"}, "agents/a/only-child": 2})
+        await store.create_branch("grandchild", "child")
+        written = {b: store.state_items(b, "agents/") for b in ("main", "child", "grandchild")}
+    assert written["child"]["agents/a/k"] == {"v": "child 1"} and "agents/a/only-child" not in written["main"]
+    async with open_store(store_path, read_only=True) as store:
+        assert store.get_state("grandchild", "agents/a/k") == {"v": "child 1"}, "a key read first through a grandchild"
+        assert {b: store.state_items(b, "agents/") for b in ("main", "child", "grandchild")} == written
+        assert store.state_keys("grandchild", "agents/a/only") == ["agents/a/only-child", "agents/a/only-main"]
+    async with open_store(store_path) as store:
+        assert store.get_state("child", "agents/a/only-main") == 1, "inherited from before the fork"
+        await store.set_states("child", {"agents/a/k": {"v": "child 2"}})  # a key not read yet, written
+        assert store.get_state("child", "agents/a/k") == {"v": "child 2"}
+        assert store.get_state("main", "agents/a/k") == {"v": "main 2"}
+        assert store.get_state("main", "agents/a/k") is not None and head < store.head("main")
+
+
+async def test_an_erasure_blanks_a_record_whose_key_no_read_reached(store_path: str) -> None:
+    ids = await write_states(store_path, 600)
+    async with open_store(store_path) as store:
+        erasure = await store.erase([ids[5]], reason="asked", at=1.0)
+        assert erasure is not None and erasure.records_invalidated == 2
+        assert store.statistics().state_versions_read <= 4, "the erasure streamed the records, it read no key's versions"
+        assert store.get_state("main", "agents/b/mem/00005") is None
+    async with open_store(store_path, read_only=True) as store:
+        assert store.get_state("main", "agents/a/mem/00005") is None
+        assert store.get_state("main", "agents/a/mem/00006")["n"] == 6
