@@ -1068,7 +1068,7 @@ class LogModel:
         """The newest version of ``key`` visible on this branch up to ``sequence``: its sequence,
         record id and value as held."""
         branch = self._branch(branch_name)
-        if not self._states_whole and key not in self._state_keys_read:
+        if not self._states_whole and key not in self._state_keys_read and not any(key.startswith(p) for p in self._state_prefixes):
             self._read_state_keys((key,))
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
