@@ -1289,6 +1289,8 @@ class LogModel:
         this branch: the sequence its visible record was written at; reads no value."""
         branch = self._branch(branch_name)
         check_str(prefix, "prefix")
+        if not self._states_whole and not any(prefix.startswith(p) for p in self._state_prefixes):
+            return self._read_state_sequences(branch_name, prefix)
         if not branch.ancestors:  # every version is its own, in sequence order: the last is visible
             return {key: versions[-1][0] for key, versions in branch.states.items() if versions and key.startswith(prefix)}
         found = {}
@@ -1297,6 +1299,28 @@ class LogModel:
                 version = self._state_version(branch_name, key)
                 if version is not None:
                     found[key] = version[0]
+        return found
+
+    def _read_state_sequences(self, branch_name: str, prefix: str) -> dict[str, int]:
+        """:meth:`state_sequences` read from the database (every version under ``prefix`` the
+        model has, that is below its next id), keeping none of them."""
+        assert self._rows is not None
+        rows = self._rows.state_versions(self.next_id, prefix=prefix or None)
+        self.state_versions_read += len(rows)
+        places: dict[str, dict[str, int]] = {}  # key -> branch -> its newest sequence there the branch sees
+        chain = list(self._branch(branch_name).chain())
+        limits = {holder.name: limit for holder, limit in chain}
+        for _record_id, written_on, seq, key, _blanked in rows:
+            limit = limits.get(written_on)
+            if limit is not None and seq <= limit:
+                held = places.setdefault(key, {})
+                held[written_on] = max(seq, held.get(written_on, seq))
+        found = {}
+        for key, held in places.items():
+            for holder, _limit in chain:  # the branch's own version first, then its ancestors'
+                if holder.name in held:
+                    found[key] = held[holder.name]
+                    break
         return found
 
     def get_states(self, branch_name: str, keys: Iterable[str]) -> dict[str, Any]:

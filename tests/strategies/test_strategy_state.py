@@ -70,6 +70,13 @@ async def test_sequences_give_where_each_record_was_written_and_erasure_count_co
         assert state.sequences() == {"notes/b": head + 4, "notes/a": head + 2, "other/c": head + 3}, "never the reader record"
         assert store.statistics().state_values_read == read, "no value read"
         assert state.erasure_count == 0
+        await store.create_branch("child", "main", head + 3)  # sees notes/a and other/c, not notes/b's versions
+        await store.set_states("child", {"agents/s/notes/a": 6})
+    async with open_store(store_path) as store:  # read back from the database, on the child as on main
+        child = StrategyState(store, "child", "agents/s", keys=NAMESPACE_RECORDS)
+        assert child.sequences() == {"notes/b": head + 1, "notes/a": head + 4, "other/c": head + 3}, "its own, then main's to the fork"
+        main = StrategyState(store, "main", "agents/s", keys=NAMESPACE_RECORDS)
+        assert main.sequences("notes/") == {"notes/b": head + 4, "notes/a": head + 2}
     async with open_runtime(store_path) as rt:
         await rt.erase([message.id], reason="asked to")
         assert StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS).erasure_count == 1
