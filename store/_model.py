@@ -1305,7 +1305,7 @@ class LogModel:
         """:meth:`state_sequences` read from the database (every version under ``prefix`` the
         model has, that is below its next id), keeping none of them."""
         assert self._rows is not None
-        rows = self._rows.state_versions(self.next_id, prefix=prefix or None)
+        rows = self._rows.state_versions(self.next_id, prefix=prefix or None, blanked=False)
         self.state_versions_read += len(rows)
         places: dict[str, dict[str, int]] = {}  # key -> branch -> its newest sequence there the branch sees
         chain = list(self._branch(branch_name).chain())

@@ -119,11 +119,13 @@ class StoredRows(Protocol):
         prefix: str | None = None,
         suffix: str | None = None,
         containing: str | None = None,
+        blanked: bool = True,
     ) -> Sequence[tuple[int, str, int, str, bool]]:
         """``(id, branch, seq, key, blanked)`` of every state record with an id under ``before``
         whose key is one of ``keys``, starts with ``prefix``, ends with ``suffix`` or contains
         ``containing`` (the one given; none: every state record); ``blanked`` when an erasure
-        blanked its value."""
+        blanked its value, or always ``False`` when not asked for (``blanked=False``: then the
+        answer comes from the index of state records alone, reading no value)."""
         ...
 
     def state_record_page(self, after: int, before: int, limit: int) -> Sequence[tuple[int, str, str, str]]:

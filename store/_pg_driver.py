@@ -83,6 +83,8 @@ _SELECT_RECORDS_AFTER = (
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
 _STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM asides_log WHERE kind = 'state' AND id < %s AND "
+#: The same without whether it was blanked: from the index alone (``asides_log_state_refs``).
+_STATE_PLACES = "SELECT id, branch, seq, ref, false FROM asides_log WHERE kind = 'state' AND id < %s AND "
 _MAY_NAME_A_READER = may_name_a_reader("")
 #: A page of disclosure records, read when an audit asks (``DisclosureLog.read_from``).
 _SELECT_DISCLOSURES_AFTER = (
@@ -448,7 +450,13 @@ class Connection:
         return {int(record_id): body for record_id, body in rows if type(body) is str}
 
     def state_versions(
-        self, before: int, keys: Sequence[str] | None, prefix: str | None, suffix: str | None, containing: str | None
+        self,
+        before: int,
+        keys: Sequence[str] | None,
+        prefix: str | None,
+        suffix: str | None,
+        containing: str | None,
+        blanked: bool = True,
     ) -> list[tuple[int, str, int, str, bool]]:
         """``StoredRows.state_versions``, in one round trip."""
         parameters: list[Any]
@@ -463,7 +471,7 @@ class Connection:
             where, parameters = "strpos(ref, %s) > 0", [containing]
         else:
             where, parameters = "true", []
-        rows = self._conn.execute(_STATE_VERSIONS + where, [before, *parameters]).fetchall()
+        rows = self._conn.execute((_STATE_VERSIONS if blanked else _STATE_PLACES) + where, [before, *parameters]).fetchall()
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in rows]
 
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:

@@ -849,8 +849,9 @@ class PostgresJournal:
         prefix: str | None = None,
         suffix: str | None = None,
         containing: str | None = None,
+        blanked: bool = True,
     ) -> list[tuple[int, str, int, str, bool]]:
-        return self._read(lambda connection: connection.state_versions(before, keys, prefix, suffix, containing))
+        return self._read(lambda connection: connection.state_versions(before, keys, prefix, suffix, containing, blanked))
 
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
         return self._read(lambda connection: connection.state_record_page(after, before, limit))

@@ -608,26 +608,28 @@ class SqliteJournal:
         prefix: str | None = None,
         suffix: str | None = None,
         containing: str | None = None,
+        blanked: bool = True,
     ) -> list[tuple[int, str, int, str, bool]]:
         found: list[Any] = []
+        select = _STATE_VERSIONS if blanked else _STATE_PLACES
         if keys is not None:
             for start in range(0, len(keys), 900):
                 chunk = list(keys[start : start + 900])
                 marks = ",".join("?" * len(chunk))
-                found += self._read(f"{_STATE_VERSIONS}ref IN ({marks})", [before, *chunk], "the state records")
+                found += self._read(f"{select}ref IN ({marks})", [before, *chunk], "the state records")
         elif prefix:
             last = ord(prefix[-1])
             if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
                 upper = prefix[:-1] + chr(last + 1)
-                found = self._read(f"{_STATE_VERSIONS}ref >= ? AND ref < ?", [before, prefix, upper], "the state records")
+                found = self._read(f"{select}ref >= ? AND ref < ?", [before, prefix, upper], "the state records")
             else:
-                found = self._read(f"{_STATE_VERSIONS}substr(ref, 1, ?) = ?", [before, len(prefix), prefix], "the state records")
+                found = self._read(f"{select}substr(ref, 1, ?) = ?", [before, len(prefix), prefix], "the state records")
         elif suffix:
-            found = self._read(f"{_STATE_VERSIONS}substr(ref, -?) = ?", [before, len(suffix), suffix], "the state records")
+            found = self._read(f"{select}substr(ref, -?) = ?", [before, len(suffix), suffix], "the state records")
         elif containing:
-            found = self._read(f"{_STATE_VERSIONS}instr(ref, ?) > 0", [before, containing], "the state records")
+            found = self._read(f"{select}instr(ref, ?) > 0", [before, containing], "the state records")
         else:
-            found = self._read(f"{_STATE_VERSIONS}1", [before], "the state records")
+            found = self._read(f"{select}1", [before], "the state records")
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in found]
 
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
@@ -1048,6 +1050,8 @@ SELECT_RECORDS_PAGE = (
 # The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and
 # whether an erasure blanked it.
 _STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM log WHERE kind = 'state' AND id < ? AND "
+# The same without whether it was blanked: from the index alone (``log_state_refs``).
+_STATE_PLACES = "SELECT id, branch, seq, ref, 0 FROM log WHERE kind = 'state' AND id < ? AND "
 # The disclosure records some run of which may hold a message id (``DisclosureLog.read_from``).
 SELECT_DISCLOSURES_HOLDING = (
     "SELECT id, body FROM log WHERE id IN (SELECT record FROM log_disclosure_spans WHERE lo <= ? AND hi >= ?) "
