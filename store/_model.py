@@ -1301,6 +1301,22 @@ class LogModel:
                     found[key] = version[0]
         return found
 
+    def state_sequences_after(self, branch_name: str, prefix: str, sequence: int) -> tuple[int, dict[str, int]]:
+        """How many keys starting with ``prefix`` have their visible record on this branch from
+        at most ``sequence``, and ``{key: sequence}`` of those whose visible record was written
+        after it; reads no value. On a branch with no ancestors whose keys the model has not
+        read, counted in the database, a row for each key written after ``sequence`` alone."""
+        branch = self._branch(branch_name)
+        check_str(prefix, "prefix")
+        on_demand = not self._states_whole and not any(prefix.startswith(p) for p in self._state_prefixes)
+        if on_demand and prefix and not branch.ancestors:
+            assert self._rows is not None
+            count, after = self._rows.state_sequences_after(self.next_id, branch_name, prefix, sequence)
+            self.state_versions_read += len(after)
+            return count, dict(after)
+        found = self.state_sequences(branch_name, prefix)
+        return sum(1 for seq in found.values() if seq <= sequence), {k: seq for k, seq in found.items() if seq > sequence}
+
     def _read_state_sequences(self, branch_name: str, prefix: str) -> dict[str, int]:
         """:meth:`state_sequences` read from the database (every version under ``prefix`` the
         model has, that is below its next id), keeping none of them."""

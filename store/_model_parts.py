@@ -128,6 +128,12 @@ class StoredRows(Protocol):
         answer comes from the index of state records alone, reading no value)."""
         ...
 
+    def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, Sequence[tuple[str, int]]]:
+        """Of the state records of ``branch`` itself with an id under ``before`` and a key starting
+        with ``prefix`` (not empty): how many keys were last written at or before ``sequence``,
+        and ``(key, sequence)`` of each key last written after it, counted in the database."""
+        ...
+
     def state_record_page(self, after: int, before: int, limit: int) -> Sequence[tuple[int, str, str, str]]:
         """``(id, branch, key, body)`` of the first ``limit`` state records with ids above
         ``after`` and under ``before`` that no erasure blanked, in id order."""

@@ -260,6 +260,13 @@ def _columns(rows: Sequence[RowTuple]) -> dict[str, list[Any]]:
     }
 
 
+
+def _starting_with(prefix: str) -> str:
+    """The ``LIKE`` pattern of the keys that start with ``prefix`` (left-anchored, which the
+    index's ``text_pattern_ops`` serve)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 class Connection:
     """A store's writing (and catching-up) connection."""
 
@@ -463,8 +470,7 @@ class Connection:
         if keys is not None:
             where, parameters = "ref = ANY(%s)", [list(keys)]
         elif prefix:  # a left-anchored LIKE, which the index's text_pattern_ops serve
-            escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            where, parameters = "ref LIKE %s", [escaped + "%"]
+            where, parameters = "ref LIKE %s", [_starting_with(prefix)]
         elif suffix:
             where, parameters = "right(ref, %s) = %s", [len(suffix), suffix]
         elif containing:
@@ -473,6 +479,14 @@ class Connection:
             where, parameters = "true", []
         rows = self._conn.execute((_STATE_VERSIONS if blanked else _STATE_PLACES) + where, [before, *parameters]).fetchall()
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in rows]
+
+    def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, list[tuple[str, int]]]:
+        """``StoredRows.state_sequences_after``, in two queries of one round trip each."""
+        grouped = "FROM asides_log WHERE kind = 'state' AND id < %s AND branch = %s AND ref LIKE %s GROUP BY ref HAVING max(seq) "
+        parameters = [before, branch, _starting_with(prefix), sequence]
+        row = self._conn.execute(f"SELECT count(*) FROM (SELECT ref {grouped}<= %s) AS counted", parameters).fetchone()
+        after = self._conn.execute(f"SELECT ref, max(seq) {grouped}> %s", parameters).fetchall()
+        return int(row[0]) if row else 0, [(key, int(seq)) for key, seq in after]
 
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
         rows = self._conn.execute(

@@ -853,6 +853,9 @@ class PostgresJournal:
     ) -> list[tuple[int, str, int, str, bool]]:
         return self._read(lambda connection: connection.state_versions(before, keys, prefix, suffix, containing, blanked))
 
+    def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, list[tuple[str, int]]]:
+        return self._read(lambda connection: connection.state_sequences_after(before, branch, prefix, sequence))
+
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
         return self._read(lambda connection: connection.state_record_page(after, before, limit))
 

@@ -192,6 +192,11 @@ class StoreReader:
         ``branch``: the sequence its visible record was written at."""
         return self.__store.state_sequences(branch, prefix)
 
+    def state_sequences_after(self, branch: str, prefix: str, sequence: int) -> tuple[int, dict[str, int]]:
+        """How many keys starting with ``prefix`` have their state record on ``branch`` from at
+        most ``sequence``, and ``{key: sequence}`` of those written after it."""
+        return self.__store.state_sequences_after(branch, prefix, sequence)
+
     def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
         """Those of ``keys`` with a state record on ``branch`` whose value may hold every one of
         ``words`` (a superset)."""

@@ -632,6 +632,20 @@ class SqliteJournal:
             found = self._read(f"{select}1", [before], "the state records")
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in found]
 
+    def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, list[tuple[str, int]]]:
+        last = ord(prefix[-1])
+        keys: list[Any]
+        if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
+            where, keys = "ref >= ? AND ref < ?", [prefix, prefix[:-1] + chr(last + 1)]
+        else:
+            where, keys = "substr(ref, 1, ?) = ?", [len(prefix), prefix]
+        # ``+branch``: through the index of state records by key, never the branch's index of every record
+        grouped = f"FROM log WHERE kind = 'state' AND id < ? AND +branch = ? AND {where} GROUP BY ref HAVING max(seq) "
+        parameters = [before, branch, *keys, sequence]
+        ((count,),) = self._read(f"SELECT count(*) FROM (SELECT ref {grouped}<= ?)", parameters, "the state records")
+        after = self._read(f"SELECT ref, max(seq) {grouped}> ?", parameters, "the state records")
+        return int(count), [(key, int(seq)) for key, seq in after]
+
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
         query = "SELECT id, branch, ref, body FROM log WHERE kind = 'state' AND id > ? AND id < ? AND body <> 'null' ORDER BY id LIMIT ?"
         return [(int(i), b, r, t) for i, b, r, t in self._read(query, [after, before, limit], "the state records")]

@@ -608,6 +608,13 @@ class Store:
         self.raise_if_failed()
         return self._model.state_sequences(branch, prefix)
 
+    def state_sequences_after(self, branch: str, prefix: str, sequence: int) -> tuple[int, dict[str, int]]:
+        """How many keys starting with ``prefix`` have their state record on ``branch`` from at
+        most ``sequence``, and ``{key: sequence}`` of those whose record was written after it;
+        reads no value (counted in the database where it can)."""
+        self.raise_if_failed()
+        return self._model.state_sequences_after(branch, prefix, sequence)
+
     def state_keys_holding(self, branch: str, keys: Iterable[str], words: Sequence[str]) -> list[str]:
         """Those of ``keys`` (in their order) with a state record on ``branch`` whose value may
         hold every one of ``words`` (case-folded, as a search's words): a superset, narrowed in the

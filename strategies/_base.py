@@ -331,6 +331,22 @@ class StrategyState:
         found = read(self._branch, self._prefix + prefix)
         return {k[cut:]: seq for k, seq in found.items() if not self._keys.is_own_record(k)}
 
+    def sequences_after(self, prefix: str, sequence: int) -> tuple[int, dict[str, int]] | None:
+        """How many of the keys :meth:`sequences` would give have their record from at most
+        ``sequence``, and ``{key: sequence}`` of those written after it, without a row for
+        each of the others where the store can count them; ``None`` when the store's reads do
+        not say. The count may include a namespace's own record under ``prefix`` (a nested
+        namespace's reader record, say), which no key of the answer is."""
+        read = getattr(self._store, "state_sequences_after", None)
+        if read is None:
+            found = self.sequences(prefix)
+            if found is None:
+                return None
+            return sum(1 for seq in found.values() if seq <= sequence), {k: seq for k, seq in found.items() if seq > sequence}
+        cut = len(self._prefix)
+        count, after = read(self._branch, self._prefix + prefix, sequence)
+        return count, {k[cut:]: seq for k, seq in after.items() if not self._keys.is_own_record(k)}
+
     @property
     def erasure_count(self) -> int | None:
         """How many erasures the store holds (each may have overwritten records of this

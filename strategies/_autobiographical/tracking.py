@@ -119,23 +119,23 @@ class Tracker:
         chunk or summary record before it that it does not account for, fewer of the newest
         chunks than this strategy holds back, or a record it names that does not read as it says."""
         prefix = self.kind + "/"
-        sequences, erasures = state.sequences(prefix), state.erasure_count
-        if sequences is None or erasures is None or prefix + "outline" not in sequences:
+        found, erasures = state.sequences(prefix + "outline"), state.erasure_count
+        if found is None or erasures is None or prefix + "outline" not in found:
             return False
         outline = Outline.from_json(state.get(prefix + "outline"))
         if outline is None or outline.erasures != erasures:
             return False
-        at = sequences[prefix + "outline"]
+        at = found[prefix + "outline"]
         before = 0
         after: list[str] = []
-        for key, sequence in sequences.items():
-            if key.startswith((prefix + "chunk/", prefix + "summary/")):
-                if sequence < at:
-                    before += 1
-                else:
-                    after.append(key)
-            elif key.startswith(prefix + "attempts/") or key == prefix + "head-start":
-                after.append(key)
+        for section in ("chunk/", "summary/"):  # counted where the store can, not listed
+            split = state.sequences_after(prefix + section, at)
+            if split is None:
+                return False
+            before += split[0]
+            after.extend(split[1])
+        after.extend(state.keys(prefix + "attempts/"))
+        after.append(prefix + "head-start")
         if before != outline.taken or len(outline.newest) < min(self.holdback_chunks, outline.chunk_count):
             return False
         named = [f"{prefix}chunk/{c}" for c, _l1 in outline.chunks] + [f"{prefix}summary/{s}" for s in outline.summaries]

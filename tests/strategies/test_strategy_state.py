@@ -77,6 +77,11 @@ async def test_sequences_give_where_each_record_was_written_and_erasure_count_co
         assert child.sequences() == {"notes/b": head + 1, "notes/a": head + 4, "other/c": head + 3}, "its own, then main's to the fork"
         main = StrategyState(store, "main", "agents/s", keys=NAMESPACE_RECORDS)
         assert main.sequences("notes/") == {"notes/b": head + 4, "notes/a": head + 2}
+        read = store.statistics().state_versions_read
+        assert main.sequences_after("notes/", head + 3) == (1, {"notes/b": head + 4}), "notes/a counted, notes/b given"
+        assert store.statistics().state_versions_read - read <= 1, "a row for the key written after alone"
+        assert main.sequences_after("notes/", head + 4) == (2, {})
+        assert child.sequences_after("notes/", head + 3) == (1, {"notes/a": head + 4}), "on a fork as well"
     async with open_runtime(store_path) as rt:
         await rt.erase([message.id], reason="asked to")
         assert StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS).erasure_count == 1
