@@ -60,6 +60,7 @@ __all__ = [
     "Outline",
     "describe_records",
     "is_summary_key",
+    "listing_order",
     "load_order",
     "summary_n",
 ]
@@ -658,12 +659,12 @@ class Memory:
         if left and self.text_filter is not None:
             left = list(self.text_filter(left, words))
         found = self.read_summaries(held + left)
-        return sorted(found.values(), key=lambda s: (s.first_sequence, s.level, summary_n(s.id) or 0))
+        return sorted(found.values(), key=listing_order)
 
     def read_in_order(self, records: Iterable[SummaryRecord]) -> list[Summary]:
         """These summaries, each with its text, by first sequence, level and number (the order
         every listing of summaries gives); those no longer readable (erased since) left out."""
-        ordered = sorted(records, key=lambda r: (r.first_sequence, r.level, r.n))
+        ordered = sorted(records, key=listing_order)
         return list(self.read_summaries([r.id for r in ordered]).values())
 
     def read_summaries(self, summary_ids: Sequence[str]) -> dict[str, Summary]:
@@ -692,6 +693,11 @@ class Memory:
                 if text is not None:
                     found[sid] = self.summaries[sid].with_text(text).summary
         return {sid: found[sid] for sid in summary_ids if sid in found}  # in the order asked
+
+
+def listing_order(summary: Summary | SummaryRecord) -> tuple[int, int, int]:
+    """The order every listing of summaries gives: by first sequence, level and number."""
+    return summary.first_sequence, summary.level, summary_n(summary.id) or 0
 
 
 def load_order(key: str) -> tuple[int, int, str]:
