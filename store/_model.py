@@ -1068,7 +1068,7 @@ class LogModel:
         """The newest version of ``key`` visible on this branch up to ``sequence``: its sequence,
         record id and value as held."""
         branch = self._branch(branch_name)
-        if not self._states_whole and key not in self._state_keys_read and not any(key.startswith(p) for p in self._state_prefixes):
+        if key not in self._state_keys_read and not self._holds_keys_under(key):
             self._read_state_keys((key,))
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
@@ -1085,14 +1085,19 @@ class LogModel:
 
     # -- state keys read back ------------------------------------------------------------------
 
+    def _holds_keys_under(self, prefix: str) -> bool:
+        """Whether the model holds the versions of every key starting with ``prefix`` (of every
+        key, or of every key under a prefix it read): no read of the database can add one."""
+        return self._states_whole or any(prefix.startswith(p) for p in self._state_prefixes)
+
     def _read_state_keys(self, keys: Iterable[str]) -> None:
         """Read the versions of those of ``keys`` whose versions the model has not read yet. A
         key found is known from then on; of those not found, the newest ``STATE_CACHE`` asked for
         are remembered (a key asked for once and never written costs nothing lasting)."""
-        prefixes, missing = self._state_prefixes, self._state_keys_missing
+        missing = self._state_keys_missing
         wanted = []
         for key in dict.fromkeys(keys):
-            if key in self._state_keys_read or any(key.startswith(p) for p in prefixes):
+            if key in self._state_keys_read or self._holds_keys_under(key):
                 continue
             if key in missing:
                 missing.move_to_end(key)
@@ -1127,7 +1132,7 @@ class LogModel:
             self._state_keys_read.update(row[3] for row in rows)
             self._state_patterns.add(pattern)
             return
-        if any(prefix.startswith(p) for p in self._state_prefixes):
+        if self._holds_keys_under(prefix):
             return
         self._take_state_versions(self._rows.state_versions(self.next_id, prefix=prefix or None))
         if prefix:
@@ -1289,7 +1294,7 @@ class LogModel:
         this branch: the sequence its visible record was written at; reads no value."""
         branch = self._branch(branch_name)
         check_str(prefix, "prefix")
-        if not self._states_whole and not any(prefix.startswith(p) for p in self._state_prefixes):
+        if not self._holds_keys_under(prefix):
             return self._read_state_sequences(branch_name, prefix)
         if not branch.ancestors:  # every version is its own, in sequence order: the last is visible
             return {key: versions[-1][0] for key, versions in branch.states.items() if versions and key.startswith(prefix)}
@@ -1308,8 +1313,7 @@ class LogModel:
         read, counted in the database, a row for each key written after ``sequence`` alone."""
         branch = self._branch(branch_name)
         check_str(prefix, "prefix")
-        on_demand = not self._states_whole and not any(prefix.startswith(p) for p in self._state_prefixes)
-        if on_demand and prefix and not branch.ancestors:
+        if not self._holds_keys_under(prefix) and prefix and not branch.ancestors:
             assert self._rows is not None
             count, after = self._rows.state_sequences_after(self.next_id, branch_name, prefix, sequence)
             self.state_versions_read += len(after)
