@@ -48,12 +48,14 @@ class StateReads(Protocol):
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
 
     # A store's reads also offer ``state_keys(branch, prefix)``, ``get_states(branch, keys)``,
-    # ``state_keys_holding(branch, keys, words)``, ``state_sequences(branch, prefix)`` and
-    # ``erasures()``, which read no value, the values of some keys at once, narrow keys by the
-    # words their values may hold, give the sequence each key's record was written at, and list
-    # the erasures; an object without them still serves (:meth:`StrategyState.keys`,
+    # ``state_keys_holding(branch, keys, words)``, ``state_sequences(branch, prefix)``,
+    # ``state_sequences_after(branch, prefix, sequence)`` and ``erasures()``, which read no value,
+    # the values of some keys at once, narrow keys by the words their values may hold, give the
+    # sequence each key's record was written at (or count those written up to a sequence), and
+    # list the erasures; an object without them still serves (:meth:`StrategyState.keys`,
     # :meth:`StrategyState.get_many` and :meth:`StrategyState.keys_holding` do without;
-    # :meth:`StrategyState.sequences` and :attr:`StrategyState.erasure_count` say ``None``).
+    # :meth:`StrategyState.sequences`, :meth:`StrategyState.sequences_after` and
+    # :attr:`StrategyState.erasure_count` say ``None``).
 
 
 __all__ = [
@@ -339,10 +341,7 @@ class StrategyState:
         namespace's reader record, say), which no key of the answer is."""
         read = getattr(self._store, "state_sequences_after", None)
         if read is None:
-            found = self.sequences(prefix)
-            if found is None:
-                return None
-            return sum(1 for seq in found.values() if seq <= sequence), {k: seq for k, seq in found.items() if seq > sequence}
+            return None
         cut = len(self._prefix)
         count, after = read(self._branch, self._prefix + prefix, sequence)
         return count, {k[cut:]: seq for k, seq in after.items() if not self._keys.is_own_record(k)}

@@ -86,4 +86,4 @@ async def test_sequences_give_where_each_record_was_written_and_erasure_count_co
         await rt.erase([message.id], reason="asked to")
         assert StrategyState(rt.store, "main", "agents/s", keys=NAMESPACE_RECORDS).erasure_count == 1
     two = StrategyState(TwoReads({"agents/s/notes/a": 1}), "main", "agents/s", keys=NAMESPACE_RECORDS)
-    assert two.sequences() is None and two.erasure_count is None, "a store's reads that do not say"
+    assert two.sequences() is None and two.sequences_after("", 0) is None and two.erasure_count is None, "reads that do not say"
