@@ -51,6 +51,7 @@ from ._model_parts import (
     AudienceBlock,
     Branch,
     BranchInfo,
+    GapBlocks,
     Owners,
     RecordTypeError,
     Row,
@@ -104,6 +105,13 @@ ID_PAGES: Final = 64
 EDIT: Final = "edit"
 STATE: Final = "state"
 BRANCH: Final = "branch"
+#: The kinds of record that are not a branch's gap: its messages, the record that makes it (at
+#: its fork point), and the records of no branch (``ERASURE_BRANCH``). Every other record on a
+#: branch (edits, states) takes the branch's next sequence as a message does (``Branch.add_gap``).
+NOT_GAPS: Final = (MESSAGE, BRANCH, COMPILE, DISCLOSURE, STRATEGY_NOTE, ERASURE)
+#: SQL: whether the log row is a gap (of the branch it names), which a database indexes by
+#: branch and sequence for ``StoredRows.gap_sequences`` and ``LogModel.count_gaps``.
+GAP_ROW: Final = "kind NOT IN (" + ", ".join(f"'{kind}'" for kind in NOT_GAPS) + ")"
 
 
 class _InStore:
@@ -217,6 +225,10 @@ class LogModel:
         self._committed_to = 0
         self._id_pages: OrderedDict[tuple[str, int], array[int]] = OrderedDict()
         self._opening: list[tuple[int, str]] | None = None
+        # Where the stored branches' records other than messages stand (``GapBlocks``), and, at
+        # an open, the counts of the branches its records have not made yet (``count_gaps``).
+        self._gap_blocks: GapBlocks | None = None
+        self._gap_counts: dict[str, list[tuple[int, int]]] = {}
         self._stones: dict[str, Message] = {}  # a stored branch's erased messages, as read
         self._seers_shared: dict[Seers, Seers] = {}
         #: A block of messages that may name a reader spans ``1 << audience_bits`` sequences of
@@ -302,7 +314,9 @@ class LogModel:
                         meta = {}
                     if not isinstance(meta, dict) or holds_duplicate(meta):
                         meta = {}  # what it was made with cannot be told: as if nothing
-                    self._branches[branch_name] = Branch(branch_name, parent, seq, meta, record_id=record_id, stored=parent.stored)
+                    made = self._branches[branch_name] = Branch(branch_name, parent, seq, meta, record_id=record_id, gaps=parent.gaps)
+                    if self._opening is not None:
+                        made.count_gaps(self._gap_counts.pop(branch_name, ()))
                 continue
             branch = self._branches.get(branch_name)
             if branch is None:
@@ -313,7 +327,8 @@ class LogModel:
                 if kind == MESSAGE:
                     self._replay_stored_message(branch, record_id, seq, body)
                     continue
-                branch.add_gap(seq)
+                if self._opening is None:  # an open counted the gaps it reads (count_gaps)
+                    branch.add_gap(seq, record_id)
             if kind == MESSAGE:
                 self._owner.set(record_id, branch, len(branch.own))
                 branch.own.append(body)  # None: left in the database (read_bodies_with)
@@ -690,8 +705,32 @@ class LogModel:
         self.disclosure_log.read_from(rows.disclosure_page, rows.disclosures_holding)
         self.body_cache = cache
         self.audience_bits = audience_bits_for(cache)
-        self._branches = {"main": Branch("main", None, 0, stored=True)}
+        self._gap_blocks = GapBlocks(rows.gap_sequences, lambda: self.next_id, self.audience_bits)
+        self._branches = {"main": Branch("main", None, 0, gaps=self._gap_blocks)}
         self._opening = []
+
+    @property
+    def gap_blocks_read(self) -> int:
+        """Blocks of gaps read back from the database since the open (``StoreStatistics``)."""
+        return 0 if self._gap_blocks is None else self._gap_blocks.blocks_read
+
+    @property
+    def gap_bits(self) -> int:
+        """How many bits of a sequence number a block of gaps spans (:meth:`count_gaps`)."""
+        return self.audience_bits
+
+    def count_gaps(self, counts: Iterable[Sequence[Any]], next_id: int) -> None:
+        """Between :meth:`read_rows_from` and the replay of the records an open reads: the next
+        record id, and how many records other than messages that take a branch's sequence
+        (edits, states: none of which the open reads) each block of ``1 << gap_bits`` sequences
+        of each branch holds, as ``(branch, block, count)``; a branch the open makes takes its
+        own when its record is replayed."""
+        self.next_id = max(self.next_id, next_id)
+        pending: dict[str, list[tuple[int, int]]] = {}
+        for name, number, count in counts:
+            pending.setdefault(str(name), []).append((int(number), int(count)))
+        self._branches["main"].count_gaps(pending.pop("main", ()))
+        self._gap_counts = pending
 
     def end_stored_open(
         self,
@@ -728,6 +767,7 @@ class LogModel:
                 branch.may_hold_audience = True
         self.next_id = max(self.next_id, next_id)
         self._committed_to = self.next_id - 1
+        self._gap_counts = {}  # of branches no record made (ignored, as their records are)
         self.disclosure_log.take_runs(disclosed, self._committed_to)
         held, self._opening = self._opening or [], None
         for record_id, body in held:
@@ -761,6 +801,8 @@ class LogModel:
             return
         self._committed_to = record_id
         self.disclosure_log.committed(record_id)
+        if self._gap_blocks is not None:
+            self._gap_blocks.committed(record_id)
         if self._pinned:
             moved = [i for i in self._pinned if i <= record_id]
             for pinned in moved:

@@ -3,14 +3,16 @@ branch holds each message, and the values and markers the model answers with. Pu
 
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 
-from ._errors import ArgumentTypeError, InvalidArgumentError
+from ._errors import ArgumentTypeError, InvalidArgumentError, StoreFailedError
 from ._messages import Message
 from ._seers import Seers
 
@@ -18,6 +20,8 @@ __all__ = [
     "LARGEST_AUDIENCE_BITS",
     "AudienceBlock",
     "BranchInfo",
+    "GapBlocks",
+    "HELD_GAP_BLOCKS",
     "MISSING",
     "RecordTypeError",
     "Row",
@@ -153,6 +157,12 @@ class StoredRows(Protocol):
         least those), in id order."""
         ...
 
+    def gap_sequences(self, branch: str, first: int, last: int, before: int) -> Sequence[int]:
+        """The sequences, in order, of the records of ``branch`` other than messages that take a
+        sequence of it (edits, states) with a sequence from ``first`` to ``last`` (both
+        included) and an id under ``before``."""
+        ...
+
 
 def record_of(message_id: str) -> int | None:
     """The record id a message id is the decimal form of, or ``None``."""
@@ -234,6 +244,94 @@ class AudienceBlock:
         self.indexes = self.seers = None
 
 
+#: Blocks of gap sequences (``GapBlocks``) kept read back at once, the least recently used
+#: leaving first (those holding a record not yet committed stay).
+HELD_GAP_BLOCKS: Final = 16
+
+
+class GapBlocks:
+    """Where the records of a model's stored branches that are not messages (edits, states: the
+    *gaps* among a branch's message sequences) stand, by block of ``1 << bits`` sequences: each
+    branch counts its gaps a block (:meth:`Branch.count_gaps`), and a block's sequences are read
+    from the database when a position inside it is first asked, and kept, at most
+    ``held`` blocks of every branch together, the least recently used leaving first. A block
+    holding a gap written here and not yet committed stays until it is (the database could not
+    give it back), as does one holding a sequence no record holds (only a file changed outside
+    asides skips one), for good.
+
+    ``read(branch, first, last, before)`` gives the sequences of a branch's gaps from ``first`` to
+    ``last`` with a record id under ``before`` (``StoredRows.gap_sequences``); ``before`` is the
+    model's next record id unless a caller says."""
+
+    __slots__ = ("bits", "held", "blocks_read", "_read", "_next_id", "_blocks", "_pins")
+
+    def __init__(self, read: Callable[[str, int, int, int], Sequence[int]], next_id: Callable[[], int], bits: int) -> None:
+        self.bits = bits
+        self.held = HELD_GAP_BLOCKS
+        #: Blocks read from the database since the open (``StoreStatistics.gap_blocks_read``).
+        self.blocks_read = 0
+        self._read = read
+        self._next_id = next_id
+        # (branch, block) -> (each gap's sequence, how many of the block's messages precede it)
+        self._blocks: OrderedDict[tuple[str, int], tuple[array[int], array[int]]] = OrderedDict()
+        # (branch, block) -> the newest record id of a gap written into it here (inf: for good)
+        self._pins: dict[tuple[str, int], float] = {}
+
+    def block(self, branch: Branch, k: int, before: int | None = None) -> tuple[array[int], array[int]]:
+        """The ``k``-th block of ``branch`` holding a gap: its gaps' sequences, and how many of the
+        block's messages precede each; read (gaps with an id under ``before``) when not held.
+        Raises ``StoreFailedError`` when the database holds another number of them than the
+        branch counted (only a store changed outside asides does)."""
+        number = branch.gap_numbers[k]
+        key = (branch.name, number)
+        found = self._blocks.get(key)
+        if found is not None:
+            self._blocks.move_to_end(key)
+            return found
+        start = branch.block_start(number, self.bits)
+        expected = branch.gaps_through[k] - (branch.gaps_through[k - 1] if k else 0)
+        read = self._read(branch.name, start, ((number + 1) << self.bits) - 1, self._next_id() if before is None else before)
+        if len(read) != expected:
+            raise StoreFailedError(
+                f"branch {branch.name!r} holds {len(read)} records other than messages from sequence {start}, not the {expected} "
+                "counted at the open (the store was changed outside asides)"
+            )
+        self.blocks_read += 1
+        seqs = array("q", read)
+        found = self._blocks[key] = (seqs, array("q", (seq - start - j for j, seq in enumerate(seqs))))
+        self._evict()
+        return found
+
+    def hold(self, branch: Branch, number: int, seqs: array[int], befores: array[int]) -> None:
+        """A block made here (no gap of it is in the database yet)."""
+        self._blocks[(branch.name, number)] = (seqs, befores)
+        self._evict()
+
+    def pin(self, branch: Branch, number: int, record_id: float) -> None:
+        """The block holds a gap of record ``record_id`` (``math.inf``: of no record), not yet
+        committed: kept until it is."""
+        key = (branch.name, number)
+        self._pins[key] = max(self._pins.get(key, 0), record_id)
+
+    def committed(self, record_id: int) -> None:
+        """Every record up to ``record_id`` is committed."""
+        if self._pins:
+            for key in [key for key, newest in self._pins.items() if newest <= record_id]:
+                del self._pins[key]
+            self._evict()
+
+    def _evict(self) -> None:
+        """Forget the blocks used longest ago beyond ``held``, but a pinned one and the one used
+        last (whose caller is about to read or pin it)."""
+        if len(self._blocks) <= self.held:
+            return
+        for key in list(self._blocks)[:-1]:
+            if len(self._blocks) <= self.held:
+                return
+            if key not in self._pins:
+                del self._blocks[key]
+
+
 class Branch:
     """One branch's records. Ancestors are referenced, never copied."""
 
@@ -245,12 +343,14 @@ class Branch:
         meta: Mapping[str, Any] | None = None,
         *,
         record_id: int = 0,
-        stored: bool = False,
+        gaps: GapBlocks | None = None,
     ) -> None:
         self.name = name
         #: Whether its messages stay in the database (positions from the sequence, entries a
-        #: cache), or are held in memory (``own``, ``own_ids``, ``own_seqs``).
-        self.stored = stored
+        #: cache), or are held in memory (``own``, ``own_ids``, ``own_seqs``): a stored branch
+        #: reads where its gaps stand through ``gaps``.
+        self.stored = gaps is not None
+        self.gaps = gaps
         #: The id of the record that made the branch (0 for ``main``, which none made).
         self.record_id = record_id
         self.meta: Mapping[str, Any] = meta or {}
@@ -289,12 +389,14 @@ class Branch:
         # that some message or edit may name readers not in it (LogModel.reader_named).
         self.names: set[str] = set()
         self.names_unknown = False
-        # A stored branch: how many messages it holds, the sequences of its other records (edits,
-        # states) in order with how many messages precede each, and the messages read back (a
-        # cache the model bounds, or pinned until committed), by index.
+        # A stored branch: how many messages it holds; the blocks of sequences (``GapBlocks``)
+        # that hold its other records (edits, states: gaps), in order, with how many gaps they
+        # and the blocks before them hold and how many messages precede each; and the messages
+        # read back (a cache the model bounds, or pinned until committed), by index.
         self.count = 0
-        self.gaps: array[int] = array("q")
-        self.gap_before: array[int] = array("q")
+        self.gap_numbers: array[int] = array("q")
+        self.gaps_through: array[int] = array("q")
+        self.gap_messages_before: array[int] = array("q")
         self.entries: dict[int, Message | tuple[int, str]] = {}  # a message, or its record id and text
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
@@ -324,24 +426,80 @@ class Branch:
             return 0
         # No more than the head is ever asked (a fork point), so this holds at an open too,
         # before the branch's count is known.
-        return limit - self.fork_sequence - bisect_right(self.gaps, limit)
+        return limit - self.fork_sequence - self._gaps_upto(limit)
 
     def seq_of(self, index: int) -> int:
         """The sequence of its ``index``-th own message."""
         if not self.stored:
             return self.own_seqs[index]
-        return self.fork_sequence + 1 + index + bisect_right(self.gap_before, index)
+        k = bisect_right(self.gap_messages_before, index) - 1
+        if k < 0:
+            return self.fork_sequence + 1 + index
+        assert self.gaps is not None
+        bits = self.gaps.bits
+        number = self.gap_numbers[k]
+        through = self.gaps_through
+        start = self.block_start(number, bits)
+        local = index - self.gap_messages_before[k]
+        if local >= ((number + 1) << bits) - start - (through[k] - (through[k - 1] if k else 0)):
+            return self.fork_sequence + 1 + index + through[k]  # after the block
+        _seqs, befores = self.gaps.block(self, k)
+        return start + local + bisect_right(befores, local)
 
     def index_of_seq(self, seq: int) -> int | None:
         """The index of its own message at ``seq``, or ``None`` when no message holds it."""
         if not self.stored:
             found = bisect_right(self.own_seqs, seq) - 1
             return found if found >= 0 and self.own_seqs[found] == seq else None
-        gap = bisect_right(self.gaps, seq)
-        if seq <= self.fork_sequence or (gap and self.gaps[gap - 1] == seq):
+        if seq <= self.fork_sequence:
             return None
-        index = seq - self.fork_sequence - 1 - gap
+        assert self.gaps is not None
+        k = bisect_right(self.gap_numbers, seq >> self.gaps.bits)
+        if k and self.gap_numbers[k - 1] == seq >> self.gaps.bits:
+            seqs, _befores = self.gaps.block(self, k - 1)
+            found = bisect_left(seqs, seq)
+            if found < len(seqs) and seqs[found] == seq:
+                return None
+            gaps = (self.gaps_through[k - 2] if k > 1 else 0) + found
+        else:
+            gaps = self.gaps_through[k - 1] if k else 0
+        index = seq - self.fork_sequence - 1 - gaps
         return index if index < self.count else None
+
+    def _gaps_upto(self, seq: int) -> int:
+        """How many of its gaps have a sequence of at most ``seq``."""
+        assert self.gaps is not None
+        number = seq >> self.gaps.bits
+        k = bisect_right(self.gap_numbers, number)
+        if not k:
+            return 0
+        if self.gap_numbers[k - 1] < number or seq >= ((number + 1) << self.gaps.bits) - 1:
+            return self.gaps_through[k - 1]
+        seqs, _befores = self.gaps.block(self, k - 1)
+        return (self.gaps_through[k - 2] if k > 1 else 0) + bisect_right(seqs, seq)
+
+    def block_start(self, number: int, bits: int) -> int:
+        """The first of its own sequences in block ``number`` of ``1 << bits`` sequences."""
+        return max(number << bits, self.fork_sequence + 1)
+
+    @property
+    def gap_count(self) -> int:
+        """How many gaps it holds."""
+        return self.gaps_through[-1] if self.gaps_through else 0
+
+    def count_gaps(self, counts: Iterable[tuple[int, int]]) -> None:
+        """At an open, before any gap is added: how many gaps each block of its sequences holds
+        (``(block, count)``, in any order)."""
+        assert self.gaps is not None and not self.gap_numbers
+        bits = self.gaps.bits
+        total = 0
+        for number, count in sorted(counts):
+            if count <= 0:
+                continue
+            self.gap_numbers.append(number)
+            self.gap_messages_before.append(self.block_start(number, bits) - self.fork_sequence - 1 - total)
+            total += count
+            self.gaps_through.append(total)
 
     def locate(self, position: int) -> tuple[Branch, int]:
         """The branch holding the message at ``position`` of this one (0 = oldest) and its index
@@ -355,25 +513,44 @@ class Branch:
         owner, _limit, _count, offset = self.ancestors[bisect_right(self.segment_starts, position) - 1]
         return owner, position - offset
 
-    def add_gap(self, seq: int) -> None:
-        """A stored branch's record other than a message, at ``seq``: the sequences between it
-        and the record before it are messages (each record takes the next sequence)."""
-        before = seq - self.fork_sequence - 1 - len(self.gaps)
+    def add_gap(self, seq: int, record_id: float) -> None:
+        """A stored branch's record other than a message, at ``seq``, after every other: the
+        sequences between it and the record before it are messages (each record takes the next
+        sequence). ``record_id`` keeps its block held until it is committed."""
+        before = seq - self.fork_sequence - 1 - self.gap_count
         if before < self.count:  # an out-of-order record cannot be placed: refuse it, as a bad type
             raise RecordTypeError(f"a record at sequence {seq} of branch {self.name!r} comes after a later one")
         self.count = before
-        self.gaps.append(seq)
-        self.gap_before.append(before)
+        self._append_gap(seq, record_id)
+
+    def _append_gap(self, seq: int, record_id: float) -> None:
+        gaps = self.gaps
+        assert gaps is not None
+        number = seq >> gaps.bits
+        start = self.block_start(number, gaps.bits)
+        if self.gap_numbers and self.gap_numbers[-1] == number:
+            k = len(self.gap_numbers) - 1
+            # Its gaps before this one (none of which waits for a commit when it is not held).
+            seqs, befores = gaps.block(self, k, before=None if record_id == math.inf else int(record_id))
+            befores.append(seq - start - len(seqs))
+            seqs.append(seq)
+            self.gaps_through[k] += 1
+        else:
+            total = self.gap_count
+            self.gap_numbers.append(number)
+            self.gap_messages_before.append(start - self.fork_sequence - 1 - total)
+            self.gaps_through.append(total + 1)
+            gaps.hold(self, number, array("q", (seq,)), array("q", (seq - start,)))
+        gaps.pin(self, number, record_id)
 
     def add_message(self, seq: int) -> int:
         """A stored branch's message at ``seq``: its index. A sequence skipped before it (only a
         file changed outside asides skips one) counts as a record other than a message."""
-        expected = self.fork_sequence + 1 + self.count + len(self.gaps)
+        expected = self.fork_sequence + 1 + self.count + self.gap_count
         if seq < expected:
             raise RecordTypeError(f"a message at sequence {seq} of branch {self.name!r} comes after a later record")
         for skipped in range(expected, seq):
-            self.gaps.append(skipped)
-            self.gap_before.append(self.count)
+            self._append_gap(skipped, math.inf)
         self.count += 1
         return self.count - 1
 
@@ -381,7 +558,7 @@ class Branch:
         """A stored branch read at an open: its head; every sequence after its last other record
         up to the head holds a message."""
         self.head = max(self.head, head)
-        self.count = max(self.count, self.head - self.fork_sequence - len(self.gaps))
+        self.count = max(self.count, self.head - self.fork_sequence - self.gap_count)
 
     def chain(self) -> Iterator[tuple[Branch, float]]:
         """This branch (no limit) then its ancestors nearest first, each with its visible limit."""

@@ -35,6 +35,7 @@ import anyio
 from ._compile_records import compile_rows_query
 from ._disclosure import merged_runs
 from ._key_numbers import key_number
+from ._model import GAP_ROW
 from ._pg_nonblocking import encode_params, prepare, run_prepared
 from ._pg_schema import (
     CHANNEL,
@@ -72,14 +73,18 @@ _SELECT_AFTER_LEAVING_BODIES = (
 )
 PAGE_ROWS = 5000
 #: At an open that leaves the messages in the database (``Connection.stored_open``): the records
-#: other than messages and compile records, and where the messages stand whose body may name a
-#: reader (by the same test as above), through the indexes ``PG_STORED_INDEXES`` makes. Of a
-#: state record only the branch and sequence are read: its key and versions are read when a read
-#: needs them (through ``asides_log_state_refs``), its value when it is read.
+#: other than messages, state, compile and disclosure records, how many gaps (edits, states) each
+#: block of each branch holds, and where the messages stand whose body may name a reader (by the
+#: same test as above), through the indexes ``PG_STORED_INDEXES`` makes. A state record's key
+#: and versions are read when a read needs them (through ``asides_log_state_refs``), its value
+#: when it is read, where it stands among the messages when a read reaches its block
+#: (``StoredRows.gap_sequences``, through ``asides_log_gaps``).
 _SELECT_RECORDS_AFTER = (
-    "SELECT id, branch, seq, kind, CASE WHEN kind = 'state' THEN NULL ELSE ref END, CASE WHEN kind = 'state' THEN NULL ELSE body END "
-    "FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > %s ORDER BY id LIMIT %s"
+    "SELECT id, branch, seq, kind, ref, body FROM asides_log WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state') "
+    "AND id > %s ORDER BY id LIMIT %s"
 )
+_COUNT_GAPS = f"SELECT branch, seq >> %s::int, count(*) FROM asides_log WHERE {GAP_ROW} GROUP BY 1, 2"
+_SELECT_GAPS = f"SELECT seq FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND id < %s AND {GAP_ROW} ORDER BY seq"
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
 _STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM asides_log WHERE kind = 'state' AND id < %s AND "
@@ -380,14 +385,16 @@ class Connection:
 
     def stored_open(
         self, bits: int
-    ) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], list[tuple[Any, ...]], int]:
-        """In one snapshot: every record other than messages, compile and disclosure records (in
-        id order), each branch's newest sequence, how many messages whose body may name a reader
-        each block of ``1 << bits`` sequences of each branch holds by the summary of who sees
-        them that their bodies record (store/_seers.py), the runs of ids each ``(namespace,
-        reader, via)`` was shown (store/_disclosure.py), and the newest record id."""
+    ) -> tuple[list[RowTuple], dict[str, int], list[tuple[str, int, Seers | None, int]], list[tuple[Any, ...]], int, list[tuple[Any, ...]]]:
+        """In one snapshot: every record other than messages, state, compile and disclosure
+        records (in id order), each branch's newest sequence, how many messages whose body may
+        name a reader each block of ``1 << bits`` sequences of each branch holds by the summary
+        of who sees them that their bodies record (store/_seers.py), the runs of ids each
+        ``(namespace, reader, via)`` was shown (store/_disclosure.py), the newest record id, and
+        how many gaps each block of each branch holds (``LogModel.count_gaps``)."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            gaps = self._conn.execute(_COUNT_GAPS, (bits,)).fetchall()
             rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
             names = {"main", *(row[1] for row in rows if row[3] == "branch")}
             heads: dict[str, int] = {}
@@ -404,7 +411,7 @@ class Connection:
             audience = audience_groups(counted, undecided, bits)
             disclosed = self._conn.execute(_SELECT_DISCLOSED).fetchall()
             newest = self._conn.execute("SELECT max(id) FROM asides_log").fetchone()[0]
-        return rows, heads, audience, disclosed, int(newest or 0)
+        return rows, heads, audience, disclosed, int(newest or 0), gaps
 
     def disclosure_page(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(i), body) for i, body in self._conn.execute(_SELECT_DISCLOSURES_AFTER, (after, limit)).fetchall()]
@@ -433,6 +440,9 @@ class Connection:
         column = "body" if bodies else "NULL"
         query = f"SELECT id, seq, {column} FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND kind = 'message'"  # noqa: S608 - a column
         return [(int(i), int(q), b) for i, q, b in self._conn.execute(query, (branch, first, last)).fetchall()]
+
+    def gap_sequences(self, branch: str, first: int, last: int, before: int) -> list[int]:
+        return [int(row[0]) for row in self._conn.execute(_SELECT_GAPS, (branch, first, last, before)).fetchall()]
 
     def audience_rows(self, branch: str, first: int, last: int) -> list[tuple[int, str | None, str | None]]:
         rows = self._conn.execute(_SELECT_AUDIENCE_ROWS, (branch, first, last)).fetchall()

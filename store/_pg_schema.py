@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from ._compile_records import compile_index
 from ._errors import StoreFailedError
+from ._model import GAP_ROW
 from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
 
@@ -232,8 +233,13 @@ PG_STORED_INDEXES = (
         RETURN NULL;
     END $$""",
     # The records an open reads, and, apart, the disclosure records an audit reads (an index of
-    # both, ``asides_log_records``, made an open scan every disclosure record: it goes).
-    "CREATE INDEX IF NOT EXISTS asides_log_other_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure')",
+    # both, ``asides_log_records``, made an open scan every disclosure record: it goes; one
+    # holding the state records, ``asides_log_other_records``, made it read every one: it goes);
+    # and the other records that take a branch's sequence (edits, states: gaps), which an open
+    # counts a block and a read reaching a block reads (with their ids, from the index alone).
+    "CREATE INDEX IF NOT EXISTS asides_log_open_records ON asides_log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state')",
+    "DROP INDEX IF EXISTS asides_log_other_records",
+    f"CREATE INDEX IF NOT EXISTS asides_log_gaps ON asides_log (branch, seq, id) WHERE {GAP_ROW}",
     "CREATE INDEX IF NOT EXISTS asides_log_disclosures ON asides_log (id) WHERE kind = 'disclosure'",
     "CREATE INDEX IF NOT EXISTS asides_log_state_refs ON asides_log (ref text_pattern_ops, branch, seq, id) WHERE kind = 'state'",
     "DROP INDEX IF EXISTS asides_log_records",
@@ -322,7 +328,8 @@ PG_DISCLOSED_TABLE = (
 #: Whether the store has everything ``PG_STORED_INDEXES`` and ``PG_DISCLOSED_TABLE`` make: then
 #: an open reads through it, and a writing open makes none of it again.
 PG_STORED_MADE: Final = (
-    "SELECT to_regclass('asides_log_other_records') IS NOT NULL AND to_regclass('asides_log_disclosures') IS NOT NULL "
+    "SELECT to_regclass('asides_log_open_records') IS NOT NULL AND to_regclass('asides_log_gaps') IS NOT NULL "
+    "AND to_regclass('asides_log_disclosures') IS NOT NULL "
     "AND to_regclass('asides_log_audience') IS NOT NULL AND to_regclass('asides_log_state_refs') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
     "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"

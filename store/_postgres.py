@@ -186,8 +186,10 @@ class PostgresJournal:
             # The messages stay in the database: the records other than messages, the heads and
             # where the messages that may name a reader stand, in one snapshot.
             self._model.read_rows_from(self, self._body_cache)
-            rows, heads, audience, disclosed, newest = await anyio.to_thread.run_sync(connection.stored_open, self._model.audience_bits)
+            opened = await anyio.to_thread.run_sync(connection.stored_open, self._model.audience_bits)
+            rows, heads, audience, disclosed, newest, gaps = opened
             try:
+                self._model.count_gaps(gaps, newest + 1)
                 self._model.replay(rows)
             except RecordTypeError as exc:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
@@ -864,6 +866,9 @@ class PostgresJournal:
 
     def audience_rows(self, branch: str, first: int, last: int) -> list[tuple[int, str | None, str | None]]:
         return self._read(lambda connection: connection.audience_rows(branch, first, last))
+
+    def gap_sequences(self, branch: str, first: int, last: int, before: int) -> list[int]:
+        return self._read(lambda connection: connection.gap_sequences(branch, first, last, before))
 
     def message_places(self, record_ids: Sequence[int]) -> list[tuple[int, str, int]]:
         return self._read(lambda connection: connection.message_places(record_ids))

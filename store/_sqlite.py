@@ -45,7 +45,7 @@ from ._errors import StoreCorruptError, StoreFailedError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
-from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
+from ._model import DEFAULT_BODY_CACHE, GAP_ROW, LogModel, RecordTypeError
 from ._model_parts import LARGEST_AUDIENCE_BITS
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
@@ -86,14 +86,18 @@ CREATE TABLE IF NOT EXISTS log (
 )
 """
 #: The indexes a store file's open reads instead of its messages (``SqliteJournal.replay``): each
-#: message's place by branch and sequence, and the records other than messages, compile and
-#: disclosure records; and the one an audit reads the disclosure records through. With
+#: message's place by branch and sequence, the records other than messages, state, compile and
+#: disclosure records, and the other records that take a branch's sequence (edits, states:
+#: gaps, which the open counts a block); the one an audit reads the disclosure records through;
+#: and the one a state key's versions are read through. With
 #: ``SEERS_TABLE`` and ``DISCLOSED_TABLE``, what a writing open makes (``make_stored_indexes``);
 #: a file without them is read whole. (``log_records``, which held the disclosure records with
 #: the others, made an open scan them all: it goes.)
 STORED_INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
-    "CREATE INDEX IF NOT EXISTS log_other_records ON log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure')",
+    "CREATE INDEX IF NOT EXISTS log_open_records ON log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state')",
+    "DROP INDEX IF EXISTS log_other_records",
+    f"CREATE INDEX IF NOT EXISTS log_gaps ON log (branch, seq) WHERE {GAP_ROW}",
     "CREATE INDEX IF NOT EXISTS log_disclosures ON log (id) WHERE kind = 'disclosure'",
     "CREATE INDEX IF NOT EXISTS log_state_refs ON log (ref, branch, seq, id) WHERE kind = 'state'",
     "DROP INDEX IF EXISTS log_records",
@@ -202,7 +206,8 @@ DISCLOSED_TABLE: Final = (
 #: them is opened without reading its messages.
 STORED_NAMES: Final = (
     "log_place",
-    "log_other_records",
+    "log_open_records",
+    "log_gaps",
     "log_disclosures",
     "log_state_refs",
     "log_seers",
@@ -415,6 +420,8 @@ class SqliteJournal:
             self._body_target = _read_only_target(self._absolute_path)
         self._model.read_rows_from(self, self._body_cache)
         async with self._open_read():
+            newest = await self._driver.execute("SELECT max(id) FROM log")
+            self._model.count_gaps(await self._driver.execute(COUNT_GAPS, (self._model.gap_bits,)), int(newest[0][0] or 0) + 1)
             self._model.opened_records += await self._replay_pages(SELECT_RECORDS_PAGE)
             heads: dict[str, int] = {}
             for info in self._model.branches():
@@ -428,7 +435,6 @@ class SqliteJournal:
                 counted = await self._driver.execute(COUNT_AUDIENCE, (bits,))
             audience = audience_groups(counted, await self._driver.execute(SELECT_UNDECIDED), bits)
             disclosed = await self._driver.execute(SELECT_DISCLOSED)
-            newest = await self._driver.execute("SELECT max(id) FROM log")
         self._model.end_stored_open(heads, audience, int(newest[0][0] or 0) + 1, disclosed=disclosed)
 
     @property
@@ -664,6 +670,10 @@ class SqliteJournal:
             (branch, first, last),
         )
         return [(int(i), int(q), b) for i, q, b in rows]
+
+    def gap_sequences(self, branch: str, first: int, last: int, before: int) -> list[int]:
+        rows = self._read(SELECT_GAPS, (branch, first, last, before), "where the records other than messages stand")
+        return [int(row[0]) for row in rows]
 
     def message_places(self, record_ids: Sequence[int]) -> list[tuple[int, str, int]]:
         found: list[tuple[int, str, int]] = []
@@ -1052,15 +1062,17 @@ SELECT_PAGE_LEAVING_BODIES = (
     "AND instr(body, '\"audience\"') = 0 AND instr(body, '\\u') = 0 THEN NULL ELSE body END FROM log WHERE id > ? ORDER BY id LIMIT ?"
 )
 SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORDER BY id LIMIT ?"
-# At the open of a file with ``STORED_INDEXES``: the records other than messages, compile and
-# disclosure records (through ``log_other_records``).
-# Of a state record only the branch and sequence are read (its key and value NULL here): its key
-# and versions are read when a read needs them (``LogModel.read_rows_from``, through
-# ``log_state_refs``), its value when it is read.
+# At the open of a file with ``STORED_INDEXES``: the records other than messages, state, compile
+# and disclosure records (through ``log_open_records``). A state record's key and versions are
+# read when a read needs them (``LogModel.read_rows_from``, through ``log_state_refs``), its value
+# when it is read, and where it stands among its branch's messages when a read reaches its block
+# (``GapBlocks``): the open counts the gaps of each block (through ``log_gaps``).
 SELECT_RECORDS_PAGE = (
-    "SELECT id, branch, seq, kind, CASE WHEN kind = 'state' THEN NULL ELSE ref END, CASE WHEN kind = 'state' THEN NULL ELSE body END "
-    "FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure') AND id > ? ORDER BY id LIMIT ?"
+    "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state') AND id > ? "
+    "ORDER BY id LIMIT ?"
 )
+COUNT_GAPS = f"SELECT branch, seq >> ?, count(*) FROM log WHERE {GAP_ROW} GROUP BY 1, 2"
+SELECT_GAPS = f"SELECT seq FROM log WHERE branch = ? AND seq BETWEEN ? AND ? AND id < ? AND {GAP_ROW} ORDER BY seq"
 # The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and
 # whether an erasure blanked it.
 _STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM log WHERE kind = 'state' AND id < ? AND "

@@ -95,6 +95,12 @@ class StoreStatistics:
     #: messages back, the open reads no state record's key, and a read reads the versions of the
     #: keys it needs (a key, the keys under a prefix, or ending with a suffix), once.
     state_versions_read: int = 0
+    #: Blocks of sequences whose records other than messages (edits, states) were read back
+    #: from the database since the open: on a store that reads its messages back, the open
+    #: counts them a block (``1 << n`` sequences, as the blocks above) and reads none, and
+    #: where a message stands in a block is read when a read first reaches it (at most 16
+    #: blocks of every branch together stay read).
+    gap_blocks_read: int = 0
 
 
 class Store:
@@ -149,6 +155,7 @@ class Store:
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
             state_values_read=model.state_values_read,
             state_versions_read=model.state_versions_read,
+            gap_blocks_read=model.gap_blocks_read,
             disclosure_records_in_memory=len(model.disclosure_log),
             disclosure_records_read=model.disclosure_log.records_read,
         )

@@ -100,6 +100,7 @@ from asides import (
     open_runtime,
     text,
 )
+from asides.store import _model_parts
 from asides.store._postgres import is_postgres_url
 from asides.strategies._autobiographical import tracking
 from tests.helpers import dump, sibling_store, writable_store
@@ -1059,10 +1060,11 @@ def test_runtime_state_machine(store_path):
 @pytest.mark.timeout(3600 if PROFILE is LONG else 300)
 def test_runtime_state_machine_with_a_tiny_message_cache(store_path, monkeypatch):
     """The machine with a message cache of three messages, so nearly every read after a
-    reopen pages from the file, and a compressing strategy that writes an outline of its memory
-    with every unit, so nearly every reopen loads from one: leaks, erasures, records, floors and
-    refusals as above."""
+    reopen pages from the file, one block of where the records other than messages stand held at
+    once, and a compressing strategy that writes an outline of its memory with every unit, so
+    nearly every reopen loads from one: leaks, erasures, records, floors and refusals as above."""
     monkeypatch.setattr(tracking, "OUTLINE_EVERY", 1)
+    monkeypatch.setattr(_model_parts, "HELD_GAP_BLOCKS", 1)
     started = time.monotonic()
     STEPS.update(checks=0, examples=0, cancelled=0)
     run_state_machine_as_test(TinyCacheMachine, settings=PROFILE)
