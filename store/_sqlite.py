@@ -94,7 +94,10 @@ CREATE TABLE IF NOT EXISTS log (
 #: a file without them is read whole. (``log_records``, which held the disclosure records with
 #: the others, made an open scan them all: it goes.)
 STORED_INDEXES: Final = (
-    "CREATE INDEX IF NOT EXISTS log_place ON log (branch, seq)",
+    # With the kind, a read of a stretch of a branch's message ids reads the index alone, never
+    # the other records in that stretch (a drain writes its records in runs).
+    "CREATE INDEX IF NOT EXISTS log_places ON log (branch, seq, kind)",
+    "DROP INDEX IF EXISTS log_place",
     "CREATE INDEX IF NOT EXISTS log_open_records ON log (id) WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state')",
     "DROP INDEX IF EXISTS log_other_records",
     f"CREATE INDEX IF NOT EXISTS log_gaps ON log (branch, seq) WHERE {GAP_ROW}",
@@ -205,7 +208,7 @@ DISCLOSED_TABLE: Final = (
 #: The names ``STORED_INDEXES``, ``SEERS_TABLE`` and ``DISCLOSED_TABLE`` make: a file with all of
 #: them is opened without reading its messages.
 STORED_NAMES: Final = (
-    "log_place",
+    "log_places",
     "log_open_records",
     "log_gaps",
     "log_disclosures",

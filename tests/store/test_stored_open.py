@@ -53,7 +53,7 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
     with sqlite3.connect(store_path) as connection:
         for trigger in ("log_seers_written", "log_seers_rewritten", "log_seers_removed"):
             connection.execute(f"DROP TRIGGER {trigger}")
-        for index in ("log_place", "log_open_records", "log_gaps", "log_disclosures"):
+        for index in ("log_places", "log_open_records", "log_gaps", "log_disclosures"):
             connection.execute(f"DROP INDEX {index}")
         for table in ("log_seers", "log_seers_blocks"):  # with their own triggers and indexes
             connection.execute(f"DROP TABLE {table}")
