@@ -263,14 +263,13 @@ class LogModel:
     def replay(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
         """Rebuild the model from persisted rows, in record-id order. Raises
         :class:`RecordTypeError` for a row whose columns are not of the types a store writes."""
-        stored = self._rows is not None  # a state's value may be left in the database
         for record_id, branch_name, seq, kind, ref, body in rows:
             if (
                 type(record_id) is not int
                 or type(seq) is not int
                 or (
                     type(body) is not str
-                    and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._reads_back) or (kind == STATE and stored)))
+                    and not (body is None and (kind == COMPILE or (kind == MESSAGE and self._reads_back)))
                 )
                 or type(branch_name) is not str
                 or type(kind) is not str
@@ -360,7 +359,7 @@ class LogModel:
                     branch.may_hold_audience = True
                     self._note_names(branch, names)
             elif kind == STATE and ref is not None:
-                value = _IN_STORE if body is None else _state_value(record_id, ref, body)  # None: left in the database
+                value = _state_value(record_id, ref, body)
                 versions = branch.states.setdefault(ref, [])
                 if not any(version[1] == record_id for version in versions):  # read back already
                     versions.append((seq, record_id, value))
@@ -368,8 +367,6 @@ class LogModel:
                     self._state_keys_read.add(ref)
                 if value is None:
                     self._nulled_states.add(record_id)
-            elif kind == STATE and stored and body is None:
-                pass  # its key and value stay in the database (read when a read needs them)
             else:
                 log.warning("record %s has unknown kind %r; ignored", record_id, kind)
 
