@@ -52,9 +52,10 @@ async def open_store(
 
     ``message_cache`` is how many of the messages read back from the store stay decoded in
     memory (``None``: ``DEFAULT_MESSAGE_CACHE``, 20,000), the least recently read leaving first.
-    The open of a store file or of a PostgreSQL store reads no message: it reads the records
-    other than messages, each branch's head and where the messages that may name a reader stand,
-    through indexes a writing open makes (a store made before them is read whole once, by its
+    The open of a store file or of a PostgreSQL store reads no message and no state record: it
+    reads the other records, each branch's head, how many edits and state records each block of
+    a branch's sequences holds and where the messages that may name a reader stand, through
+    indexes a writing open makes (a store made before them is read whole once, by its
     next writing open). A read of a message reads it then (one query, or one round trip for a
     batch of 900); a message written here stays in memory until it is committed.
     (``:memory:`` holds every message.) ``Store.statistics()`` counts what was read.

@@ -65,8 +65,8 @@ class StoreStatistics:
     #: :meth:`Store.sync`, and a shared store's catching up as it commits).
     caught_up_records: int
     #: Records the open read into memory: on a store file or a PostgreSQL store with the indexes
-    #: it reads through, the records other than messages (and compile and disclosure records);
-    #: otherwise every one.
+    #: it reads through, the records other than messages (and state, compile and disclosure
+    #: records); otherwise every one.
     records_read_at_open: int = 0
     #: Messages read back from the database since the open (each read of one counts).
     messages_read: int = 0
