@@ -661,6 +661,40 @@ class Memory:
         found = self.read_summaries(held + left)
         return sorted(found.values(), key=listing_order)
 
+    def summaries_in_range(self, start: int | None, end: int | None) -> list[Summary]:
+        """Every summary, merged or not, overlapping the sequences [``start``, ``end``] (``None``:
+        unbounded), each with its text, in the order of :meth:`read_in_order`; those no longer
+        readable (erased since) left out. A memory loaded from an outline walks down from the
+        roots that overlap, reading a level of the records it does not hold at once: what it
+        reads follows the summaries in the range (and the children of each), never the others.
+        A summary's children cover part of what it covers, so one that does not overlap has no
+        descendant that does."""
+
+        def overlaps(record: SummaryRecord) -> bool:
+            return (end is None or record.first_sequence <= end) and (start is None or record.last_sequence >= start)
+
+        if not self.partial or self.record_reader is None:
+            return self.read_in_order(r for r in self.summaries.values() if overlaps(r))
+        found: dict[str, SummaryRecord] = {}
+        level = [r for r in self.roots() if overlaps(r)]
+        while level:
+            wanted: list[str] = []
+            for record in level:
+                found[record.id] = record
+                wanted.extend(c for c in record.children if c not in found)
+            unheld = [c for c in wanted if c not in self.summaries]
+            read = self.record_reader(unheld) if unheld else {}
+            level = [r for c in wanted if (r := self.summaries.get(c) or read.get(c)) is not None and overlaps(r)]
+        ordered = sorted(found.values(), key=listing_order)
+        missing = [r.id for r in ordered if r.text is None]
+        texts = self.text_reader(missing) if missing and self.text_reader is not None else {}
+        shown = []
+        for record in ordered:
+            text = record.text if record.text is not None else texts.get(record.id)
+            if text is not None:  # else erased since
+                shown.append(record.with_text(text).summary)
+        return shown
+
     def read_in_order(self, records: Iterable[SummaryRecord]) -> list[Summary]:
         """These summaries, each with its text, by first sequence, level and number (the order
         every listing of summaries gives); those no longer readable (erased since) left out."""

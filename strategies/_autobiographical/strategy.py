@@ -301,14 +301,10 @@ class AutobiographicalStrategy:
         return tuple(s for _a, _b, s in scored[:limit])
 
     def get_summaries_in_range(self, start: int | None = None, end: int | None = None) -> tuple[Summary, ...]:
-        """Every summary (merged away or not) overlapping [start, end] by sequence."""
-        self.tracker.ensure_whole()
+        """Every summary (merged away or not) overlapping [start, end] by sequence: it reads the
+        summaries in the range, never the others."""
         self.tracker.catch_up_for_read()
-        memory = self.tracker.memory
-        overlapping = (
-            r for r in memory.summaries.values() if (end is None or r.first_sequence <= end) and (start is None or r.last_sequence >= start)
-        )
-        return tuple(memory.read_in_order(overlapping))
+        return tuple(self.tracker.memory.summaries_in_range(start, end))
 
     def summaries_holding(self, words: Sequence[str]) -> tuple[Summary, ...]:
         """Every summary, merged away or not, that may hold every one of ``words`` (case-folded,

@@ -85,7 +85,16 @@ async def test_every_read_of_a_reopened_manager_answers_as_the_writers(store_pat
         assert await m.search("message 00003", kind="memory", limit=50) == written["searched"]
         read = rt.store.statistics().state_values_read - before
         assert read <= len(written["summaries"]) // 8, ("the memories that may hold the words", read)  # type: ignore[arg-type]
-        assert m.get_summaries_in_range() == written["summaries"], "every memory, read in whole when asked for"
+        every = written["summaries"]
+        for start, end in ((None, 40), (300, 320), (880, None), (500, 499)):
+            before = rt.store.statistics().state_values_read
+            found = m.get_summaries_in_range(start, end)
+            assert found == tuple(
+                s for s in every if (end is None or s.first_sequence <= end) and (start is None or s.last_sequence >= start)  # type: ignore[attr-defined]
+            ), (start, end)
+            read = rt.store.statistics().state_values_read - before
+            assert read <= 4 * len(found) + 4, ("the memories in the range and their children, no other", start, end, read)
+        assert m.get_summaries_in_range() == every, "every memory, when the range is every message"
         assert all(m.get_summary(s.id) == s for s in written["summaries"])  # type: ignore[attr-defined]
         assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
 
