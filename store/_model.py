@@ -247,6 +247,9 @@ class LogModel:
         #: those kept decoded, least recently used first (at most ``STATE_CACHE``).
         self.state_values_read = 0
         self._state_cache: OrderedDict[int, Any] = OrderedDict()
+        # On a model whose messages stay in the database, the values of the state records written
+        # here and not yet committed, by record id (then they join the cache above).
+        self._states_pinned: dict[int, Any] = {}
         # A model whose messages stay in the database reads its state records' keys when a read
         # needs them (``read_rows_from``): whether it holds every one's versions (a model that
         # replayed them all), and else the prefixes, suffixes and parts of keys whose versions it
@@ -360,6 +363,13 @@ class LogModel:
                     self._note_names(branch, names)
             elif kind == STATE and ref is not None:
                 value = _state_value(record_id, ref, body)
+                if self._rows is not None and value is not None and value is not UNREADABLE:
+                    # The database gives it back once committed: held until then, then cached.
+                    if record_id > self._committed_to:
+                        self._states_pinned[record_id] = value
+                    else:
+                        self._cache_state(record_id, value)
+                    value = _IN_STORE
                 versions = branch.states.setdefault(ref, [])
                 if not any(version[1] == record_id for version in versions):  # read back already
                     versions.append((seq, record_id, value))
@@ -782,6 +792,14 @@ class LogModel:
             return sum(len(branch.entries) for branch in self._branches.values())
         return sum(1 for branch in self._branches.values() for entry in branch.own if entry is not None)
 
+    def state_values_in_memory(self) -> int:
+        """How many state values the model holds decoded (``StoreStatistics``): on a store that
+        reads its messages back, the cache and the values written here and not yet committed;
+        otherwise every version held (counted, so not for a hot path)."""
+        if self._rows is not None:
+            return len(self._state_cache) + len(self._states_pinned)
+        return sum(len(versions) for branch in self._branches.values() for versions in branch.states.values())
+
     @property
     def holds_records(self) -> bool:
         """Whether any record was replayed or written into the model."""
@@ -798,6 +816,9 @@ class LogModel:
             return
         self._committed_to = record_id
         self.disclosure_log.committed(record_id)
+        if self._states_pinned:
+            for committed in [i for i in self._states_pinned if i <= record_id]:
+                self._cache_state(committed, self._states_pinned.pop(committed))
         if self._gap_blocks is not None:
             self._gap_blocks.committed(record_id)
         if self._pinned:
@@ -1207,7 +1228,9 @@ class LogModel:
         for index, (_key, record_id, value) in enumerate(versions):
             if value is not _IN_STORE:
                 continue
-            if record_id in self._state_cache:
+            if record_id in self._states_pinned:
+                values[index] = self._states_pinned[record_id]
+            elif record_id in self._state_cache:
                 self._state_cache.move_to_end(record_id)
                 values[index] = self._state_cache[record_id]
             else:
@@ -1218,11 +1241,15 @@ class LogModel:
                 for index in wanted[record_id]:
                     values[index] = value
                 if keep:
-                    self._state_cache[record_id] = value
-                    self._state_cache.move_to_end(record_id)
-            while len(self._state_cache) > STATE_CACHE:
-                self._state_cache.popitem(last=False)
+                    self._cache_state(record_id, value)
         return values
+
+    def _cache_state(self, record_id: int, value: Any) -> None:
+        """Keep a state value decoded, as the newest of the cache (at most ``STATE_CACHE``)."""
+        self._state_cache[record_id] = value
+        self._state_cache.move_to_end(record_id)
+        while len(self._state_cache) > STATE_CACHE:
+            self._state_cache.popitem(last=False)
 
     def _read_states(self, refs: Sequence[tuple[int, str]]) -> Iterator[tuple[int, Any]]:
         """``(record id, value)`` of each ``(record id, key)`` state record the open left in the
@@ -1420,7 +1447,7 @@ class LogModel:
             if version is None:
                 continue
             _seq, record_id, value = version
-            asking = value is _IN_STORE and narrowing and record_id not in self._state_cache
+            asking = value is _IN_STORE and narrowing and record_id not in self._state_cache and record_id not in self._states_pinned
             found.append((key, record_id if asking else None))
         asked = [record_id for _key, record_id in found if record_id is not None]
         if not asked:
@@ -1598,6 +1625,8 @@ class LogModel:
                 for _seq, record_id, value in versions:
                     if record_id in streamed:
                         continue
+                    if value is _IN_STORE:  # written here and not yet committed, or cached: as held
+                        value = self._states_pinned.get(record_id, self._state_cache.get(record_id, _IN_STORE))
                     if value is _IN_STORE:
                         left[record_id] = (branch.name, key)
                     elif derived_from(value, targets):
@@ -1659,3 +1688,4 @@ class LogModel:
                             versions[index] = (seq, record_id, None)
                             self._nulled_states.add(record_id)
                             self._state_cache.pop(record_id, None)
+                            self._states_pinned.pop(record_id, None)

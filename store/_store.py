@@ -95,6 +95,10 @@ class StoreStatistics:
     #: messages back, the open reads no state record's key, and a read reads the versions of the
     #: keys it needs (a key, the keys under a prefix, or ending with a suffix), once.
     state_versions_read: int = 0
+    #: State values held decoded now: on a store that reads its messages back, at most the 1,024
+    #: read or written most recently, besides those written here and not yet committed
+    #: (``state_values_read`` counts the others read again); otherwise every one.
+    state_values_in_memory: int = 0
     #: Blocks of sequences whose records other than messages (edits, states) were read back
     #: from the database since the open: on a store that reads its messages back, the open
     #: counts them a block (``1 << n`` sequences, as the blocks above) and reads none, and
@@ -156,6 +160,7 @@ class Store:
             state_values_read=model.state_values_read,
             state_versions_read=model.state_versions_read,
             gap_blocks_read=model.gap_blocks_read,
+            state_values_in_memory=model.state_values_in_memory(),
             disclosure_records_in_memory=len(model.disclosure_log),
             disclosure_records_read=model.disclosure_log.records_read,
         )

@@ -1,6 +1,7 @@
-"""An open leaves state records in the database: it reads each one's branch and sequence, a
+"""An open leaves state records in the database: it counts them a block of sequences, a
 record's key and versions are read when a read needs them and its value when it is read, so an
-open that does not read a namespace's records never pays for them. What a reader gets is what
+open that does not read a namespace's records never pays for them; a value written here stays
+decoded until it is committed, then among the newest read or written, as one read back. What a reader gets is what
 was written, on every branch, and an erasure finds and blanks the values derived from what it
 erases though none of them is held."""
 
@@ -71,6 +72,23 @@ async def test_values_read_back_are_the_values_written_and_stay_bounded(store_pa
     async with open_store(store_path, read_only=True) as store:
         assert store.get_state("main", "agents/a/mem/00003") == {"text": "written again"}
         assert store.get_state("main", "agents/a/mem/00004") == written["agents/a/mem/00004"]
+
+
+async def test_values_written_here_stay_until_committed_then_as_many_as_the_cache_holds(store_path: str) -> None:
+    async with open_store(store_path) as store:
+        message = await store.append_message("main", "user", (text("m"),))
+        seen: list[object] = []
+        # A listener hears of a write once it is in memory, before its commit: the value reads as written.
+        store.add_listener(lambda _event: seen.append(store.get_state("main", "agents/a/mem/02999")))
+        for first in range(0, 3_000, 500):
+            await store.set_states("main", {f"agents/a/mem/{i:05}": summary(i, message.id) for i in range(first, first + 500)})
+        assert seen[-1] == summary(2_999, message.id)
+        assert store.statistics().state_values_in_memory <= 1_024, "no more stay decoded than the cache holds"
+        read = store.statistics().state_values_read
+        assert store.get_state("main", "agents/a/mem/00001") == summary(1, message.id)
+        assert store.statistics().state_values_read == read + 1, "an old value, read back"
+        assert store.get_state("main", "agents/a/mem/02998") == summary(2_998, message.id)
+        assert store.statistics().state_values_read == read + 1, "a value written last, still decoded"
 
 
 async def test_an_erasure_after_the_open_blanks_the_values_derived_from_it(store_path: str) -> None:
