@@ -487,6 +487,27 @@ class Memory:
         self.changes += 1
         return True
 
+    def compact(self, newest: int) -> None:
+        """Hold the records an outline of it would name (``newest``: how many of the newest chunks
+        by last message), and let the others go, as a memory loaded from that outline holds
+        them: it reads any other when asked for (``record_reader``). A memory that cannot read
+        records back keeps every one. What it answers does not change."""
+        if self.record_reader is None or self.text_reader is None:
+            return
+        outline = self.outline(0, newest)
+        kept_chunks = {chunk_id for chunk_id, _l1 in outline.chunks}
+        kept = set(outline.summaries)
+        if len(kept_chunks) == len(self.chunks) and len(kept) == len(self.summaries):
+            return
+        self.chunks = {c: chunk for c, chunk in self.chunks.items() if c in kept_chunks}
+        self.order = [c for c in self.order if c in kept_chunks]
+        self.summaries = {s: record for s, record in self.summaries.items() if s in kept}
+        self.l1_of = {c: s for c, s in self.l1_of.items() if c in kept_chunks or s in kept}
+        self.parent = {c: p for c, p in self.parent.items() if c in kept and p in kept}
+        self.by_last = list(outline.newest)
+        self.partial = True
+        self.changes += 1
+
     def _frontier(self) -> list[str]:
         """The summaries whose texts the memory holds: every root and every summary a root merged."""
         found = []

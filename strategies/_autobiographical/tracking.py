@@ -169,10 +169,17 @@ class Tracker:
         return {f"{self.kind}/outline": outline.to_json(), **records}
 
     def took_outline(self, records: Mapping[str, Any]) -> None:
-        """``records`` were written: an outline among them is now the newest."""
+        """``records`` were written: an outline among them is now the newest, and the memory
+        lets go of what an outline of it would not name (:meth:`Memory.compact`), so that what
+        a manager running for months holds follows its frontier, not what it wrote. Not after
+        an erasure since the memory was loaded (what it holds may no longer be as stored)."""
         written = records.get(f"{self.kind}/outline")
-        if written is not None:
-            self.outlined = written["taken"]
+        if written is None:
+            return
+        self.outlined = written["taken"]
+        if self.state is not None and self.erasures is not None and self.state.erasure_count == self.erasures:
+            self.memory.compact(max(self.holdback_chunks, 1))
+            self.derive()
 
     def derive(self) -> None:
         """Recompute the unsummarised chunks, the roots and the failed merge members from memory."""

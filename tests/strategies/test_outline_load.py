@@ -188,3 +188,38 @@ def test_an_outline_reads_back_as_written_and_a_value_of_any_other_shape_reads_a
         assert Outline.from_json({**good, name: bad}) is None, (name, bad)
     assert Outline.from_json({k: v for k, v in good.items() if k != "next_n"}) is None
     assert Outline.from_json(["not", "an", "outline"]) is None
+
+
+async def test_a_manager_running_long_holds_its_frontier_not_what_it_wrote(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """In one process, compressing as a host runs: each time the strategy writes an outline its
+    memory lets go of what the outline would not name (it reads those records back when asked),
+    so the records it holds stay about as many at 2,800 messages as at 700, and what it answers
+    is what a manager opened afresh on the store answers."""
+    path = str(tmp_path / "long.db")
+    kind = strategy()
+    held: dict[int, int] = {}
+    async with open_runtime(path, model=ExtractiveModel(keep_requests=0)) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        m = await rt.open_manager(NS, strategy=kind)
+        for i in range(2_800):
+            await host.add_message("user", [text(f"message {i:05d} " + "x" * 40)])
+            if i % 50 == 49:
+                await m.drain()
+            if i + 1 in (700, 2_800):
+                memory = kind.tracker.memory
+                held[i + 1] = len(memory.chunks) + len(memory.summaries)
+        written = {
+            "compiled": (await m.compile(max_tokens=1_000_000)).messages,
+            "summaries": m.get_summaries_in_range(),
+            "found": m.search_summaries("message"),
+            "searched": await m.search("message 00003", kind="memory", limit=50),
+        }
+        records = len(rt.store.state_keys("main", f"{NS}/"))
+    assert held[2_800] <= held[700] + 2 * OUTLINE_EVERY, held
+    assert held[2_800] < records // 4, (held, records)
+    async with open_runtime(path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        m = await rt.open_manager(NS, strategy=strategy())
+        assert (await m.compile(max_tokens=1_000_000)).messages == written["compiled"]
+        assert m.get_summaries_in_range() == written["summaries"]
+        assert m.search_summaries("message") == written["found"]
+        assert await m.search("message 00003", kind="memory", limit=50) == written["searched"]
