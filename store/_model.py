@@ -87,8 +87,10 @@ MESSAGE: Final = "message"
 DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
 FETCH_BATCH: Final = 900
 #: How many state values read back from the database (their records' bodies left there at
-#: open, on a model whose messages stay there too) stay decoded in memory.
+#: open, on a model whose messages stay there too) stay decoded in memory, and how many
+#: characters of JSON they may hold together (the newest is kept whatever its size).
 STATE_CACHE: Final = 1024
+STATE_CACHE_CHARACTERS: Final = 1_000_000
 #: How many state records an erasure reads from the database at once, looking for those made
 #: from what it erases.
 ERASURE_PAGE: Final = 2000
@@ -246,10 +248,11 @@ class LogModel:
         #: State values read back from the database since the open (``StoreStatistics``), and
         #: those kept decoded, least recently used first (at most ``STATE_CACHE``).
         self.state_values_read = 0
-        self._state_cache: OrderedDict[int, Any] = OrderedDict()
+        self._state_cache: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # (value, its JSON's length)
+        self._state_cache_characters = 0
         # On a model whose messages stay in the database, the values of the state records written
         # here and not yet committed, by record id (then they join the cache above).
-        self._states_pinned: dict[int, Any] = {}
+        self._states_pinned: dict[int, tuple[Any, int]] = {}
         # A model whose messages stay in the database reads its state records' keys when a read
         # needs them (``read_rows_from``): whether it holds every one's versions (a model that
         # replayed them all), and else the prefixes, suffixes and parts of keys whose versions it
@@ -366,9 +369,9 @@ class LogModel:
                 if self._rows is not None and value is not None and value is not UNREADABLE:
                     # The database gives it back once committed: held until then, then cached.
                     if record_id > self._committed_to:
-                        self._states_pinned[record_id] = value
+                        self._states_pinned[record_id] = (value, len(body))
                     else:
-                        self._cache_state(record_id, value)
+                        self._cache_state(record_id, value, len(body))
                     value = _IN_STORE
                 versions = branch.states.setdefault(ref, [])
                 if not any(version[1] == record_id for version in versions):  # read back already
@@ -818,7 +821,7 @@ class LogModel:
         self.disclosure_log.committed(record_id)
         if self._states_pinned:
             for committed in [i for i in self._states_pinned if i <= record_id]:
-                self._cache_state(committed, self._states_pinned.pop(committed))
+                self._cache_state(committed, *self._states_pinned.pop(committed))
         if self._gap_blocks is not None:
             self._gap_blocks.committed(record_id)
         if self._pinned:
@@ -1229,31 +1232,39 @@ class LogModel:
             if value is not _IN_STORE:
                 continue
             if record_id in self._states_pinned:
-                values[index] = self._states_pinned[record_id]
+                values[index] = self._states_pinned[record_id][0]
             elif record_id in self._state_cache:
                 self._state_cache.move_to_end(record_id)
-                values[index] = self._state_cache[record_id]
+                values[index] = self._state_cache[record_id][0]
             else:
                 wanted.setdefault(record_id, []).append(index)
         if wanted:
             refs = [(record_id, versions[indexes[0]][0]) for record_id, indexes in wanted.items()]
-            for record_id, value in self._read_states(refs):
+            for record_id, value, size in self._read_states(refs):
                 for index in wanted[record_id]:
                     values[index] = value
                 if keep:
-                    self._cache_state(record_id, value)
+                    self._cache_state(record_id, value, size)
         return values
 
-    def _cache_state(self, record_id: int, value: Any) -> None:
-        """Keep a state value decoded, as the newest of the cache (at most ``STATE_CACHE``)."""
-        self._state_cache[record_id] = value
-        self._state_cache.move_to_end(record_id)
-        while len(self._state_cache) > STATE_CACHE:
-            self._state_cache.popitem(last=False)
+    def _cache_state(self, record_id: int, value: Any, size: int) -> None:
+        """Keep a state value decoded (``size``: its JSON's length), as the newest of the cache:
+        at most ``STATE_CACHE`` values of at most ``STATE_CACHE_CHARACTERS`` together, the
+        newest kept whatever its size."""
+        cache = self._state_cache
+        held = cache.pop(record_id, None)
+        if held is not None:
+            self._state_cache_characters -= held[1]
+        cache[record_id] = (value, size)
+        self._state_cache_characters += size
+        while len(cache) > 1 and (len(cache) > STATE_CACHE or self._state_cache_characters > STATE_CACHE_CHARACTERS):
+            _record_id, (_value, gone) = cache.popitem(last=False)
+            self._state_cache_characters -= gone
 
-    def _read_states(self, refs: Sequence[tuple[int, str]]) -> Iterator[tuple[int, Any]]:
-        """``(record id, value)`` of each ``(record id, key)`` state record the open left in the
-        database, read from it a batch at a time and decoded fail-closed (``UNREADABLE``, logged)."""
+    def _read_states(self, refs: Sequence[tuple[int, str]]) -> Iterator[tuple[int, Any, int]]:
+        """``(record id, value, length of its JSON)`` of each ``(record id, key)`` state record the
+        open left in the database, read from it a batch at a time and decoded fail-closed
+        (``UNREADABLE``, logged)."""
         assert self._rows is not None
         for first in range(0, len(refs), FETCH_BATCH):
             batch = refs[first : first + FETCH_BATCH]
@@ -1263,9 +1274,9 @@ class LogModel:
                 body = bodies.get(record_id)
                 if body is None:
                     log.warning("record %s: state %r could not be read back; read as unreadable", record_id, key)
-                    yield record_id, UNREADABLE
+                    yield record_id, UNREADABLE, 0
                 else:
-                    yield record_id, _state_value(record_id, key, body)
+                    yield record_id, _state_value(record_id, key, body), len(body)
 
     def state_record_id(self, branch_name: str, key: str) -> int | None:
         """The record id of the value under ``key`` visible on this branch, or ``None``."""
@@ -1626,13 +1637,13 @@ class LogModel:
                     if record_id in streamed:
                         continue
                     if value is _IN_STORE:  # written here and not yet committed, or cached: as held
-                        value = self._states_pinned.get(record_id, self._state_cache.get(record_id, _IN_STORE))
+                        value = self._states_pinned.get(record_id, self._state_cache.get(record_id, (_IN_STORE, 0)))[0]
                     if value is _IN_STORE:
                         left[record_id] = (branch.name, key)
                     elif derived_from(value, targets):
                         derived.append((branch.name, key, record_id))
         if left:  # streamed from the database, a batch at a time, none of them kept
-            for record_id, value in self._read_states([(record_id, key) for record_id, (_branch, key) in left.items()]):
+            for record_id, value, _size in self._read_states([(record_id, key) for record_id, (_branch, key) in left.items()]):
                 if derived_from(value, targets):
                     derived.append((*left[record_id], record_id))
         for branch_name, key, record_id in derived:
@@ -1687,5 +1698,7 @@ class LogModel:
                         if record_id in pending:
                             versions[index] = (seq, record_id, None)
                             self._nulled_states.add(record_id)
-                            self._state_cache.pop(record_id, None)
+                            gone = self._state_cache.pop(record_id, None)
+                            if gone is not None:
+                                self._state_cache_characters -= gone[1]
                             self._states_pinned.pop(record_id, None)

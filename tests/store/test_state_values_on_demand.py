@@ -89,6 +89,10 @@ async def test_values_written_here_stay_until_committed_then_as_many_as_the_cach
         assert store.statistics().state_values_read == read + 1, "an old value, read back"
         assert store.get_state("main", "agents/a/mem/02998") == summary(2_998, message.id)
         assert store.statistics().state_values_read == read + 1, "a value written last, still decoded"
+        large = {f"agents/a/large/{i:03}": {"text": "x" * 20_000} for i in range(200)}  # 4,000,000 characters
+        await store.set_states("main", large)
+        assert store.statistics().state_values_in_memory <= 50, "the cache holds values of 1,000,000 characters together"
+        assert store.get_state("main", "agents/a/large/000") == large["agents/a/large/000"]
 
 
 async def test_an_erasure_after_the_open_blanks_the_values_derived_from_it(store_path: str) -> None:
