@@ -96,7 +96,8 @@ class StoreStatistics:
     #: keys it needs (a key, the keys under a prefix, or ending with a suffix), once.
     state_versions_read: int = 0
     #: State values held decoded now: on a store that reads its messages back, at most the 1,024
-    #: read or written most recently, besides those written here and not yet committed
+    #: read or written most recently, of at most 1,000,000 characters of JSON together, besides
+    #: those written here and not yet committed
     #: (``state_values_read`` counts the others read again); otherwise every one.
     state_values_in_memory: int = 0
     #: Blocks of sequences whose records other than messages (edits, states) were read back
