@@ -99,6 +99,10 @@ def run_agent(method: str, agent: Agent[Any], text: str, session: Any) -> Any:
         result = Runner.run_streamed(agent, text, session=session)
         async for _event in result.stream_events():
             pass
+        # The SDK closes the model provider it made in a task of its own once the run ends:
+        # awaited here, so that the loop does not end (and drop it) while it runs.
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        await asyncio.gather(*others, return_exceptions=True)
         return result
 
     return asyncio.run(streamed())
