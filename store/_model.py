@@ -1251,15 +1251,19 @@ class LogModel:
         """Keep a state value decoded (``size``: its JSON's length), as the newest of the cache:
         at most ``STATE_CACHE`` values of at most ``STATE_CACHE_CHARACTERS`` together, the
         newest kept whatever its size."""
+        self._uncache_state(record_id)
         cache = self._state_cache
-        held = cache.pop(record_id, None)
-        if held is not None:
-            self._state_cache_characters -= held[1]
         cache[record_id] = (value, size)
         self._state_cache_characters += size
         while len(cache) > 1 and (len(cache) > STATE_CACHE or self._state_cache_characters > STATE_CACHE_CHARACTERS):
             _record_id, (_value, gone) = cache.popitem(last=False)
             self._state_cache_characters -= gone
+
+    def _uncache_state(self, record_id: int) -> None:
+        """Let a state value go from the cache, if it is there."""
+        held = self._state_cache.pop(record_id, None)
+        if held is not None:
+            self._state_cache_characters -= held[1]
 
     def _read_states(self, refs: Sequence[tuple[int, str]]) -> Iterator[tuple[int, Any, int]]:
         """``(record id, value, length of its JSON)`` of each ``(record id, key)`` state record the
@@ -1336,12 +1340,12 @@ class LogModel:
 
     def state_keys_containing(self, branch_name: str, text: str) -> list[str]:
         """Every key holding ``text`` that has a record visible on this branch, sorted."""
-        self._read_states_where(containing=text) if text else self._read_states_where()
+        self._read_states_where(containing=text)  # every key, for no text
         return sorted(k for k in self._known_keys(branch_name) if text in k and self._state_version(branch_name, k) is not None)
 
     def state_keys_ending(self, branch_name: str, suffix: str) -> list[str]:
         """Every key ending in ``suffix`` that has a record visible on this branch, sorted."""
-        self._read_states_where(suffix=suffix) if suffix else self._read_states_where()
+        self._read_states_where(suffix=suffix)  # every key, for no suffix
         return sorted(k for k in self._known_keys(branch_name) if k.endswith(suffix) and self._state_version(branch_name, k) is not None)
 
     def _known_keys(self, branch_name: str) -> Collection[str]:
@@ -1698,7 +1702,5 @@ class LogModel:
                         if record_id in pending:
                             versions[index] = (seq, record_id, None)
                             self._nulled_states.add(record_id)
-                            gone = self._state_cache.pop(record_id, None)
-                            if gone is not None:
-                                self._state_cache_characters -= gone[1]
+                            self._uncache_state(record_id)
                             self._states_pinned.pop(record_id, None)

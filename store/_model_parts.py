@@ -288,8 +288,8 @@ class GapBlocks:
         if found is not None:
             self._blocks.move_to_end(key)
             return found
-        start = branch.block_start(number, self.bits)
-        expected = branch.gaps_through[k] - (branch.gaps_through[k - 1] if k else 0)
+        start = branch.block_start(number)
+        expected = branch.gaps_through[k] - branch.gaps_before(k)
         read = self._read(branch.name, start, ((number + 1) << self.bits) - 1, self._next_id() if before is None else before)
         if len(read) != expected:
             raise StoreFailedError(
@@ -439,9 +439,9 @@ class Branch:
         bits = self.gaps.bits
         number = self.gap_numbers[k]
         through = self.gaps_through
-        start = self.block_start(number, bits)
+        start = self.block_start(number)
         local = index - self.gap_messages_before[k]
-        if local >= ((number + 1) << bits) - start - (through[k] - (through[k - 1] if k else 0)):
+        if local >= ((number + 1) << bits) - start - (through[k] - self.gaps_before(k)):
             return self.fork_sequence + 1 + index + through[k]  # after the block
         _seqs, befores = self.gaps.block(self, k)
         return start + local + bisect_right(befores, local)
@@ -460,9 +460,9 @@ class Branch:
             found = bisect_left(seqs, seq)
             if found < len(seqs) and seqs[found] == seq:
                 return None
-            gaps = (self.gaps_through[k - 2] if k > 1 else 0) + found
+            gaps = self.gaps_before(k - 1) + found
         else:
-            gaps = self.gaps_through[k - 1] if k else 0
+            gaps = self.gaps_before(k)
         index = seq - self.fork_sequence - 1 - gaps
         return index if index < self.count else None
 
@@ -476,11 +476,16 @@ class Branch:
         if self.gap_numbers[k - 1] < number or seq >= ((number + 1) << self.gaps.bits) - 1:
             return self.gaps_through[k - 1]
         seqs, _befores = self.gaps.block(self, k - 1)
-        return (self.gaps_through[k - 2] if k > 1 else 0) + bisect_right(seqs, seq)
+        return self.gaps_before(k - 1) + bisect_right(seqs, seq)
 
-    def block_start(self, number: int, bits: int) -> int:
-        """The first of its own sequences in block ``number`` of ``1 << bits`` sequences."""
-        return max(number << bits, self.fork_sequence + 1)
+    def gaps_before(self, k: int) -> int:
+        """How many gaps its blocks before its ``k``-th block holding a gap hold."""
+        return self.gaps_through[k - 1] if k else 0
+
+    def block_start(self, number: int) -> int:
+        """The first of its own sequences in block ``number`` (of ``GapBlocks.bits``)."""
+        assert self.gaps is not None
+        return max(number << self.gaps.bits, self.fork_sequence + 1)
 
     @property
     def gap_count(self) -> int:
@@ -491,13 +496,12 @@ class Branch:
         """At an open, before any gap is added: how many gaps each block of its sequences holds
         (``(block, count)``, in any order)."""
         assert self.gaps is not None and not self.gap_numbers
-        bits = self.gaps.bits
         total = 0
         for number, count in sorted(counts):
             if count <= 0:
                 continue
             self.gap_numbers.append(number)
-            self.gap_messages_before.append(self.block_start(number, bits) - self.fork_sequence - 1 - total)
+            self.gap_messages_before.append(self.block_start(number) - self.fork_sequence - 1 - total)
             total += count
             self.gaps_through.append(total)
 
@@ -527,7 +531,7 @@ class Branch:
         gaps = self.gaps
         assert gaps is not None
         number = seq >> gaps.bits
-        start = self.block_start(number, gaps.bits)
+        start = self.block_start(number)
         if self.gap_numbers and self.gap_numbers[-1] == number:
             k = len(self.gap_numbers) - 1
             # Its gaps before this one (none of which waits for a commit when it is not held).

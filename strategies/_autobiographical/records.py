@@ -351,9 +351,9 @@ class Memory:
         self.chunk_count = 0
         #: How many chunk and summary records it took in, held or read as none (erased, malformed).
         self.taken = 0
-        #: Whether it was loaded from an outline: it holds the frontier's records alone (the
-        #: chunks and summaries :class:`Outline` names, and every one written after it), and a
-        #: read of any other record needs a whole load.
+        #: Whether it holds the frontier's records alone (loaded from an outline, or let go of
+        #: the others when it wrote one: the chunks and summaries :class:`Outline` names, and
+        #: every one written after it): a read of any other record reads it (``record_reader``).
         self.partial = False
         self.order: list[str] = []  # chunk ids by first sequence
         self.by_last: list[tuple[int, str]] = []  # (last sequence, chunk id), ascending
