@@ -84,6 +84,8 @@ _SELECT_RECORDS_AFTER = (
     "AND id > %s ORDER BY id LIMIT %s"
 )
 _COUNT_GAPS = f"SELECT branch, seq >> %s::int, count(*) FROM asides_log WHERE {GAP_ROW} GROUP BY 1, 2"
+#: The same for blocks of ``1 << COUNTED_BITS`` sequences: the counts the log's triggers keep.
+_SELECT_GAP_BLOCKS = "SELECT branch, block, count FROM asides_log_gap_blocks WHERE count > 0"
 _SELECT_GAPS = f"SELECT seq FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND id < %s AND {GAP_ROW} ORDER BY seq"
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
@@ -394,7 +396,10 @@ class Connection:
         how many gaps each block of each branch holds (``LogModel.count_gaps``)."""
         with self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            gaps = self._conn.execute(_COUNT_GAPS, (bits,)).fetchall()
+            if bits == COUNTED_BITS:
+                gaps = self._conn.execute(_SELECT_GAP_BLOCKS).fetchall()
+            else:
+                gaps = self._conn.execute(_COUNT_GAPS, (bits,)).fetchall()
             rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
             names = {"main", *(row[1] for row in rows if row[3] == "branch")}
             heads: dict[str, int] = {}

@@ -270,8 +270,31 @@ PG_STORED_INDEXES = (
     "EXECUTE FUNCTION asides_count_seers()",
     "CREATE OR REPLACE TRIGGER asides_seers_rewritten AFTER UPDATE OF body OR DELETE ON asides_log FOR EACH ROW "
     "EXECUTE FUNCTION asides_count_seers()",
-    # A store made before the table: its counts, once (the trigger, made above in this same
-    # transaction, holds off other writers until it commits).
+    # How many gaps (edits, states: the records other than messages that take a branch's
+    # sequence) each block of ``1 << COUNTED_BITS`` sequences of a branch holds, kept by
+    # triggers on the log (the store never deletes a record nor moves one; the delete keeps a
+    # store edited by hand counted), so that an open reads a row a block, not a row a gap.
+    "CREATE TABLE IF NOT EXISTS asides_log_gap_blocks (branch text NOT NULL, block bigint NOT NULL, count bigint NOT NULL, "
+    "PRIMARY KEY (branch, block))",
+    f"""CREATE OR REPLACE FUNCTION asides_count_gaps() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            UPDATE asides_log_gap_blocks SET count = count - 1 WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS};
+            DELETE FROM asides_log_gap_blocks WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND count <= 0;
+        ELSE
+            INSERT INTO asides_log_gap_blocks (branch, block, count) VALUES (NEW.branch, NEW.seq >> {COUNTED_BITS}, 1)
+                ON CONFLICT (branch, block) DO UPDATE SET count = asides_log_gap_blocks.count + 1;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    f"CREATE OR REPLACE TRIGGER asides_gaps_written AFTER INSERT ON asides_log FOR EACH ROW WHEN (NEW.{GAP_ROW}) "
+    "EXECUTE FUNCTION asides_count_gaps()",
+    f"CREATE OR REPLACE TRIGGER asides_gaps_removed AFTER DELETE ON asides_log FOR EACH ROW WHEN (OLD.{GAP_ROW}) "
+    "EXECUTE FUNCTION asides_count_gaps()",
+    # A store made before the tables: their counts, once (the triggers, made above in this
+    # same transaction, hold off other writers until it commits).
+    f"INSERT INTO asides_log_gap_blocks (branch, block, count) SELECT branch, seq >> {COUNTED_BITS}, count(*) "
+    f"FROM asides_log WHERE {GAP_ROW} GROUP BY 1, 2 ON CONFLICT (branch, block) DO NOTHING",
     f"INSERT INTO asides_log_seers_blocks (branch, block, seers, count) SELECT branch, seq >> {COUNTED_BITS}, "
     f"coalesce(asides_seers(body), '?'), count(*) FROM asides_log WHERE {may_name_a_reader('')} GROUP BY 1, 2, 3 "
     "ON CONFLICT (branch, block, seers) DO NOTHING",
@@ -332,6 +355,7 @@ PG_STORED_MADE: Final = (
     "AND to_regclass('asides_log_disclosures') IS NOT NULL "
     "AND to_regclass('asides_log_audience') IS NOT NULL AND to_regclass('asides_log_state_refs') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
+    "AND to_regclass('asides_log_gap_blocks') IS NOT NULL "
     "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"
 )
 

@@ -155,6 +155,26 @@ SEERS_TABLE: Final = (
 )
 
 
+#: How many gaps (the records other than messages that take a branch's sequence: edits, states)
+#: each block of ``1 << COUNTED_BITS`` sequences of a branch holds: a table the log's triggers
+#: keep (the store never deletes a record, nor moves one; the delete trigger keeps a file edited
+#: by hand counted), so that an open reads a row a block instead of a row a gap. A model with
+#: smaller blocks counts them from ``log_gaps``. A writing open makes it, filled from the log,
+#: when the file has none.
+GAP_BLOCKS_TABLE: Final = (
+    "CREATE TABLE log_gap_blocks (branch TEXT NOT NULL, block INTEGER NOT NULL, count INTEGER NOT NULL, "
+    "PRIMARY KEY (branch, block)) WITHOUT ROWID",
+    f"CREATE TRIGGER log_gaps_counted AFTER INSERT ON log WHEN NEW.{GAP_ROW} BEGIN "
+    f"INSERT INTO log_gap_blocks (branch, block, count) VALUES (NEW.branch, NEW.seq >> {COUNTED_BITS}, 1) "
+    "ON CONFLICT (branch, block) DO UPDATE SET count = count + 1; END",
+    f"CREATE TRIGGER log_gaps_uncounted AFTER DELETE ON log WHEN OLD.{GAP_ROW} BEGIN "
+    f"UPDATE log_gap_blocks SET count = count - 1 WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS}; "
+    f"DELETE FROM log_gap_blocks WHERE branch = OLD.branch AND block = OLD.seq >> {COUNTED_BITS} AND count <= 0; END",
+    f"INSERT INTO log_gap_blocks (branch, block, count) SELECT branch, seq >> {COUNTED_BITS}, count(*) FROM log "
+    f"WHERE {GAP_ROW} GROUP BY 1, 2",
+)
+
+
 def _runs_of(row: str, columns: str, tables: str = "") -> str:
     """SQL: ``columns`` for each run of ids of the disclosure record ``row`` (``NEW.``, or
     ``records.`` with ``tables`` naming that table first in the ``FROM`` clause: ``'records, '``),
@@ -205,8 +225,8 @@ DISCLOSED_TABLE: Final = (
     f"{_disclosed('records.', tables='records, ')} ORDER BY records.id",
     f"INSERT INTO log_disclosure_spans (lo, hi, record) {_DISCLOSURE_RECORDS}{_spans('records.', tables='records, ')}",
 )
-#: The names ``STORED_INDEXES``, ``SEERS_TABLE`` and ``DISCLOSED_TABLE`` make: a file with all of
-#: them is opened without reading its messages.
+#: The names ``STORED_INDEXES``, ``SEERS_TABLE``, ``GAP_BLOCKS_TABLE`` and ``DISCLOSED_TABLE``
+#: make: a file with all of them is opened without reading its messages.
 STORED_NAMES: Final = (
     "log_places",
     "log_open_records",
@@ -221,6 +241,9 @@ STORED_NAMES: Final = (
     "log_seers_blocks",
     "log_seers_counted",
     "log_seers_uncounted",
+    "log_gap_blocks",
+    "log_gaps_counted",
+    "log_gaps_uncounted",
     "log_disclosed",
     "log_disclosure_spans",
     "log_disclosed_written",
@@ -229,11 +252,15 @@ STORED_NAMES: Final = (
 
 async def make_stored_indexes(driver: Driver) -> None:
     """A writing open, once the ``log`` table is there: make what an open reads instead of the
-    messages, when the file lacks it (the table of who sees what filled from the log, in one
-    transaction)."""
+    messages, when the file lacks it (each table filled from the log in one transaction)."""
     for statement in STORED_INDEXES:
         await driver.execute(statement)
-    for table, statements in (("log_seers", SEERS_TABLE), ("log_disclosure_spans", DISCLOSED_TABLE)):
+    made = (
+        ("log_seers", SEERS_TABLE),
+        ("log_gap_blocks", GAP_BLOCKS_TABLE),
+        ("log_disclosure_spans", DISCLOSED_TABLE),
+    )
+    for table, statements in made:
         if (await driver.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)))[0][0]:
             continue
         await driver.execute("BEGIN IMMEDIATE")
@@ -424,7 +451,11 @@ class SqliteJournal:
         self._model.read_rows_from(self, self._body_cache)
         async with self._open_read():
             newest = await self._driver.execute("SELECT max(id) FROM log")
-            self._model.count_gaps(await self._driver.execute(COUNT_GAPS, (self._model.gap_bits,)), int(newest[0][0] or 0) + 1)
+            if self._model.gap_bits == COUNTED_BITS:
+                gaps = await self._driver.execute(SELECT_GAP_BLOCKS)
+            else:
+                gaps = await self._driver.execute(COUNT_GAPS, (self._model.gap_bits,))
+            self._model.count_gaps(gaps, int(newest[0][0] or 0) + 1)
             self._model.opened_records += await self._replay_pages(SELECT_RECORDS_PAGE)
             heads: dict[str, int] = {}
             for info in self._model.branches():
@@ -1069,12 +1100,14 @@ SELECT_PAGE = "SELECT id, branch, seq, kind, ref, body FROM log WHERE id > ? ORD
 # and disclosure records (through ``log_open_records``). A state record's key and versions are
 # read when a read needs them (``LogModel.read_rows_from``, through ``log_state_refs``), its value
 # when it is read, and where it stands among its branch's messages when a read reaches its block
-# (``GapBlocks``): the open counts the gaps of each block (through ``log_gaps``).
+# (``GapBlocks``): the open reads how many gaps each block holds (``log_gap_blocks``; through
+# ``log_gaps`` for a model with smaller blocks).
 SELECT_RECORDS_PAGE = (
     "SELECT id, branch, seq, kind, ref, body FROM log WHERE kind NOT IN ('message', 'compile', 'disclosure', 'state') AND id > ? "
     "ORDER BY id LIMIT ?"
 )
 COUNT_GAPS = f"SELECT branch, seq >> ?, count(*) FROM log WHERE {GAP_ROW} GROUP BY 1, 2"
+SELECT_GAP_BLOCKS = "SELECT branch, block, count FROM log_gap_blocks WHERE count > 0"
 SELECT_GAPS = f"SELECT seq FROM log WHERE branch = ? AND seq BETWEEN ? AND ? AND id < ? AND {GAP_ROW} ORDER BY seq"
 # The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and
 # whether an erasure blanked it.

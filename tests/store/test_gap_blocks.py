@@ -96,9 +96,41 @@ def test_a_store_read_back_a_block_of_gaps_at_a_time_reads_as_written(before, af
                     assert _read(store, held) == _read(whole, held)
                 async with open_store(path, read_only=True, message_cache=3) as reopened:
                     assert _read(reopened, held) == _read(whole, held)
+                async with open_store(path, read_only=True) as reopened:  # blocks as large as the file's counts
+                    assert _read(reopened, held) == _read(whole, held)
+            assert _file_counts(path) == _rows_counted(path)
 
     with tempfile.TemporaryDirectory() as folder:
         trio.run(run, str(Path(folder) / "store.db"))
+
+
+def _file_counts(path: str) -> list[tuple]:
+    """The gaps a store file counts a block of ``1 << 14`` sequences (its triggers keep them)."""
+    if "://" in path:
+        import psycopg
+
+        with psycopg.connect(path) as connection:
+            return connection.execute("SELECT branch, block, count FROM asides_log_gap_blocks ORDER BY 1, 2").fetchall()
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT branch, block, count FROM log_gap_blocks ORDER BY 1, 2").fetchall()
+
+
+def _rows_counted(path: str) -> list[tuple]:
+    """The same, counted from the records themselves."""
+    where = "kind NOT IN ('message', 'branch', 'compile', 'disclosure', 'strategy', 'erasure')"
+    if "://" in path:
+        import psycopg
+
+        with psycopg.connect(path) as connection:
+            query = f"SELECT branch, seq >> 14, count(*) FROM asides_log WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2"  # noqa: S608
+            return connection.execute(query).fetchall()
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        query = f"SELECT branch, seq >> 14, count(*) FROM log WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2"  # noqa: S608
+        return connection.execute(query).fetchall()
 
 
 async def _write_with_states(path: str, length: int) -> None:
@@ -164,3 +196,27 @@ async def test_a_block_whose_gaps_disagree_with_the_count_is_a_store_error(store
             connection.execute("UPDATE log SET kind = 'state', ref = 'stray' WHERE id = 100")
         with pytest.raises(StoreFailedError, match="branch 'main' holds 3 records other than messages"):
             store.messages("main", 98, 99)
+
+
+async def test_the_gap_counts_the_store_keeps_are_the_records_on_every_branch(store_path):
+    """An open with blocks as large as the counts the store keeps reads those counts, not a row a
+    gap: after states, edits, an erasure, and a fork in the middle of a block and past it, the
+    counts are the records', and every branch reopened reads where each message stands."""
+    async with open_store(store_path) as store:
+        for i in range(40):
+            await store.append_message("main", "user", (text(f"m{i}"),))
+            if i % 4 == 0:
+                await store.set_states("main", {f"s{i}": i, f"t{i}": i})
+        await store.edit_message("main", store.messages("main", 3, 4)[0].id, (text("edited"),))
+        await store.create_branch("side", "main", at_sequence=20)
+        for i in range(6):
+            await store.set_state("side", f"u{i}", i)
+            await store.append_message("side", "user", (text(f"side {i}"),))
+        await store.erase([store.messages("main", 5, 6)[0].id], reason="test", at=0.0)
+        written = {branch: [(m.id, m.sequence, m.content) for m in store.messages(branch)] for branch in ("main", "side")}
+    assert _file_counts(store_path) == _rows_counted(store_path)
+    assert {branch for branch, _block, _count in _file_counts(store_path)} == {"main", "side"}
+    async with open_store(store_path, read_only=True) as store:
+        assert store.statistics().records_read_at_open == 3  # the branch record, the edit and the erasure
+        for branch in ("main", "side"):
+            assert [(m.id, m.sequence, m.content) for m in store.messages(branch)] == written[branch]
