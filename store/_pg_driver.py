@@ -41,6 +41,7 @@ from ._pg_schema import (
     CHANNEL,
     COUNTED_BITS,
     ID_KEY,
+    PG_PARENT,
     PG_STORED_MADE,
     audit_anchor,
     build_search,
@@ -87,6 +88,24 @@ _COUNT_GAPS = f"SELECT branch, seq >> %s::int, count(*) FROM asides_log WHERE {G
 #: The same for blocks of ``1 << COUNTED_BITS`` sequences: the counts the log's triggers keep.
 _SELECT_GAP_BLOCKS = "SELECT branch, block, count FROM asides_log_gap_blocks WHERE count > 0"
 _SELECT_GAPS = f"SELECT seq FROM asides_log WHERE branch = %s AND seq BETWEEN %s AND %s AND id < %s AND {GAP_ROW} ORDER BY seq"
+#: The keys of a branch under a prefix ending in ``/`` written after a sequence, with their
+#: newest sequence below an id (through ``asides_log_state_after``: those whose parent is the
+#: prefix, then those whose parent is longer, none for the keys a strategy writes); and, keyed
+#: ``NULL``, how many keys the parents from the prefix up to the next hold
+#: (``asides_log_state_keys``), less those whose first record has an id from that bound on, read
+#: in id order (``NULL`` when there are ``_NEWER_KEYS_READ`` records or more from that bound: then
+#: the keys are counted by reading every one, as for any other prefix).
+_NEWER_KEYS_READ = 100_000
+_STATE_KEYS_AFTER = (
+    f"SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} = %s AND seq > %s AND id < %s "
+    f"GROUP BY ref UNION ALL SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} > %s "
+    f"AND {PG_PARENT} < %s AND seq > %s AND id < %s GROUP BY ref UNION ALL "
+    "SELECT NULL, coalesce((SELECT sum(keys) FROM asides_log_state_keys WHERE branch = %s AND parent >= %s AND parent < %s), 0) "
+    f"- (SELECT CASE WHEN count(*) >= {_NEWER_KEYS_READ} THEN NULL ELSE count(DISTINCT newer.ref) FILTER (WHERE newer.first) END "
+    "FROM (SELECT l.ref, l.kind = 'state' AND l.branch = %s AND l.ref LIKE %s AND NOT EXISTS (SELECT 1 FROM asides_log AS e "
+    "WHERE e.kind = 'state' AND e.ref = l.ref AND e.branch = l.branch AND e.id < %s) AS first FROM asides_log AS l "
+    f"WHERE l.id >= %s ORDER BY l.id LIMIT {_NEWER_KEYS_READ}) AS newer)"
+)
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
 _STATE_VERSIONS = "SELECT id, branch, seq, ref, body = 'null' FROM asides_log WHERE kind = 'state' AND id < %s AND "
@@ -496,7 +515,21 @@ class Connection:
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in rows]
 
     def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, list[tuple[str, int]]]:
-        """``StoredRows.state_sequences_after``, in two queries of one round trip each."""
+        """``StoredRows.state_sequences_after``: for a prefix ending in ``/``, one statement (one
+        snapshot) reading a row a parent and a row a record written after ``sequence``
+        (``_STATE_KEYS_AFTER``); otherwise two queries that read every key under the prefix."""
+        last = ord(prefix[-1])
+        if prefix.endswith("/") and last < 0x10FFFF:
+            upper = prefix[:-1] + chr(last + 1)
+            rows = self._conn.execute(
+                _STATE_KEYS_AFTER,
+                [branch, prefix, sequence, before, branch, prefix, upper, sequence, before]
+                + [branch, prefix, upper, branch, _starting_with(prefix), before, before],
+            ).fetchall()
+            (held,) = [seq for key, seq in rows if key is None]
+            if held is not None:
+                after = [(key, int(seq)) for key, seq in rows if key is not None]
+                return int(held) - len(after), after
         grouped = "FROM asides_log WHERE kind = 'state' AND id < %s AND branch = %s AND ref LIKE %s GROUP BY ref HAVING max(seq) "
         parameters = [before, branch, _starting_with(prefix), sequence]
         row = self._conn.execute(f"SELECT count(*) FROM (SELECT ref {grouped}<= %s) AS counted", parameters).fetchone()

@@ -212,6 +212,11 @@ PG_COMPILE_INDEX = compile_index("asides_log")
 COUNTED_BITS: Final = LARGEST_AUDIENCE_BITS
 
 
+#: SQL: what a state key spells up to its last ``/`` (its *parent*), in code point order, as the
+#: index ``asides_log_state_after`` and the queries through it spell it.
+PG_PARENT: Final = "regexp_replace(ref, '[^/]*$', '') COLLATE \"C\""
+
+
 def may_name_a_reader(row: str) -> str:
     """SQL: whether the log record ``row`` (``NEW.``, ``OLD.``, or nothing for the row itself) is
     a message whose body may name a reader (the first test of ``body_may_hold_audience``)."""
@@ -291,8 +296,38 @@ PG_STORED_INDEXES = (
     "EXECUTE FUNCTION asides_count_gaps()",
     f"CREATE OR REPLACE TRIGGER asides_gaps_removed AFTER DELETE ON asides_log FOR EACH ROW WHEN (OLD.{GAP_ROW}) "
     "EXECUTE FUNCTION asides_count_gaps()",
+    # How many keys each parent (what a key spells up to its last ``/``) holds on each branch,
+    # a row a parent, kept by triggers on the log (a key counted at its first record: the one
+    # with no record of the same key and branch before it, which in one statement's rows is
+    # the first), and the state records by branch, parent and sequence, so that a count of a
+    # namespace's keys and a listing of those written after a sequence read a row a parent and
+    # a row a record written after it (``Connection.state_sequences_after``).
+    f"CREATE INDEX IF NOT EXISTS asides_log_state_after ON asides_log (branch, ({PG_PARENT}), seq) WHERE kind = 'state'",
+    "CREATE TABLE IF NOT EXISTS asides_log_state_keys (branch text NOT NULL, parent text COLLATE \"C\" NOT NULL, "
+    "keys bigint NOT NULL, PRIMARY KEY (branch, parent))",
+    f"""CREATE OR REPLACE FUNCTION asides_count_state_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            IF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = OLD.ref AND branch = OLD.branch) THEN
+                UPDATE asides_log_state_keys SET keys = keys - 1
+                    WHERE branch = OLD.branch AND parent = {PG_PARENT.replace("ref", "OLD.ref")};
+                DELETE FROM asides_log_state_keys
+                    WHERE branch = OLD.branch AND parent = {PG_PARENT.replace("ref", "OLD.ref")} AND keys <= 0;
+            END IF;
+        ELSIF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = NEW.ref AND branch = NEW.branch AND id < NEW.id) THEN
+            INSERT INTO asides_log_state_keys (branch, parent, keys) VALUES (NEW.branch, {PG_PARENT.replace("ref", "NEW.ref")}, 1)
+                ON CONFLICT (branch, parent) DO UPDATE SET keys = asides_log_state_keys.keys + 1;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE OR REPLACE TRIGGER asides_state_keys_written AFTER INSERT ON asides_log FOR EACH ROW WHEN (NEW.kind = 'state') "
+    "EXECUTE FUNCTION asides_count_state_keys()",
+    "CREATE OR REPLACE TRIGGER asides_state_keys_removed AFTER DELETE ON asides_log FOR EACH ROW WHEN (OLD.kind = 'state') "
+    "EXECUTE FUNCTION asides_count_state_keys()",
     # A store made before the tables: their counts, once (the triggers, made above in this
     # same transaction, hold off other writers until it commits).
+    f"INSERT INTO asides_log_state_keys (branch, parent, keys) SELECT branch, {PG_PARENT}, count(DISTINCT ref) "
+    "FROM asides_log WHERE kind = 'state' GROUP BY 1, 2 ON CONFLICT (branch, parent) DO NOTHING",
     f"INSERT INTO asides_log_gap_blocks (branch, block, count) SELECT branch, seq >> {COUNTED_BITS}, count(*) "
     f"FROM asides_log WHERE {GAP_ROW} GROUP BY 1, 2 ON CONFLICT (branch, block) DO NOTHING",
     f"INSERT INTO asides_log_seers_blocks (branch, block, seers, count) SELECT branch, seq >> {COUNTED_BITS}, "
@@ -355,7 +390,8 @@ PG_STORED_MADE: Final = (
     "AND to_regclass('asides_log_disclosures') IS NOT NULL "
     "AND to_regclass('asides_log_audience') IS NOT NULL AND to_regclass('asides_log_state_refs') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
-    "AND to_regclass('asides_log_gap_blocks') IS NOT NULL "
+    "AND to_regclass('asides_log_gap_blocks') IS NOT NULL AND to_regclass('asides_log_state_keys') IS NOT NULL "
+    "AND to_regclass('asides_log_state_after') IS NOT NULL "
     "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"
 )
 

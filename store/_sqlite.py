@@ -175,6 +175,34 @@ GAP_BLOCKS_TABLE: Final = (
 )
 
 
+#: SQL: what a state key spells up to its last ``/`` (its *parent*: ``a/chunk/`` of
+#: ``a/chunk/12``; ``''`` for a key without one), as both ``STATE_KEYS_TABLE`` and its queries
+#: spell it (an index on an expression serves a query that spells it the same).
+_PARENT = "rtrim(ref, replace(ref, '/', ''))"
+_NOT_BEFORE = "SELECT 1 FROM log AS e WHERE e.kind = 'state' AND e.ref = {row}ref AND e.branch = {row}branch AND e.id {op} {row}id"
+#: How many keys each parent holds on each branch (a row for each parent, not each key: the log's
+#: triggers keep it, counting a key at its first record), and the state records by branch,
+#: parent and sequence (``log_state_after``), so that a count of a namespace's keys and a
+#: listing of those written after a sequence read a row a parent and a row a record written
+#: after it (``SqliteJournal.state_sequences_after``). A writing open makes them, filled from the
+#: log, when the file has none.
+STATE_KEYS_TABLE: Final = (
+    f"CREATE INDEX IF NOT EXISTS log_state_after ON log (branch, {_PARENT}, seq) WHERE kind = 'state'",
+    "CREATE TABLE log_state_keys (branch TEXT NOT NULL, parent TEXT NOT NULL, keys INTEGER NOT NULL, "
+    "PRIMARY KEY (branch, parent)) WITHOUT ROWID",
+    f"CREATE TRIGGER log_state_keys_counted AFTER INSERT ON log WHEN NEW.kind = 'state' "
+    f"AND NOT EXISTS ({_NOT_BEFORE.format(row='NEW.', op='<')}) BEGIN "
+    f"INSERT INTO log_state_keys (branch, parent, keys) VALUES (NEW.branch, {_PARENT.replace('ref', 'NEW.ref')}, 1) "
+    "ON CONFLICT (branch, parent) DO UPDATE SET keys = keys + 1; END",
+    f"CREATE TRIGGER log_state_keys_uncounted AFTER DELETE ON log WHEN OLD.kind = 'state' "
+    f"AND NOT EXISTS ({_NOT_BEFORE.format(row='OLD.', op='<>')}) BEGIN "
+    f"UPDATE log_state_keys SET keys = keys - 1 WHERE branch = OLD.branch AND parent = {_PARENT.replace('ref', 'OLD.ref')}; "
+    f"DELETE FROM log_state_keys WHERE branch = OLD.branch AND parent = {_PARENT.replace('ref', 'OLD.ref')} AND keys <= 0; END",
+    f"INSERT INTO log_state_keys (branch, parent, keys) SELECT branch, {_PARENT}, count(DISTINCT ref) FROM log "
+    "WHERE kind = 'state' GROUP BY 1, 2",
+)
+
+
 def _runs_of(row: str, columns: str, tables: str = "") -> str:
     """SQL: ``columns`` for each run of ids of the disclosure record ``row`` (``NEW.``, or
     ``records.`` with ``tables`` naming that table first in the ``FROM`` clause: ``'records, '``),
@@ -225,8 +253,8 @@ DISCLOSED_TABLE: Final = (
     f"{_disclosed('records.', tables='records, ')} ORDER BY records.id",
     f"INSERT INTO log_disclosure_spans (lo, hi, record) {_DISCLOSURE_RECORDS}{_spans('records.', tables='records, ')}",
 )
-#: The names ``STORED_INDEXES``, ``SEERS_TABLE``, ``GAP_BLOCKS_TABLE`` and ``DISCLOSED_TABLE``
-#: make: a file with all of them is opened without reading its messages.
+#: The names ``STORED_INDEXES``, ``SEERS_TABLE``, ``GAP_BLOCKS_TABLE``, ``STATE_KEYS_TABLE`` and
+#: ``DISCLOSED_TABLE`` make: a file with all of them is opened without reading its messages.
 STORED_NAMES: Final = (
     "log_places",
     "log_open_records",
@@ -244,6 +272,10 @@ STORED_NAMES: Final = (
     "log_gap_blocks",
     "log_gaps_counted",
     "log_gaps_uncounted",
+    "log_state_after",
+    "log_state_keys",
+    "log_state_keys_counted",
+    "log_state_keys_uncounted",
     "log_disclosed",
     "log_disclosure_spans",
     "log_disclosed_written",
@@ -258,6 +290,7 @@ async def make_stored_indexes(driver: Driver) -> None:
     made = (
         ("log_seers", SEERS_TABLE),
         ("log_gap_blocks", GAP_BLOCKS_TABLE),
+        ("log_state_keys", STATE_KEYS_TABLE),
         ("log_disclosure_spans", DISCLOSED_TABLE),
     )
     for table, statements in made:
@@ -677,6 +710,8 @@ class SqliteJournal:
         keys: list[Any]
         if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
             where, keys = "ref >= ? AND ref < ?", [prefix, prefix[:-1] + chr(last + 1)]
+            if prefix.endswith("/"):  # every key under it has a parent from ``prefix`` up to the next prefix
+                return self._state_sequences_after_by_parent(before, branch, keys, sequence)
         else:
             where, keys = "substr(ref, 1, ?) = ?", [len(prefix), prefix]
         # ``+branch``: through the index of state records by key, never the branch's index of every record
@@ -685,6 +720,21 @@ class SqliteJournal:
         ((count,),) = self._read(f"SELECT count(*) FROM (SELECT ref {grouped}<= ?)", parameters, "the state records")
         after = self._read(f"SELECT ref, max(seq) {grouped}> ?", parameters, "the state records")
         return int(count), [(key, int(seq)) for key, seq in after]
+
+    def _state_sequences_after_by_parent(
+        self, before: int, branch: str, keys: list[Any], sequence: int
+    ) -> tuple[int, list[tuple[str, int]]]:
+        """``state_sequences_after`` for the keys from ``keys[0]`` (a prefix ending in ``/``) up to
+        ``keys[1]``: the keys the parents under it hold, less those whose first record has an id
+        from ``before`` and those written after ``sequence``, which are listed; in one statement
+        (one snapshot), reading a row a parent and a row a record written after ``sequence``."""
+        prefix, upper = keys
+        after_it = [branch, prefix, sequence, before, branch, prefix, upper, sequence, before]
+        held_keys = [branch, prefix, upper, before, branch, prefix, upper, before]
+        rows = self._read(_STATE_KEYS_AFTER, after_it + held_keys, "the state records")
+        after = [(key, int(seq)) for key, seq in rows if key is not None]
+        (held,) = [int(seq) for key, seq in rows if key is None]
+        return held - len(after), after
 
     def state_record_page(self, after: int, before: int, limit: int) -> list[tuple[int, str, str, str]]:
         query = "SELECT id, branch, ref, body FROM log WHERE kind = 'state' AND id > ? AND id < ? AND body <> 'null' ORDER BY id LIMIT ?"
@@ -1108,6 +1158,20 @@ SELECT_RECORDS_PAGE = (
 )
 COUNT_GAPS = f"SELECT branch, seq >> ?, count(*) FROM log WHERE {GAP_ROW} GROUP BY 1, 2"
 SELECT_GAP_BLOCKS = "SELECT branch, block, count FROM log_gap_blocks WHERE count > 0"
+# The keys of a branch under a prefix ending in ``/`` written after a sequence, with their newest
+# sequence (below an id): through ``log_state_after``, those whose parent is the prefix, then
+# those whose parent is longer (none, for the keys a strategy writes); and, keyed ``NULL``, how
+# many keys the parents from the prefix up to the next hold (``log_state_keys``), less those
+# whose first record has an id from that bound on (read by id: the unary ``+`` keeps the planner
+# off the indexes by key and by place, which would read every record under the prefix).
+_STATE_KEYS_AFTER = (
+    f"SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = ? AND {_PARENT} = ? AND seq > ? AND id < ? GROUP BY ref "
+    f"UNION ALL SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = ? AND {_PARENT} > ? AND {_PARENT} < ? "
+    "AND seq > ? AND id < ? GROUP BY ref UNION ALL "
+    "SELECT NULL, coalesce((SELECT sum(keys) FROM log_state_keys WHERE branch = ? AND parent >= ? AND parent < ?), 0) - "
+    "(SELECT count(DISTINCT l.ref) FROM log AS l WHERE l.id >= ? AND +l.kind = 'state' AND +l.branch = ? AND +l.ref >= ? "
+    f"AND +l.ref < ? AND NOT EXISTS ({_NOT_BEFORE.format(row='l.', op='<').replace('l.id', '?')}))"
+)
 SELECT_GAPS = f"SELECT seq FROM log WHERE branch = ? AND seq BETWEEN ? AND ? AND id < ? AND {GAP_ROW} ORDER BY seq"
 # The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and
 # whether an erasure blanked it.

@@ -59,6 +59,10 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
             connection.execute(f"DROP TABLE {table}")
         connection.execute("DROP TRIGGER log_gaps_counted")
         connection.execute("DROP TRIGGER log_gaps_uncounted")
+        for trigger in ("log_state_keys_counted", "log_state_keys_uncounted"):
+            connection.execute(f"DROP TRIGGER {trigger}")
+        connection.execute("DROP TABLE log_state_keys")
+        connection.execute("DROP INDEX log_state_after")
     async with open_store(store_path, read_only=True) as reader:  # a read-only open makes nothing
         assert reader.statistics().records_read_at_open == 301
         assert [m.content[0].text for m in reader.messages("main", 299, 300)] == ["m299"]
@@ -70,6 +74,7 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
         assert [m.content[0].text for m in reader.messages("main", 299, 301)] == ["m299", "after"]
     with sqlite3.connect(store_path) as connection:  # the counts were made from the log
         assert connection.execute("SELECT branch, block, count FROM log_gap_blocks").fetchall() == [("main", 0, 1)]
+        assert connection.execute("SELECT branch, parent, keys FROM log_state_keys").fetchall() == [("main", "", 1)]
 
 
 async def test_erasing_a_participant_of_a_long_store_walks_it_a_page_at_a_time(store_path):
@@ -120,6 +125,11 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
             connection.execute(f"DROP TRIGGER {trigger} ON asides_log")
         connection.execute("DROP FUNCTION asides_count_gaps()")
         connection.execute("DROP TABLE asides_log_gap_blocks")
+        for trigger in ("asides_state_keys_written", "asides_state_keys_removed"):
+            connection.execute(f"DROP TRIGGER {trigger} ON asides_log")
+        connection.execute("DROP FUNCTION asides_count_state_keys()")
+        connection.execute("DROP TABLE asides_log_state_keys")
+        connection.execute("DROP INDEX asides_log_state_after")
         connection.execute("DROP FUNCTION asides_seers(text)")
     async with open_store(pg_url, read_only=True) as reader:  # a read-only open makes nothing, reads whole
         assert reader.statistics().records_read_at_open == 301
@@ -135,6 +145,7 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
         with psycopg.connect(pg_url, autocommit=True) as connection:  # the counts were made from the log
             assert connection.execute("SELECT sum(count) FROM asides_log_seers_blocks").fetchone()[0] == 30
             assert connection.execute("SELECT branch, block, count FROM asides_log_gap_blocks").fetchall() == [("main", 0, 1)]
+            assert connection.execute("SELECT branch, parent, keys FROM asides_log_state_keys").fetchall() == [("main", "", 1)]
 
 
 async def test_a_new_store_keeps_no_more_than_its_cache_from_its_first_open(store_path):
