@@ -684,11 +684,14 @@ class LogModel:
     def edit_count(self, branch_name: str) -> int:
         return len(self._branch(branch_name).edit_log)
 
-    def edits_in_lineage(self, branch_name: str) -> int:
+    def edits_in_lineage(self, branch_name: str, *, erasures: bool = True) -> int:
         """How many edits the branch and its ancestors hold (an ancestor's after the fork point
-        too): 0 means no message the branch shows was ever edited."""
+        too): 0 means no message the branch shows was ever edited. With ``erasures`` (the
+        default) a message erased counts as an edit of each branch that showed it; without, it
+        does not."""
         branch = self._branch(branch_name)
-        return len(branch.edit_log) + sum(len(ancestor.edit_log) for ancestor, *_ in branch.ancestors)
+        lineage = [branch, *(ancestor for ancestor, *_ in branch.ancestors)]
+        return sum(len(holder.edit_log) - (0 if erasures else holder.erasures_logged) for holder in lineage)
 
     def edits_since(self, branch_name: str, start: int) -> list[str]:
         """Ids of messages edited on this branch, in order, from the ``start``-th edit on."""
@@ -1692,6 +1695,7 @@ class LogModel:
                 # Views of the branch take their maintained path and hear of it as of an edit.
                 branch.may_hold_audience = True
                 branch.edit_log.append(message_id)
+                branch.erasures_logged += 1
                 branch.edited_ids.add(message_id)
                 branch.resolved[message_id] = stone
         pending = set(states) - self._nulled_states

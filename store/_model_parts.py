@@ -401,6 +401,9 @@ class Branch:
         # message id -> [(seq, content or JSON text)] of edits made on this branch
         self.edits: dict[str, list[tuple[int, Any]]] = {}
         self.edit_log: list[str] = []
+        #: How many entries of ``edit_log`` an erasure made (a message erased, which views hear
+        #: of as of an edit), not an edit.
+        self.erasures_logged = 0
         # key -> [(seq, record id, value)] of state writes made on this branch
         self.states: dict[str, list[tuple[int, int, Any]]] = {}
         # Ids of messages that have an edit visible here (inherited or own).

@@ -953,7 +953,17 @@ class MessageView:
         in the same place: no message of the branch (or of an ancestor) edited, none erased in
         the store, and no view filter. While it holds, a message's position never changes, and a
         message once in the view stays in it."""
-        return not self._filtered and self._model.erasure_count == 0 and self._model.edits_in_lineage(self.branch) == 0
+        return self._model.erasure_count == 0 and not self._filtered and self._model.edits_in_lineage(self.branch) == 0
+
+    @property
+    def in_written_order(self) -> bool:
+        """Whether every message this view holds is the one its reader saw when it was written,
+        in the order written, with no message come between two of them: no message of the
+        branch (or of an ancestor) edited and no view filter. Erasures may have taken messages
+        out (:attr:`erasures` counts them), moving those after back, so two messages side by side
+        when written are side by side still unless one between them was erased; a message
+        never comes back, and none comes between."""
+        return not self._filtered and self._model.edits_in_lineage(self.branch, erasures=False) == 0
 
     @property
     def revision(self) -> tuple[int, int]:

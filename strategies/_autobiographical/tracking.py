@@ -115,15 +115,19 @@ class Tracker:
 
     def _load_outline(self, state: StrategyState) -> bool:
         """Load from the newest outline and the records written after it; ``False`` (nothing
-        kept) when there is none, or it cannot be trusted: an erasure since it was made, a
-        chunk or summary record before it that it does not account for, fewer of the newest
-        chunks than this strategy holds back, or a record it names that does not read as it says."""
+        kept) when there is none, or it cannot be trusted: a chunk or summary record before it
+        that it does not account for, fewer of the newest chunks than this strategy holds back,
+        or a record it names that does not read as it says. An erasure since it was made is no
+        reason by itself: one that erased a message a chunk owns erased that chunk's record and
+        every memory covering the message (store/_erasure.py), up to a root, which the outline
+        names, so it does not read as the outline says; one that erased none of them left
+        every record as the outline describes it."""
         prefix = self.kind + "/"
         found, erasures = state.sequences(prefix + "outline"), state.erasure_count
         if found is None or erasures is None or prefix + "outline" not in found:
             return False
         outline = Outline.from_json(state.get(prefix + "outline"))
-        if outline is None or outline.erasures != erasures:
+        if outline is None:
             return False
         at = found[prefix + "outline"]
         before = 0
@@ -302,12 +306,15 @@ class Tracker:
 
     def _after_the_chunks(self, view: MessageView, regions: Regions) -> int | None:
         """The position after the newest chunk, when every compressible position before it is
-        owned, found from the chunks' total (``None``: look chunk by chunk). Only for a view as
-        written: there every chunk's messages are still in it, side by side, as they were when
-        it closed, so the chunks own every compressible position up to the newest one's end
-        exactly when they own as many messages as there are such positions."""
+        owned, found from the chunks' total (``None``: look chunk by chunk). Only for a view in
+        the order written and a memory loaded after the store's every erasure: an erasure
+        erases the chunk records that own a message it erases (store/_erasure.py), so every
+        chunk the memory holds has its messages still in the view, side by side, as they were
+        when it closed (an erasure only takes messages out), and the chunks own every
+        compressible position up to the newest one's end exactly when they own as many
+        messages as there are such positions."""
         memory = self.memory
-        if not memory.order or not view.as_written:
+        if not memory.order or not view.in_written_order or view.erasures != self.erasures:
             return None
         end = view.position_of(memory.chunks[memory.order[-1]].message_ids[-1])
         if end is None or end >= regions.rs:
