@@ -17,7 +17,8 @@ lists them in ``message_ids`` instead, and both are read.
 * ``<kind>/outline``: what the memory held when it was written (:class:`Outline`), so that an open
   reads the frontier and what was written after the outline instead of every record; written,
   now and then, as the first record of a unit's write. Derived data: an open that cannot trust it
-  (missing, malformed, an erasure since, a record it does not account for) reads every record.
+  (missing, malformed, a record it names erased since, a record it does not account for) reads
+  every record.
 
 The store counts the summaries an erasure invalidates by :func:`is_summary_key`, which this
 module hands it (``store._model.count_summaries_by``) when it is imported, as every import of
