@@ -488,6 +488,25 @@ class Memory:
         self.changes += 1
         return True
 
+    def bridge(self, adjacent: Callable[[int, int], bool]) -> int:
+        """Fill each gap between two runs of the ids the chunks own for which ``adjacent(last id
+        before it, first id after it)`` says their messages stand side by side in the view (no
+        message of the view takes an id between), so that the runs, and an outline's, are a run
+        each stretch of the view the chunks own, not a run each chunk (a live host writes
+        records between its messages). Then :meth:`owns` answers as before for the messages of
+        a view in the order written alone (an edit may bring a message into the view between
+        them): the memory is partial, and a load of every record reads the runs exactly.
+        Returns how many gaps it filled."""
+        runs = list(self._owned_runs.runs())
+        filled = 0
+        for (_start, end), (start, _end) in zip(runs, runs[1:], strict=False):
+            if adjacent(end - 1, start):
+                self._owned_runs.add(end, start - end)
+                filled += 1
+        if filled:
+            self.partial = True
+        return filled
+
     def compact(self, newest: int) -> None:
         """Hold the records an outline of it would name (``newest``: how many of the newest chunks
         by last message), and let the others go, as a memory loaded from that outline holds

@@ -166,9 +166,20 @@ class Tracker:
         self.derive()
 
     def with_outline(self, records: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``records``, with an outline of the memory first when one is due (``OUTLINE_EVERY``)."""
+        """``records``, with an outline of the memory first when one is due (``OUTLINE_EVERY``).
+        In a view in the order written, the runs of ids the chunks own are bridged first where
+        their messages stand side by side (:meth:`Memory.bridge`), so an outline names a run
+        each stretch the chunks own, however many chunks."""
         if self.erasures is None or self.memory.taken - self.outlined < OUTLINE_EVERY:
             return records
+        view = self.view
+        if view is not None and self._resumable(view):
+
+            def adjacent(last: int, first: int) -> bool:
+                before, after = view.position_of(str(last)), view.position_of(str(first))
+                return before is not None and after == before + 1
+
+            self.memory.bridge(adjacent)
         outline = self.memory.outline(self.erasures, max(self.holdback_chunks, 1))
         return {f"{self.kind}/outline": outline.to_json(), **records}
 
@@ -290,8 +301,16 @@ class Tracker:
         rs = self.recent.rs(view, self.owned)
         return Regions(n, hs, he, rs)
 
+    def _resumable(self, view: MessageView) -> bool:
+        """Whether what the memory holds of the chunks answers for ``view`` as it would loaded
+        whole: a view in the order written, and a memory loaded after the store's every erasure
+        (an erasure erased the record of every chunk owning a message it erased)."""
+        return view.in_written_order and view.erasures == self.erasures
+
     def reset_walk(self, view: MessageView) -> None:
         """Walk the frontier again from its first unowned compressible message."""
+        if not self._resumable(view):
+            self.ensure_whole()  # a partial memory's runs of owned ids hold for such a view alone
         self.recent.reset(view, self.price, self.owned)
         regions = self.regions_of(view)
         start = self._after_the_chunks(view, regions)
@@ -314,7 +333,7 @@ class Tracker:
         compressible position up to the newest one's end exactly when they own as many
         messages as there are such positions."""
         memory = self.memory
-        if not memory.order or not view.in_written_order or view.erasures != self.erasures:
+        if not memory.order or not self._resumable(view):
             return None
         end = view.position_of(memory.chunks[memory.order[-1]].message_ids[-1])
         if end is None or end >= regions.rs:

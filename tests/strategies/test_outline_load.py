@@ -256,3 +256,55 @@ async def test_a_manager_running_long_holds_its_frontier_not_what_it_wrote(tmp_p
         assert m.get_summaries_in_range() == written["summaries"]
         assert m.search_summaries("message") == written["found"]
         assert await m.search("message 00003", kind="memory", limit=50) == written["searched"]
+
+
+async def test_an_outline_names_a_run_of_owned_ids_each_stretch_not_each_chunk(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A live host writes the strategy's records between its messages, so each chunk's ids were
+    a run of their own: the outline grew with the chunks, and every outline written stayed in
+    the log. Bridged where the chunks' messages stand side by side in the view, its runs stay
+    as few at 2,800 messages as at 700."""
+    for messages in (700, 2_800):
+        path = str(tmp_path / f"{messages}.db")
+        await write(path, messages)
+        async with open_store(path) as store:
+            outline = store.get_state("main", f"{NS}/autobiographical/outline")
+            chunks = len(store.state_keys("main", f"{NS}/autobiographical/chunk/"))
+        assert len(outline["owned"]) <= 2, (messages, chunks, outline["owned"])
+        assert chunks > 100
+
+
+async def test_an_edit_that_brings_a_message_between_bridged_chunks_reads_the_runs_exactly(store_path: str) -> None:
+    """Ann's namespace compresses a history in which every fifth message is bob's alone (not in
+    ann's view), so the outline's runs bridge them. One of them is then edited to be for
+    everyone: a manager opened from that outline compiles as one that read every record, with
+    the edited message in it."""
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        m = await rt.open_manager(NS, strategy=strategy(), view_reader="ann")
+        hidden = []
+        for i in range(600):
+            if i % 5 == 2:
+                hidden.append((await host.add_message("user", [text(f"for bob alone {i:05d} " + "z" * 40, ["bob"])])).id)
+            else:
+                await host.add_message("user", [text(f"message {i:05d} " + "x" * 40)])
+            if i % 50 == 49:
+                await m.drain()
+        await m.drain()
+        outline = rt.store.get_state("main", f"{NS}/autobiographical/outline")
+        assert len(outline["owned"]) <= 2, outline["owned"]
+        await host.edit_message(hidden[20], [text("now for everyone " + "w" * 40)])
+    _reads, compiled = await reopen_reads_for(store_path, "ann")
+    assert "now for everyone" in str(compiled)
+    async with open_store(store_path) as store:  # the same store with no outline to trust: read whole
+        await store.set_states("main", {f"{NS}/autobiographical/outline": {"not": "an outline"}})
+    _reads, whole = await reopen_reads_for(store_path, "ann")
+    assert compiled == whole
+
+
+async def reopen_reads_for(store_path: str, reader: str) -> tuple[int, object]:
+    """``reopen_reads`` for a manager with a reader."""
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
+        before = rt.store.statistics().state_values_read
+        m = await rt.open_manager(NS, strategy=strategy(), view_reader=reader)
+        compiled = (await m.compile(max_tokens=1_000_000)).messages
+        return rt.store.statistics().state_values_read - before, compiled
