@@ -92,19 +92,19 @@ _SELECT_GAPS = f"SELECT seq FROM asides_log WHERE branch = %s AND seq BETWEEN %s
 #: newest sequence below an id (through ``asides_log_state_after``: those whose parent is the
 #: prefix, then those whose parent is longer, none for the keys a strategy writes); and, keyed
 #: ``NULL``, how many keys the parents from the prefix up to the next hold
-#: (``asides_log_state_keys``), less those whose first record has an id from that bound on, read
-#: in id order (``NULL`` when there are ``_NEWER_KEYS_READ`` records or more from that bound: then
-#: the keys are counted by reading every one, as for any other prefix).
-_NEWER_KEYS_READ = 100_000
+#: (``asides_log_state_keys``), less those whose first record has an id from that bound on. Each
+#: ``OFFSET 0`` fences the planner in: those records are read by id alone (the records the model
+#: has not caught up with), never through an index of every state record under the prefix, and
+#: the ``NOT EXISTS`` is a lookup a record (through ``asides_log_state_refs``), never a hash of
+#: every state record's key.
 _STATE_KEYS_AFTER = (
     f"SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} = %s AND seq > %s AND id < %s "
     f"GROUP BY ref UNION ALL SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} > %s "
     f"AND {PG_PARENT} < %s AND seq > %s AND id < %s GROUP BY ref UNION ALL "
     "SELECT NULL, coalesce((SELECT sum(keys) FROM asides_log_state_keys WHERE branch = %s AND parent >= %s AND parent < %s), 0) "
-    f"- (SELECT CASE WHEN count(*) >= {_NEWER_KEYS_READ} THEN NULL ELSE count(DISTINCT newer.ref) FILTER (WHERE newer.first) END "
-    "FROM (SELECT l.ref, l.kind = 'state' AND l.branch = %s AND l.ref LIKE %s AND NOT EXISTS (SELECT 1 FROM asides_log AS e "
-    "WHERE e.kind = 'state' AND e.ref = l.ref AND e.branch = l.branch AND e.id < %s) AS first FROM asides_log AS l "
-    f"WHERE l.id >= %s ORDER BY l.id LIMIT {_NEWER_KEYS_READ}) AS newer)"
+    "- (SELECT count(DISTINCT l.ref) FROM (SELECT kind, branch, ref FROM asides_log WHERE id >= %s OFFSET 0) AS l "
+    "WHERE l.kind = 'state' AND l.branch = %s AND l.ref LIKE %s AND NOT EXISTS (SELECT 1 FROM asides_log AS e "
+    "WHERE e.kind = 'state' AND e.ref = l.ref AND e.branch = l.branch AND e.id < %s OFFSET 0))"
 )
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
@@ -524,12 +524,11 @@ class Connection:
             rows = self._conn.execute(
                 _STATE_KEYS_AFTER,
                 [branch, prefix, sequence, before, branch, prefix, upper, sequence, before]
-                + [branch, prefix, upper, branch, _starting_with(prefix), before, before],
+                + [branch, prefix, upper, before, branch, _starting_with(prefix), before],
             ).fetchall()
-            (held,) = [seq for key, seq in rows if key is None]
-            if held is not None:
-                after = [(key, int(seq)) for key, seq in rows if key is not None]
-                return int(held) - len(after), after
+            after = [(key, int(seq)) for key, seq in rows if key is not None]
+            (held,) = [int(seq) for key, seq in rows if key is None]
+            return held - len(after), after
         grouped = "FROM asides_log WHERE kind = 'state' AND id < %s AND branch = %s AND ref LIKE %s GROUP BY ref HAVING max(seq) "
         parameters = [before, branch, _starting_with(prefix), sequence]
         row = self._conn.execute(f"SELECT count(*) FROM (SELECT ref {grouped}<= %s) AS counted", parameters).fetchone()
@@ -739,6 +738,10 @@ def connect(url: str, where: str, *, create: bool, synchronous: str | None = Non
     try:
         conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
         conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+        # Every query a store makes reads a few index ranges; one whose estimate crosses the
+        # server's jit_above_cost (a bound a parameter leaves unknown, estimated a third of the
+        # table) would spend tens of milliseconds compiling what runs in a fraction of one.
+        conn.execute("SET jit = off")
         _set_server_keepalives(conn)
         set_durability(conn, url, synchronous)
         schema = prepare_schema(conn, where, create=create)
