@@ -46,12 +46,15 @@ async def write(store_path: str, messages: int, make: type[AutobiographicalStrat
         }
 
 
-async def reopen_reads(store_path: str, make: type[AutobiographicalStrategy] = AutobiographicalStrategy) -> tuple[int, object]:
-    """The state values an open of the manager and its first compile read, and what it compiles."""
+async def reopen_reads(
+    store_path: str, make: type[AutobiographicalStrategy] = AutobiographicalStrategy, reader: str | None = None
+) -> tuple[int, object]:
+    """The state values an open of the manager (for ``reader``) and its first compile read, and
+    what it compiles."""
     kind = make(target_chunk_tokens=60, head_window_tokens=40, recent_window_tokens=120, merge_threshold=3)
     async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
         before = rt.store.statistics().state_values_read
-        m = await rt.open_manager(NS, strategy=kind)
+        m = await rt.open_manager(NS, strategy=kind, view_reader=reader)
         compiled = (await m.compile(max_tokens=1_000_000)).messages
         return rt.store.statistics().state_values_read - before, compiled
 
@@ -124,20 +127,6 @@ async def test_a_manager_loaded_from_an_outline_goes_on_compressing_as_one_loade
     assert ends[0] == ends[1]
 
 
-async def test_an_erasure_after_the_outline_makes_the_open_read_every_record(store_path: str) -> None:
-    written = await write(store_path, 900)
-    oldest = written["summaries"][0].message_ids[0]  # type: ignore[index]
-    async with open_runtime(store_path) as rt:
-        await rt.erase([oldest], reason="asked to")
-    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
-        before = rt.store.statistics().state_values_read
-        m = await rt.open_manager(NS, strategy=strategy())
-        compiled = await m.compile(max_tokens=1_000_000)
-        assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read"  # type: ignore[arg-type]
-        assert all(s.message_ids[0] != oldest for s in m.get_summaries_in_range())
-        assert oldest not in {i for entry in compiled.provenance.entries for i in entry.message_ids}
-
-
 async def test_an_erasure_of_a_message_no_chunk_owns_leaves_the_outline_and_the_walk_trusted(store_path: str) -> None:
     """The newest message, in the recent window, erased after the outline: no record of the
     namespace was made from it, so a reopened manager reads its frontier alone (the outline,
@@ -165,8 +154,11 @@ async def test_after_an_erasure_of_a_message_a_chunk_owns_the_next_outline_is_tr
     async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
         before = rt.store.statistics().state_values_read
         m = await rt.open_manager(NS, strategy=strategy())
-        await m.drain()
+        compiled = await m.compile(max_tokens=1_000_000)
         assert rt.store.statistics().state_values_read - before > len(written["summaries"]), "every record read once"  # type: ignore[arg-type]
+        assert all(s.message_ids[0] != oldest for s in m.get_summaries_in_range())
+        assert oldest not in {i for entry in compiled.provenance.entries for i in entry.message_ids}
+        await m.drain()
         expected = (await m.compile(max_tokens=1_000_000)).messages
     reads, compiled = await reopen_reads(store_path)
     assert reads <= 2 * OUTLINE_EVERY + 40, reads
@@ -293,18 +285,10 @@ async def test_an_edit_that_brings_a_message_between_bridged_chunks_reads_the_ru
         outline = rt.store.get_state("main", f"{NS}/autobiographical/outline")
         assert len(outline["owned"]) <= 2, outline["owned"]
         await host.edit_message(hidden[20], [text("now for everyone " + "w" * 40)])
-    _reads, compiled = await reopen_reads_for(store_path, "ann")
+    _reads, compiled = await reopen_reads(store_path, reader="ann")
     assert "now for everyone" in str(compiled)
     async with open_store(store_path) as store:  # the same store with no outline to trust: read whole
         await store.set_states("main", {f"{NS}/autobiographical/outline": {"not": "an outline"}})
-    _reads, whole = await reopen_reads_for(store_path, "ann")
+    _reads, whole = await reopen_reads(store_path, reader="ann")
     assert compiled == whole
 
-
-async def reopen_reads_for(store_path: str, reader: str) -> tuple[int, object]:
-    """``reopen_reads`` for a manager with a reader."""
-    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0), message_cache=16) as rt:
-        before = rt.store.statistics().state_values_read
-        m = await rt.open_manager(NS, strategy=strategy(), view_reader=reader)
-        compiled = (await m.compile(max_tokens=1_000_000)).messages
-        return rt.store.statistics().state_values_read - before, compiled
