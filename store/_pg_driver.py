@@ -98,13 +98,15 @@ _SELECT_GAPS = f"SELECT seq FROM asides_log WHERE branch = %s AND seq BETWEEN %s
 #: the ``NOT EXISTS`` is a lookup a record (through ``asides_log_state_refs``), never a hash of
 #: every state record's key.
 _STATE_KEYS_AFTER = (
-    f"SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} = %s AND seq > %s AND id < %s "
-    f"GROUP BY ref UNION ALL SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %s AND {PG_PARENT} > %s "
-    f"AND {PG_PARENT} < %s AND seq > %s AND id < %s GROUP BY ref UNION ALL "
-    "SELECT NULL, coalesce((SELECT sum(keys) FROM asides_log_state_keys WHERE branch = %s AND parent >= %s AND parent < %s), 0) "
-    "- (SELECT count(DISTINCT l.ref) FROM (SELECT kind, branch, ref FROM asides_log WHERE id >= %s OFFSET 0) AS l "
-    "WHERE l.kind = 'state' AND l.branch = %s AND l.ref LIKE %s AND NOT EXISTS (SELECT 1 FROM asides_log AS e "
-    "WHERE e.kind = 'state' AND e.ref = l.ref AND e.branch = l.branch AND e.id < %s OFFSET 0))"
+    f"SELECT ref, max(seq) FROM asides_log WHERE kind = 'state' AND branch = %(branch)s AND {PG_PARENT} = %(prefix)s "
+    "AND seq > %(sequence)s AND id < %(before)s GROUP BY ref UNION ALL SELECT ref, max(seq) FROM asides_log "
+    f"WHERE kind = 'state' AND branch = %(branch)s AND {PG_PARENT} > %(prefix)s AND {PG_PARENT} < %(upper)s "
+    "AND seq > %(sequence)s AND id < %(before)s GROUP BY ref UNION ALL "
+    "SELECT NULL, coalesce((SELECT sum(keys) FROM asides_log_state_keys WHERE branch = %(branch)s AND parent >= %(prefix)s "
+    "AND parent < %(upper)s), 0) - (SELECT count(DISTINCT l.ref) FROM (SELECT kind, branch, ref FROM asides_log "
+    "WHERE id >= %(before)s OFFSET 0) AS l WHERE l.kind = 'state' AND l.branch = %(branch)s AND l.ref LIKE %(like)s "
+    "AND NOT EXISTS (SELECT 1 FROM asides_log AS e WHERE e.kind = 'state' AND e.ref = l.ref AND e.branch = l.branch "
+    "AND e.id < %(before)s OFFSET 0))"
 )
 #: The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key,
 #: and whether an erasure blanked it.
@@ -518,14 +520,11 @@ class Connection:
         """``StoredRows.state_sequences_after``: for a prefix ending in ``/``, one statement (one
         snapshot) reading a row a parent and a row a record written after ``sequence``
         (``_STATE_KEYS_AFTER``); otherwise two queries that read every key under the prefix."""
-        last = ord(prefix[-1])
-        if prefix.endswith("/") and last < 0x10FFFF:
-            upper = prefix[:-1] + chr(last + 1)
-            rows = self._conn.execute(
-                _STATE_KEYS_AFTER,
-                [branch, prefix, sequence, before, branch, prefix, upper, sequence, before]
-                + [branch, prefix, upper, before, branch, _starting_with(prefix), before],
-            ).fetchall()
+        if prefix.endswith("/"):
+            upper = prefix[:-1] + chr(ord("/") + 1)  # the keys from ``prefix`` up to the next prefix
+            like = _starting_with(prefix)
+            named = {"branch": branch, "prefix": prefix, "upper": upper, "like": like, "sequence": sequence, "before": before}
+            rows = self._conn.execute(_STATE_KEYS_AFTER, named).fetchall()
             after = [(key, int(seq)) for key, seq in rows if key is not None]
             (held,) = [int(seq) for key, seq in rows if key is None]
             return held - len(after), after

@@ -212,9 +212,14 @@ PG_COMPILE_INDEX = compile_index("asides_log")
 COUNTED_BITS: Final = LARGEST_AUDIENCE_BITS
 
 
-#: SQL: what a state key spells up to its last ``/`` (its *parent*), in code point order, as the
-#: index ``asides_log_state_after`` and the queries through it spell it.
-PG_PARENT: Final = "regexp_replace(ref, '[^/]*$', '') COLLATE \"C\""
+def parent_of(row: str) -> str:
+    """SQL: what the state key of the log record ``row`` (``NEW.``, ``OLD.``, or nothing for the
+    row itself) spells up to its last ``/``, its *parent*, in code point order, as the index
+    ``asides_log_state_after`` and the queries through it spell it."""
+    return f"regexp_replace({row}ref, '[^/]*$', '') COLLATE \"C\""
+
+
+PG_PARENT: Final = parent_of("")
 
 
 def may_name_a_reader(row: str) -> str:
@@ -310,12 +315,12 @@ PG_STORED_INDEXES = (
         IF TG_OP = 'DELETE' THEN
             IF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = OLD.ref AND branch = OLD.branch) THEN
                 UPDATE asides_log_state_keys SET keys = keys - 1
-                    WHERE branch = OLD.branch AND parent = {PG_PARENT.replace("ref", "OLD.ref")};
+                    WHERE branch = OLD.branch AND parent = {parent_of("OLD.")};
                 DELETE FROM asides_log_state_keys
-                    WHERE branch = OLD.branch AND parent = {PG_PARENT.replace("ref", "OLD.ref")} AND keys <= 0;
+                    WHERE branch = OLD.branch AND parent = {parent_of("OLD.")} AND keys <= 0;
             END IF;
         ELSIF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = NEW.ref AND branch = NEW.branch AND id < NEW.id) THEN
-            INSERT INTO asides_log_state_keys (branch, parent, keys) VALUES (NEW.branch, {PG_PARENT.replace("ref", "NEW.ref")}, 1)
+            INSERT INTO asides_log_state_keys (branch, parent, keys) VALUES (NEW.branch, {parent_of("NEW.")}, 1)
                 ON CONFLICT (branch, parent) DO UPDATE SET keys = asides_log_state_keys.keys + 1;
         END IF;
         RETURN NULL;

@@ -29,7 +29,7 @@ import os
 import secrets
 import sqlite3
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import chain
 from typing import Any, Final
@@ -175,11 +175,21 @@ GAP_BLOCKS_TABLE: Final = (
 )
 
 
-#: SQL: what a state key spells up to its last ``/`` (its *parent*: ``a/chunk/`` of
-#: ``a/chunk/12``; ``''`` for a key without one), as both ``STATE_KEYS_TABLE`` and its queries
-#: spell it (an index on an expression serves a query that spells it the same).
-_PARENT = "rtrim(ref, replace(ref, '/', ''))"
-_NOT_BEFORE = "SELECT 1 FROM log AS e WHERE e.kind = 'state' AND e.ref = {row}ref AND e.branch = {row}branch AND e.id {op} {row}id"
+def _parent_of(row: str) -> str:
+    """SQL: what the state key of the log record ``row`` (``NEW.``, ``OLD.``, or nothing for the
+    row itself) spells up to its last ``/``, its *parent* (``a/chunk/`` of ``a/chunk/12``; ``''``
+    for a key without one), as ``STATE_KEYS_TABLE`` and its queries spell it (an index on an
+    expression serves a query that spells it the same)."""
+    return f"rtrim({row}ref, replace({row}ref, '/', ''))"
+
+
+def _other_record_of_key(row: str, bound: str) -> str:
+    """SQL: a state record of the same key and branch as the log record ``row`` whose id is
+    ``bound`` (a comparison: ``'< NEW.id'``, ``'<> OLD.id'``), through ``log_state_refs``."""
+    return f"SELECT 1 FROM log AS e WHERE e.kind = 'state' AND e.ref = {row}ref AND e.branch = {row}branch AND e.id {bound}"
+
+
+_PARENT = _parent_of("")
 #: How many keys each parent holds on each branch (a row for each parent, not each key: the log's
 #: triggers keep it, counting a key at its first record), and the state records by branch,
 #: parent and sequence (``log_state_after``), so that a count of a namespace's keys and a
@@ -191,13 +201,13 @@ STATE_KEYS_TABLE: Final = (
     "CREATE TABLE log_state_keys (branch TEXT NOT NULL, parent TEXT NOT NULL, keys INTEGER NOT NULL, "
     "PRIMARY KEY (branch, parent)) WITHOUT ROWID",
     f"CREATE TRIGGER log_state_keys_counted AFTER INSERT ON log WHEN NEW.kind = 'state' "
-    f"AND NOT EXISTS ({_NOT_BEFORE.format(row='NEW.', op='<')}) BEGIN "
-    f"INSERT INTO log_state_keys (branch, parent, keys) VALUES (NEW.branch, {_PARENT.replace('ref', 'NEW.ref')}, 1) "
+    f"AND NOT EXISTS ({_other_record_of_key('NEW.', '< NEW.id')}) BEGIN "
+    f"INSERT INTO log_state_keys (branch, parent, keys) VALUES (NEW.branch, {_parent_of('NEW.')}, 1) "
     "ON CONFLICT (branch, parent) DO UPDATE SET keys = keys + 1; END",
     f"CREATE TRIGGER log_state_keys_uncounted AFTER DELETE ON log WHEN OLD.kind = 'state' "
-    f"AND NOT EXISTS ({_NOT_BEFORE.format(row='OLD.', op='<>')}) BEGIN "
-    f"UPDATE log_state_keys SET keys = keys - 1 WHERE branch = OLD.branch AND parent = {_PARENT.replace('ref', 'OLD.ref')}; "
-    f"DELETE FROM log_state_keys WHERE branch = OLD.branch AND parent = {_PARENT.replace('ref', 'OLD.ref')} AND keys <= 0; END",
+    f"AND NOT EXISTS ({_other_record_of_key('OLD.', '<> OLD.id')}) BEGIN "
+    f"UPDATE log_state_keys SET keys = keys - 1 WHERE branch = OLD.branch AND parent = {_parent_of('OLD.')}; "
+    f"DELETE FROM log_state_keys WHERE branch = OLD.branch AND parent = {_parent_of('OLD.')} AND keys <= 0; END",
     f"INSERT INTO log_state_keys (branch, parent, keys) SELECT branch, {_PARENT}, count(DISTINCT ref) FROM log "
     "WHERE kind = 'state' GROUP BY 1, 2",
 )
@@ -729,9 +739,8 @@ class SqliteJournal:
         from ``before`` and those written after ``sequence``, which are listed; in one statement
         (one snapshot), reading a row a parent and a row a record written after ``sequence``."""
         prefix, upper = keys
-        after_it = [branch, prefix, sequence, before, branch, prefix, upper, sequence, before]
-        held_keys = [branch, prefix, upper, before, branch, prefix, upper, before]
-        rows = self._read(_STATE_KEYS_AFTER, after_it + held_keys, "the state records")
+        named = {"branch": branch, "prefix": prefix, "upper": upper, "sequence": sequence, "before": before}
+        rows = self._read(_STATE_KEYS_AFTER, named, "the state records")
         after = [(key, int(seq)) for key, seq in rows if key is not None]
         (held,) = [int(seq) for key, seq in rows if key is None]
         return held - len(after), after
@@ -805,7 +814,7 @@ class SqliteJournal:
             await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
             return len(rows), len(merged)
 
-    def _read(self, query: str, parameters: Sequence[Any], what: str = "the messages") -> list[Any]:
+    def _read(self, query: str, parameters: Sequence[Any] | Mapping[str, Any], what: str = "the messages") -> list[Any]:
         """Rows of a read of committed records, synchronously, on the connection that reads what
         the open left in the file (made at the first read); a failure is a ``StoreFailedError``
         saying that ``what`` could not be read."""
@@ -1165,12 +1174,12 @@ SELECT_GAP_BLOCKS = "SELECT branch, block, count FROM log_gap_blocks WHERE count
 # whose first record has an id from that bound on (read by id: the unary ``+`` keeps the planner
 # off the indexes by key and by place, which would read every record under the prefix).
 _STATE_KEYS_AFTER = (
-    f"SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = ? AND {_PARENT} = ? AND seq > ? AND id < ? GROUP BY ref "
-    f"UNION ALL SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = ? AND {_PARENT} > ? AND {_PARENT} < ? "
-    "AND seq > ? AND id < ? GROUP BY ref UNION ALL "
-    "SELECT NULL, coalesce((SELECT sum(keys) FROM log_state_keys WHERE branch = ? AND parent >= ? AND parent < ?), 0) - "
-    "(SELECT count(DISTINCT l.ref) FROM log AS l WHERE l.id >= ? AND +l.kind = 'state' AND +l.branch = ? AND +l.ref >= ? "
-    f"AND +l.ref < ? AND NOT EXISTS ({_NOT_BEFORE.format(row='l.', op='<').replace('l.id', '?')}))"
+    f"SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = :branch AND {_PARENT} = :prefix AND seq > :sequence "
+    f"AND id < :before GROUP BY ref UNION ALL SELECT ref, max(seq) FROM log WHERE kind = 'state' AND branch = :branch "
+    f"AND {_PARENT} > :prefix AND {_PARENT} < :upper AND seq > :sequence AND id < :before GROUP BY ref UNION ALL "
+    "SELECT NULL, coalesce((SELECT sum(keys) FROM log_state_keys WHERE branch = :branch AND parent >= :prefix "
+    "AND parent < :upper), 0) - (SELECT count(DISTINCT l.ref) FROM log AS l WHERE l.id >= :before AND +l.kind = 'state' "
+    f"AND +l.branch = :branch AND +l.ref >= :prefix AND +l.ref < :upper AND NOT EXISTS ({_other_record_of_key('l.', '< :before')}))"
 )
 SELECT_GAPS = f"SELECT seq FROM log WHERE branch = ? AND seq BETWEEN ? AND ? AND id < ? AND {GAP_ROW} ORDER BY seq"
 # The versions of state records (``StoredRows.state_versions``): id, branch, sequence, key, and

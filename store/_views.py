@@ -953,7 +953,7 @@ class MessageView:
         in the same place: no message of the branch (or of an ancestor) edited, none erased in
         the store, and no view filter. While it holds, a message's position never changes, and a
         message once in the view stays in it."""
-        return self._model.erasure_count == 0 and not self._filtered and self._model.edits_in_lineage(self.branch) == 0
+        return self._model.erasure_count == 0 and self.in_written_order
 
     @property
     def in_written_order(self) -> bool:

@@ -104,33 +104,29 @@ def test_a_store_read_back_a_block_of_gaps_at_a_time_reads_as_written(before, af
         trio.run(run, str(Path(folder) / "store.db"))
 
 
-def _file_counts(path: str) -> list[tuple]:
-    """The gaps a store file counts a block of ``1 << 14`` sequences (its triggers keep them)."""
+def _fetch(path: str, query: str) -> list[tuple]:
+    """The rows of ``query`` on the store at ``path`` (a file or a PostgreSQL URL), ``{log}`` in it
+    naming the log (``log`` in a file, ``asides_log`` on PostgreSQL)."""
     if "://" in path:
         import psycopg
 
         with psycopg.connect(path) as connection:
-            return connection.execute("SELECT branch, block, count FROM asides_log_gap_blocks ORDER BY 1, 2").fetchall()
+            return [tuple(row) for row in connection.execute(query.format(log="asides_log")).fetchall()]
     import sqlite3
 
     with sqlite3.connect(path) as connection:
-        return connection.execute("SELECT branch, block, count FROM log_gap_blocks ORDER BY 1, 2").fetchall()
+        return connection.execute(query.format(log="log")).fetchall()
+
+
+def _file_counts(path: str) -> list[tuple]:
+    """The gaps a store counts a block of ``1 << 14`` sequences (its triggers keep them)."""
+    return _fetch(path, "SELECT branch, block, count FROM {log}_gap_blocks ORDER BY 1, 2")
 
 
 def _rows_counted(path: str) -> list[tuple]:
     """The same, counted from the records themselves."""
     where = "kind NOT IN ('message', 'branch', 'compile', 'disclosure', 'strategy', 'erasure')"
-    if "://" in path:
-        import psycopg
-
-        with psycopg.connect(path) as connection:
-            query = f"SELECT branch, seq >> 14, count(*) FROM asides_log WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2"  # noqa: S608
-            return connection.execute(query).fetchall()
-    import sqlite3
-
-    with sqlite3.connect(path) as connection:
-        query = f"SELECT branch, seq >> 14, count(*) FROM log WHERE {where} GROUP BY 1, 2 ORDER BY 1, 2"  # noqa: S608
-        return connection.execute(query).fetchall()
+    return _fetch(path, "SELECT branch, seq >> 14, count(*) FROM {log} WHERE " + where + " GROUP BY 1, 2 ORDER BY 1, 2")  # noqa: S608
 
 
 async def _write_with_states(path: str, length: int) -> None:

@@ -30,6 +30,8 @@ WRITES = st.lists(
     min_size=1,
     max_size=12,
 )
+#: Keys written again after the store is reopened.
+MORE = st.lists(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True), max_size=3)
 
 
 async def _apply(store, writes, mark: str) -> None:
@@ -59,14 +61,14 @@ async def _check(url: str, writes, more) -> None:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(writes=WRITES, more=st.lists(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True), max_size=3))
+@given(writes=WRITES, more=MORE)
 def test_a_store_counts_the_keys_under_a_prefix_as_its_records_say_on_sqlite(writes, more):
     with tempfile.TemporaryDirectory() as folder:
         trio.run(_check, str(Path(folder) / "store.db"), writes, more)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(writes=WRITES, more=st.lists(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True), max_size=3))
+@given(writes=WRITES, more=MORE)
 def test_a_store_counts_the_keys_under_a_prefix_as_its_records_say_on_postgres(pg_cluster, writes, more):
     trio.run(_check, pg_cluster.fresh_url(), writes, more)
 
