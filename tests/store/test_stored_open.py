@@ -254,3 +254,27 @@ async def test_a_postgres_reader_view_takes_in_what_another_process_writes_into_
             assert _shown(view) == _expected(contents, reader), reader
         fresh = MessageView(here.model, "main", reader="ann")
         assert _shown(fresh) == _expected(contents, "ann")
+
+
+async def test_a_view_in_the_written_order_stays_so_after_an_erasure_but_not_after_an_edit(store_path):
+    """``as_written`` holds while nothing was edited or erased; ``in_written_order`` holds after an
+    erasure too (it only takes messages out), on the branch and on a fork, reopened as well;
+    an edit ends both, and a view filter holds neither."""
+    async with open_store(store_path) as store:
+        written = await store.append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(6)])
+        await store.create_branch("side", "main", at_sequence=store.model.head("main"))
+
+        def views():
+            return [MessageView(store.model, branch, reader="ann") for branch in ("main", "side")]
+
+        assert all(v.as_written and v.in_written_order for v in views())
+        filtered = MessageView(store.model, "main", reader="ann", view_filter=lambda _m: True)
+        assert not filtered.as_written and not filtered.in_written_order
+        await store.erase([written[2].id], reason="test", at=0.0)
+        assert all(not v.as_written and v.in_written_order for v in views())
+    async with open_store(store_path) as store:
+        main, side = (MessageView(store.model, branch, reader="ann") for branch in ("main", "side"))
+        assert not main.as_written and main.in_written_order and side.in_written_order
+        assert [m.content[0].text for m in main.get_all()] == ["m0", "m1", "m3", "m4", "m5"]
+        await store.edit_message("main", written[4].id, (text("edited"),))
+        assert not main.in_written_order and not side.in_written_order, "an ancestor's edit too"
