@@ -53,6 +53,7 @@ from ._model_parts import (
     BranchInfo,
     GapBlocks,
     Owners,
+    ReadAhead,
     RecordTypeError,
     Row,
     StoredRows,
@@ -245,6 +246,10 @@ class LogModel:
         #: since (``StoreStatistics``).
         self.opened_records = 0
         self.messages_read = 0
+        #: Queries that read message bodies back since the open (``StoreStatistics``), and what
+        #: a miss of the cache reads with it (``ReadAhead``).
+        self.message_queries = 0
+        self._read_ahead = ReadAhead()
         #: State values read back from the database since the open (``StoreStatistics``), and
         #: those kept decoded, least recently used first (at most ``STATE_CACHE``).
         self.state_values_read = 0
@@ -858,7 +863,7 @@ class LogModel:
     def _stored_base(self, owner: Branch, index: int) -> Message:
         entry = owner.entries.get(index)
         if entry is None:
-            self._fetch_stored([(owner, index)])
+            self._fetch_stored(self._around(owner, index))
             entry = owner.entries[index]
         message_id = entry.id if isinstance(entry, Message) else str(entry[0])
         if self._erased and message_id in self._erased:
@@ -889,6 +894,7 @@ class LogModel:
                     last += 1
                 run = indexes[first : last + 1]
                 rows = self._rows.message_rows(owner.name, owner.seq_of(run[0]), owner.seq_of(run[-1]), True)
+                self.message_queries += 1
                 found = {seq: (record_id, body) for record_id, seq, body in rows}
                 for index in run:
                     seq = owner.seq_of(index)
@@ -978,7 +984,7 @@ class LogModel:
                 entry = owner.own[index] = self._tombstone_message(owner.own_ids[index], owner.own_seqs[index])
                 return entry
         if entry is None:
-            self._fetch([(owner, index)])
+            self._fetch(self._around(owner, index))
             entry = owner.own[index]
             assert entry is not None
         if isinstance(entry, str):
@@ -1003,6 +1009,7 @@ class LogModel:
         for first in range(0, len(places), FETCH_BATCH):
             batch = places[first : first + FETCH_BATCH]
             bodies = self._read_bodies([owner.own_ids[index] for owner, index in batch])
+            self.message_queries += 1
             for owner, index in batch:
                 record_id = owner.own_ids[index]
                 body = bodies.get(record_id)
@@ -1013,6 +1020,21 @@ class LogModel:
                 self._loaded[record_id] = (owner, index)
                 self._loaded.move_to_end(record_id)
         self._evict()
+
+    def _around(self, owner: Branch, index: int) -> list[tuple[Branch, int]]:
+        """What to read for a miss of the cache at ``index`` of ``owner``: that message, and the
+        neighbours not held that a walk reading them one by one will reach next
+        (:class:`ReadAhead`), at most a quarter of the cache (so what it reads stays cached
+        until reached) and one read's worth."""
+        span = self._read_ahead.plan(owner.name, index, min(FETCH_BATCH, self.body_cache // 4))
+        places = [(owner, index)]
+        for other in range(max(span.start, 0), min(span.stop, owner.own_count())):
+            if other == index or not self._lacks(owner, other):
+                continue
+            if not owner.stored and str(owner.own_ids[other]) in self._erased:
+                continue  # read as its tombstone, with no body
+            places.append((owner, other))
+        return places
 
     def _evict(self, keep: int = 0) -> None:
         """Let the messages read longest ago go, down to the cache's size (or the newest
@@ -1042,7 +1064,9 @@ class LogModel:
             owner, index = branch.locate(position)
             if self._lacks(owner, index):
                 missing.append((owner, index))
-        if missing:
+        if len(missing) == 1:  # a read of one message, which may walk the branch
+            self._fetch(self._around(*missing[0]))
+        elif missing:
             self._fetch(missing)
 
     def _resolve(self, branch: Branch, base: Message) -> Message:

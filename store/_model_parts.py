@@ -29,6 +29,7 @@ __all__ = [
     "UNREADABLE",
     "Branch",
     "Owners",
+    "ReadAhead",
     "fork_point",
     "latest",
     "record_of",
@@ -330,6 +331,37 @@ class GapBlocks:
                 return
             if key not in self._pins:
                 del self._blocks[key]
+
+
+class ReadAhead:
+    """Which neighbours a read of a message that missed the cache reads with it: none, until
+    the misses walk one branch a message at a time, one way (as a compile's walk back from the
+    newest message does); then, each time the walk reaches past what was read ahead, twice as
+    many as the last time, up to a limit, in the walk's direction. A walk over ``n`` messages so
+    takes about ``log2(min(n, limit)) + n / limit`` reads instead of ``n``, and reads fewer
+    messages it never reaches than it reached, plus one read's worth at most; a read out of the
+    walk's way starts over with none."""
+
+    __slots__ = ("_branch", "_index", "_step", "_window")
+
+    def __init__(self) -> None:
+        self._branch: str | None = None
+        self._index = 0  # the position of the last miss
+        self._step = 0  # the walk's direction (+1 or -1), 0 before it has one
+        self._window = 1  # how many positions the last miss read
+
+    def plan(self, branch: str, index: int, limit: int) -> range:
+        """The positions of ``branch`` to read for a miss at ``index`` (holding ``index``; at most
+        ``limit`` of them, at least one), not clipped to the branch."""
+        step, window = 0, 1
+        if branch == self._branch:
+            if self._step == 0 and abs(index - self._index) == 1:
+                step, window = index - self._index, 2
+            elif self._step != 0 and index == self._index + self._step * self._window:
+                step, window = self._step, self._window * 2
+        window = max(1, min(window, limit))
+        self._branch, self._index, self._step, self._window = branch, index, step, window
+        return range(index, index + window) if step >= 0 else range(index - window + 1, index + 1)
 
 
 class Branch:

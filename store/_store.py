@@ -106,6 +106,11 @@ class StoreStatistics:
     #: where a message stands in a block is read when a read first reaches it (at most 16
     #: blocks of every branch together stay read).
     gap_blocks_read: int = 0
+    #: Queries that read messages back from the database since the open (``messages_read``
+    #: counts the messages; a query reading many counts once): a read of one message that misses
+    #: the cache reads with it the neighbours a walk a message at a time reaches next (none
+    #: until the reads walk), so such a walk over ``n`` messages makes a few queries, not ``n``.
+    message_queries: int = 0
 
 
 class Store:
@@ -155,6 +160,7 @@ class Store:
             caught_up_records=journal.caught_up_records,
             records_read_at_open=model.opened_records,
             messages_read=model.messages_read,
+            message_queries=model.message_queries,
             messages_in_memory=model.messages_in_memory(),
             audience_blocks_read=model.audience_blocks_read,
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
