@@ -110,6 +110,7 @@ async def _measure(path: str) -> dict[str, Any]:
             "peak_mb": round((_rss("VmHWM") - base) / 1024, 1),
             "records_read_at_open": stats.records_read_at_open,
             "messages_read": stats.messages_read,
+            "message_queries": getattr(stats, "message_queries", None),  # None: code before it was counted
             "raw_shown": kinds.count("raw"),
             "memories_shown": kinds.count("summary") // 2,
         }
