@@ -87,6 +87,9 @@ MESSAGE: Final = "message"
 #: memory, by default; and how many bodies one read asks the database for at most.
 DEFAULT_BODY_CACHE: Final = 20_000  # open_store's DEFAULT_MESSAGE_CACHE
 FETCH_BATCH: Final = 900
+#: How many messages a read that misses the cache reads ahead at most, besides the one asked
+#: (``LogModel._around``): a synchronous read holds up the event loop for the bodies it reads.
+READ_AHEAD: Final = 128
 #: How many state values read back from the database (their records' bodies left there at
 #: open, on a model whose messages stay there too) stay decoded in memory, and how many
 #: characters of JSON they may hold together (the newest is kept whatever its size).
@@ -1025,8 +1028,8 @@ class LogModel:
         """What to read for a miss of the cache at ``index`` of ``owner``: that message, and the
         neighbours not held that a walk reading them one by one will reach next
         (:class:`ReadAhead`), at most a quarter of the cache (so what it reads stays cached
-        until reached) and one read's worth."""
-        span = self._read_ahead.plan(owner.name, index, min(FETCH_BATCH, self.body_cache // 4))
+        until reached) and ``READ_AHEAD``."""
+        span = self._read_ahead.plan(owner.name, index, min(READ_AHEAD, self.body_cache // 4))
         places = [(owner, index)]
         for other in range(max(span.start, 0), min(span.stop, owner.own_count())):
             if other == index or not self._lacks(owner, other):

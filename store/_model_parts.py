@@ -339,7 +339,7 @@ class ReadAhead:
     newest message does); then, each time the walk reaches past what was read ahead, twice as
     many as the last time, up to a limit, in the walk's direction. A walk over ``n`` messages so
     takes about ``log2(min(n, limit)) + n / limit`` reads instead of ``n``, and reads fewer
-    messages it never reaches than it reached, plus one read's worth at most; a read out of the
+    messages it never reaches than it reached, and fewer than ``limit``; a read out of the
     walk's way starts over with none."""
 
     __slots__ = ("_branch", "_index", "_step", "_window")

@@ -1,9 +1,10 @@
 """A read that misses the message cache reads, with the message asked for, the neighbours a walk
 one message at a time is about to reach: none for reads out of a walk's way, and, as a walk goes
-on, twice as many each time it reaches past them, up to a quarter of the cache. A walk over ``n``
-messages so takes a few queries (``StoreStatistics.message_queries``), not ``n`` (on PostgreSQL,
-round trips), whatever the history's length; it reads fewer messages it never reaches than it
-reached, plus one query's worth; and what it reads is what the store holds, as written."""
+on, twice as many each time it reaches past them, up to a quarter of the cache and 128. A walk
+over ``n`` messages so takes a few queries (``StoreStatistics.message_queries``), not ``n`` (on
+PostgreSQL, round trips), whatever the history's length; it reads fewer messages it never
+reaches than it reached, and at most 127; and what it reads is what the store holds, as
+written."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ async def walk_back(path: str, walked: int, reader: str | None = None) -> tuple[
 
 
 async def test_a_walk_back_from_the_newest_takes_a_few_queries_at_any_length(store_path):
-    """600 messages read newest first, one at a time, take 11 queries (1, then 1, 2, 4, ... 512),
+    """600 messages read newest first, one at a time, take 11 queries (1, then 2, 4, ... 128, 128),
     in a history of 2,000 messages as in one of 8,000, for no reader as for a named one; they
     read at most twice the messages reached."""
     await write_long(store_path, 2000)
@@ -96,8 +97,8 @@ async def test_a_small_cache_reads_ahead_a_quarter_of_it_and_keeps_what_it_reads
 
 async def test_a_compressing_managers_first_compile_takes_a_few_queries(store_path):
     """A compressing manager's open walks its recent window back from the newest message, and
-    its first compile walks the rest, a message at a time: a few queries for the 2,000 messages
-    it shows (under 25), not one each, reading no message twice."""
+    its first compile walks the rest, a message at a time: about a query for every 128 of the
+    2,000 messages it shows, not one each, reading no message twice."""
     from asides import open_runtime
 
     await write_long(store_path, 2000)
@@ -106,7 +107,7 @@ async def test_a_compressing_managers_first_compile_takes_a_few_queries(store_pa
         compiled = await manager.compile(max_tokens=200_000)
         statistics = rt.store.statistics()
     assert len(compiled.messages) == 2000
-    assert statistics.message_queries < 25 and statistics.messages_read == 2000, statistics
+    assert statistics.message_queries <= 2000 // 128 + 16 and statistics.messages_read == 2000, statistics
 
 
 def test_the_read_ahead_doubles_along_a_walk_and_starts_over_off_it():
