@@ -112,7 +112,9 @@ async def test_inspect_shows_an_owed_rewrite_and_who_holds_it_back(pg_url, pg_cl
         report = json.loads(capsys.readouterr().out)
         (pending,) = report["pending"]
         assert pending["kind"] == "vacuum" and pending["erasures"] == [1]
-        assert pending["blocked_by"] == [holder.info.backend_pid]
+        # the holder, and any other transaction of the server older than the erasure (on a busy
+        # server, another test's connection may still be ending)
+        assert holder.info.backend_pid in pending["blocked_by"]
         assert await trio.to_thread.run_sync(main, ["inspect", pg_url]) == 0
         shown = capsys.readouterr().out
         assert "VACUUM FULL" in shown and str(holder.info.backend_pid) in shown
