@@ -222,6 +222,16 @@ def parent_of(row: str) -> str:
 PG_PARENT: Final = parent_of("")
 
 
+def other_state_record(row: str, bound: str) -> str:
+    """SQL: a state record of the same key and branch as the log record ``row`` whose id is
+    ``bound`` (a comparison: ``'< NEW.id'``, ``'<> OLD.id'``), through ``asides_log_state_refs``
+    (the key's records). The branch is compared as ``branch || ''``, which no index holds: a
+    trigger's plan is made once for any key and branch, and with the branch an index column
+    the planner took ``asides_log_state_after`` (every state record of the branch, read for each
+    row written: a batch's cost grew with the branch's state records)."""
+    return f"SELECT 1 FROM asides_log AS e WHERE e.kind = 'state' AND e.ref = {row}ref AND (e.branch || '') = {row}branch AND e.id {bound}"
+
+
 def may_name_a_reader(row: str) -> str:
     """SQL: whether the log record ``row`` (``NEW.``, ``OLD.``, or nothing for the row itself) is
     a message whose body may name a reader (the first test of ``body_may_hold_audience``)."""
@@ -310,25 +320,26 @@ PG_STORED_INDEXES = (
     f"CREATE INDEX IF NOT EXISTS asides_log_state_after ON asides_log (branch, ({PG_PARENT}), seq) WHERE kind = 'state'",
     "CREATE TABLE IF NOT EXISTS asides_log_state_keys (branch text NOT NULL, parent text COLLATE \"C\" NOT NULL, "
     "keys bigint NOT NULL, PRIMARY KEY (branch, parent))",
-    f"""CREATE OR REPLACE FUNCTION asides_count_state_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE OR REPLACE FUNCTION asides_state_key_counts() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         IF TG_OP = 'DELETE' THEN
-            IF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = OLD.ref AND branch = OLD.branch) THEN
+            IF NOT EXISTS ({other_state_record("OLD.", "<> OLD.id")}) THEN
                 UPDATE asides_log_state_keys SET keys = keys - 1
                     WHERE branch = OLD.branch AND parent = {parent_of("OLD.")};
                 DELETE FROM asides_log_state_keys
                     WHERE branch = OLD.branch AND parent = {parent_of("OLD.")} AND keys <= 0;
             END IF;
-        ELSIF NOT EXISTS (SELECT 1 FROM asides_log WHERE kind = 'state' AND ref = NEW.ref AND branch = NEW.branch AND id < NEW.id) THEN
+        ELSIF NOT EXISTS ({other_state_record("NEW.", "< NEW.id")}) THEN
             INSERT INTO asides_log_state_keys (branch, parent, keys) VALUES (NEW.branch, {parent_of("NEW.")}, 1)
                 ON CONFLICT (branch, parent) DO UPDATE SET keys = asides_log_state_keys.keys + 1;
         END IF;
         RETURN NULL;
     END $$""",
     "CREATE OR REPLACE TRIGGER asides_state_keys_written AFTER INSERT ON asides_log FOR EACH ROW WHEN (NEW.kind = 'state') "
-    "EXECUTE FUNCTION asides_count_state_keys()",
+    "EXECUTE FUNCTION asides_state_key_counts()",
     "CREATE OR REPLACE TRIGGER asides_state_keys_removed AFTER DELETE ON asides_log FOR EACH ROW WHEN (OLD.kind = 'state') "
-    "EXECUTE FUNCTION asides_count_state_keys()",
+    "EXECUTE FUNCTION asides_state_key_counts()",
+    "DROP FUNCTION IF EXISTS asides_count_state_keys()",  # the function of a store made before, replaced above
     # A store made before the tables: their counts, once (the triggers, made above in this
     # same transaction, hold off other writers until it commits).
     f"INSERT INTO asides_log_state_keys (branch, parent, keys) SELECT branch, {PG_PARENT}, count(DISTINCT ref) "
@@ -396,7 +407,7 @@ PG_STORED_MADE: Final = (
     "AND to_regclass('asides_log_audience') IS NOT NULL AND to_regclass('asides_log_state_refs') IS NOT NULL "
     "AND to_regprocedure('asides_seers(text)') IS NOT NULL AND to_regclass('asides_log_seers_blocks') IS NOT NULL "
     "AND to_regclass('asides_log_gap_blocks') IS NOT NULL AND to_regclass('asides_log_state_keys') IS NOT NULL "
-    "AND to_regclass('asides_log_state_after') IS NOT NULL "
+    "AND to_regclass('asides_log_state_after') IS NOT NULL AND to_regprocedure('asides_state_key_counts()') IS NOT NULL "
     "AND to_regclass('asides_log_disclosed') IS NOT NULL AND to_regclass('asides_log_disclosure_spans_span') IS NOT NULL"
 )
 

@@ -109,6 +109,35 @@ async def test_a_summary_that_disagrees_with_the_blocks_reads_fail_closed(store_
         assert [block.text for block in ann.at(0).content] == ["for ann alone"]
 
 
+async def test_a_postgres_store_whose_key_counts_ran_an_earlier_function_gets_the_one_of_now(pg_url):
+    """A store whose triggers keep the key counts through the function of an earlier version
+    (``asides_count_state_keys``, whose lookup of a key's earlier record the planner could make
+    read every state record of the branch) is given the function of now by its first writing
+    open, the earlier one dropped; the counts stay right through it."""
+    import psycopg
+
+    async with open_store(pg_url) as store:
+        await store.set_states("main", {"agents/a/k/1": 1, "agents/a/k/2": 2})
+    with psycopg.connect(pg_url, autocommit=True) as connection:
+        (source,) = connection.execute("SELECT prosrc FROM pg_proc WHERE oid = 'asides_state_key_counts()'::regprocedure").fetchone()
+        connection.execute(f"CREATE FUNCTION asides_count_state_keys() RETURNS trigger LANGUAGE plpgsql AS $${source}$$")
+        for trigger, when in (("asides_state_keys_written", "AFTER INSERT"), ("asides_state_keys_removed", "AFTER DELETE")):
+            row = "NEW" if when == "AFTER INSERT" else "OLD"
+            connection.execute(
+                f"CREATE OR REPLACE TRIGGER {trigger} {when} ON asides_log FOR EACH ROW WHEN ({row}.kind = 'state') "
+                "EXECUTE FUNCTION asides_count_state_keys()"
+            )
+        connection.execute("DROP FUNCTION asides_state_key_counts()")
+    async with open_store(pg_url) as store:
+        await store.set_states("main", {"agents/a/k/2": 3, "agents/a/k/3": 4})
+        assert store.state_keys("main", "agents/a/k/") == ["agents/a/k/1", "agents/a/k/2", "agents/a/k/3"]
+    with psycopg.connect(pg_url, autocommit=True) as connection:
+        ours = "SELECT proname FROM pg_proc WHERE proname LIKE 'asides_%state_key%' AND pronamespace = current_schema()::regnamespace"
+        functions = {name for (name,) in connection.execute(ours)}
+        assert functions == {"asides_state_key_counts"}
+        assert connection.execute("SELECT branch, parent, keys FROM asides_log_state_keys").fetchall() == [("main", "agents/a/k/", 3)]
+
+
 async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_writing_open(pg_url):
     import psycopg
 
@@ -127,7 +156,7 @@ async def test_a_postgres_store_made_before_the_indexes_gets_them_at_its_first_w
         connection.execute("DROP TABLE asides_log_gap_blocks")
         for trigger in ("asides_state_keys_written", "asides_state_keys_removed"):
             connection.execute(f"DROP TRIGGER {trigger} ON asides_log")
-        connection.execute("DROP FUNCTION asides_count_state_keys()")
+        connection.execute("DROP FUNCTION asides_state_key_counts()")
         connection.execute("DROP TABLE asides_log_state_keys")
         connection.execute("DROP INDEX asides_log_state_after")
         connection.execute("DROP FUNCTION asides_seers(text)")
