@@ -95,6 +95,10 @@ READ_AHEAD: Final = 128
 #: characters of JSON they may hold together (the newest is kept whatever its size).
 STATE_CACHE: Final = 1024
 STATE_CACHE_CHARACTERS: Final = 1_000_000
+#: How many state keys a model whose messages stay in the database holds the versions of (their
+#: sequences and record ids) before a commit lets go of all but those it or a later write
+#: wrote: a read reads them again, from the index of state records.
+STATE_KEYS_HELD: Final = 8192
 #: How many state records an erasure reads from the database at once, looking for those made
 #: from what it erases.
 ERASURE_PAGE: Final = 2000
@@ -271,6 +275,10 @@ class LogModel:
         self._state_keys_read: set[str] = set()
         self._state_keys_missing: OrderedDict[str, None] = OrderedDict()  # the newest asked for and not found
         self.state_versions_read = 0
+        #: At most how many keys' versions a model whose messages stay in the database holds
+        #: after a commit, besides those with a version not committed (``STATE_KEYS_HELD``).
+        self.state_keys_bound = STATE_KEYS_HELD
+        self._state_keys_held = 0  # keys with a list of versions in some branch's ``states``
 
     # -- replay ---------------------------------------------------------------------------
 
@@ -381,7 +389,7 @@ class LogModel:
                     else:
                         self._cache_state(record_id, value, len(body))
                     value = _IN_STORE
-                versions = branch.states.setdefault(ref, [])
+                versions = self._versions(branch, ref)
                 if not any(version[1] == record_id for version in versions):  # read back already
                     versions.append((seq, record_id, value))
                 if self._state_keys_missing.pop(ref, False) is None:  # none before this one
@@ -806,6 +814,10 @@ class LogModel:
             return sum(len(branch.entries) for branch in self._branches.values())
         return sum(1 for branch in self._branches.values() for entry in branch.own if entry is not None)
 
+    def state_keys_in_memory(self) -> int:
+        """How many state keys the model holds versions of, on every branch together (``StoreStatistics``)."""
+        return self._state_keys_held
+
     def state_values_in_memory(self) -> int:
         """How many state values the model holds decoded (``StoreStatistics``): on a store that
         reads its messages back, the cache and the values written here and not yet committed;
@@ -828,13 +840,15 @@ class LogModel:
         leave memory (they can be read back)."""
         if record_id <= self._committed_to:
             return
-        self._committed_to = record_id
+        before, self._committed_to = self._committed_to, record_id
         self.disclosure_log.committed(record_id)
         if self._states_pinned:
             for committed in [i for i in self._states_pinned if i <= record_id]:
                 self._cache_state(committed, *self._states_pinned.pop(committed))
         if self._gap_blocks is not None:
             self._gap_blocks.committed(record_id)
+        if self._state_keys_held > self.state_keys_bound and self._rows is not None:
+            self._forget_state_versions(before)
         if self._pinned:
             moved = [i for i in self._pinned if i <= record_id]
             for pinned in moved:
@@ -1162,6 +1176,13 @@ class LogModel:
         record id and value as held."""
         branch = self._branch(branch_name)
         if key not in self._state_keys_read and not self._holds_keys_under(key):
+            # The versions a branch holds of a key it has not read are its newest (those written
+            # or taken in since the open, or since its versions were let go): the newest of them
+            # up to ``sequence`` is the answer, if one is; else the database's.
+            own = branch.states.get(key)
+            found = latest(own, sequence) if own else None
+            if found is not None:
+                return found
             self._read_state_keys((key,))
         for holder, limit in branch.chain():
             versions = holder.states.get(key)
@@ -1241,7 +1262,7 @@ class LogModel:
             if branch is None:
                 continue
             self.state_versions_read += 1
-            versions = branch.states.setdefault(key, [])
+            versions = self._versions(branch, key)
             if any(version[1] == record_id for version in versions):
                 continue
             version = (seq, record_id, None if blanked else _IN_STORE)
@@ -1251,6 +1272,33 @@ class LogModel:
                 versions.append(version)
             else:
                 versions.insert(bisect_left([v[0] for v in versions], seq), version)
+
+    def _versions(self, branch: Branch, key: str) -> list[tuple[int, int, Any]]:
+        """The versions of ``key`` ``branch`` holds, a list made (and counted) when it holds none."""
+        versions = branch.states.get(key)
+        if versions is None:
+            versions = branch.states[key] = []
+            self._state_keys_held += 1
+        return versions
+
+    def _forget_state_versions(self, through: int) -> None:
+        """Let go of the versions of every state key whose versions are all of records up to
+        ``through`` (committed before the commit that called: what it committed, the likeliest
+        to be read next, and what waits for a commit stay), and of every claim to hold the keys
+        under a prefix or of a pattern: a read of them reads them again (from the index of state
+        records, as an open leaves them). Only on a model whose messages stay in the database,
+        between reads."""
+        held = 0
+        for branch in self._branches.values():
+            states = branch.states
+            for key in [k for k, versions in states.items() if all(v[1] <= through for v in versions)]:
+                del states[key]
+            held += len(states)
+        self._state_keys_held = held
+        self._states_whole = False
+        self._state_prefixes.clear()
+        self._state_patterns.clear()
+        self._state_keys_read.clear()
 
     def _values_of(self, versions: Sequence[tuple[str, int, Any]], *, keep: bool = True) -> list[Any]:
         """The values of these ``(key, record id, value as held)`` state versions: those the open

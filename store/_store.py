@@ -111,6 +111,11 @@ class StoreStatistics:
     #: the cache reads with it the neighbours a walk a message at a time reaches next (none
     #: until the reads walk), so such a walk over ``n`` messages makes a few queries, not ``n``.
     message_queries: int = 0
+    #: State keys whose versions (sequence and record id, not the value) the store holds now,
+    #: each branch's counted apart: on a store that reads its messages back, those read or
+    #: written since the open, of which a commit lets go of all but those with a version not
+    #: yet committed once they pass 8,192 (a read reads them again); otherwise every one.
+    state_keys_in_memory: int = 0
 
 
 class Store:
@@ -161,6 +166,7 @@ class Store:
             records_read_at_open=model.opened_records,
             messages_read=model.messages_read,
             message_queries=model.message_queries,
+            state_keys_in_memory=model.state_keys_in_memory(),
             messages_in_memory=model.messages_in_memory(),
             audience_blocks_read=model.audience_blocks_read,
             disclosed_runs_read_at_open=model.disclosure_log.runs_read_at_open,
