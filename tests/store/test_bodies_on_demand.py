@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from asides import ArgumentTypeError, InvalidArgumentError, PassthroughStrategy, StoreFailedError, open_runtime, text
 from asides.lowlevel import MessageView, open_store
 from tests.helpers import writable_store
-from tests.store.test_sparse_views import OPS, READERS
+from tests.store.test_sparse_views import OPS, READERS, write_ops
 
 
 async def write_long(path: str, count: int) -> None:
@@ -72,22 +72,7 @@ def test_a_file_read_back_through_a_tiny_cache_reads_as_written(ops):
     async def run(path: str) -> None:
         async with open_store(path) as store:
             model = store.model
-            branches = ["main"]
-            for op in ops:
-                branch = branches[-1]
-                length = model.length(branch)
-                try:
-                    if op[0] == "append":
-                        await store.append_message(branch, op[1], tuple(op[2]))
-                    elif op[0] == "edit" and length:
-                        await store.edit_message(branch, model.id_at(branch, op[1] % length), tuple(op[2]))
-                    elif op[0] == "erase" and length:
-                        await store.erase([model.id_at(branch, op[1] % length)], reason="test", at=0.0)
-                    elif op[0] == "fork":
-                        branches.append(f"side-{len(branches)}")
-                        await store.create_branch(branches[-1], branch)
-                except Exception as exc:  # a refused write writes nothing
-                    assert type(exc).__module__.startswith("asides"), exc
+            branches = await write_ops(store, ops)
             async with open_store(path, read_only=True, message_cache=3) as reopened:
                 for branch in branches:
                     for reader in READERS:

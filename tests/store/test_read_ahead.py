@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from asides import AutobiographicalStrategy, text
 from asides.lowlevel import MessageView, open_store
 from asides.store._model_parts import ReadAhead
-from tests.store.test_sparse_views import OPS, READERS
+from tests.store.test_sparse_views import OPS, READERS, write_ops
 
 
 async def write_long(path: str, count: int) -> None:
@@ -145,22 +145,7 @@ def test_walks_over_a_file_read_back_through_a_small_cache_read_as_written(ops, 
     async def run(path: str) -> None:
         async with open_store(path) as store:
             model = store.model
-            branches = ["main"]
-            for op in ops:
-                branch = branches[-1]
-                length = model.length(branch)
-                try:
-                    if op[0] == "append":
-                        await store.append_message(branch, op[1], tuple(op[2]))
-                    elif op[0] == "edit" and length:
-                        await store.edit_message(branch, model.id_at(branch, op[1] % length), tuple(op[2]))
-                    elif op[0] == "erase" and length:
-                        await store.erase([model.id_at(branch, op[1] % length)], reason="test", at=0.0)
-                    elif op[0] == "fork":
-                        branches.append(f"side-{len(branches)}")
-                        await store.create_branch(branches[-1], branch)
-                except Exception as exc:  # a refused write writes nothing
-                    assert type(exc).__module__.startswith("asides"), exc
+            branches = await write_ops(store, ops)
             async with open_store(path, read_only=True, message_cache=cache) as reopened:
                 for branch in branches:
                     for reader in READERS:

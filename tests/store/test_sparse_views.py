@@ -54,6 +54,35 @@ OPS = st.lists(
 )
 
 
+async def write_op(store: Any, branches: list[str], op: tuple[Any, ...]) -> None:
+    """Apply ``op`` (drawn from :data:`OPS`) to ``store`` on the newest of ``branches``; a fork
+    adds the branch it makes. A write the store refuses writes nothing (asserted to be one of
+    its errors)."""
+    model = store.model
+    branch = branches[-1]
+    length = model.length(branch)
+    try:
+        if op[0] == "append":
+            await store.append_message(branch, op[1], tuple(op[2]))
+        elif op[0] == "edit" and length:
+            await store.edit_message(branch, model.id_at(branch, op[1] % length), tuple(op[2]))
+        elif op[0] == "erase" and length:
+            await store.erase([model.id_at(branch, op[1] % length)], reason="test", at=0.0)
+        elif op[0] == "fork":
+            await store.create_branch(f"side-{len(branches)}", branch)
+            branches.append(f"side-{len(branches)}")
+    except AsidesError:
+        pass  # refused (a nested audience, say): it wrote nothing
+
+
+async def write_ops(store: Any, ops: list[tuple[Any, ...]]) -> list[str]:
+    """Apply ``ops`` in turn (:func:`write_op`): the branches, oldest first."""
+    branches = ["main"]
+    for op in ops:
+        await write_op(store, branches, op)
+    return branches
+
+
 def agree(model: Any, branch: str, kept: dict[str | None, MessageView]) -> None:
     """Every read of each reader's kept view and of a fresh one equals the oracle's."""
     for reader in READERS:
@@ -84,27 +113,14 @@ def test_every_read_of_a_computed_view_agrees_with_the_full_list(ops):
         async with open_store(":memory:") as store:
             model = store.model
             shared = Projections(model)
-            branch = "main"
-            kept = {reader: MessageView(model, branch, reader=reader, shared=shared) for reader in READERS}
-            forks = 0
+            branches = ["main"]
+            kept = {reader: MessageView(model, "main", reader=reader, shared=shared) for reader in READERS}
             for op in ops:
-                length = model.length(branch)
-                try:
-                    if op[0] == "append":
-                        await store.append_message(branch, op[1], tuple(op[2]))
-                    elif op[0] == "edit" and length:
-                        await store.edit_message(branch, model.id_at(branch, op[1] % length), tuple(op[2]))
-                    elif op[0] == "erase" and length:
-                        await store.erase([model.id_at(branch, op[1] % length)], reason="test", at=0.0)
-                    elif op[0] == "fork":
-                        forks += 1
-                        child = f"side-{forks}"
-                        await store.create_branch(child, branch)
-                        branch = child
-                        kept = {reader: MessageView(model, branch, reader=reader, shared=shared) for reader in READERS}
-                except AsidesError:
-                    pass  # refused (a nested audience, say): it wrote nothing
-                agree(model, branch, kept)
+                forked = len(branches)
+                await write_op(store, branches, op)
+                if len(branches) > forked:  # views of the new branch from here on
+                    kept = {reader: MessageView(model, branches[-1], reader=reader, shared=shared) for reader in READERS}
+                agree(model, branches[-1], kept)
 
     trio.run(run)
 
