@@ -66,6 +66,9 @@ async def test_a_file_made_before_the_indexes_is_read_whole_once_then_never_agai
     async with open_store(store_path, read_only=True) as reader:  # a read-only open makes nothing
         assert reader.statistics().records_read_at_open == 301
         assert [m.content[0].text for m in reader.messages("main", 299, 300)] == ["m299"]
+        view = MessageView(reader.model, "main", reader=None)  # its bodies left in the file: a walk back reads ahead
+        assert [view.at(i).content[0].text for i in range(298, 198, -1)] == [f"m{i}" for i in range(298, 198, -1)]
+        assert reader.statistics().message_queries <= 9
     async with open_store(store_path) as store:  # read whole, and makes them
         assert store.statistics().records_read_at_open == 301
         await store.append_message("main", "user", (text("after"),))
