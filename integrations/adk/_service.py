@@ -19,7 +19,9 @@ record on the session's branch, ``adk/event/<position>.<n>``, where ``position``
 the branch held when it was appended. An agent's tool call is written together with its results
 (one private message, or the call and its results as two public ones, ``private_tool_calls``): a
 call is held in the service until the event answering it is appended, and a call whose answer
-never comes (a run cancelled while its tool ran) is never written. A call ADK marks long-running
+never comes (a run cancelled while its tool ran) is never written, nor are the events with which
+ADK seals an aborted run (``error_code`` ``INVOCATION_ABORTED``: an error answering each call
+still waiting, or a mark when none was; google-adk 2.15 on). A call ADK marks long-running
 (its answer comes in a later invocation) is written at once.
 
 All work runs in the runtime's event loop (``integrations/_loop.py``): a runtime given to the
@@ -74,6 +76,9 @@ if TYPE_CHECKING:
 __all__ = ["AsidesSessionService", "ServiceClosedError"]
 
 log = logging.getLogger("asides.adk")
+#: The ``error_code`` of the events with which ADK seals an aborted run (its
+#: ``events._abort_events``): made up by ADK, never written (the module docstring).
+ABORTED = "INVOCATION_ABORTED"
 
 T = TypeVar("T")
 UNBOUNDED = 2**62  # the budget of an agent's compile: everything its strategy selects
@@ -512,9 +517,11 @@ class AsidesSessionService(BaseSessionService):
     ) -> None:
         """Write ``event`` on ``branch`` (see the module docstring): held when it is a call that
         waits for its answer, with the calls it answers when it answers them."""
-        if author == USER:  # a new input: a call still waiting was cut off by its run's end
+        if author == USER or event.error_code == ABORTED:  # the calls still waiting were cut off
             for dropped in [k for k in self._pending if k[0] == branch]:
                 self._drop(dropped)
+            if author != USER:  # ADK's seal of an aborted run, the answers it made up: not written
+                return
         if said is None:
             await self._write_record(runtime, branch, event)
             return

@@ -94,6 +94,45 @@ def test_a_stale_session_object_is_refused_and_nothing_is_written(store_path):
     asyncio.run(main())
 
 
+def test_the_events_adk_seals_an_aborted_run_with_are_not_written_nor_the_call_they_answer(store_path):
+    """A call waits in the service for its answer; ADK seals an aborted run with a made-up error
+    answering it (``error_code`` ``INVOCATION_ABORTED``) and, when nothing waits, a bare mark:
+    neither is written, and the call is dropped, as when no answer comes at all. A real answer
+    after is written with its call."""
+
+    def call(call_id: str) -> Event:
+        part = types.Part(function_call=types.FunctionCall(id=call_id, name="lookup", args={"city": "Oslo"}))
+        return Event(author="ann", invocation_id="inv", content=types.Content(role="model", parts=[part]))
+
+    def answer(call_id: str, result: dict[str, Any], **fields: Any) -> Event:
+        part = types.Part(function_response=types.FunctionResponse(id=call_id, name="lookup", response=result))
+        return Event(author="ann", invocation_id="inv", content=types.Content(role="user", parts=[part]), **fields)
+
+    def calls(session: Any) -> list[str]:
+        return [p.function_call.id for e in session.events if e.content for p in e.content.parts if p.function_call]
+
+    async def main() -> None:
+        service = AsidesSessionService(store_path)
+        try:
+            session = await service.create_session(app_name=APP, user_id=USER, session_id="s")
+            await service.append_event(session, said("user", "Ann, the weather in Oslo?"))
+            await service.append_event(session, call("c1"))
+            aborted = {"error": "Invocation was aborted by client."}
+            await service.append_event(session, answer("c1", aborted, error_code="INVOCATION_ABORTED"))
+            await service.append_event(session, Event(author="ann", invocation_id="inv", error_code="INVOCATION_ABORTED"))
+            stored = await service.get_session(app_name=APP, user_id=USER, session_id="s")
+            assert texts(stored) == ["Ann, the weather in Oslo?"] and calls(stored) == []
+            assert [e.error_code for e in stored.events] == [None]
+            session = stored
+            await service.append_event(session, call("c2"))
+            await service.append_event(session, answer("c2", {"sky": "grey"}))
+            assert calls(await service.get_session(app_name=APP, user_id=USER, session_id="s")) == ["c2"]
+        finally:
+            await service.close()
+
+    asyncio.run(main())
+
+
 def test_get_session_config_reads_the_tail(store_path):
     async def main() -> None:
         service = AsidesSessionService(store_path)
