@@ -17,7 +17,13 @@ alone. See docs/testing.md.
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 from pg_cluster import pg_cluster_fixture, pg_url_fixture  # noqa: F401  (fixtures pg_cluster, pg_url for every module)
+
+# No Hypothesis example has a deadline: the tests count work, never time it, and on a busy
+# machine an example of a few milliseconds can take hundreds. A test's own settings inherit it.
+settings.register_profile("asides", deadline=None)
+settings.load_profile("asides")
 
 #: The backends ``store_path`` runs a test on, by test id.
 BACKENDS = ("sqlite", "postgres")
