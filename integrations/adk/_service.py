@@ -517,11 +517,11 @@ class AsidesSessionService(BaseSessionService):
     ) -> None:
         """Write ``event`` on ``branch`` (see the module docstring): held when it is a call that
         waits for its answer, with the calls it answers when it answers them."""
-        if author == USER or event.error_code == ABORTED:  # the calls still waiting were cut off
-            for dropped in [k for k in self._pending if k[0] == branch]:
-                self._drop(dropped)
-            if author != USER:  # ADK's seal of an aborted run, the answers it made up: not written
-                return
+        if event.error_code == ABORTED:  # ADK's seal of an aborted run: its made-up answers are not written
+            self._drop_waiting(branch)
+            return
+        if author == USER:  # a new input: a call still waiting was cut off by its run's end
+            self._drop_waiting(branch)
         if said is None:
             await self._write_record(runtime, branch, event)
             return
@@ -538,6 +538,11 @@ class AsidesSessionService(BaseSessionService):
             self._pending[pending_key] = [event]
             return
         await self._write_events(runtime, branch, author, [event], audience)
+
+    def _drop_waiting(self, branch: str) -> None:
+        """Drop every call of ``branch`` still waiting for its answer (:meth:`_drop`)."""
+        for key in [k for k in self._pending if k[0] == branch]:
+            self._drop(key)
 
     def _drop(self, key: tuple[str, str]) -> None:
         held = self._pending.pop(key, [])
