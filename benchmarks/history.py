@@ -381,12 +381,10 @@ def measure(sizes: Sequence[int]) -> dict[int, dict[str, dict[str, Any]]]:
         paths = {size: os.path.join(directory, f"store-{size}.db") for size in sizes}
         shown = ", ".join(f"{size:,}" for size in sizes)
         progress(f"building stores of {shown} messages and SQLiteSession stores of as many items, two at a time")
-        largest, *rest = sorted(sizes, reverse=True)
-        jobs = [("build", paths[largest], str(largest)), ("peer-build", *(str(x) for size in sizes for x in (peer_paths[size], size)))]
-        jobs += [("build", paths[size], str(size)) for size in rest]
-        answers = _run_children(jobs)
-        built = answers[1]
-        builds = {largest: answers[0], **{size: answer for size, answer in zip(rest, answers[2:], strict=True)}}
+        descending = sorted(sizes, reverse=True)
+        peer_build = ("peer-build", *(str(x) for size in sizes for x in (peer_paths[size], size)))
+        built, *answers = _run_children([peer_build, *(("build", paths[size], str(size)) for size in descending)])
+        builds = dict(zip(descending, answers, strict=True))
         for size in sizes:
             path = paths[size]
             peer_path = peer_paths[size]
