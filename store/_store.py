@@ -113,8 +113,9 @@ class StoreStatistics:
     message_queries: int = 0
     #: State keys whose versions (sequence and record id, not the value) the store holds now,
     #: each branch's counted apart: on a store that reads its messages back, those read or
-    #: written since the open, of which a commit lets go of all but those with a version not
-    #: yet committed once they pass 8,192 (a read reads them again); otherwise every one.
+    #: written since the open, of which a commit lets go of all but the keys it committed and
+    #: those with a version not yet committed once they pass 8,192 (a read reads them again);
+    #: otherwise every one.
     state_keys_in_memory: int = 0
 
 
