@@ -87,9 +87,10 @@ async def _build(path: str, size: int, runs: bool) -> int:
         for i in range(0, len(items), 2000):
             await store.set_states("main", dict(items[i : i + 2000]))
     if path.startswith(("postgresql:", "postgres:")):
-        # As a store grown over time is: its statistics describing the table as it is. Built in
-        # one go (every message, then every state record), it would be measured with the
-        # statistics of whenever autovacuum last looked (docs/postgres.md, "What is left").
+        # As a store grown over time is: its statistics describing the table as it is. The
+        # store refreshes them each time the build doubles the log; the state records written
+        # after the last of those would wait for autovacuum (docs/postgres.md, "The planner's
+        # statistics after a bulk write").
         import psycopg
 
         with psycopg.connect(path, autocommit=True) as connection:

@@ -156,6 +156,11 @@ _SELECT_AUDIENCE_ROWS = (
 #: (``NOTIFY asides_log, '<schema>:<newest id>'``, sent with the commit). A batch of up to
 #: :data:`VALUES_ROWS` rows is sent as plain parameters (adapting six arrays costs more than the
 #: statement's own work on the server); a larger one as six arrays.
+#: The log's tables in the store's schema (quoted): the log and those its triggers keep.
+_LOG_TABLES = (
+    "SELECT quote_ident(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname LIKE 'asides\\_log%' ORDER BY 1"
+)
 _APPEND = "INSERT INTO asides_log (id, branch, seq, kind, ref, body) {rows}"
 _ANNOUNCED = f"WITH appended AS ({_APPEND} RETURNING id) SELECT pg_notify('{CHANNEL}', current_schema() || ':' || max(id)) FROM appended"
 _ANNOUNCE = f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || %s::bigint)"
@@ -660,6 +665,16 @@ class Connection:
             raise
         finally:
             self.in_transaction = False
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the log and of the tables its triggers keep
+        (``ANALYZE``, which reads a sample of bounded size however long the table is), waiting
+        for their locks no longer than the connection's lock timeout. Outside a transaction;
+        raises psycopg's errors."""
+        conn = self._conn
+        tables = [name for (name,) in conn.execute(_LOG_TABLES).fetchall()]
+        if tables:
+            conn.execute("ANALYZE " + ", ".join(tables))
 
     def commit_erasure(
         self, rows: Sequence[RowTuple], message_ids: list[int], edit_refs: list[str], states: list[int], body: str, number: int

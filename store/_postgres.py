@@ -34,6 +34,10 @@ What differs from a store file is who decides the order of writes: the database.
 * **An erasure's rewrite** of the log (``VACUUM FULL``) is recorded as owed in the erasure's own
   commit and paid by the erasing process, then by a writing open, then on a schedule while an
   older transaction holds it back (``_pg_vacuum``); :meth:`PostgresStore.owed_vacuum` shows it.
+* **The planner's statistics** (``ANALYZE``) are refreshed by a process that writes in bulk: a
+  restore's commit, and a commit that brings what this process wrote since its open (or its
+  last refresh) to as many records as the log held then (:func:`analysis_due`). A host writing
+  at its usual pace leaves them to autovacuum.
 * **A lost connection** fails the calls it affects with ``StoreFailedError``; a commit either
   happened whole or not at all. When a commit's outcome was lost with the connection, the store
   reconnects and looks for its records before it answers. New calls reconnect (bounded retries).
@@ -88,6 +92,19 @@ T = TypeVar("T")
 
 #: Attempts to (re)connect for one call, and the pause before each retry.
 RECONNECT_DELAYS = (0.0, 0.1, 0.5, 2.0)
+
+#: The fewest records a process writes before it refreshes the planner's statistics itself.
+ANALYZE_AFTER_RECORDS = 10_000
+
+
+def analysis_due(written: int, held: int) -> bool:
+    """Whether a process that has written ``written`` records since it last refreshed the
+    planner's statistics (or since its open), when the log held ``held``, refreshes them now:
+    once it has written at least :data:`ANALYZE_AFTER_RECORDS` and at least ``held``. A bulk
+    write (a restore, an import, a build) into a store of any size is then described to the
+    planner by the time it ends, at a cost of a bounded sample each time the log doubles; a host
+    writing at its usual pace leaves the statistics to autovacuum, which refreshes them sooner."""
+    return written >= max(ANALYZE_AFTER_RECORDS, held)
 
 
 def is_postgres_url(path: str) -> bool:
@@ -160,6 +177,10 @@ class PostgresJournal:
         self.commits = 0
         self.contended_commits = 0
         self.caught_up_records = 0
+        #: The records this process committed since it last refreshed the planner's statistics
+        #: (or since its open), and the newest record id then (:func:`analysis_due`).
+        self._unanalyzed = 0
+        self._analyzed_at = 0
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
         #: task group trying it again while serving, and whether that task runs.
         self._vacuum_owed = False
@@ -195,13 +216,13 @@ class PostgresJournal:
                 raise StoreFailedError(f"{self.path}: {exc}") from None
             self._model.opened_records += len(rows)
             self._model.end_stored_open(heads, audience, newest + 1, disclosed=disclosed)
-            self._applied = self._announced = newest
+            self._applied = self._announced = self._analyzed_at = newest
         else:
             self._model.read_bodies_with(self._read_bodies, self._body_cache)
             rows = await anyio.to_thread.run_sync(functools.partial(connection.rows_after, 0, leave_bodies=True))
             self._model.replay(rows)
             self._model.opened_records += len(rows)
-            self._applied = self._announced = rows[-1][0] if rows else 0
+            self._applied = self._announced = self._analyzed_at = rows[-1][0] if rows else 0
         self.audit_anchor = await anyio.to_thread.run_sync(connection.audit_anchor)
 
     @property
@@ -502,6 +523,8 @@ class PostgresJournal:
                 if self._announcement_due():
                     await (await self._ensure_connection()).announce_here(self._applied)
                     self._noticed(True)
+                if analysis_due(self._unanalyzed, self._analyzed_at):
+                    await self._analyze()
             except Exception as exc:
                 error = exc
                 if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
@@ -568,6 +591,19 @@ class PostgresJournal:
         self._applied = self._announced = write.exact[-1][0]
         self._model.committed(self._applied)
         self.commits += 1
+        await self._analyze()
+
+    async def _analyze(self) -> None:
+        """Refresh the planner's statistics of the log's tables (``Connection.analyze``), after
+        the commits that made them stale were answered. A failure (a lock not had in time, a
+        lost connection) is logged and left to autovacuum: the commits stand."""
+        self._unanalyzed, self._analyzed_at = 0, self._applied
+        try:
+            await self._call((await self._ensure_connection()).analyze)
+        except Exception as exc:
+            if is_connection_error(exc):
+                self._drop_connection()
+            log.warning("the store %r could not refresh the planner's statistics after a bulk write (%r); autovacuum will", self.path, exc)
 
     async def _session_lock(self, write: PendingWrite, name: str, key: int, take: bool) -> None:
         """Take the session lock ``key`` for ``name`` (``take``), or give it back if no name
@@ -683,6 +719,7 @@ class PostgresJournal:
 
     def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], encoded: Mapping[int, EncodedMessage]) -> None:
         self.commits += 1
+        self._unanalyzed += len(rows)
         self._apply(rows, elsewhere=False, encoded=encoded)
         for write in accepted:
             write.done.set()
@@ -703,6 +740,7 @@ class PostgresJournal:
         stored = await self._call(connection.rows_with_ids, [row[0] for row in rows])
         if [tuple(row) for row in stored] == list(rows):
             self.commits += 1
+            self._unanalyzed += len(rows)
             self._notices.committed(False, anyio.current_time())  # whether it announced itself is not known
             for write in accepted:
                 write.done.set()

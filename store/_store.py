@@ -476,7 +476,8 @@ class Store:
         increase (``ValueError``; ``MalformedContentError``, naming the record and column, for
         text that is not valid Unicode or holds a NUL: both backends take the same records, and
         PostgreSQL cannot store a NUL). Call it before opening managers: they hear of no restored
-        record. If another process wrote to a shared store first, the store stops."""
+        record. If another process wrote to a shared store first, the store stops. On PostgreSQL
+        it returns once the server's planner statistics describe what it wrote."""
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
