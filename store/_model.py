@@ -73,7 +73,7 @@ from ._records import (
     edit_time,
     unsafe_content,
 )
-from ._search import holds_every, searchable_text
+from ._search import holds_every, searchable_text, state_text
 from ._seers import Seers, named_readers, seers_of
 from ._stored_json import GivesAKeyTwice, holds_duplicate, read_stored_json, read_whole_json
 
@@ -264,7 +264,7 @@ class LogModel:
         self._state_cache_characters = 0
         # On a model whose messages stay in the database, the values of the state records written
         # here and not yet committed, by record id (then they join the cache above).
-        self._states_pinned: dict[int, tuple[Any, int]] = {}
+        self._states_pinned: dict[int, tuple[Any, int, str]] = {}  # (value, its JSON's length, key)
         # A model whose messages stay in the database reads its state records' keys when a read
         # needs them (``read_rows_from``): whether it holds every one's versions (a model that
         # replayed them all), and else the prefixes, suffixes and parts of keys whose versions it
@@ -385,7 +385,7 @@ class LogModel:
                 if self._rows is not None and value is not None and value is not UNREADABLE:
                     # The database gives it back once committed: held until then, then cached.
                     if record_id > self._committed_to:
-                        self._states_pinned[record_id] = (value, len(body))
+                        self._states_pinned[record_id] = (value, len(body), ref)
                     else:
                         self._cache_state(record_id, value, len(body))
                     value = _IN_STORE
@@ -844,7 +844,8 @@ class LogModel:
         self.disclosure_log.committed(record_id)
         if self._states_pinned:
             for committed in [i for i in self._states_pinned if i <= record_id]:
-                self._cache_state(committed, *self._states_pinned.pop(committed))
+                value, length, _key = self._states_pinned.pop(committed)
+                self._cache_state(committed, value, length)
         if self._gap_blocks is not None:
             self._gap_blocks.committed(record_id)
         if self._state_keys_held > self.state_keys_bound and self._rows is not None:
@@ -1550,6 +1551,44 @@ class LogModel:
         for first in range(0, len(asked), FETCH_BATCH):
             holding.update(self._rows.records_holding(asked[first : first + FETCH_BATCH], narrowing))
         return [key for key, record_id in found if record_id is None or record_id in holding]
+
+    def state_keys_matching(self, branch_name: str, prefix: str, words: Sequence[str]) -> list[str] | None:
+        """The keys starting with ``prefix`` whose record visible on this branch may hold every
+        one of ``words`` (a search's words: case-folded, at least one; a superset), sorted,
+        found through the search index: it reads the records the index says may hold them, the
+        state records under ``prefix`` it has not reached yet, and the versions of the keys
+        those name, never every key under ``prefix``. ``None`` when the store cannot answer so
+        (no index, or one made before it held state records; a store not read from a
+        database): the caller then lists the keys (:meth:`state_keys_holding`)."""
+        self._branch(branch_name)
+        check_str(prefix, "prefix")
+        words = list(words)
+        if self._rows is None or not prefix or not words or ord(prefix[-1]) == 0x10FFFF:
+            return None
+        found = self._rows.states_matching(prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), words)
+        if found is None:
+            return None
+        indexed, unreached = found
+        candidates = {record_id: key for record_id, key in indexed}
+        for record_id, key, body in unreached:
+            try:
+                value = read_whole_json(body)
+            except ValueError:  # unreadable: holds no words (reported where it is read)
+                continue
+            if holds_every(state_text(value), words):
+                candidates[record_id] = key
+        for record_id, (value, _length, key) in self._states_pinned.items():  # written here, not committed yet
+            if key.startswith(prefix) and holds_every(state_text(value), words):
+                candidates[record_id] = key
+        keys = sorted(set(candidates.values()))
+        if not self._states_whole:
+            self._read_state_keys(keys)
+        matching = []
+        for key in keys:
+            version = self._state_version(branch_name, key)
+            if version is not None and candidates.get(version[1]) == key:
+                matching.append(key)
+        return matching
 
     def state_items(self, branch_name: str, prefix: str = "") -> dict[str, Any]:
         """``{key: value}`` for every key under ``prefix`` visible on this branch."""

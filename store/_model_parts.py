@@ -149,6 +149,16 @@ class StoredRows(Protocol):
         in any case, or holds any character past ASCII."""
         ...
 
+    def states_matching(
+        self, prefix: str, upper: str, words: Sequence[str]
+    ) -> tuple[Sequence[tuple[int, str]], Sequence[tuple[int, str, str]]] | None:
+        """What the search index says of the state records whose keys are from ``prefix`` up to
+        ``upper`` (excluded), in one snapshot: ``(id, key)`` of those it holds that hold every
+        one of ``words`` (a search's words), and ``(id, key, body)`` of every such record from
+        the first it has not reached; ``None`` when the index does not hold every state record
+        it reached (no index, or one made before it held them)."""
+        ...
+
     def disclosure_page(self, after: int, limit: int) -> Sequence[tuple[int, str]]:
         """``(id, body)`` of the first ``limit`` disclosure records with ids above ``after``, in id order."""
         ...

@@ -156,6 +156,18 @@ _SELECT_AUDIENCE_ROWS = (
 #: (``NOTIFY asides_log, '<schema>:<newest id>'``, sent with the commit). A batch of up to
 #: :data:`VALUES_ROWS` rows is sent as plain parameters (adapting six arrays costs more than the
 #: statement's own work on the server); a larger one as six arrays.
+#: What the index says of the state records under a prefix: a row saying from which record it
+#: holds them (none: it was made before it held them), the rows it holds that match, and every
+#: state record under the prefix from the first record it has not reached (walked by id: an
+#: index never reached is short). ``COLLATE "C"``: the keys' code point order, as SQLite's.
+_STATES_MATCHING = (
+    "SELECT 0, value::bigint, NULL, NULL FROM asides_meta WHERE key = 'search_states_from' UNION ALL "
+    "SELECT 1, l.id, l.ref, NULL FROM asides_search s JOIN asides_log l ON l.id = s.id "
+    "WHERE s.words @@ to_tsquery('simple', %(query)s) AND s.message IS NULL AND l.kind = 'state' "
+    "AND l.ref COLLATE \"C\" >= %(prefix)s AND l.ref COLLATE \"C\" < %(upper)s UNION ALL "
+    "(SELECT 2, id, ref, body FROM asides_log WHERE id >= (SELECT value::bigint FROM asides_meta WHERE key = 'search_next') "
+    "AND kind = 'state' AND ref COLLATE \"C\" >= %(prefix)s AND ref COLLATE \"C\" < %(upper)s ORDER BY id)"
+)
 #: The log's tables in the store's schema (quoted): the log and those its triggers keep.
 _LOG_TABLES = (
     "SELECT quote_ident(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -370,6 +382,22 @@ class Connection:
             "SELECT DISTINCT message FROM asides_search WHERE words @@ to_tsquery('simple', %s)", (" & ".join(query),)
         ).fetchall()
         return [int(row[0]) for row in rows], reached
+
+    def states_matching(
+        self, prefix: str, upper: str, words: Sequence[str]
+    ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]] | None:
+        """``StoredRows.states_matching`` for the keys from ``prefix`` up to ``upper``, in one
+        statement (one snapshot); ``None`` unless the index holds every state record it reached."""
+        try:
+            rows = self._conn.execute(_STATES_MATCHING, {"query": " & ".join(words), "prefix": prefix, "upper": upper}).fetchall()
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == "42P01":  # undefined_table: a store with no index (a read-only open's)
+                return None
+            raise
+        if [i for part, i, _r, _body in rows if part == 0] != [1]:
+            return None
+        indexed = [(int(i), r) for part, i, r, _body in rows if part == 1]
+        return indexed, [(int(i), r, body) for part, i, r, body in rows if part == 2]
 
     def audit_anchor(self) -> str | None:
         """The value anchoring the store's audit exports (``None``: none yet)."""

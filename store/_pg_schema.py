@@ -430,9 +430,18 @@ def _make_search(conn: Any) -> None:
         conn.execute(statement)
     _make_disclosed(conn)
     conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_next', '1') ON CONFLICT (key) DO NOTHING")
+    conn.execute("INSERT INTO asides_meta (key, value) VALUES ('search_states_from', '1') ON CONFLICT (key) DO UPDATE SET value = '1'")
     conn.execute(
         "INSERT INTO asides_meta (key, value) VALUES ('audit_anchor', %s) ON CONFLICT (key) DO NOTHING", (secrets.token_hex(32),)
     )
+
+
+#: The first record from which an index made before it held state records holds them: where it
+#: stands when it is brought up to hold them (store/_search.py; a new index holds them from 1).
+_STATES_FROM_NEXT = (
+    "INSERT INTO asides_meta (key, value) SELECT 'search_states_from', value FROM asides_meta WHERE key = 'search_next' "
+    "ON CONFLICT (key) DO NOTHING"
+)
 
 
 def prepare_search(conn: Any) -> None:
@@ -453,6 +462,12 @@ def prepare_search(conn: Any) -> None:
             for statement in PG_STORED_INDEXES:
                 conn.execute(statement)
     if search_state(conn) is not None:
+        if conn.execute("SELECT 1 FROM asides_meta WHERE key = 'search_states_from'").fetchone() is None:
+            with conn.transaction():  # an index made before it held state records: brought up once
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))
+                for statement in PG_SEARCH_SCHEMA:
+                    conn.execute(statement)
+                conn.execute(_STATES_FROM_NEXT)
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATION_LOCK,))

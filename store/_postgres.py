@@ -881,6 +881,12 @@ class PostgresJournal:
     def records_holding(self, record_ids: Sequence[int], words: Sequence[str]) -> set[int]:
         return self._read(lambda connection: connection.records_holding(record_ids, words))
 
+    def states_matching(
+        self, prefix: str, upper: str, words: Sequence[str]
+    ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]] | None:
+        self._start_indexer()
+        return self._read(lambda connection: connection.states_matching(prefix, upper, words), "the search index")
+
     def state_versions(
         self,
         before: int,
@@ -968,17 +974,21 @@ class PostgresJournal:
         read on the index's own connection, so no commit waits for it."""
         if self.failure is not None:
             raise stopped(self.path, self.failure)
-        if not self._indexing and not self.read_only and self._background is not None:
-            # The indexer runs in a process that searches, from its first search on: a process
-            # that only writes and compiles does nothing for the index (another one, or a later
-            # search, indexes what it wrote), so it runs as it would without one.
-            self._indexing = True
-            self._background.start_soon(self._index)
+        self._start_indexer()
         ids, reached = await self._on_index_connection(lambda connection: connection.search(query), "searching")
         if reached is None:  # a store with no index (only a read-only open leaves it so)
             reached = 1
         self._index_reached = max(self._index_reached, reached)
         return Candidates(frozenset(ids) | self._model.edited_since(reached), range(reached, self._model.next_id))
+
+    def _start_indexer(self) -> None:
+        """Start the indexer, once: it runs in a process that searches, from its first search
+        on (of messages or of memories). A process that only writes and compiles does nothing
+        for the index (another one, or a later search, indexes what it wrote), so it runs as it
+        would without one."""
+        if not self._indexing and not self.read_only and self._background is not None:
+            self._indexing = True
+            self._background.start_soon(self._index)
 
     def _note_commit(self) -> None:
         """Let what is committed leave memory, and wake the indexer once enough records wait

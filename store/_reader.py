@@ -202,6 +202,12 @@ class StoreReader:
         ``words`` (a superset)."""
         return self.__store.state_keys_holding(branch, keys, words)
 
+    def state_keys_matching(self, branch: str, prefix: str, words: Sequence[str]) -> list[str] | None:
+        """The keys starting with ``prefix`` whose state record on ``branch`` may hold every one
+        of ``words`` (a superset), found through the search index; ``None`` when the store
+        cannot answer so (then list the keys)."""
+        return self.__store.state_keys_matching(branch, prefix, words)
+
     def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a state record on ``branch``."""
         return self.__store.get_states(branch, keys)

@@ -3,7 +3,12 @@ answers by.
 
 **The index** holds the text of every message record and edit record (its text blocks, and
 tool results whose content is a string) as a row keyed by the record's id, naming the message
-it is a version of. SQLite keeps it in an FTS5 table (``search``), PostgreSQL in a table of
+it is a version of; and the strings of every state record's value (:func:`state_text`), as a
+row keyed by the record's id that names no message, so that a strategy finds its records that
+may hold some words (a memory search) at the cost of those records, not of every key it has. An
+index made before it held state records holds those written from when it was brought up to
+this form (``search_states``, ``search_states_from``); such a store's strategies list their
+keys, as a store without an index does. SQLite keeps it in an FTS5 table (``search``), PostgreSQL in a table of
 ``tsvector`` with a GIN index (``asides_search``, the ``simple`` configuration: no stemming, no
 stop words, as FTS5's ``unicode61``).
 
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -52,6 +57,7 @@ __all__ = [
     "holds_every",
     "searchable_text",
     "snippet",
+    "state_text",
     "sqlite_build_statement",
     "sqlite_match_expression",
     "words",
@@ -130,6 +136,22 @@ def searchable_text(content: Iterable[ContentBlock]) -> str:
     return "\n".join(parts)
 
 
+def state_text(value: Any) -> str:
+    """The text a search reads of a state record's value: every string in it, at any depth (not
+    the keys of its objects), one per line, as the index indexes a state record."""
+    parts: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return "\n".join(parts)
+
+
 def holds_every(text: str, query: Sequence[str]) -> bool:
     """Whether ``text`` holds every word of ``query``."""
     return match(text, query) is not None
@@ -179,8 +201,13 @@ def _sqlite_text(body: str) -> str:
     )
 
 
+def _sqlite_state_text(body: str) -> str:
+    """The SQL expression of the indexed text of a state record's body: its strings."""
+    return f"(SELECT group_concat(value, char(10)) FROM json_tree({body}) WHERE type = 'text')"
+
+
 def _sqlite_message(row: str) -> str:
-    return f"CASE {row}.kind WHEN 'message' THEN {row}.id ELSE CAST({row}.ref AS INTEGER) END"
+    return f"CASE {row}.kind WHEN 'message' THEN {row}.id WHEN 'edit' THEN CAST({row}.ref AS INTEGER) END"
 
 
 #: The index of a store file: made by a writing open (each statement is idempotent).
@@ -188,6 +215,8 @@ SQLITE_SEARCH_SCHEMA: Final = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(body, message UNINDEXED, tokenize = 'unicode61 remove_diacritics 0', "
     "detail = none)",
     "CREATE TABLE IF NOT EXISTS search_build (next_id INTEGER NOT NULL)",
+    # The first record from which state records are indexed (1 for an index made with them).
+    "CREATE TABLE IF NOT EXISTS search_states (first_id INTEGER NOT NULL)",
     # Segments are merged by the indexer, a bounded step at a time (MERGE_PAGES), never by an
     # insert that happens to cross a threshold: no statement of the indexer runs long.
     "INSERT INTO search (search, rank) VALUES ('automerge', 0)",
@@ -200,8 +229,9 @@ def sqlite_build_statement() -> str:
     """One batch of a store file's indexer: the records with ids in ``[?, ?]`` not indexed yet
     (so a batch run twice indexes nothing twice)."""
     return (
-        f"INSERT INTO search (rowid, body, message) SELECT id, t, m FROM (SELECT log.id AS id, {_sqlite_text('log.body')} AS t, "
-        f"{_sqlite_message('log')} AS m FROM log WHERE log.id BETWEEN ? AND ? AND log.kind IN ('message', 'edit') "
+        "INSERT INTO search (rowid, body, message) SELECT id, t, m FROM (SELECT log.id AS id, "
+        f"CASE log.kind WHEN 'state' THEN {_sqlite_state_text('log.body')} ELSE {_sqlite_text('log.body')} END AS t, "
+        f"{_sqlite_message('log')} AS m FROM log WHERE log.id BETWEEN ? AND ? AND log.kind IN ('message', 'edit', 'state') "
         "AND json_valid(log.body) AND log.id NOT IN (SELECT rowid FROM search WHERE rowid BETWEEN ? AND ?)) "
         "WHERE t IS NOT NULL AND t != ''"
     )
@@ -218,6 +248,15 @@ def sqlite_match_expression(query: Sequence[str]) -> str:
 PG_SEARCH_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS asides_search (id bigint PRIMARY KEY, message bigint NOT NULL, words tsvector NOT NULL)",
     "CREATE INDEX IF NOT EXISTS asides_search_words ON asides_search USING gin (words)",
+    # A state record's row names no message (an index made before it held them: from NOT NULL).
+    "ALTER TABLE asides_search ALTER COLUMN message DROP NOT NULL",
+    """CREATE OR REPLACE FUNCTION asides_state_text(body text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE doc jsonb; found text;
+BEGIN
+  BEGIN doc := body::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END;
+  SELECT string_agg(v #>> '{}', E'\\n') INTO found FROM jsonb_path_query(doc, 'strict $.**') AS v WHERE jsonb_typeof(v) = 'string';
+  RETURN found;
+END $$""",
     """CREATE OR REPLACE FUNCTION asides_search_text(body text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE doc jsonb; found text;
 BEGIN
@@ -240,7 +279,8 @@ END $$""",
 #: One batch of a PostgreSQL store's indexer (ids in ``[%s, %s]``; idempotent).
 PG_BUILD_STATEMENT: Final = (
     "INSERT INTO asides_search (id, message, words) "
-    "SELECT id, CASE kind WHEN 'message' THEN id ELSE ref::bigint END, to_tsvector('simple', t) FROM "
-    "(SELECT id, kind, ref, asides_search_text(body) AS t FROM asides_log WHERE id BETWEEN %s AND %s "
-    "AND kind IN ('message', 'edit')) AS indexed WHERE t IS NOT NULL AND t <> '' ON CONFLICT (id) DO NOTHING"
+    "SELECT id, CASE kind WHEN 'message' THEN id WHEN 'edit' THEN ref::bigint END, to_tsvector('simple', t) FROM "
+    "(SELECT id, kind, ref, CASE kind WHEN 'state' THEN asides_state_text(body) ELSE asides_search_text(body) END AS t "
+    "FROM asides_log WHERE id BETWEEN %s AND %s AND kind IN ('message', 'edit', 'state')) AS indexed "
+    "WHERE t IS NOT NULL AND t <> '' ON CONFLICT (id) DO NOTHING"
 )

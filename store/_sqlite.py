@@ -420,6 +420,8 @@ class SqliteJournal:
         #: not reached, and the indexer's wake-up, lock and statement.
         self._indexed = False
         self._index_reached = 1
+        #: Whether the index holds every state record it reached (made with them, not before).
+        self._states_indexed = False
         self._index_wanted = anyio.Event()
         self._index_lock = anyio.Lock()
         self._compact_lock = anyio.Lock()
@@ -544,10 +546,18 @@ class SqliteJournal:
                     for statement in SQLITE_SEARCH_SCHEMA:
                         await self._driver.execute(statement)
                     await self._driver.execute("INSERT INTO search_build (next_id) VALUES (1)")
+                    await self._driver.execute("DELETE FROM search_states")
+                    await self._driver.execute("INSERT INTO search_states (first_id) VALUES (1)")
                     await self._driver.execute("COMMIT")
                 except BaseException:
                     await self._driver.execute("ROLLBACK")
                     raise
+            # An index made before it held state records holds those from the first record it
+            # has not reached (once, in one statement each; the indexer writes under the same lock).
+            await self._driver.execute("CREATE TABLE IF NOT EXISTS search_states (first_id INTEGER NOT NULL)")
+            await self._driver.execute(
+                "INSERT INTO search_states (first_id) SELECT next_id FROM search_build WHERE NOT EXISTS (SELECT 1 FROM search_states)"
+            )
             await self._driver.execute(compile_index("log"))
             await self._driver.execute("CREATE TABLE IF NOT EXISTS audit_anchor (value TEXT NOT NULL)")
             await self._driver.execute(
@@ -567,6 +577,12 @@ class SqliteJournal:
             raise open_error(self.path, exc) from exc
         self._indexed = bool(rows)
         self._index_reached = int(rows[0][0]) if rows else 1
+        try:
+            found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'search_states'")
+            states = await self._driver.execute("SELECT first_id FROM search_states") if found[0][0] else []
+        except sqlite3.Error as exc:
+            raise open_error(self.path, exc) from exc
+        self._states_indexed = bool(rows) and bool(states) and int(states[0][0]) == 1
         try:
             found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'audit_anchor'")
             anchors = await self._driver.execute("SELECT value FROM audit_anchor") if found[0][0] else []
@@ -645,7 +661,9 @@ class SqliteJournal:
         if not self._indexed:
             return Candidates(self._model.edited_since(unindexed.start), unindexed)
         try:
-            rows = await self._driver.execute("SELECT DISTINCT message FROM search WHERE search MATCH ?", (sqlite_match_expression(query),))
+            rows = await self._driver.execute(
+                "SELECT DISTINCT message FROM search WHERE search MATCH ? AND message IS NOT NULL", (sqlite_match_expression(query),)
+            )
         except sqlite3.Error as exc:
             raise StoreFailedError(f"the search index of {self.path!r} could not be read: {exc}") from exc
         return Candidates(frozenset(int(row[0]) for row in rows) | self._model.edited_since(unindexed.start), unindexed)
@@ -755,6 +773,25 @@ class SqliteJournal:
         holds = " AND ".join("instr(lower(body), ?) > 0" for _word in words)
         query = f"SELECT id FROM log WHERE id IN ({marks}) AND (length(CAST(body AS BLOB)) <> length(body) OR ({holds}))"  # noqa: S608
         return {int(row[0]) for row in self._read(query, [*record_ids, *words], "the state records")}
+
+    def states_matching(
+        self, prefix: str, upper: str, words: Sequence[str]
+    ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]] | None:
+        if not self._states_indexed:
+            return None
+        # One statement, one snapshot: the rows the index holds, and every state record under
+        # the prefix from the first record it has not reached as that snapshot says (``+ref``:
+        # through the ids, never the index of every key).
+        rows = self._read(
+            "SELECT log.id, log.ref, NULL FROM search JOIN log ON log.id = search.rowid WHERE search MATCH ? "
+            "AND search.message IS NULL AND log.kind = 'state' AND log.ref >= ? AND log.ref < ? UNION ALL "
+            "SELECT id, ref, body FROM log WHERE id >= (SELECT next_id FROM search_build) AND kind = 'state' "
+            "AND +ref >= ? AND +ref < ?",
+            [sqlite_match_expression(words), prefix, upper, prefix, upper],
+            "the search index",
+        )
+        indexed = [(int(i), r) for i, r, body in rows if body is None]
+        return indexed, [(int(i), r, body) for i, r, body in rows if body is not None]
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"

@@ -649,6 +649,16 @@ class Store:
         self.raise_if_failed()
         return self._model.state_keys_holding(branch, keys, words)
 
+    def state_keys_matching(self, branch: str, prefix: str, words: Sequence[str]) -> list[str] | None:
+        """The keys starting with ``prefix`` whose state record visible on ``branch`` may hold
+        every one of ``words`` (case-folded, as a search's words; a superset), sorted, found
+        through the search index at the cost of the records that may hold them, never of every
+        key under ``prefix``. ``None`` when the store cannot answer so (a store without the
+        index, or whose index was made before it held state records, or held in memory): list
+        the keys and narrow them with :meth:`state_keys_holding` then."""
+        self.raise_if_failed()
+        return self._model.state_keys_matching(branch, prefix, words)
+
     def get_states(self, branch: str, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a state record on ``branch`` (the others
         left out), in one read of those the open left in the database (900 to a query)."""

@@ -48,7 +48,8 @@ class StateReads(Protocol):
     def state_items(self, branch: str, prefix: str = "") -> dict[str, Any]: ...
 
     # A store's reads also offer ``state_keys(branch, prefix)``, ``get_states(branch, keys)``,
-    # ``state_keys_holding(branch, keys, words)``, ``state_sequences(branch, prefix)``,
+    # ``state_keys_holding(branch, keys, words)``, ``state_keys_matching(branch, prefix, words)``,
+    # ``state_sequences(branch, prefix)``,
     # ``state_sequences_after(branch, prefix, sequence)`` and ``erasures()``, which read no value,
     # the values of some keys at once, narrow keys by the words their values may hold, give the
     # sequence each key's record was written at (or count those written up to a sequence), and
@@ -311,6 +312,19 @@ class StrategyState:
             present = self.get_many(list(full.values()))
             return [key for key in full.values() if key in present]
         return [full[k] for k in narrow(self._branch, list(full), words)]
+
+    def keys_matching(self, prefix: str, words: Sequence[str]) -> list[str] | None:
+        """The keys :meth:`keys` would give under ``prefix`` whose record may hold every one of
+        ``words`` (case-folded, as a search's words; a superset), sorted, found by the store's
+        search index at the cost of the records that may hold them, without listing the keys;
+        ``None`` when the store cannot answer so (list the keys and narrow them with
+        :meth:`keys_holding` then)."""
+        find = getattr(self._store, "state_keys_matching", None)
+        found = find(self._branch, self._prefix + prefix, words) if find is not None else None
+        if found is None:
+            return None
+        cut = len(self._prefix)
+        return [k[cut:] for k in found if not self._keys.is_own_record(k)]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """``{key: value}`` for each of ``keys`` that has a record (the others left out), in one

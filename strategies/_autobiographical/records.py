@@ -380,6 +380,10 @@ class Memory:
         #: ``(summary ids, words)`` -> those ids whose records may hold every word (a superset),
         #: narrowed by the store without reading the texts it leaves out; ``None``: all of them.
         self.text_filter: Callable[[Sequence[str], Sequence[str]], Iterable[str]] | None = None
+        #: ``words`` -> the ids of the summary records that may hold every word (a superset),
+        #: found by the store's search index without listing the ids; ``None`` when the store
+        #: cannot say so (the ids are then listed and narrowed by ``text_filter``).
+        self.text_finder: Callable[[Sequence[str]], Sequence[str] | None] | None = None
         #: For a memory loaded from an outline (``partial``): reads whole summary records (``{id:
         #: record}`` for the ids whose record it can read), and lists the ids of every summary
         #: record in the store, so that a read of a summary it does not hold reads that one.
@@ -689,8 +693,15 @@ class Memory:
     def summaries_holding(self, words: Sequence[str]) -> list[Summary]:
         """Every summary that may hold every one of ``words`` (case-folded, as a search's), each
         with its text: those whose texts are held, and of the others those the store says may
-        (a superset; a search matches each exactly), by first sequence, level and number. A
-        memory loaded from an outline asks the store about every summary record it has."""
+        (a superset; a search matches each exactly), by first sequence, level and number. The
+        records whose texts it does not hold are found by the store's search index where it can
+        (at the cost of those that may match); otherwise a memory loaded from an outline asks
+        the store about every summary record it has."""
+        matched = self.text_finder(words) if self.text_finder is not None else None
+        if matched is not None:
+            texts = [sid for sid, record in self.summaries.items() if record.text is not None]
+            found = self.read_summaries(list(dict.fromkeys([*texts, *matched])))
+            return sorted(found.values(), key=listing_order)
         listed = self.summary_ids() if self.partial and self.summary_ids is not None else self.summaries
         held: list[str] = []
         left: list[str] = []

@@ -100,8 +100,13 @@ class Tracker:
         def narrow(summary_ids: Sequence[str], words: Sequence[str]) -> list[str]:
             return [key[len(summaries) :] for key in state.keys_holding([summaries + sid for sid in summary_ids], words)]
 
+        def find(words: Sequence[str]) -> list[str] | None:
+            found = state.keys_matching(summaries, words)
+            return None if found is None else [key[len(summaries) :] for key in found]
+
         memory.text_reader = read_texts
         memory.text_filter = narrow
+        memory.text_finder = find
         memory.record_reader = read_records
         memory.summary_ids = lambda: [key[len(summaries) :] for key in state.keys(summaries)]
         return memory
