@@ -158,15 +158,19 @@ _SELECT_AUDIENCE_ROWS = (
 #: statement's own work on the server); a larger one as six arrays.
 #: What the index says of the state records under a prefix: a row saying from which record it
 #: holds them (none: it was made before it held them), the rows it holds that match, and every
-#: state record under the prefix from the first record it has not reached (walked by id: an
-#: index never reached is short). ``COLLATE "C"``: the keys' code point order, as SQLite's.
+#: state record under the prefix from the first record it has not reached. The plan is spelled
+#: out: the index's matches first (``MATERIALIZED``), then their records by id; the records not
+#: reached by id from where it stands; ``kind || ''`` so that no index of state records by key is
+#: walked instead (which would read every key under the prefix). ``COLLATE "C"``: the keys' code
+#: point order, as SQLite's.
 _STATES_MATCHING = (
+    "WITH hits AS MATERIALIZED (SELECT id FROM asides_search WHERE words @@ to_tsquery('simple', %(query)s) "
+    "AND message IS NULL), reached AS MATERIALIZED (SELECT value::bigint AS id FROM asides_meta WHERE key = 'search_next') "
     "SELECT 0, value::bigint, NULL, NULL FROM asides_meta WHERE key = 'search_states_from' UNION ALL "
-    "SELECT 1, l.id, l.ref, NULL FROM asides_search s JOIN asides_log l ON l.id = s.id "
-    "WHERE s.words @@ to_tsquery('simple', %(query)s) AND s.message IS NULL AND l.kind = 'state' "
+    "SELECT 1, l.id, l.ref, NULL FROM hits JOIN asides_log l ON l.id = hits.id WHERE l.kind || '' = 'state' "
     "AND l.ref COLLATE \"C\" >= %(prefix)s AND l.ref COLLATE \"C\" < %(upper)s UNION ALL "
-    "(SELECT 2, id, ref, body FROM asides_log WHERE id >= (SELECT value::bigint FROM asides_meta WHERE key = 'search_next') "
-    "AND kind = 'state' AND ref COLLATE \"C\" >= %(prefix)s AND ref COLLATE \"C\" < %(upper)s ORDER BY id)"
+    "SELECT 2, l.id, l.ref, l.body FROM reached JOIN asides_log l ON l.id >= reached.id WHERE l.kind || '' = 'state' "
+    "AND l.ref COLLATE \"C\" >= %(prefix)s AND l.ref COLLATE \"C\" < %(upper)s"
 )
 #: The log's tables in the store's schema (quoted): the log and those its triggers keep.
 _LOG_TABLES = (
