@@ -45,9 +45,11 @@ from ._pg_schema import (
     PG_STORED_MADE,
     audit_anchor,
     build_search,
+    build_states,
     may_name_a_reader,
     prepare_schema,
     search_state,
+    states_from,
 )
 from ._pg_vacuum import VACUUM_LOCK_NAME, OwedVacuum, owed_mark, owed_vacuum, pay_owed_vacuum
 from ._records import audience_groups
@@ -414,6 +416,14 @@ class Connection:
     def build_search(self, first: int, last: int) -> int:
         """One batch of the indexer (``_pg_schema.build_search``)."""
         return build_search(self._conn, first, last)
+
+    def states_from(self) -> int | None:
+        """The first record from which the index holds state records (``_pg_schema.states_from``)."""
+        return states_from(self._conn)
+
+    def build_states(self, first: int, last: int) -> int:
+        """One batch of the indexer filling in earlier state records (``_pg_schema.build_states``)."""
+        return build_states(self._conn, first, last)
 
     def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
         """The newest ``limit`` compile records (of ``namespace`` when given) with ids below

@@ -31,7 +31,7 @@ from ._compile_records import compile_index
 from ._errors import StoreFailedError
 from ._model import GAP_ROW
 from ._model_parts import LARGEST_AUDIENCE_BITS
-from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA
+from ._search import PG_BUILD_STATEMENT, PG_SEARCH_SCHEMA, PG_STATES_STATEMENT
 
 __all__ = [
     "FORMAT_VERSION",
@@ -490,6 +490,26 @@ def build_search(conn: Any, first: int, last: int) -> int:
         row = conn.execute(
             "UPDATE asides_meta SET value = greatest(value::bigint, %s)::text WHERE key = 'search_next' RETURNING value",
             (last + 1,),
+        ).fetchone()
+    return int(row[0])
+
+
+def states_from(conn: Any) -> int | None:
+    """The first record from which the index holds state records (1: every one), or ``None``
+    when the store has no index."""
+    row = conn.execute("SELECT value FROM asides_meta WHERE key = 'search_states_from'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def build_states(conn: Any, first: int, last: int) -> int:
+    """Add the state records with ids in ``[first, last]`` that an index made before it held
+    them lacks, and note how far down it got (idempotent: processes adding them at once add
+    nothing twice); returns the first record from which the index now holds them."""
+    with conn.transaction():
+        conn.execute(PG_STATES_STATEMENT, (first, last))
+        row = conn.execute(
+            "UPDATE asides_meta SET value = least(value::bigint, %s)::text WHERE key = 'search_states_from' RETURNING value",
+            (first,),
         ).fetchone()
     return int(row[0])
 

@@ -190,6 +190,9 @@ class PostgresJournal:
         self._index_connection: Connection | None = None
         self._index_lock = anyio.Lock()
         self._index_reached = 1
+        #: The first record from which the index holds state records, as last read (``None``:
+        #: not read, or no index); an index made before it held them is filled in backwards.
+        self._states_from: int | None = None
         self._index_wanted = anyio.Event()
         self._indexing = False
         self._background: anyio.abc.TaskGroup | None = None
@@ -1008,9 +1011,14 @@ class PostgresJournal:
                 if not known:
                     reached = await self._on_index_connection(lambda connection: connection.search_state(), "reading the search index")
                     self._index_reached = max(self._index_reached, reached if reached is not None else 1)
+                    self._states_from = await self._on_index_connection(Connection.states_from, "reading the search index")
                     known = True
                 if self._model.next_id - self._index_reached >= INDEX_EVERY:
                     await self._index_batch()
+                    continue
+                if self._states_from is not None and self._states_from > 1:
+                    await self._index_earlier_states()
+                    await anyio.lowlevel.checkpoint()
                     continue
             except StoreFailedError as exc:
                 log.warning("the search index of %r could not be brought up to date (tried again later): %s", self.path, exc)
@@ -1028,9 +1036,20 @@ class PostgresJournal:
         )
         self._index_reached = max(self._index_reached, reached)
 
+    async def _index_earlier_states(self) -> None:
+        """Add to an index made before it held state records those of the :data:`BUILD_BATCH`
+        records below the first it holds (store/_search.py)."""
+        assert self._states_from is not None
+        last = self._states_from - 1
+        first = max(1, last - BUILD_BATCH + 1)
+        self._states_from = await self._on_index_connection(
+            functools.partial(Connection.build_states, first=first, last=last), "indexing the log for search"
+        )
+
     async def index_search(self) -> int:
-        """Index now every record this process has applied that the index has not reached (a
-        writing open; the indexer does it in the background); returns how many records."""
+        """Index now every record this process has applied that the index has not reached, and
+        the state records an index made before it held them lacks (a writing open; the indexer
+        does it in the background); returns how many records that was (read, not only indexed)."""
         if self.read_only:
             return 0
         if self.failure is not None:
@@ -1039,9 +1058,12 @@ class PostgresJournal:
         if reached is None:
             return 0
         self._index_reached = start = max(self._index_reached, reached)
+        self._states_from = states = await self._on_index_connection(Connection.states_from, "reading the search index")
         while self._index_reached < self._model.next_id:
             await self._index_batch()
-        return self._index_reached - start
+        while self._states_from is not None and self._states_from > 1:
+            await self._index_earlier_states()
+        return self._index_reached - start + (states or 1) - (self._states_from or 1)
 
     async def records(self) -> list[RowTuple]:
         """Every record as the database holds it now, in id order (read on a connection of its

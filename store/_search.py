@@ -6,11 +6,13 @@ tool results whose content is a string) as a row keyed by the record's id, namin
 it is a version of; and the strings of every state record's value (:func:`state_text`), as a
 row keyed by the record's id that names no message, so that a strategy finds its records that
 may hold some words (a memory search) at the cost of those records, not of every key it has. An
-index made before it held state records holds those written from when it was brought up to
-this form (``search_states``, ``search_states_from``); such a store's strategies list their
-keys, as a store without an index does. SQLite keeps it in an FTS5 table (``search``), PostgreSQL in a table of
-``tsvector`` with a GIN index (``asides_search``, the ``simple`` configuration: no stemming, no
-stop words, as FTS5's ``unicode61``).
+index made before it held state records holds those from where it stood when it was brought up
+to this form (``search_states``, ``search_states_from``), and the indexer, once caught up, adds
+the earlier ones a batch at a time, backwards, noting how far down it got; until it gets to the
+first record, such a store's strategies list their keys, as a store without an index does.
+SQLite keeps it in an FTS5 table (``search``), PostgreSQL in a table of ``tsvector`` with a GIN
+index (``asides_search``, the ``simple`` configuration: no stemming, no stop words, as FTS5's
+``unicode61``).
 
 It follows the log in batches, not write by write: a writing open's indexer indexes the records
 after the last one indexed whenever :data:`INDEX_EVERY` of them are waiting, up to
@@ -59,6 +61,8 @@ __all__ = [
     "snippet",
     "state_text",
     "sqlite_build_statement",
+    "sqlite_states_statement",
+    "PG_STATES_STATEMENT",
     "sqlite_match_expression",
     "words",
 ]
@@ -237,6 +241,16 @@ def sqlite_build_statement() -> str:
     )
 
 
+def sqlite_states_statement() -> str:
+    """One batch of a store file's indexer adding the state records with ids in ``[?, ?]`` that an
+    index made before it held them lacks (``+kind``: through the ids, never an index by kind)."""
+    return (
+        f"INSERT INTO search (rowid, body, message) SELECT id, t, NULL FROM (SELECT log.id AS id, {_sqlite_state_text('log.body')} "
+        "AS t FROM log WHERE log.id BETWEEN ? AND ? AND +log.kind = 'state' AND json_valid(log.body) "
+        "AND log.id NOT IN (SELECT rowid FROM search WHERE rowid BETWEEN ? AND ?)) WHERE t IS NOT NULL AND t != ''"
+    )
+
+
 def sqlite_match_expression(query: Sequence[str]) -> str:
     """An FTS5 query holding every word (each quoted: nothing in a word is an operator)."""
     return " ".join(f'"{word}"' for word in query)
@@ -282,5 +296,13 @@ PG_BUILD_STATEMENT: Final = (
     "SELECT id, CASE kind WHEN 'message' THEN id WHEN 'edit' THEN ref::bigint END, to_tsvector('simple', t) FROM "
     "(SELECT id, kind, ref, CASE kind WHEN 'state' THEN asides_state_text(body) ELSE asides_search_text(body) END AS t "
     "FROM asides_log WHERE id BETWEEN %s AND %s AND kind IN ('message', 'edit', 'state')) AS indexed "
+    "WHERE t IS NOT NULL AND t <> '' ON CONFLICT (id) DO NOTHING"
+)
+
+#: One batch of a PostgreSQL store's indexer adding the state records with ids in ``[%s, %s]``
+#: that an index made before it held them lacks (idempotent).
+PG_STATES_STATEMENT: Final = (
+    "INSERT INTO asides_search (id, message, words) SELECT id, NULL, to_tsvector('simple', t) FROM "
+    "(SELECT id, asides_state_text(body) AS t FROM asides_log WHERE id BETWEEN %s AND %s AND kind || '' = 'state') AS indexed "
     "WHERE t IS NOT NULL AND t <> '' ON CONFLICT (id) DO NOTHING"
 )

@@ -59,6 +59,7 @@ from ._search import (
     Candidates,
     sqlite_build_statement,
     sqlite_match_expression,
+    sqlite_states_statement,
 )
 from ._store import Store
 
@@ -420,12 +421,14 @@ class SqliteJournal:
         #: not reached, and the indexer's wake-up, lock and statement.
         self._indexed = False
         self._index_reached = 1
-        #: Whether the index holds every state record it reached (made with them, not before).
-        self._states_indexed = False
+        #: The first record from which the index holds state records (1: every one; ``None``:
+        #: no index): an index made before it held them is filled in backwards (:meth:`_index`).
+        self._states_from: int | None = None
         self._index_wanted = anyio.Event()
         self._index_lock = anyio.Lock()
         self._compact_lock = anyio.Lock()
         self._build_statement = sqlite_build_statement()
+        self._states_statement = sqlite_states_statement()
         #: The newest committed record (commits are made in id order): the indexer reads no further.
         self._committed_to = 0
 
@@ -553,7 +556,7 @@ class SqliteJournal:
                     await self._driver.execute("ROLLBACK")
                     raise
             # An index made before it held state records holds those from the first record it
-            # has not reached (once, in one statement each; the indexer writes under the same lock).
+            # has not reached (once, before the indexer starts; it then adds the earlier ones).
             await self._driver.execute("CREATE TABLE IF NOT EXISTS search_states (first_id INTEGER NOT NULL)")
             await self._driver.execute(
                 "INSERT INTO search_states (first_id) SELECT next_id FROM search_build WHERE NOT EXISTS (SELECT 1 FROM search_states)"
@@ -582,7 +585,7 @@ class SqliteJournal:
             states = await self._driver.execute("SELECT first_id FROM search_states") if found[0][0] else []
         except sqlite3.Error as exc:
             raise open_error(self.path, exc) from exc
-        self._states_indexed = bool(rows) and bool(states) and int(states[0][0]) == 1
+        self._states_from = int(states[0][0]) if rows and states else None
         try:
             found = await self._driver.execute("SELECT count(*) FROM sqlite_master WHERE name = 'audit_anchor'")
             anchors = await self._driver.execute("SELECT value FROM audit_anchor") if found[0][0] else []
@@ -611,12 +614,15 @@ class SqliteJournal:
         as much."""
         while self.failure is None:
             waiting = self._committed_to + 1 - self._index_reached
-            if waiting < INDEX_EVERY:
+            if waiting < INDEX_EVERY and not self._states_owed():
                 await self._index_wanted.wait()
                 self._index_wanted = anyio.Event()
                 continue
             try:
-                await self._index_batch(BUILD_STEP if waiting > 2 * INDEX_EVERY else BUILD_BATCH)
+                if waiting < INDEX_EVERY:
+                    await self._index_earlier_states()
+                else:
+                    await self._index_batch(BUILD_STEP if waiting > 2 * INDEX_EVERY else BUILD_BATCH)
             except sqlite3.Error as exc:  # searches read what it has not reached: nothing waits for it
                 log.warning("the search index of %r could not be brought up to date (it stops here): %s", self.path, exc)
                 return
@@ -637,20 +643,41 @@ class SqliteJournal:
             if last // BUILD_BATCH != (first - 1) // BUILD_BATCH or last == self._committed_to:
                 await self._driver.execute("UPDATE search_build SET next_id = max(next_id, ?)", (last + 1,))
 
+    def _states_owed(self) -> bool:
+        """Whether the index lacks state records before the first it holds (made before it
+        held them), which a writing open adds."""
+        return not self.read_only and self._states_from is not None and self._states_from > 1
+
+    async def _index_earlier_states(self) -> None:
+        """Add to an index made before it held state records those of the :data:`BUILD_BATCH`
+        records below the first it holds, noting how far down it got (a step run again after a
+        crash adds nothing twice); once it gets to the first record, the index holds them all."""
+        async with self._index_lock:
+            assert self._states_from is not None
+            last = self._states_from - 1
+            first = max(1, last - BUILD_BATCH + 1)
+            await self._driver.execute(self._states_statement, (first, last, first, last))
+            await self._driver.execute("INSERT INTO search (search, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
+            await self._driver.execute("UPDATE search_states SET first_id = min(first_id, ?)", (first,))
+            self._states_from = first
+
     async def index_search(self) -> int:
-        """Index now every committed record the index has not reached (a writing open; the
-        indexer does it in the background); returns how many records that was."""
+        """Index now every committed record the index has not reached, and the state records an
+        index made before it held them lacks (a writing open; the indexer does it in the
+        background); returns how many records that was (read, not only indexed)."""
         if self.read_only or not self._indexed:
             return 0
         if self.failure is not None:
             raise stopped(self.path, self.failure)
-        start = self._index_reached
-        while self._index_reached <= self._committed_to:
-            try:
+        start, states = self._index_reached, self._states_from or 1
+        try:
+            while self._index_reached <= self._committed_to:
                 await self._index_batch()
-            except sqlite3.Error as exc:
-                raise StoreFailedError(f"the search index of {self.path!r} could not be written: {exc}") from exc
-        return self._index_reached - start
+            while self._states_owed():
+                await self._index_earlier_states()
+        except sqlite3.Error as exc:
+            raise StoreFailedError(f"the search index of {self.path!r} could not be written: {exc}") from exc
+        return self._index_reached - start + states - (self._states_from or 1)
 
     async def search_candidates(self, query: Sequence[str]) -> Candidates:
         """The messages some version of which holds every word of ``query``, and the records
@@ -777,7 +804,7 @@ class SqliteJournal:
     def states_matching(
         self, prefix: str, upper: str, words: Sequence[str]
     ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]] | None:
-        if not self._states_indexed:
+        if self._states_from != 1:
             return None
         # One statement, one snapshot: the rows the index holds, and every state record under
         # the prefix from the first record it has not reached as that snapshot says (``+ref``:

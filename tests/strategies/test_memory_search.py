@@ -95,16 +95,20 @@ def _as_made_before_state_records(path: str) -> None:
         conn.execute("DROP TABLE search_states")
 
 
-async def test_an_index_made_before_it_held_state_records_still_finds_every_memory(store_path):
+async def test_an_index_made_before_it_held_state_records_finds_every_memory_and_is_filled_in(store_path):
+    """Until the index holds every state record, a memory search lists the keys (and answers
+    in full); a writing open's indexer adds the earlier state records, and then a search reads
+    only what may match."""
     await _grow(store_path, 0, 300)
     _as_made_before_state_records(store_path)
     for query in ("lark5", "message", "zzyzx"):
         _read, hits, holding = await _search(store_path, query)
         assert hits == holding, query
-    await _grow(store_path, 300, 600)  # indexed with their state records from here on
+    await _grow(store_path, 300, 600)  # its index_search() fills the index in, down to the first record
     for query in ("lark5", "message", "zzyzx"):
-        _read, hits, holding = await _search(store_path, query)
+        read, hits, holding = await _search(store_path, query)
         assert hits == holding, query
+    assert read == (0, 0), "zzyzx: nothing read, as in an index made with them"
 
 
 async def test_a_memory_of_an_erased_message_is_never_found_and_its_words_are_in_no_store_file(store_path, request):
