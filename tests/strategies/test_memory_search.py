@@ -8,10 +8,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import pytest
 from erasure_checks import data_dir, files_holding
 from helpers import is_postgres_url, writable_store
 
-from asides import AutobiographicalStrategy, ExtractiveModel, PassthroughStrategy, open_runtime, text
+from asides import AutobiographicalStrategy, ExtractiveModel, KnowledgeStrategy, PassthroughStrategy, open_runtime, text
 from asides.store._search import holds_every, query_words
 
 NS = "agents/ann"
@@ -65,14 +66,17 @@ async def test_a_memory_search_reads_what_may_match_not_every_memory(store_path)
     assert sum(long) <= sum(short) + 3 * len(found[1200]["lark5"][1]), (short, long)
 
 
-async def test_memories_the_index_has_not_reached_are_found_as_read(store_path):
+@pytest.mark.parametrize("kind", [AutobiographicalStrategy, KnowledgeStrategy])
+async def test_memories_the_index_has_not_reached_are_found_as_read(store_path, kind):
     """Summaries written after the index's last batch (and, on a store file, before their
-    commit) are read from the log, and answered as the memory reads them."""
+    commit) are read from the log, and answered as the memory reads them; the knowledge
+    strategy's memories as the autobiographical one's."""
     async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
         host = await rt.open_manager("host", strategy=PassthroughStrategy())
         for i in range(120):
             await host.add_message("user", [text(f"message {i:05d} wren{i % 7} " + "x" * 40)])
-        m = await rt.open_manager(NS, strategy=_strategy(), view_reader="ann")
+        strategy = kind(target_chunk_tokens=100, head_window_tokens=60, recent_window_tokens=200, merge_threshold=3)
+        m = await rt.open_manager(NS, strategy=strategy, view_reader="ann")
         await m.drain()
         hits = await m.search("wren3", kind="memory", limit=1000)
         holding = {s.id for s in m.get_summaries_in_range() if holds_every(s.text, ("wren3",))}
