@@ -134,3 +134,27 @@ async def test_a_memory_of_an_erased_message_is_never_found_and_its_words_are_in
         assert await m.search(secret) == ()
         assert await m.search("message", kind="memory"), "the other memories are still found"
     assert files_holding(secret, store_path, folder) == [], "an erased word left in a store file (the index included)"
+
+
+async def test_each_branch_finds_the_memories_it_reads(store_path):
+    """The index holds the records of every branch; a search keeps a key only where its record
+    visible on the manager's branch holds the words: a fork finds the memories it shares with
+    its parent and its own, and the parent none of the fork's."""
+    async with open_runtime(store_path, model=ExtractiveModel(keep_requests=0)) as rt:
+        host = await rt.open_manager("host", strategy=PassthroughStrategy())
+        for i in range(80):
+            await host.add_message("user", [text(f"message {i:05d} wren{i % 7} " + "x" * 40)])
+        m = await rt.open_manager(NS, strategy=_strategy(), view_reader="ann")
+        await m.drain()
+        await m.fork("side")
+        for i in range(80, 160):
+            await m.add_message("user", [text(f"message {i:05d} heron{i % 5} wren{i % 7} " + "x" * 40)])
+        await m.drain()
+        await writable_store(rt).index_search()
+        on_main = await rt.open_manager(NS, strategy=_strategy(), view_reader="ann", branch="main")
+        for manager, query in [(m, "wren3"), (m, "heron2"), (on_main, "wren3"), (on_main, "heron2")]:
+            hits = {hit.id for hit in await manager.search(query, kind="memory", limit=1000)}
+            holding = {s.id for s in manager.get_summaries_in_range() if holds_every(s.text, query_words(query))}
+            assert hits == holding, (manager.branch, query)
+        assert await on_main.search("heron2", kind="memory") == ()
+        assert await m.search("heron2", kind="memory")
