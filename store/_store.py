@@ -542,10 +542,11 @@ class Store:
         return Candidates(found.ids | tail)
 
     async def index_search(self) -> int:
-        """Index now, for search, every committed record the index has not reached (a writing
-        open's indexer does so in the background, in batches; a search reads what it has not
-        reached, so this changes no answer, only how it is found). Returns how many records it
-        indexed; nothing on a read-only open."""
+        """Index now, for search, every committed record the index has not reached, and the
+        state records an index made before it held them lacks (a writing open's indexer does so
+        in the background, in batches; a search reads what it has not reached, so this changes
+        no answer, only how it is found). Returns how many records it went through; nothing on a
+        read-only open."""
         self.raise_if_failed()
         return await self._journal.index_search()
 
