@@ -181,6 +181,8 @@ class PostgresJournal:
         #: (or since its open), and the newest record id then (:func:`analysis_due`).
         self._unanalyzed = 0
         self._analyzed_at = 0
+        #: Writes committed and not yet answered: their commit made a refresh due (:meth:`_finish`).
+        self._answered_after_analysis: list[PendingWrite] = []
         #: Whether an erasure's rewrite of the log is owed (as far as this process knows), the
         #: task group trying it again while serving, and whether that task runs.
         self._vacuum_owed = False
@@ -518,6 +520,11 @@ class PostgresJournal:
                         write.error = exc
                     write.done.set()
                 committed = await self._commit_retrying(writes) if writes else False
+                if self._answered_after_analysis:  # their commit made the statistics due (_finish)
+                    await self._analyze()
+                    answered, self._answered_after_analysis = self._answered_after_analysis, []
+                    for write in answered:
+                        write.done.set()
                 if not committed and (writes or syncs or catch_up):
                     connection = await self._ensure_connection()
                     rows = await self._call(connection.rows_after, self._applied)
@@ -526,8 +533,6 @@ class PostgresJournal:
                 if self._announcement_due():
                     await (await self._ensure_connection()).announce_here(self._applied)
                     self._noticed(True)
-                if analysis_due(self._unanalyzed, self._analyzed_at):
-                    await self._analyze()
             except Exception as exc:
                 error = exc
                 if is_connection_error(exc) or (self._connection is not None and self._connection.broken):
@@ -597,9 +602,9 @@ class PostgresJournal:
         await self._analyze()
 
     async def _analyze(self) -> None:
-        """Refresh the planner's statistics of the log's tables (``Connection.analyze``), after
-        the commits that made them stale were answered. A failure (a lock not had in time, a
-        lost connection) is logged and left to autovacuum: the commits stand."""
+        """Refresh the planner's statistics of the log's tables (``Connection.analyze``), before
+        the writes whose commit made them due are answered. A failure (a lock not had in time, a
+        lost connection) is logged and left to autovacuum: the commits stand. Never raises."""
         self._unanalyzed, self._analyzed_at = 0, self._applied
         try:
             await self._call((await self._ensure_connection()).analyze)
@@ -721,9 +726,15 @@ class PostgresJournal:
         return True
 
     def _finish(self, accepted: Sequence[PendingWrite], rows: Sequence[RowTuple], encoded: Mapping[int, EncodedMessage]) -> None:
+        """A commit of ``accepted`` is in: apply it and answer its writers, or, when it makes a
+        refresh of the planner's statistics due (:func:`analysis_due`), answer them once the
+        round has refreshed them, so that a bulk write returns described to the planner."""
         self.commits += 1
         self._unanalyzed += len(rows)
         self._apply(rows, elsewhere=False, encoded=encoded)
+        if analysis_due(self._unanalyzed, self._analyzed_at):
+            self._answered_after_analysis.extend(accepted)
+            return
         for write in accepted:
             write.done.set()
 
