@@ -247,3 +247,44 @@ def writable_store(rt: Any) -> Any:
     from asides.actors._runtime import internal_store
 
     return internal_store(rt)
+
+
+def reopen_segments(ops: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """``ops`` cut at each ``("reopen", ...)``: the operations of each open of the store, in order."""
+    segments: list[list[tuple[str, Any]]] = [[]]
+    for op in ops:
+        if op[0] == "reopen":
+            segments.append([])
+        else:
+            segments[-1].append(op)
+    return segments
+
+
+class BranchedStates:
+    """The state values a store should hold on each branch, beside the store, for the properties
+    that write states on ``main`` and its forks: :meth:`apply` performs ``("set", [(key,
+    value), ...])`` (on the current branch), ``("fork", None)`` (a fork of the current branch,
+    which becomes current, copying its values) and ``("switch", n)`` on both."""
+
+    def __init__(self) -> None:
+        self.expected: dict[str, dict[str, Any]] = {"main": {}}
+        self.branches = ["main"]
+        self.current = "main"
+
+    async def apply(self, store: Any, op: str, arg: Any) -> bool:
+        """Perform ``op`` on the store and here; whether it was one of the three."""
+        if op == "set":
+            values = dict(arg)
+            await store.set_states(self.current, values)
+            self.expected[self.current].update(values)
+        elif op == "fork":
+            name = f"side-{len(self.branches)}"
+            await store.create_branch(name, self.current)
+            self.expected[name] = dict(self.expected[self.current])
+            self.branches.append(name)
+            self.current = name
+        elif op == "switch":
+            self.current = self.branches[arg % len(self.branches)]
+        else:
+            return False
+        return True

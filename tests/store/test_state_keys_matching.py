@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from helpers import BranchedStates, reopen_segments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asides import text
 from asides.lowlevel import open_store
 from asides.store._search import holds_every, state_text
 
@@ -46,40 +46,20 @@ def test_the_keys_found_are_those_whose_visible_values_hold_the_word(ops: list[t
     answer is the keys a dictionary per branch (a fork copying its parent's) says hold the word."""
 
     async def run(path: str) -> None:
-        expected: dict[str, dict[str, Any]] = {"main": {}}
-        branches = ["main"]
-        current = "main"
-        segments: list[list[tuple[str, Any]]] = [[]]
-        for op in ops:
-            if op[0] == "reopen":
-                segments.append([])
-            else:
-                segments[-1].append(op)
-        for segment in segments:
+        states = BranchedStates()
+        for segment in reopen_segments(ops):
             async with open_store(path) as store:
                 for op, arg in segment:
-                    if op == "set":
-                        values = dict(arg)
-                        await store.set_states(current, values)
-                        expected[current].update(values)
-                    elif op == "fork":
-                        name = f"side-{len(branches)}"
-                        await store.create_branch(name, current)
-                        await store.append_message(name, "user", (text("on the fork"),))
-                        expected[name] = dict(expected[current])
-                        branches.append(name)
-                        current = name
-                    elif op == "switch":
-                        current = branches[arg % len(branches)]
-                    elif op == "index":
+                    if await states.apply(store, op, arg):
+                        continue
+                    if op == "index":
                         await store.index_search()
-                    else:
-                        prefix, word = arg
-                        for branch in branches:
-                            want = sorted(
-                                k for k, v in expected[branch].items() if k.startswith(prefix) and holds_every(state_text(v), (word,))
-                            )
-                            assert store.state_keys_matching(branch, prefix, [word]) == want, (branch, prefix, word)
+                        continue
+                    prefix, word = arg
+                    for branch in states.branches:
+                        held = states.expected[branch]
+                        want = sorted(k for k, v in held.items() if k.startswith(prefix) and holds_every(state_text(v), (word,)))
+                        assert store.state_keys_matching(branch, prefix, [word]) == want, (branch, prefix, word)
 
     with tempfile.TemporaryDirectory() as folder:
         trio.run(run, str(Path(folder) / "store.db"))

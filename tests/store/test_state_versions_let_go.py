@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from helpers import BranchedStates, reopen_segments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,44 +84,26 @@ def test_reads_answer_what_was_written_however_small_the_bound(ops: list[tuple[s
     listing answers what a dictionary per branch (a fork copying its parent's) says."""
 
     async def run(path: str) -> None:
-        expected: dict[str, dict[str, int]] = {"main": {}}
-        branches = ["main"]
-        current = "main"
-        segments: list[list[tuple[str, Any]]] = [[]]
-        for op in ops:
-            if op[0] == "reopen":
-                segments.append([])
-            else:
-                segments[-1].append(op)
-        for segment in segments:
+        states = BranchedStates()
+        for segment in reopen_segments(ops):
             async with open_store(path) as store:
                 store.model.state_keys_bound = bound
                 for op, arg in segment:
-                    if op == "set":
-                        values = dict(arg)
-                        await store.set_states(current, values)
-                        expected[current].update(values)
-                    elif op == "fork":
-                        name = f"side-{len(branches)}"
-                        await store.create_branch(name, current)
-                        expected[name] = dict(expected[current])
-                        branches.append(name)
-                        current = name
-                    elif op == "switch":
-                        current = branches[arg % len(branches)]
+                    if await states.apply(store, op, arg):
+                        pass
                     elif op == "message":
-                        await store.append_message(current, "user", (text("between"),))
+                        await store.append_message(states.current, "user", (text("between"),))
                     elif op == "read":
-                        for branch in branches:
-                            assert store.get_state(branch, arg) == expected[branch].get(arg), (branch, arg)
+                        for branch in states.branches:
+                            assert store.get_state(branch, arg) == states.expected[branch].get(arg), (branch, arg)
                     else:
-                        for branch in branches:
-                            listed = sorted(k for k in expected[branch] if k.startswith(arg))
+                        for branch in states.branches:
+                            listed = sorted(k for k in states.expected[branch] if k.startswith(arg))
                             assert store.state_keys(branch, arg) == listed, (branch, arg)
                     if op in ("set", "message"):  # a commit: past the bound, it let go of all but its own
                         assert store.statistics().state_keys_in_memory <= max(bound, len(arg) if op == "set" else 0)
-                for branch in branches:
-                    assert store.state_items(branch, "") == expected[branch], branch
+                for branch in states.branches:
+                    assert store.state_items(branch, "") == states.expected[branch], branch
 
     with tempfile.TemporaryDirectory() as folder:
         trio.run(run, str(Path(folder) / "store.db"))
