@@ -58,6 +58,7 @@ from ._model_parts import (
     Row,
     StoredRows,
     latest,
+    prefix_end,
     record_of,
 )
 from ._names import check_branch
@@ -1563,9 +1564,10 @@ class LogModel:
         self._branch(branch_name)
         check_str(prefix, "prefix")
         words = list(words)
-        if self._rows is None or not prefix or not words or ord(prefix[-1]) == 0x10FFFF:
+        upper = prefix_end(prefix) if prefix else None
+        if self._rows is None or upper is None or not words:
             return None
-        found = self._rows.states_matching(prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), words)
+        found = self._rows.states_matching(prefix, upper, words)
         if found is None:
             return None
         indexed, unreached = found

@@ -175,6 +175,14 @@ class StoredRows(Protocol):
         ...
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The first string, in code point order, past every key that starts with ``prefix`` (not
+    empty): the keys under it are those from ``prefix`` up to it, excluded. ``None`` when the
+    last character of ``prefix`` is the last code point (nothing of the same length follows)."""
+    last = ord(prefix[-1])
+    return prefix[:-1] + chr(last + 1) if last < 0x10FFFF else None
+
+
 def record_of(message_id: str) -> int | None:
     """The record id a message id is the decimal form of, or ``None``."""
     if not (message_id.isascii() and message_id.isdigit()) or (message_id[0] == "0" and message_id != "0"):

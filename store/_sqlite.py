@@ -46,7 +46,7 @@ from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesEra
 from ._file_checks import open_error
 from ._journal import Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, GAP_ROW, LogModel, RecordTypeError
-from ._model_parts import LARGEST_AUDIENCE_BITS
+from ._model_parts import LARGEST_AUDIENCE_BITS, prefix_end
 from ._records import audience_groups
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import Done, Parking, parking, scheduling_point
@@ -746,9 +746,8 @@ class SqliteJournal:
                 marks = ",".join("?" * len(chunk))
                 found += self._read(f"{select}ref IN ({marks})", [before, *chunk], "the state records")
         elif prefix:
-            last = ord(prefix[-1])
-            if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
-                upper = prefix[:-1] + chr(last + 1)
+            upper = prefix_end(prefix)
+            if upper is not None:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
                 found = self._read(f"{select}ref >= ? AND ref < ?", [before, prefix, upper], "the state records")
             else:
                 found = self._read(f"{select}substr(ref, 1, ?) = ?", [before, len(prefix), prefix], "the state records")
@@ -761,10 +760,10 @@ class SqliteJournal:
         return [(int(i), b, int(q), r, bool(n)) for i, b, q, r, n in found]
 
     def state_sequences_after(self, before: int, branch: str, prefix: str, sequence: int) -> tuple[int, list[tuple[str, int]]]:
-        last = ord(prefix[-1])
+        upper = prefix_end(prefix)
         keys: list[Any]
-        if last < 0x10FFFF:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
-            where, keys = "ref >= ? AND ref < ?", [prefix, prefix[:-1] + chr(last + 1)]
+        if upper is not None:  # the keys from ``prefix`` up to the next prefix, in the index's (code point) order
+            where, keys = "ref >= ? AND ref < ?", [prefix, upper]
             if prefix.endswith("/"):  # every key under it has a parent from ``prefix`` up to the next prefix
                 return self._state_sequences_after_by_parent(before, branch, keys, sequence)
         else:
