@@ -69,3 +69,26 @@ async def test_a_write_of_fewer_records_than_the_bound_leaves_the_statistics_alo
     async with open_store(pg_url) as store:
         await store.append_messages("main", _messages(ANALYZE_AFTER_RECORDS - 1))
     assert _statistics(pg_url)["asides_log"][0] == 0
+
+
+async def test_a_refresh_that_fails_is_logged_and_the_restore_stands(pg_url, tmp_path, monkeypatch, caplog):
+    """A refresh that cannot be made (here: the server refuses it) is a warning naming the
+    store; the restore it followed is written and the store goes on."""
+    from asides.store._pg_driver import Connection
+
+    def refused(self: Connection) -> None:
+        raise RuntimeError("ANALYZE refused")
+
+    monkeypatch.setattr(Connection, "analyze", refused)
+    async with open_store(str(tmp_path / "source.db")) as source:
+        await source.append_messages("main", _messages(20))
+        backup = await source.records()
+    async with open_store(pg_url) as store:
+        with caplog.at_level("WARNING", logger="asides.store"):
+            await store.restore_records(backup)
+        said = [r.getMessage() for r in caplog.records]
+        assert any("could not refresh the planner's statistics" in m and "ANALYZE refused" in m for m in said), said
+        await store.append_message("main", "host", (text("after"),))
+    assert _statistics(pg_url)["asides_log"][0] == 0
+    async with open_store(pg_url, read_only=True) as reopened:
+        assert reopened.length("main") == 21
