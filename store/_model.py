@@ -18,6 +18,7 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Final
@@ -561,6 +562,45 @@ class LogModel:
             if owner.names_unknown or reader in owner.names:
                 return True
         return False
+
+    def audience_census(self, branch_name: str) -> tuple[int, frozenset[str]]:
+        """How many messages of the branch, as they read now (edits and erasures included), hold
+        a block with an audience (``has_audience``), and every reader the audiences of those
+        messages name: what reading and decoding every message would find. Costs the blocks
+        that hold messages whose stored body may name a reader, and decodes only the messages
+        among them whose body does not say who sees them, those of a block a fork point cuts
+        (read, not decoded, when they say) and the edited or erased ones; never the branch's
+        length."""
+        edited = sorted(p for p in map(partial(self.position_of, branch_name), self.edited_ids(branch_name)) if p is not None)
+        count = 0
+        names: set[str] = set()
+
+        def decode(position: int) -> None:
+            nonlocal count
+            content = self.at(branch_name, position).content
+            if has_audience(content):
+                count += 1
+                names.update(named_readers(content))
+
+        for lo, hi, counts in self.audience_spans(branch_name):
+            if counts is not None and None not in counts and bisect_left(edited, lo) == bisect_left(edited, hi):
+                for seers, number in counts.items():
+                    assert seers is not None
+                    count += number
+                    names.update(seers.names)
+                continue
+            for position, seers in self.audience_entries(branch_name, lo, hi):
+                at = bisect_left(edited, position)
+                if at < len(edited) and edited[at] == position:
+                    continue  # decoded below, as it reads now
+                if seers is None:
+                    decode(position)
+                else:
+                    count += 1
+                    names.update(seers.names)
+        for position in edited:
+            decode(position)
+        return count, frozenset(names)
 
     def _note_names(self, branch: Branch, names: Iterable[str] | None) -> None:
         """Some audience stored on ``branch`` names ``names`` (``None``: readers not known here)."""
