@@ -12,10 +12,10 @@ from typing import Any
 from ..actors._lease import lease_holders
 from ..actors._records import CONTEXT, FLOOR_KEY, READER_KEY, is_floor_record, is_reader_record
 from ..actors._runtime import Runtime, internal_store
-from ..store._blocks import decode_stored_content, has_audience
+from ..store._blocks import decode_stored_content
 from ..store._model import UNREADABLE
 from ..store._postgres import is_postgres_url
-from ..store._views import reader_view
+from ..store._views import Projection, Projections
 from ..strategies._base import STRATEGY_KEY
 from ..strategies._recorded import read_strategy_record, recorded_strategy
 from ._records import find_strategy, namespaces_on, split_state_key, strategy_records
@@ -28,18 +28,45 @@ def _json_safe(value: Any) -> Any:
 
 
 class MessageCounts:
-    """The two counts of the report that read every message of a branch: how many have a block
-    with an audience, and how many a reader sees anything of. This one counts afresh each time;
-    ``asides serve`` passes one that keeps its counts up to date as the log grows."""
+    """The report's counts of a branch's messages: how many hold a block with an audience, which
+    readers the audiences name, and how many a reader's view holds (the messages it sees
+    anything of, as a compile takes them: an erased one is in no view). Each is worked out from
+    what the store's model counts by block of messages that may name a reader (the census of
+    ``LogModel.audience_census``, and a reader's view as ``store/_views.py`` computes it),
+    never by reading every message. The census and each reader's view are kept for the
+    object's life and brought up to date with what was written since when asked again:
+    ``asides serve`` keeps one across the changes it follows."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        self._projections = Projections(store.model)
+        self._views: dict[tuple[str, str | None], Projection] = {}
+        #: Per branch: the census, and the length, edits and erasures it was taken at.
+        self._census: dict[str, tuple[tuple[int, int, int], tuple[int, frozenset[str]]]] = {}
+
+    def _taken(self, branch: str) -> tuple[int, frozenset[str]]:
+        model = self.store.model
+        now = (model.length(branch), model.edit_count(branch), model.erasure_count)
+        known = self._census.get(branch)
+        if known is None or known[0] != now:
+            known = self._census[branch] = (now, model.audience_census(branch))
+        return known[1]
 
     def with_audience(self, branch: str) -> int:
-        return sum(1 for m in self.store.messages(branch) if has_audience(m.content))
+        """How many messages of ``branch`` hold a block with an audience."""
+        return self._taken(branch)[0]
+
+    def readers_named(self, branch: str) -> frozenset[str]:
+        """Every reader the audiences of ``branch``'s messages name, as they read now."""
+        return self._taken(branch)[1]
 
     def visible(self, branch: str, reader: str | None) -> int:
-        return sum(1 for message in self.store.messages(branch) if reader_view(message, reader)[0] is not None)
+        """How many messages the view of ``reader`` (``None``: no reader) on ``branch`` holds."""
+        view = self._views.get((branch, reader))
+        if view is None:
+            view = self._views[(branch, reader)] = self._projections.projection(branch, reader, None)
+        view.sync()
+        return view.read_length()
 
 
 def _describe_namespace(

@@ -24,7 +24,7 @@ from ..actors._records import is_reader_record
 from ..actors._runtime import internal_store
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
-from ..store._blocks.reader import content_for_reader, effective_audience, has_audience, is_thinking
+from ..store._blocks.reader import content_for_reader, effective_audience, is_thinking
 from ..store._errors import AsidesError
 from ..store._message_ids import as_message_ids
 from ..store._messages import Message
@@ -216,89 +216,12 @@ def _start_position(snapshot: Snapshot, branch: str, after: int) -> int:
     return low
 
 
-class AudienceNames:
-    """The readers the audiences of one branch name, scanned once and then only from where the
-    last scan stopped: the messages appended since (by position) and the messages edited since
-    (by the branch's edit log). A name stays once seen, until the store is opened again (an
-    edit or an erasure that removes it does not take it out). ``scanned`` counts the messages
-    looked at, for the tests that count work."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.position = 0
-        self.edits = 0
-        self.scanned = 0
-
-    def update(self, snapshot: Snapshot, branch: str) -> set[str]:
-        store = internal_store(snapshot.runtime)
-        model = store.model
-        length, edits = store.length(branch), model.edit_count(branch)
-        if store.may_hold_audience(branch):
-            fresh = store.messages(branch, self.position, length) if self.position < length else []
-            edited = [store.get_message(branch, i) for i in model.edits_since(branch, self.edits)] if edits > self.edits else []
-            for message in [*fresh, *edited]:
-                if message is None:
-                    continue
-                self.scanned += 1
-                for block in message.content:
-                    audience = effective_audience(block)
-                    if isinstance(audience, frozenset):
-                        self.names |= audience
-        self.position, self.edits = length, edits
-        return self.names
-
-
-def audience_names(snapshot: Snapshot, branch: str) -> AudienceNames:
-    """The snapshot's :class:`AudienceNames` of ``branch`` (kept across changes)."""
-    key = ("audience names", branch)
-    found = snapshot.kept.get(key)
-    if not isinstance(found, AudienceNames):
-        found = snapshot.kept[key] = AudienceNames()
-    return found
-
-
-class KeptCounts(MessageCounts):
-    """The report's message counts (:class:`MessageCounts`), kept up to date from where the last
-    count stopped: the messages appended since are counted, the rest is not read again. An edit
-    or an erasure on the branch (which may change what was counted) starts its counts afresh.
-    ``scanned`` counts the messages looked at, for the tests that count work."""
-
-    def __init__(self, store: Any) -> None:
-        super().__init__(store)
-        #: Per branch: (messages counted, edits seen, erasures seen, with an audience, visible by reader).
-        self._counted: dict[str, tuple[int, int, int, int, dict[str | None, int]]] = {}
-        self.scanned = 0
-
-    def _caught_up(self, branch: str, reader: str | None = None, *, for_reader: bool = False) -> tuple[int, dict[str | None, int]]:
-        model = self.store.model
-        length, edits, erasures = self.store.length(branch), model.edit_count(branch), model.erasure_count
-        counted, seen_edits, seen_erasures, audience, visible = self._counted.get(branch, (0, 0, 0, 0, {}))
-        if (seen_edits, seen_erasures) != (edits, erasures):
-            counted, audience, visible = 0, 0, {}
-        if counted < length:
-            for message in self.store.messages(branch, counted, length):
-                self.scanned += 1
-                audience += has_audience(message.content)
-                for name in visible:
-                    visible[name] += reader_view(message, name)[0] is not None
-        if for_reader and reader not in visible:
-            visible[reader] = super().visible(branch, reader)
-            self.scanned += length
-        self._counted[branch] = (length, edits, erasures, audience, visible)
-        return audience, visible
-
-    def with_audience(self, branch: str) -> int:
-        return self._caught_up(branch)[0]
-
-    def visible(self, branch: str, reader: str | None) -> int:
-        return self._caught_up(branch, reader, for_reader=True)[1][reader]
-
-
-def kept_counts(snapshot: Snapshot) -> KeptCounts:
-    """The snapshot's :class:`KeptCounts` (kept across changes)."""
+def kept_counts(snapshot: Snapshot) -> MessageCounts:
+    """The snapshot's :class:`MessageCounts` (kept across changes: the census and each reader's
+    view it keeps are brought up to date with what was written since)."""
     found = snapshot.kept.get("message counts")
-    if not isinstance(found, KeptCounts):
-        found = snapshot.kept["message counts"] = KeptCounts(internal_store(snapshot.runtime))
+    if not isinstance(found, MessageCounts):
+        found = snapshot.kept["message counts"] = MessageCounts(internal_store(snapshot.runtime))
     return found
 
 
@@ -308,7 +231,7 @@ def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     found = snapshot.cache.get(key)
     if found is None:
         model = internal_store(snapshot.runtime).model
-        names = set(audience_names(snapshot, branch).update(snapshot, branch))
+        names = set(kept_counts(snapshot).readers_named(branch))
         for state_key in model.state_keys(branch):
             split = split_state_key(state_key)
             if split is not None and split[1] == "reader":
