@@ -11,12 +11,11 @@ from typing import Any
 import trio
 
 from .._inspection._preview import STRATEGIES, compile_as_json, compile_as_text, rebuild_strategy
-from .._inspection._records import INFERRED, NAME_ONLY, FoundStrategy, find_strategy, namespace_records, namespaces_on
+from .._inspection._records import INFERRED, NAME_ONLY, FoundStrategy, namespace_strategy, namespaces_on
 from ..actors._namespace import normalise_namespace
 from ..actors._runtime import Runtime, internal_store
 from ..store._names import name_problem
 from ..store._words import counted
-from ..strategies._recorded import recorded_strategy
 from ._common import EXIT_OK, CliError, UsageError, dumps, reading_runtime, require_branch
 
 __all__ = ["FORMATS", "cmd_compile"]
@@ -69,7 +68,6 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
     branch, namespace = args.branch, normalise_namespace(args.namespace)
     require_branch(rt, branch)
     model = internal_store(rt).model
-    records = namespace_records(model, branch, namespace)
     known = namespaces_on(model, branch)
     if namespace not in known and args.strategy is None:
         reader = "no reader" if args.reader is None else f"reader {args.reader!r}"
@@ -78,7 +76,7 @@ async def _compile(rt: Runtime, args: argparse.Namespace) -> tuple[Any, dict[str
             f"{', '.join(sorted(known)) or 'none'}); a namespace that never wrote anything compiles as passthrough for "
             f"{reader}: pass --strategy passthrough to compile it anyway"
         )
-    found = find_strategy(records, recorded_strategy(model, branch, namespace))
+    found = namespace_strategy(model, branch, namespace)
     where = f"namespace {namespace!r} on branch {branch!r}"
     strategy, strategy_name, warnings = _strategy_for(found, args.strategy, where)
     # The runtime is read-only: a reader given for an unclaimed namespace is held in memory for

@@ -16,14 +16,13 @@ import attrs
 import trio
 
 from .._inspection._preview import STRATEGIES, rebuild_strategy
-from .._inspection._records import find_strategy, namespace_records, namespaces_on
+from .._inspection._records import namespace_reader, namespace_strategy, namespaces_on
 from ..actors._namespace import normalise_namespace
 from ..actors._runtime import Runtime, internal_store
 from ..actors._searching import KINDS, MAX_LIMIT
 from ..store._errors import InvalidArgumentError
 from ..store._names import name_problem
 from ..strategies._passthrough import PassthroughStrategy
-from ..strategies._recorded import recorded_strategy
 from ._common import EXIT_OK, UsageError, dumps, reading_runtime, require_branch
 
 __all__ = ["cmd_search", "PREVIEW_NAMESPACE"]
@@ -39,11 +38,11 @@ def _namespace_for(rt: Runtime, branch: str, reader: str, chosen: str | None) ->
     if chosen is not None:
         namespace = normalise_namespace(chosen)
     else:
-        claiming = sorted(n for n in namespaces_on(model, branch) if namespace_records(model, branch, n).get("reader") == reader)
+        claiming = sorted(n for n in namespaces_on(model, branch) if namespace_reader(model, branch, n) == reader)
         if not claiming:
             return PREVIEW_NAMESPACE, PassthroughStrategy()
         namespace = claiming[0]
-    found = find_strategy(namespace_records(model, branch, namespace), recorded_strategy(model, branch, namespace))
+    found = namespace_strategy(model, branch, namespace)
     if found.name not in STRATEGIES:
         return namespace, PassthroughStrategy()
     return namespace, rebuild_strategy(found.name, found.options).strategy

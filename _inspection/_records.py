@@ -10,16 +10,16 @@ records the namespace holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 
-from ..actors._records import own_record
+from ..actors._records import READER_KEY, own_record
 from ..store._model import UNREADABLE, LogModel
 from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, WindowedPassthroughStrategy
 from ..strategies._capabilities import DescribesRecords, RecordedSummary, RecordsReport
-from ..strategies._recorded import read_strategy_record
+from ..strategies._recorded import read_strategy_record, recorded_strategy
 
 __all__ = [
     "DESCRIBERS",
@@ -29,7 +29,10 @@ __all__ = [
     "FoundStrategy",
     "StrategyRecords",
     "find_strategy",
+    "namespace_reader",
+    "namespace_strategy",
     "namespace_records",
+    "namespace_tails",
     "namespaces_on",
     "recorded_summaries",
     "split_state_key",
@@ -39,6 +42,7 @@ __all__ = [
 #: The built-in strategies whose records a store may hold, in the order a namespace's strategy
 #: is inferred from its records (:func:`find_strategy`: the first whose records it holds).
 DESCRIBERS: tuple[DescribesRecords, ...] = (AutobiographicalStrategy(), KnowledgeStrategy(), WindowedPassthroughStrategy())
+_OWNS_RECORD = tuple(describer.owns_record for describer in DESCRIBERS)
 
 
 def split_state_key(key: str) -> tuple[str, str] | None:
@@ -51,8 +55,9 @@ def split_state_key(key: str) -> tuple[str, str] | None:
     cut = len(key)
     while (cut := key.rfind("/", 0, cut)) > 0:  # the shortest tail first; a namespace is never empty
         tail = key[cut + 1 :]
-        if any(describer.owns_record(tail) for describer in DESCRIBERS):
-            return key[:cut], tail
+        for owns in _OWNS_RECORD:  # a loop, not any() over a generator: this runs for every key listed
+            if owns(tail):
+                return key[:cut], tail
     return None
 
 
@@ -62,11 +67,26 @@ def namespaces_on(model: LogModel, branch: str) -> set[str]:
     return {split[0] for key in model.state_keys(branch) if (split := split_state_key(key))} | model.noted_namespaces(branch)
 
 
+def namespace_tails(model: LogModel, branch: str, namespace: str) -> Iterator[tuple[str, str]]:
+    """``(key, tail)`` of every record of ``namespace`` that ``branch`` sees, in key order; a
+    generator, which reads nothing until it is iterated."""
+    for key in model.state_keys(branch, f"{namespace}/"):  # a longer namespace's keys too: the cut tells
+        split = split_state_key(key)
+        if split is not None and split[0] == namespace:
+            yield key, split[1]
+
+
 def namespace_records(model: LogModel, branch: str, namespace: str) -> dict[str, Any]:
     """``{tail: value}`` of every record of ``namespace`` that ``branch`` sees (values as stored:
     ``UNREADABLE`` for one that is not JSON)."""
-    tails = {key: split[1] for key in model.state_keys(branch) if (split := split_state_key(key)) is not None and split[0] == namespace}
+    tails = dict(namespace_tails(model, branch, namespace))
     return {tails[key]: value for key, value in model.get_states(branch, tails).items()}  # read together, not one by one
+
+
+def namespace_reader(model: LogModel, branch: str, namespace: str) -> Any:
+    """The value of ``namespace``'s reader record on ``branch``, as stored (``MISSING`` when it
+    has none, ``UNREADABLE`` when it is not JSON), read alone."""
+    return model.get_state(branch, f"{namespace}/{READER_KEY}")
 
 
 @attrs.frozen
@@ -117,14 +137,23 @@ class FoundStrategy:
     how: str
 
 
-def find_strategy(records: Mapping[str, Any], recorded_value: Any) -> FoundStrategy:
+def find_strategy(tails: Iterable[str], recorded_value: Any) -> FoundStrategy:
     """The strategy a namespace runs: what the record in force holds (``recorded_value``, from
-    ``strategies._recorded.recorded_strategy``); else, inferred from its records (``{tail:
-    value}``): the first of :data:`DESCRIBERS` that owns one of them, else ``passthrough``."""
+    ``strategies._recorded.recorded_strategy``); else, inferred from the tails of its records
+    (a mapping by tail will do; a generator is read only then): the first of
+    :data:`DESCRIBERS` that owns one of them, else ``passthrough``."""
     recorded = read_strategy_record(recorded_value)
     if recorded is not None:
         return FoundStrategy(recorded.name, recorded.options, NAME_ONLY if recorded.options is None else RECORDED)
+    records = list(tails)
     for describer in DESCRIBERS:
         if any(describer.owns_record(tail) for tail in records):
             return FoundStrategy(describer.name, None, INFERRED)
     return FoundStrategy("passthrough", None, INFERRED)
+
+
+def namespace_strategy(model: LogModel, branch: str, namespace: str) -> FoundStrategy:
+    """:func:`find_strategy` of ``namespace`` on ``branch``: the keys of its records are read only
+    when no record in force says."""
+    tails = (tail for _key, tail in namespace_tails(model, branch, namespace))
+    return find_strategy(tails, recorded_strategy(model, branch, namespace))

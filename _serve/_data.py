@@ -16,11 +16,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._inspection._preview import STRATEGIES, block_line, compile_as_json
-from .._inspection._records import find_strategy, namespace_records, namespaces_on, recorded_summaries, split_state_key
+from .._inspection._records import (
+    namespace_reader,
+    namespace_records,
+    namespace_strategy,
+    namespaces_on,
+    recorded_summaries,
+    split_state_key,
+)
 from .._inspection._report import MessageCounts, describe_store, namespace_lease_holders
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
-from ..actors._records import is_reader_record
+from ..actors._records import READER_KEY, is_reader_record
 from ..actors._runtime import internal_store
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
@@ -31,7 +38,6 @@ from ..store._messages import Message
 from ..store._names import name_problem
 from ..store._views import reader_view
 from ..strategies._capabilities import HasEstimator
-from ..strategies._recorded import recorded_strategy
 from ..strategies._tokens import default_estimate
 from ._snapshots import MANAGER_CACHE, Snapshot
 
@@ -232,7 +238,7 @@ def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     if found is None:
         model = internal_store(snapshot.runtime).model
         names = set(kept_counts(snapshot).readers_named(branch))
-        for state_key in model.state_keys(branch):
+        for state_key in model.state_keys_ending(branch, f"/{READER_KEY}"):
             split = split_state_key(state_key)
             if split is not None and split[1] == "reader":
                 value = model.get_state(branch, state_key)
@@ -376,7 +382,7 @@ def compare_page(snapshot: Snapshot, *, branch: str | None, readers: str | None,
 def strategy_of(snapshot: Snapshot, branch: str, namespace: str) -> str:
     """The name of the strategy ``namespace`` runs on ``branch``, as ``asides inspect`` finds it."""
     model = internal_store(snapshot.runtime).model
-    return find_strategy(namespace_record(snapshot, branch, namespace), recorded_strategy(model, branch, namespace)).name
+    return namespace_strategy(model, branch, namespace).name
 
 
 def namespace_record(snapshot: Snapshot, branch: str, namespace: str) -> dict[str, Any]:
@@ -384,8 +390,12 @@ def namespace_record(snapshot: Snapshot, branch: str, namespace: str) -> dict[st
 
 
 def namespace_names(snapshot: Snapshot, branch: str) -> list[str]:
-    model = internal_store(snapshot.runtime).model
-    return sorted(namespaces_on(model, branch))
+    """The namespaces of ``branch``, by name (kept until the store changes)."""
+    key = ("namespace names", branch)
+    found = snapshot.cache.get(key)
+    if found is None:
+        found = snapshot.cache[key] = sorted(namespaces_on(internal_store(snapshot.runtime).model, branch))
+    return list(found)
 
 
 def namespace_of(snapshot: Snapshot, branch: str, value: str | None) -> str:
@@ -624,7 +634,8 @@ async def view(
 
 def claiming(snapshot: Snapshot, branch: str, reader: str) -> list[str]:
     """The namespaces of ``branch`` whose record names ``reader``, by name."""
-    return [n for n in namespace_names(snapshot, branch) if namespace_record(snapshot, branch, n).get("reader") == reader]
+    model = internal_store(snapshot.runtime).model
+    return [n for n in namespace_names(snapshot, branch) if namespace_reader(model, branch, n) == reader]
 
 
 async def reader_manager(snapshot: Snapshot, branch: str, reader: str, namespace: str | None) -> tuple[str, str, ContextManager]:
