@@ -53,6 +53,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import anyio
@@ -112,11 +113,13 @@ from ._records import (
     context_prefix,
     is_floor_record,
     is_reader_record,
+    own_record,
     reader_keys,
     strategy_state_key,
 )
 from ._signals import Signal
 from ._values import ContextEntry
+from ._written import WrittenKeys
 
 if TYPE_CHECKING:
     from ..store._store import Store
@@ -172,6 +175,9 @@ class ActorStatistics:
     lease_refusals: int
     #: Whether the actor has ended (it runs no command any more).
     ended: bool
+    #: Keys of the namespace's strategy-state records written since the actor started that it
+    #: holds (the newest: ``actors/_written.py``), however long it lives.
+    written_keys_held: int = 0
 
 
 @attrs.frozen
@@ -213,8 +219,10 @@ class NamespaceActor:
         self._record: str | None | UnreadableRecord = self._load_record()
         self._floor: int | object = self._load_floor()
         self._claims = Signal()
-        #: Strategy-state keys (relative) written under this namespace on this branch, in order.
-        self._written: list[str] = []
+        #: Strategy-state keys (relative) written under this namespace on this branch, in the
+        #: order the actor learnt of them: the newest held, older ones asked of the store.
+        self._started_at = store.head(branch)
+        self._written = WrittenKeys(self._keys_written_since_start)
         #: Compression requests of this namespace and branch now out (any manager).
         self._requests_out = 0
         #: Of those that came back, the newest ones in a row that failed with no answer.
@@ -278,6 +286,7 @@ class NamespaceActor:
             written_elsewhere=self._written_elsewhere,
             lease_refusals=self._lease.refusals,
             ended=self._stopped,
+            written_keys_held=self._written.held,
         )
 
     def attach(self) -> None:
@@ -403,13 +412,22 @@ class NamespaceActor:
         await self._claims.wait_beyond(generation)
 
     @property
-    def written(self) -> list[str]:
+    def written(self) -> WrittenKeys:
         """Strategy-state keys (relative to the namespace) written since the actor started, here
-        or (on a shared store) by another process, in the order this process learnt of them. Read
-        in the actor's turn, it first follows what the store told of since."""
+        or (on a shared store) by another process, in the order this process learnt of them
+        (see ``actors/_written.py``). Read in the actor's turn, it first follows what the store
+        told of since."""
         if self._changes and self.holds_turn():
             self.follow_store()
         return self._written
+
+    def _keys_written_since_start(self) -> list[str]:
+        """Every strategy-state key (relative) of the namespace whose record on the branch was
+        written after the actor started, each once, oldest first (read from the store)."""
+        prefix = f"{self.namespace}/"
+        _before, after = self.store.state_sequences_after(self.branch, prefix, self._started_at)
+        keys = [key for key, _sequence in sorted(after.items(), key=itemgetter(1))]
+        return [key[len(prefix) :] for key in keys if (own_record(key) or ("",))[0] != self.namespace]
 
     def store_changed(self, written_elsewhere: str | None = None) -> None:
         """The store holds a write touching this namespace: its reader record or floor (on a
@@ -442,7 +460,7 @@ class NamespaceActor:
             if key is None:
                 records = True
             else:
-                self._written.append(key)
+                self._written.add((key,))
                 self._written_elsewhere += 1
         if records:
             self.adopt_stored_records()
@@ -603,7 +621,7 @@ class NamespaceActor:
         self._require_turn("a strategy-state write")
         keyed = {strategy_state_key(self.namespace, k): v for k, v in records.items()}
         await self.store.set_states(self.branch, keyed, guard=self._lease.fence())
-        self._written.extend(records)
+        self._written.add(records)
 
     # -- the compression lease (see ._lease) ----------------------------------------------------
 

@@ -233,6 +233,21 @@ class RecordKeys(Protocol):
         ...
 
 
+class WrittenLog(Protocol):
+    """The keys written under a namespace, as the runtime hands them to a
+    :class:`StrategyState` (``actors/_written.py``)."""
+
+    @property
+    def revision(self) -> int:
+        """How many keys were written since the namespace's actor started."""
+        ...
+
+    def since(self, revision: int) -> tuple[str, ...]:
+        """The keys written since ``revision``, oldest first (see
+        :meth:`StrategyState.written_since`)."""
+        ...
+
+
 class StrategyState:
     """A namespace's strategy state records on one branch (``ctx.state``).
 
@@ -255,7 +270,7 @@ class StrategyState:
         namespace: str,
         *,
         keys: RecordKeys,
-        written: Callable[[], Sequence[str]] | None = None,
+        written: Callable[[], WrittenLog] | None = None,
         read_only: bool = False,
         writer: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None,
         report: Callable[[str, str], None] | None = None,
@@ -402,13 +417,16 @@ class StrategyState:
         """How many records were written under this namespace on this branch since the
         namespace's actor started; use with :meth:`written_since` to catch up on writes made by
         another manager's strategy."""
-        return len(self._written()) if self._written else 0
+        return self._written().revision if self._written else 0
 
     def written_since(self, revision: int) -> tuple[str, ...]:
-        """Keys (relative) written since ``revision``, oldest first."""
+        """Keys (relative) written since ``revision``, oldest first. For a revision older than
+        the newest keys the actor holds (1,024 at least), every key of the namespace's records
+        written since the actor started, each once: that may hold keys written before
+        ``revision`` too, which a strategy reading each key's current value takes in alike."""
         if self._written is None:
             return ()
-        return tuple(self._written()[revision:])
+        return self._written().since(revision)
 
 
 @attrs.frozen(slots=True)

@@ -1744,6 +1744,26 @@ async def test_two_managers_on_one_namespace_never_summarise_a_chunk_twice(store
         assert [s.id for s in first.search_summaries(".")] == ["L2-7"]
 
 
+async def test_a_manager_far_behind_another_of_its_namespace_catches_up_from_the_store(store_path, monkeypatch):
+    """Two managers of one namespace and branch: the first, with no model, compiles once and then
+    idles while the second writes many more records than the namespace's actor holds (its
+    newest 2 keys here, at most 4). The first's next read takes them in from the store: it reads
+    the same summaries and compiles the same context as the second."""
+    monkeypatch.setattr("asides.actors._written.WRITTEN_WINDOW", 2)
+    async with open_runtime(store_path) as rt:
+        await write(rt, convo(25))
+        idle = await rt.open_manager(NS, strategy=auto(target=25))
+        await idle.preview_context(**BIG)
+        busy = await opened(rt, auto(target=25), fake_model())
+        await settle(busy)
+        assert len(state(rt, f"{NS}/autobiographical/")) > 8
+        (held,) = [a for a in rt.statistics().actors if a.namespace == NS]
+        assert held.written_keys_held <= 4
+        assert summary_ids(idle) == summary_ids(busy) != []
+        assert idle.get_summaries_in_range() == busy.get_summaries_in_range()
+        assert (await idle.compile(**BIG)).messages == (await busy.compile(**BIG)).messages
+
+
 async def test_a_broken_summary_record_is_read_fail_closed(store_path, caplog):
     """STRATEGIES 4.2, SPEC E: a malformed summary record is reported once (naming it) and neither
     rendered nor read: its chunk renders raw and is queued again, and the new summary takes a
