@@ -187,11 +187,13 @@ def check_store_file(path: str) -> None:
 
 
 @asynccontextmanager
-async def reading_runtime(path: str) -> AsyncIterator[Runtime]:
+async def reading_runtime(path: str, *, message_cache: int | None = None) -> AsyncIterator[Runtime]:
     """The runtime over the existing store at ``path``, opened read-only: nothing is created or
-    changed, and it works while a host (another process, or this one) holds the store."""
+    changed, and it works while a host (another process, or this one) holds the store.
+    ``message_cache``: as ``open_runtime`` takes it (a command reading each message once needs
+    few)."""
     check_store_file(path)
-    async with _expected_errors(path), open_runtime(path, read_only=True) as rt:
+    async with _expected_errors(path), open_runtime(path, read_only=True, message_cache=message_cache) as rt:
         yield rt
 
 

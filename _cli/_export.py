@@ -47,6 +47,9 @@ __all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse
 
 MESSAGE_KEYS = ("participant", "content", "metadata", "timestamp")
 _IGNORED_KEYS = {"id", "sequence"}  # what --with-ids adds; the store assigns its own
+#: Messages an export reads and writes at a time: what it holds follows this, never the
+#: branch's length.
+EXPORT_PAGE = 1000
 #: The key of a dump's first line (``{"asides":"dump","format":1}``), so import can say what it is.
 DUMP_HEADER_KEY = "asides"
 
@@ -68,24 +71,35 @@ def message_line(message: Message, *, with_ids: bool) -> dict[str, Any]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    async def run() -> list[Message]:
-        async with reading_runtime(args.path) as rt:
-            require_branch(rt, args.branch)
-            return [m for m in rt.store.messages(args.branch) if not internal_store(rt).model.is_erased(m.id)]  # tombstones left out
+    refused: list[int] = []  # the numbers of the first lines a write would refuse
+    refusals = 0
 
-    messages = trio.run(run)
-    refused: list[int] = []
-    lines: list[str] = []
-    for number, message in enumerate(messages, start=1):
-        line = message_line(message, with_ids=args.with_ids)
-        lines.append(dumps(line, compact=True))
-        if any(isinstance(b, UnreadableBlock) for b in message.content) or _problem_of(line["content"], "content"):
-            refused.append(number)
-    write_out(lines)
-    if refused:
-        shown = ", ".join(map(str, refused[:20])) + (" …" if len(refused) > 20 else "")
+    async def run() -> None:
+        nonlocal refusals
+        async with reading_runtime(args.path, message_cache=EXPORT_PAGE) as rt:  # each message read once
+            require_branch(rt, args.branch)
+            store, model = rt.store, internal_store(rt).model
+            length = store.length(args.branch)
+            number = 0
+            for start in range(0, length, EXPORT_PAGE):  # written a page at a time, as read
+                lines: list[str] = []
+                for message in store.messages(args.branch, start, min(length, start + EXPORT_PAGE)):
+                    if model.is_erased(message.id):
+                        continue  # tombstones left out
+                    number += 1
+                    line = message_line(message, with_ids=args.with_ids)
+                    lines.append(dumps(line, compact=True))
+                    if any(isinstance(b, UnreadableBlock) for b in message.content) or _problem_of(line["content"], "content"):
+                        refusals += 1
+                        if len(refused) <= 20:
+                            refused.append(number)
+                write_out(lines)
+
+    trio.run(run)
+    if refusals:
+        shown = ", ".join(map(str, refused[:20])) + (" …" if refusals > 20 else "")
         print(
-            f"asides: note: {counted(len(refused), 'exported message')} {'holds' if len(refused) == 1 else 'hold'} data a "
+            f"asides: note: {counted(refusals, 'exported message')} {'holds' if refusals == 1 else 'hold'} data a "
             f"write would refuse (lines {shown}); "
             "they are exported as stored, and an import will name them",
             file=sys.stderr,
