@@ -40,7 +40,7 @@ class MessageCounts:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._projections = Projections(store.model)
-        self._views: dict[tuple[str, str | None], Projection] = {}
+        self._views: dict[tuple[str, str | None], Projection] = {}  # held: the projections keep them weakly
         #: Per branch: the census, and the length, edits and erasures it was taken at.
         self._census: dict[str, tuple[tuple[int, int, int], tuple[int, frozenset[str]]]] = {}
 
@@ -62,9 +62,8 @@ class MessageCounts:
 
     def visible(self, branch: str, reader: str | None) -> int:
         """How many messages the view of ``reader`` (``None``: no reader) on ``branch`` holds."""
-        view = self._views.get((branch, reader))
-        if view is None:
-            view = self._views[(branch, reader)] = self._projections.projection(branch, reader, None)
+        # Asked each time: a reader no audience names reads the view of no reader until one does.
+        view = self._views[(branch, reader)] = self._projections.projection(branch, reader, None)
         view.sync()
         return view.read_length()
 

@@ -67,3 +67,19 @@ def test_asides_inspect_reports_the_counts(capsys, tmp_path):
     assert main(["inspect", path, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert _counts(report) == (2000, 39, {"agents/ann": 1979, "agents/bob": 1980})
+
+
+async def test_kept_counts_follow_a_reader_named_after_they_first_counted(tmp_path):
+    """Counts kept across writes (as ``asides serve`` keeps them): cy, named by no audience,
+    sees what a view for no reader sees; once a line for cy alone is written, cy's count takes
+    it in and ann's does not, and the census names cy."""
+    from asides._inspection._report import MessageCounts
+
+    async with open_runtime(str(tmp_path / "named-later.db")) as rt:
+        store = writable_store(rt)
+        await store.append_messages("main", [("user", (text("hello"),), None), ("user", (text("for ann", ["ann"]),), None)])
+        counts = MessageCounts(store)
+        assert (counts.visible("main", "cy"), counts.visible("main", "ann"), counts.readers_named("main")) == (1, 2, {"ann"})
+        await store.append_message("main", "user", (text("for cy", ["cy"]),))
+        assert (counts.visible("main", "cy"), counts.visible("main", "ann")) == (2, 2)
+        assert (counts.with_audience("main"), counts.readers_named("main")) == (2, {"ann", "cy"})
