@@ -91,7 +91,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                     lines.append(dumps(line, compact=True))
                     if any(isinstance(b, UnreadableBlock) for b in message.content) or _problem_of(line["content"], "content"):
                         refusals += 1
-                        if len(refused) <= 20:
+                        if len(refused) < 20:
                             refused.append(number)
                 write_out(lines)
 
