@@ -155,7 +155,8 @@ async def namespace_lease_holders(rt: Runtime) -> dict[tuple[str, str], str]:
     :func:`describe_store` (asked of the database's ``pg_locks`` on a shared store; nothing on
     a store file)."""
     store = internal_store(rt)
-    namespaces = {(info.name, namespace) for info in rt.list_branches() for namespace in namespaces_on(store.model, info.name)}
+    # A generator: a store file asks nothing, so its namespaces are never listed for it.
+    namespaces = ((info.name, namespace) for info in rt.list_branches() for namespace in namespaces_on(store.model, info.name))
     return await lease_holders(store, namespaces)
 
 
