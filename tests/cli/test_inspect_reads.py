@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import trio
-from helpers import writable_store
+from helpers import sibling_store, writable_store
 
 from asides._cli._main import main
 from asides._inspection._report import describe_store
@@ -42,10 +42,10 @@ def _counts(report: dict) -> tuple[int, int, dict[str, int]]:
     return branch["messages"], branch["messages_with_audience"], {n["namespace"]: n["visible_messages"] for n in branch["namespaces"]}
 
 
-async def test_the_report_reads_no_more_messages_for_a_longer_history(tmp_path):
+async def test_the_report_reads_no_more_messages_for_a_longer_history(store_path):
     read = {}
     for count in (2000, 8000):
-        path = str(tmp_path / f"report-{count}.db")
+        path = store_path if count == 2000 else sibling_store(store_path, "longer")
         await _build(path, count)
         async with open_runtime(path, read_only=True) as rt:
             report = describe_store(rt, path)
@@ -69,13 +69,13 @@ def test_asides_inspect_reports_the_counts(capsys, tmp_path):
     assert _counts(report) == (2000, 39, {"agents/ann": 1979, "agents/bob": 1980})
 
 
-async def test_kept_counts_follow_a_reader_named_after_they_first_counted(tmp_path):
+async def test_kept_counts_follow_a_reader_named_after_they_first_counted(store_path):
     """Counts kept across writes (as ``asides serve`` keeps them): cy, named by no audience,
     sees what a view for no reader sees; once a line for cy alone is written, cy's count takes
     it in and ann's does not, and the census names cy."""
     from asides._inspection._report import MessageCounts
 
-    async with open_runtime(str(tmp_path / "named-later.db")) as rt:
+    async with open_runtime(store_path) as rt:
         store = writable_store(rt)
         await store.append_messages("main", [("user", (text("hello"),), None), ("user", (text("for ann", ["ann"]),), None)])
         counts = MessageCounts(store)
