@@ -690,12 +690,14 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
 
 
 async def warm(snapshot: Snapshot) -> None:
-    """Do, before the first request, the work that reads the whole log: the readers of each
-    branch (every message decoded once), the namespaces' report, which opens each namespace's
-    manager and catches it up, and the view of each reader, which opens a passthrough preview
-    manager for a reader no namespace records (up to :data:`MANAGER_CACHE` managers in all).
-    Each manager then catches up with the changes by itself, so a reader's first view answers
-    at once, whatever the length of the history: the start pays that pass instead."""
+    """Do, before the first request, what a first request would otherwise wait for: the
+    readers of each branch (the census of its audiences: :class:`MessageCounts`), the
+    namespaces' report, which opens each namespace's manager, and the view of each reader,
+    which opens a passthrough preview manager for a reader no namespace records (up to
+    :data:`MANAGER_CACHE` managers in all). Each manager then catches up with the changes by
+    itself, so a reader's first view answers at once. None of it reads every message: it costs
+    the blocks of messages that may name a reader, the namespaces' records and what the
+    previews' compiles send."""
     for info in snapshot.runtime.list_branches():
         known_readers(snapshot, info.name)
     await namespaces(snapshot)
