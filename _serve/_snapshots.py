@@ -12,9 +12,9 @@ read_only=True)``): it never writes and never creates a file. What keeps it curr
   the history. Only when the store cannot catch up (it was opened while no writer held it, in
   SQLite's ``immutable`` mode, which reads no later commit; the file was replaced; a read
   failed) does the watcher open a new read-only runtime, warm it, make it the current one and
-  close the previous one once no request uses it. A reopen reads the whole log (seconds at
-  200,000 messages), so the watcher then waits at least as long as it took before it looks
-  again. A host that starts writing to a store no writer held costs one reopen; every later
+  close the previous one once no request uses it. A reopen costs an open and a start (under
+  a second at 200,000 messages, more with many strategy records), so the watcher then waits
+  at least as long as it took before it looks again. A host that starts writing to a store no writer held costs one reopen; every later
   change is caught up with.
 
 On both, every store event the current runtime hears clears what was worked out from it
