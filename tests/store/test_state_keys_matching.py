@@ -13,6 +13,7 @@ from helpers import BranchedStates, reopen_segments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from asides import text
 from asides.lowlevel import open_store
 from asides.store._search import holds_every, state_text
 
@@ -51,6 +52,8 @@ def test_the_keys_found_are_those_whose_visible_values_hold_the_word(ops: list[t
             async with open_store(path) as store:
                 for op, arg in segment:
                     if await states.apply(store, op, arg):
+                        if op == "fork":  # a fork with a record of its own, as a host's would have
+                            await store.append_message(states.current, "user", (text("on the fork"),))
                         continue
                     if op == "index":
                         await store.index_search()
