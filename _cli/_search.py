@@ -16,8 +16,9 @@ import attrs
 import trio
 
 from .._inspection._preview import STRATEGIES, rebuild_strategy
-from .._inspection._records import namespace_reader, namespace_strategy, namespaces_on
+from .._inspection._records import namespace_strategy
 from ..actors._namespace import normalise_namespace
+from ..actors._records import reader_keys
 from ..actors._runtime import Runtime, internal_store
 from ..actors._searching import KINDS, MAX_LIMIT
 from ..store._errors import InvalidArgumentError
@@ -38,7 +39,7 @@ def _namespace_for(rt: Runtime, branch: str, reader: str, chosen: str | None) ->
     if chosen is not None:
         namespace = normalise_namespace(chosen)
     else:
-        claiming = sorted(n for n in namespaces_on(model, branch) if namespace_reader(model, branch, n) == reader)
+        claiming = sorted(n for n, value in reader_keys(model, branch) if n and value == reader)
         if not claiming:
             return PREVIEW_NAMESPACE, PassthroughStrategy()
         namespace = claiming[0]

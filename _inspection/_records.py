@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from ..actors._records import READER_KEY, own_record
+from ..actors._records import own_record
 from ..store._model import UNREADABLE, LogModel
 from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, WindowedPassthroughStrategy
 from ..strategies._capabilities import DescribesRecords, RecordedSummary, RecordsReport
@@ -29,7 +29,6 @@ __all__ = [
     "FoundStrategy",
     "StrategyRecords",
     "find_strategy",
-    "namespace_reader",
     "namespace_strategy",
     "namespace_records",
     "namespace_tails",
@@ -81,12 +80,6 @@ def namespace_records(model: LogModel, branch: str, namespace: str) -> dict[str,
     ``UNREADABLE`` for one that is not JSON)."""
     tails = dict(namespace_tails(model, branch, namespace))
     return {tails[key]: value for key, value in model.get_states(branch, tails).items()}  # read together, not one by one
-
-
-def namespace_reader(model: LogModel, branch: str, namespace: str) -> Any:
-    """The value of ``namespace``'s reader record on ``branch``, as stored (``MISSING`` when it
-    has none, ``UNREADABLE`` when it is not JSON), read alone."""
-    return model.get_state(branch, f"{namespace}/{READER_KEY}")
 
 
 @attrs.frozen

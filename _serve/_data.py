@@ -17,17 +17,15 @@ from typing import Any
 
 from .._inspection._preview import STRATEGIES, block_line, compile_as_json
 from .._inspection._records import (
-    namespace_reader,
     namespace_records,
     namespace_strategy,
     namespaces_on,
     recorded_summaries,
-    split_state_key,
 )
 from .._inspection._report import MessageCounts, describe_store, namespace_lease_holders
 from ..actors._errors import ReaderClaimError
 from ..actors._manager import ContextManager
-from ..actors._records import READER_KEY, is_reader_record
+from ..actors._records import is_reader_record, reader_keys
 from ..actors._runtime import internal_store
 from ..store._blocks import ContentBlock, TextBlock, ThinkingBlock
 from ..store._blocks.block_types import UNREADABLE_AUDIENCE
@@ -238,12 +236,7 @@ def known_readers(snapshot: Snapshot, branch: str) -> list[str]:
     if found is None:
         model = internal_store(snapshot.runtime).model
         names = set(kept_counts(snapshot).readers_named(branch))
-        for state_key in model.state_keys_ending(branch, f"/{READER_KEY}"):
-            split = split_state_key(state_key)
-            if split is not None and split[1] == "reader":
-                value = model.get_state(branch, state_key)
-                if is_reader_record(value):
-                    names.add(value)
+        names.update(value for namespace, value in reader_keys(model, branch) if namespace and is_reader_record(value))
         found = snapshot.cache[key] = sorted(names)
     return list(found)
 
@@ -634,8 +627,7 @@ async def view(
 
 def claiming(snapshot: Snapshot, branch: str, reader: str) -> list[str]:
     """The namespaces of ``branch`` whose record names ``reader``, by name."""
-    model = internal_store(snapshot.runtime).model
-    return [n for n in namespace_names(snapshot, branch) if namespace_reader(model, branch, n) == reader]
+    return sorted(n for n, value in reader_keys(internal_store(snapshot.runtime).model, branch) if n and value == reader)
 
 
 async def reader_manager(snapshot: Snapshot, branch: str, reader: str, namespace: str | None) -> tuple[str, str, ContextManager]:

@@ -474,7 +474,7 @@ class NamespaceActor:
         if value is MISSING:
             return None
         if is_reader_record(value):
-            return cast(str, value)
+            return value
         self._report("reader record", value)
         return UnreadableRecord(None if value is UNREADABLE else value)
 

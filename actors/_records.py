@@ -24,7 +24,7 @@ read fail-closed: skipped and reported by the reader that finds it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final, TypeGuard
 
 from ..store._errors import InvalidArgumentError
 from ..store._key_numbers import key_number
@@ -135,7 +135,7 @@ def reader_keys(model: LogModel, branch: str) -> list[tuple[str, object]]:
     return [(key[: -len(tail)], model.get_state(branch, key)) for key in model.state_keys_ending(branch, tail)]
 
 
-def is_reader_record(value: object) -> bool:
+def is_reader_record(value: object) -> TypeGuard[str]:
     """The rule for a namespace's reader record: a reader's name is a non-empty string; anything
     else stored there is unreadable, and read fail-closed by everyone who reads it."""
     return isinstance(value, str) and bool(value)
@@ -155,7 +155,7 @@ def reader_of(model: LogModel, branch: str, namespace: str) -> tuple[bool, str |
     if record is MISSING:
         return True, None
     if is_reader_record(record):
-        return True, cast(str, record)
+        return True, record
     return False, None
 
 
