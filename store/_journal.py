@@ -34,7 +34,7 @@ session locks) are reached through the store class that chose it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,10 +49,12 @@ if TYPE_CHECKING:
     from ._model import LogModel
     from ._search import Candidates
 
-__all__ = ["Journal", "Recheck", "Serving", "Tell", "stopped"]
+__all__ = ["Journal", "PageReader", "Recheck", "Serving", "Tell", "stopped"]
 
 #: How a journal tells the store's listeners of a write it applied to the model.
 Tell = Callable[[StoreEvent], None]
+#: The next page of a journal's records (``Journal.record_pages``): empty once all are read.
+PageReader = Callable[[], Awaitable[list[RowTuple]]]
 
 
 #: A write's check where it takes its place, against the model as it is there: it raises what
@@ -116,9 +118,12 @@ class Journal(Protocol):
         refused with ``UnknownMessagesError``, writing nothing), commit it with its overwrites,
         and apply it."""
 
-    async def restore(self, rows: Sequence[RowTuple]) -> None:
-        """Apply a backup's records, checked by the store, and commit them with their ids into a
-        journal that holds none (``StoreNotEmptyError`` otherwise)."""
+    async def restore(self, pages: Iterable[Sequence[RowTuple]]) -> None:
+        """Commit a backup's records, checked by the store as each page is drawn, with their ids,
+        in one transaction, into a journal that holds none (``StoreNotEmptyError`` otherwise),
+        then apply them to the model. Holds a page at a time, never the backup. Whatever
+        drawing a page raises (a malformed record) is raised, having written and applied
+        nothing."""
 
     async def catch_up(self) -> int:
         """Read and apply the records other writers committed since the last read; how many.
@@ -135,9 +140,10 @@ class Journal(Protocol):
         """Index now what the search index has not reached (``Store.index_search``)."""
         ...
 
-    async def records(self) -> list[RowTuple]:
-        """Every record as the journal holds it now, in id order, after the commit of every
-        write already applied."""
+    def record_pages(self, size: int) -> AbstractAsyncContextManager[PageReader]:
+        """Every record as the journal holds it, in id order, from one snapshot taken after the
+        commit of every write already applied: the block's reader returns the next page of at
+        most ``size`` records, and an empty one once every record is read."""
 
     async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
         """The newest ``limit`` committed compile records (of ``namespace`` when given) with ids

@@ -5,7 +5,7 @@ committer's timings. docs/postgres.md, "A commit", says how and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 import anyio
 import attrs
@@ -45,8 +45,9 @@ class PendingWrite:
     guard: Callable[[], None] | None = None
     recheck: Recheck | None = None
     ids: range = range(0)
-    #: Records written exactly as they are, ids included (a restore), instead of ``rows``.
-    exact: list[RowTuple] | None = None
+    #: Pages of records written exactly as they are, ids included (a restore), instead of
+    #: ``rows``: drawn one at a time during the commit.
+    exact: Iterable[Sequence[RowTuple]] | None = None
     #: An erasure ``(message ids, reason, at)``, planned and committed under the write lock
     #: instead of ``rows``; ``erased`` is what it did (``None``: nothing was left to erase).
     erase: tuple[list[str], str, float] | None = None

@@ -441,6 +441,17 @@ class Connection:
     def _page_after(self, applied: int, query: str = _SELECT_AFTER) -> list[RowTuple]:
         return self._conn.execute(query, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
 
+    def page_after(self, after: int, size: int = PAGE_ROWS) -> list[RowTuple]:
+        """The first ``size`` records with an id above ``after``, in id order, bodies included."""
+        return self._conn.execute(_SELECT_AFTER, (after, size)).fetchall()  # type: ignore[no-any-return]
+
+    def begin_snapshot(self) -> None:
+        """Begin a read-only transaction of repeatable read, which every later read of this
+        connection sees as one snapshot, with no idle timeout (its reader sets the pace)."""
+        self._conn.execute("SET idle_in_transaction_session_timeout = 0")
+        self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self.in_transaction = True
+
     def _pages_from(self, page: list[RowTuple], query: str = _SELECT_AFTER) -> list[RowTuple]:
         """``page`` and every record after it that ``query`` reads, when it is a full page."""
         rows = list(page)
@@ -693,6 +704,28 @@ class Connection:
         except BaseException:
             self.rollback()
             raise
+
+    def append_locked(self, rows: Sequence[RowTuple]) -> None:
+        """Append ``rows``, announcing nothing, in the transaction :meth:`lock` began, which goes
+        on (:meth:`commit_announced` ends it); a failure rolls it back and raises."""
+        try:
+            self._conn.execute(_APPEND.replace("{rows}", _UNNEST), _columns(rows))
+        except BaseException:
+            self.rollback()
+            raise
+
+    def commit_announced(self, newest: int) -> None:
+        """Announce the records up to ``newest`` and commit the transaction :meth:`lock` began."""
+        conn = self._conn
+        try:
+            with conn.pipeline():
+                conn.execute(_ANNOUNCE, (newest,))
+                conn.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
+        finally:
+            self.in_transaction = False
 
     def commit_locked(self, rows: Sequence[RowTuple]) -> None:
         """Append ``rows`` and commit the transaction :meth:`lock` began."""

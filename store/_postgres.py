@@ -64,7 +64,7 @@ from . import _pg_commit, _pg_vacuum
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
 from ._errors import BranchExistsError, StoreFailedError, StoreNotEmptyError
 from ._groups import collapsing
-from ._journal import Recheck, Serving, Tell, stopped
+from ._journal import PageReader, Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, LogModel, RecordTypeError
 from ._pg_commit import QUIET_SECONDS, RELISTEN_FIRST, RELISTEN_MAX, PendingWrite, Sync, failure
 from ._pg_driver import Connection, connect, is_connection_error, session_lock_key
@@ -74,7 +74,7 @@ from ._records import EncodedMessage
 from ._rows import PendingRow, RowTuple, apply_rows, number_rows
 from ._scheduling import Done, parking, shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
-from ._store import Store
+from ._store import RESTORE_PAGE, Store
 from ._worker import WorkerThread
 
 __all__ = ["PostgresJournal", "PostgresStore", "open_postgres_store", "is_postgres_url", "redact_url"]
@@ -586,18 +586,38 @@ class PostgresJournal:
                 ) from again.cause
 
     async def _write_exact(self, write: PendingWrite) -> None:
-        """Write a restore's records as they are, in one transaction, into a store no process has
-        written to (checked under the write lock). The model already holds them."""
-        assert write.exact
+        """Write a restore's pages as they are, in one transaction, into a store no process has
+        written to (checked under the write lock), then replay them from the database a page at
+        a time. A page that cannot be drawn or appended rolls back, writing nothing; a commit
+        whose outcome is lost with its connection stops the store."""
+        assert write.exact is not None
         connection = await self._ensure_connection()
         head, missed = await self._call(connection.lock, self._applied)
         if head != 0 or missed:
             await self._call(connection.rollback)
             raise StoreNotEmptyError(self.path)
-        await self._call(connection.commit_locked, write.exact)
+        newest = 0
+        try:
+            for page in write.exact:
+                if page:
+                    await self._call(connection.append_locked, page)
+                    newest = page[-1][0]
+        except BaseException:
+            await self._call(connection.rollback)
+            raise
+        try:
+            await self._call(connection.commit_announced, newest)
+        except BaseException as exc:
+            self.failure = exc  # committed or not, nothing tells: memory and the database may disagree
+            raise
         self._noticed(True)
-        self._applied = self._announced = write.exact[-1][0]
-        self._model.committed(self._applied)
+        if newest:
+            after = 0
+            while page := await self._call(connection.page_after, after, RESTORE_PAGE):
+                self._model.replay(page)
+                after = page[-1][0]
+                self._model.committed(after)  # committed: the page may leave memory
+            self._applied = self._announced = newest
         self.commits += 1
         await self._analyze()
 
@@ -820,17 +840,11 @@ class PostgresJournal:
         await self._submit(write)
         return write.erased
 
-    async def restore(self, rows: Sequence[RowTuple]) -> None:
-        """Apply the records, then write them in one transaction into a store no process has
-        written to. If another process wrote first, memory holds records the database does not:
-        the journal stops (every later call on the store raises ``StoreFailedError``), as the
-        SQLite journal does after a failed commit. A restore tells no listener."""
-        self._model.replay(rows)
-        try:
-            await self._submit(PendingWrite([], exact=list(rows), done=Done(self._parking)))
-        except BaseException as exc:
-            self.failure = exc
-            raise
+    async def restore(self, pages: Iterable[Sequence[RowTuple]]) -> None:
+        """Write the pages in one transaction into a store no process has written to, then
+        replay them (:meth:`_write_exact`, in a round of the committer: other writes of this
+        process commit after it, numbered after its records). A restore tells no listener."""
+        await self._submit(PendingWrite([], exact=pages, done=Done(self._parking)))
 
     # -- session locks -----------------------------------------------------------------------
 
@@ -1076,10 +1090,43 @@ class PostgresJournal:
             await self._index_earlier_states()
         return self._index_reached - start + (states or 1) - (self._states_from or 1)
 
-    async def records(self) -> list[RowTuple]:
-        """Every record as the database holds it now, in id order (read on a connection of its
-        own, in one snapshot)."""
-        return await self._apart(lambda connection: connection.rows_after(0), "reading the records")
+    @asynccontextmanager
+    async def record_pages(self, size: int) -> AsyncIterator[PageReader]:
+        """``Journal.record_pages``: a read-only transaction of repeatable read (one snapshot) on
+        a connection of its own, held for the block with no idle timeout (a slow reader of the
+        pages holds back the server's vacuum meanwhile), each page read in a worker thread."""
+        what = "reading the records"
+
+        def start() -> Connection:
+            connection = connect(self.url, self.path, create=False)
+            try:
+                connection.begin_snapshot()
+            except BaseException:
+                connection.close()
+                raise
+            return connection
+
+        try:
+            connection = await anyio.to_thread.run_sync(start)
+        except Exception as exc:
+            raise failure(self.path, exc, what) from exc
+        after = 0
+
+        async def next_page() -> list[RowTuple]:
+            nonlocal after
+            try:
+                page = await anyio.to_thread.run_sync(connection.page_after, after, size)
+            except Exception as exc:
+                raise failure(self.path, exc, what) from exc
+            if page:
+                after = page[-1][0]
+            return page
+
+        try:
+            yield next_page
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(connection.close)
 
     async def compile_rows(self, namespace: str | None, before: int | None, limit: int) -> list[RowTuple]:
         """The newest ``limit`` compile records (of ``namespace`` when given) with ids below

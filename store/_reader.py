@@ -9,9 +9,11 @@ listener and no model. It answers as the store does, refusals included.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, cast
 
 from .._deprecate import deprecated
+from ._store import RECORD_PAGE
 
 if TYPE_CHECKING:
     from ._disclosure import Disclosure, DisclosureRecord
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from ._pg_vacuum import OwedVacuum
     from ._postgres import PostgresStore
     from ._rows import RowTuple
-    from ._store import Store, StoreStatistics
+    from ._store import RecordPages, Store, StoreStatistics
 
 __all__ = ["StoreReader"]
 
@@ -104,8 +106,15 @@ class StoreReader:
         return await self.__store.catch_up()
 
     async def records(self) -> list[RowTuple]:
-        """Every record as it is on disk, ``(id, branch, seq, kind, ref, body)`` in id order."""
+        """Every record as it is on disk, ``(id, branch, seq, kind, ref, body)`` in id order, all
+        at once: :meth:`record_pages` reads them a page at a time."""
         return await self.__store.records()
+
+    def record_pages(self, size: int = RECORD_PAGE) -> AbstractAsyncContextManager[RecordPages]:
+        """As ``Store.record_pages``: every record as it is on disk, in id order, a page of at
+        most ``size`` at a time (``async with store.record_pages() as pages: async for page in
+        pages``), all from one snapshot taken as the block starts."""
+        return self.__store.record_pages(size)
 
     async def owed_vacuum(self) -> OwedVacuum | None:
         """As ``PostgresStore.owed_vacuum``: the rewrite of the log that erasures still owe, or

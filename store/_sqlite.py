@@ -29,7 +29,7 @@ import os
 import secrets
 import sqlite3
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import chain
 from typing import Any, Final
@@ -41,10 +41,10 @@ from ._compile_records import compile_index, compile_rows_query
 from ._disclosure import merged_runs
 from ._drivers import Driver, ImmutableCheck, _file_stamp, _read_only_target
 from ._erasure import ERASURE, ERASURE_BRANCH, Erasure, erased_body
-from ._errors import StoreCorruptError, StoreFailedError
+from ._errors import StoreCorruptError, StoreFailedError, StoreNotEmptyError
 from ._events import BranchCreated, MessageEdited, MessagesAppended, MessagesErased, StatesWritten, StoreEvent
 from ._file_checks import open_error
-from ._journal import Recheck, Serving, Tell, stopped
+from ._journal import PageReader, Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, GAP_ROW, LogModel, RecordTypeError
 from ._model_parts import LARGEST_AUDIENCE_BITS, prefix_end
 from ._records import audience_groups
@@ -61,7 +61,7 @@ from ._search import (
     sqlite_match_expression,
     sqlite_states_statement,
 )
-from ._store import Store
+from ._store import RESTORE_PAGE, Store
 
 __all__ = [
     "SqliteJournal",
@@ -431,6 +431,8 @@ class SqliteJournal:
         self._states_statement = sqlite_states_statement()
         #: The newest committed record (commits are made in id order): the indexer reads no further.
         self._committed_to = 0
+        #: Set once a restore under way (:meth:`restore`) is over; writes wait for it.
+        self._restoring: anyio.Event | None = None
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -877,17 +879,25 @@ class SqliteJournal:
             await self._driver.execute("DELETE FROM log_disclosed WHERE id <= ?", (max(row[0] for row in rows),))
             return len(rows), len(merged)
 
+    def _reader_uri(self) -> str:
+        """The URI a connection that reads committed records opens: the file, read-only (a
+        read-only open's target, as its open read it). ``StoreFailedError`` for a file opened
+        with no writer (immutable mode) and written since, which such a connection would
+        misread."""
+        uri, stamp = self._body_target or (f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro", None)
+        if stamp is not None and _file_stamp(self._absolute_path) != stamp:
+            raise StoreFailedError(
+                f"the store {self.path!r} was opened with no writer (immutable mode) and written since; open it again to read more"
+            )
+        return uri
+
     def _read(self, query: str, parameters: Sequence[Any] | Mapping[str, Any], what: str = "the messages") -> list[Any]:
         """Rows of a read of committed records, synchronously, on the connection that reads what
         the open left in the file (made at the first read); a failure is a ``StoreFailedError``
         saying that ``what`` could not be read."""
         reader, transient = self._body_reader, False
         try:
-            uri, stamp = self._body_target or (f"file:{urllib.parse.quote(self._absolute_path)}?mode=ro", None)
-            if stamp is not None and _file_stamp(self._absolute_path) != stamp:
-                raise StoreFailedError(
-                    f"the store {self.path!r} was opened with no writer (immutable mode) and written since; open it again to read more"
-                )
+            uri = self._reader_uri()  # checked at every read: an immutable file may have changed since the last
             if reader is None:
                 reader = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
                 if self._life.closed:
@@ -1062,9 +1072,11 @@ class SqliteJournal:
     ) -> range:
         """Check, number and apply the write now (this process orders every write of the file),
         tell the listeners, then queue its rows and wait for their commit (not when not
-        ``durable``: the committer starts it at once). Once queued, the write is certain: the
-        committer commits it whatever a listener or the caller does next, and a cancelled caller
-        still waits for its commit and returns normally."""
+        ``durable``: the committer starts it at once), after a restore under way. Once queued,
+        the write is certain: the committer commits it whatever a listener or the caller does
+        next, and a cancelled caller still waits for its commit and returns normally."""
+        while self._restoring is not None:
+            await self._restoring.wait()
         model = self._model
         if recheck is not None:
             recheck(model)
@@ -1077,6 +1089,8 @@ class SqliteJournal:
         return range(first, first + len(numbered))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
+        while self._restoring is not None:
+            await self._restoring.wait()
         plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         if plan is None:
             return None
@@ -1086,9 +1100,52 @@ class SqliteJournal:
         await self._queue([(record_id, ERASURE_BRANCH, record_id, ERASURE, None, body)], _erase_statements(erasure, states), events=events)
         return erasure
 
-    async def restore(self, rows: Sequence[RowTuple]) -> None:
-        self._model.replay(rows)
-        await self._queue(rows)
+    async def restore(self, pages: Iterable[Sequence[RowTuple]]) -> None:
+        """Insert the pages in one transaction (``BEGIN IMMEDIATE``: the file's write lock, which
+        a page drawn meanwhile keeps), commit, then replay the records from the file a page at a
+        time, as an open of a file without its indexes would. Writes of this process queue
+        behind it. A page that cannot be drawn or inserted rolls the transaction back; a failed
+        commit stops the store."""
+        while self._restoring is not None:
+            await self._restoring.wait()
+        if self._model.next_id != 1:
+            raise StoreNotEmptyError(self.path)
+        restoring = self._restoring = anyio.Event()
+        await self._queued_committed()
+        self._committing = True
+        newest = 0
+        try:
+            await self._driver.execute("BEGIN IMMEDIATE")
+            try:
+                for page in pages:
+                    for start in range(0, len(page), _ROWS_PER_STATEMENT):
+                        chunk = page[start : start + _ROWS_PER_STATEMENT]
+                        await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+                    newest = page[-1][0] if page else newest
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._driver.execute("ROLLBACK")
+                raise
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._driver.execute("COMMIT")
+            except BaseException as exc:
+                self._stop(exc, newest, None)
+                raise StoreFailedError(f"the commit of the restore to {self.path!r} failed; the store stopped") from exc
+            self.commits += 1
+            with anyio.CancelScope(shield=True):  # committed: the model reads it whatever happens
+                async with self._open_read():
+                    after = 0
+                    while rows := await self._driver.execute(SELECT_PAGE, (after, RESTORE_PAGE)):
+                        self._model.replay(rows)
+                        self._note_commit(rows)  # committed: the page may leave memory
+                        after = rows[-1][0]
+        finally:
+            self._committing = False
+            self._restoring = None
+            restoring.set()
+            if self._batch is not None or self._life.closing:
+                self._wakeup.set()
 
     async def _queue(
         self,
@@ -1145,14 +1202,52 @@ class SqliteJournal:
             if self.failure is not None:
                 raise stopped(self.path, self.failure)
 
-    async def records(self) -> list[RowTuple]:
+    @asynccontextmanager
+    async def record_pages(self, size: int) -> AsyncIterator[PageReader]:
+        """``Journal.record_pages``: one ``SELECT`` over the log (one statement, one snapshot)
+        on a read-only connection of its own, a page fetched at a time in a worker thread;
+        a file in memory, which no other connection reads, is read whole."""
         await self._queued_committed()
         if not self._has_log:
-            return []
+            yield _no_pages
+            return
+        if self.path == ":memory:":
+            try:
+                rows = [tuple(row) for row in await self._driver.execute(SELECT_ROWS)]
+            except sqlite3.Error as exc:
+                raise open_error(self.path, exc) from exc
+            pages = iter([rows[start : start + size] for start in range(0, len(rows), size)])
+
+            async def next_in_memory() -> list[RowTuple]:
+                return next(pages, [])
+
+            yield next_in_memory
+            return
+        what = "the records"
+
+        def start() -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+            connection = sqlite3.connect(self._reader_uri(), uri=True, isolation_level=None, check_same_thread=False)
+            try:
+                return connection, connection.execute(SELECT_ROWS)
+            except BaseException:
+                connection.close()
+                raise
+
         try:
-            return [tuple(row) for row in await self._driver.execute(SELECT_ROWS)]
-        except sqlite3.Error as exc:
-            raise open_error(self.path, exc) from exc
+            connection, cursor = await anyio.to_thread.run_sync(start)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailedError(f"{what} could not be read from {self.path!r}: {exc}") from exc
+
+        async def next_page() -> list[RowTuple]:
+            try:
+                return [tuple(row) for row in await anyio.to_thread.run_sync(cursor.fetchmany, size)]
+            except sqlite3.Error as exc:
+                raise StoreFailedError(f"{what} could not be read from {self.path!r}: {exc}") from exc
+
+        try:
+            yield next_page
+        finally:
+            connection.close()
 
     async def catch_up(self) -> int:
         """A read-only open only: the records committed to the file since the newest one the
@@ -1210,6 +1305,11 @@ class SqliteStore(Store):
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
+
+
+async def _no_pages() -> list[RowTuple]:
+    """The pages of a file with no log: none."""
+    return []
 # At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
 # reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
 # no ``\u`` escape that could spell it); it is read when the message is (``_read_bodies``).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,7 +34,7 @@ from ._disclosure import DISCLOSURE, Disclosure, DisclosureRecord, disclosure_bo
 from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
 from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
 from ._events import StoreEvent
-from ._journal import Journal, stopped
+from ._journal import Journal, PageReader, stopped
 from ._messages import Message, check_message_item, check_message_items
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._model_parts import fork_point
@@ -44,9 +44,35 @@ from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 from ._search import Candidates
 
-__all__ = ["Store", "StoreStatistics", "check_meta", "check_write"]
+__all__ = ["RECORD_PAGE", "RESTORE_PAGE", "RecordPages", "Store", "StoreStatistics", "check_meta", "check_write"]
 
 log = logging.getLogger("asides.store")
+
+#: Records :meth:`Store.record_pages` reads at a time unless told, and :meth:`Store.restore_records`
+#: writes, then reads back into the model, at a time: what a backup or a restore holds follows
+#: these, never the store's length.
+RECORD_PAGE = 1000
+RESTORE_PAGE = 1000
+
+
+class RecordPages:
+    """The pages of :meth:`Store.record_pages`: ``async for page in pages``, each a list of
+    records in id order, never empty; read once."""
+
+    def __init__(self, read: PageReader) -> None:
+        self._read = read
+        self._done = False
+
+    def __aiter__(self) -> RecordPages:
+        return self
+
+    async def __anext__(self) -> list[RowTuple]:
+        if not self._done:
+            page = await self._read()
+            if page:
+                return page
+            self._done = True
+        raise StopAsyncIteration
 
 
 @attrs.frozen
@@ -469,41 +495,46 @@ class Store:
             before = rows[-1][0]
         return tuple(reversed(found[:limit]))
 
-    async def restore_records(self, rows: Sequence[tuple[int, str, int, str, str | None, str]]) -> None:
-        """Write a backup's records (as :meth:`records` returns them) into this store, in one atomic
-        commit, and read them as an open would. Refuses, writing nothing, a store that already holds
-        a record (``StoreNotEmptyError``) and rows that are not well formed or whose ids do not
-        increase (``ValueError``; ``MalformedContentError``, naming the record and column, for
-        text that is not valid Unicode or holds a NUL: both backends take the same records, and
-        PostgreSQL cannot store a NUL). Call it before opening managers: they hear of no restored
-        record. If another process wrote to a shared store first, the store stops. On PostgreSQL
-        it returns once the server's planner statistics describe what it wrote."""
+    async def restore_records(self, rows: Iterable[tuple[int, str, int, str, str | None, str]]) -> None:
+        """Write a backup's records (as :meth:`records` or :meth:`record_pages` give them) into
+        this store, in one atomic commit, and read them as an open would. ``rows`` may be any
+        iterable, a generator reading a file included: it is drawn :data:`RESTORE_PAGE` records
+        at a time, and the store holds a page, never the backup. Refuses, writing nothing, a store
+        that already holds a record (``StoreNotEmptyError``) and rows that are not well formed or
+        whose ids do not increase (``ValueError``; ``MalformedContentError``, naming the record
+        and column, for text that is not valid Unicode or holds a NUL: both backends take the
+        same records, and PostgreSQL cannot store a NUL); whatever drawing ``rows`` raises is
+        raised as it is, having written nothing. Call it before opening managers: they hear of
+        no restored record. If another process wrote to a shared store first, the store stops.
+        On PostgreSQL it returns once the server's planner statistics describe what it wrote."""
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
-        checked = [Row(*row) for row in rows]
-        last = 0
-        for row in checked:
-            if type(row.id) is not int or row.id <= last:
-                raise ValueError(f"record {row.id!r}: record ids must be integers that increase")
-            if type(row.seq) is not int or row.seq < 0:
-                raise ValueError(f"record {row.id}: seq must be a non-negative integer")
-            for name, value in (("branch", row.branch), ("kind", row.kind), ("ref", row.ref), ("body", row.body)):
-                if value is None and name == "ref":
-                    continue
-                if not isinstance(value, str):
-                    raise ValueError(f"record {row.id}: {name} must be a string")
-                encodable(value, f"record {row.id}: {name}")
-                nul = value.find("\x00")
-                if nul != -1:
-                    raise MalformedContentError(
-                        f"record {row.id}: {name}",
-                        f"holds U+0000 (NUL) at index {nul}, which a PostgreSQL store cannot hold; no asides "
-                        "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
-                    )
-            last = row.id
-        if checked:
-            await self._journal.restore([row.as_tuple() for row in checked])
+        await self._journal.restore(_checked_pages(rows, RESTORE_PAGE))
+
+    @asynccontextmanager
+    async def record_pages(self, size: int = RECORD_PAGE) -> AsyncIterator[RecordPages]:
+        """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
+        id order, a page of at most ``size`` at a time (``async for page in pages``), all from
+        one snapshot taken as the block starts, after the commit of every record already in
+        memory: writes made meanwhile, by this process or another, are not in it. Holds a page
+        at a time (a backup of any length). On PostgreSQL the snapshot is a transaction on a
+        connection of its own, held until the block ends."""
+        self.raise_if_failed()
+        if type(size) is not int or size < 1:
+            raise ValueError(f"size: a page holds at least one record, not {size!r}")
+        async with self._journal.record_pages(size) as read:
+            yield RecordPages(read)
+
+    async def records(self) -> list[RowTuple]:
+        """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
+        id order (for a backup; the one read that queries the disk), after the commit of every
+        record already in memory: all at once; :meth:`record_pages` reads them a page at a time."""
+        found: list[RowTuple] = []
+        async with self.record_pages() as pages:
+            async for page in pages:
+                found += page
+        return found
 
     # -- other writers -----------------------------------------------------------------------
 
@@ -522,13 +553,6 @@ class Store:
         it cannot (see ``store._sqlite.SqliteJournal.catch_up``). A shared store catches up as :meth:`sync`."""
         self.raise_if_failed()
         return await self._journal.catch_up()
-
-    async def records(self) -> list[RowTuple]:
-        """Every record of the store as it is on disk, ``(id, branch, seq, kind, ref, body)`` in
-        id order (for a backup; the one read that queries the disk), after the commit of every
-        record already in memory."""
-        self.raise_if_failed()
-        return await self._journal.records()
 
     async def search_candidates(self, query: Sequence[str]) -> Candidates:
         """The messages some version of which, on any branch and for any reader, may hold every
@@ -686,3 +710,36 @@ def check_meta(meta: object) -> None:
     if meta is not None:
         check_mapping(meta, "meta")
         check_state_records({"meta": meta})
+
+
+def _checked_pages(rows: Iterable[Any], size: int) -> Iterator[list[RowTuple]]:
+    """``rows`` as pages of at most ``size`` records, each checked as :meth:`Store.restore_records`
+    says before it is handed on; a generator, which draws ``rows`` only as it is iterated."""
+    page: list[RowTuple] = []
+    last = 0
+    for given in rows:
+        row = Row(*given)
+        if type(row.id) is not int or row.id <= last:
+            raise ValueError(f"record {row.id!r}: record ids must be integers that increase")
+        if type(row.seq) is not int or row.seq < 0:
+            raise ValueError(f"record {row.id}: seq must be a non-negative integer")
+        for name, value in (("branch", row.branch), ("kind", row.kind), ("ref", row.ref), ("body", row.body)):
+            if value is None and name == "ref":
+                continue
+            if not isinstance(value, str):
+                raise ValueError(f"record {row.id}: {name} must be a string")
+            encodable(value, f"record {row.id}: {name}")
+            nul = value.find("\x00")
+            if nul != -1:
+                raise MalformedContentError(
+                    f"record {row.id}: {name}",
+                    f"holds U+0000 (NUL) at index {nul}, which a PostgreSQL store cannot hold; no asides "
+                    "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
+                )
+        last = row.id
+        page.append(row.as_tuple())
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page

@@ -6,7 +6,7 @@ catches up. Both backends behave the same through the one class, and a journal o
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -121,9 +121,10 @@ class ListJournal:
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Any:
         raise NotImplementedError  # this journal cannot overwrite records
 
-    async def restore(self, rows: Sequence[RowTuple]) -> None:
-        self._model.replay(rows)
-        self.records_.extend(rows)
+    async def restore(self, pages: Iterable[Sequence[RowTuple]]) -> None:
+        drawn = [row for page in pages for row in page]  # every page drawn before any is kept
+        self._model.replay(drawn)
+        self.records_.extend(drawn)
 
     async def catch_up(self) -> int:
         return 0
@@ -131,8 +132,14 @@ class ListJournal:
     async def sync(self) -> None:
         return None
 
-    async def records(self) -> list[RowTuple]:
-        return list(self.records_)
+    @asynccontextmanager
+    async def record_pages(self, size: int) -> AsyncIterator[Callable[[], Awaitable[list[RowTuple]]]]:
+        pages = iter([self.records_[start : start + size] for start in range(0, len(self.records_), size)])
+
+        async def next_page() -> list[RowTuple]:
+            return next(pages, [])
+
+        yield next_page
 
     async def compact_disclosed(self) -> tuple[int, int]:
         return 0, 0  # it keeps no runs beside its records
