@@ -2,8 +2,9 @@
 
 A dump is every row of the store's log, in record order: messages, edits, branches and state
 records (reader records, narrowing floors, strategy state, memories, context logs). Its first
-line is ``{"asides":"dump","format":1}``; then one compact JSON object per record, which starts
-with the record's place (``kind``, ``id``, ``branch``, ``sequence``) and goes on by kind:
+line is ``{"asides":"dump","format":2}`` and its last ``{"asides":"end","records":N}`` (format 1
+had no end line); between them, one compact JSON object per record, which starts with the
+record's place (``kind``, ``id``, ``branch``, ``sequence``) and goes on by kind:
 
 - ``message``: the export form (``participant``, ``content``, ``metadata``, ``timestamp``), so a
   message line is an ``export --with-ids`` line plus ``kind`` and ``branch``;
@@ -14,8 +15,11 @@ with the record's place (``kind``, ``id``, ``branch``, ``sequence``) and goes on
   something else, or not JSON): ``ref`` and ``body``, the stored text as it is.
 
 Keys keep the order the store wrote them in, so ``restore`` writes every record back as the same
-bytes, and a dump of the restored store is the same file. ``restore`` writes into a new or empty
-store only, in one atomic commit, after reading every line strictly (see ``_jsonl``); it writes
+bytes, and a dump of the restored store is the same file. ``dump`` writes each page of records
+as it reads it, from one snapshot, so what it holds is a page; a dump cut short lacks its end
+line. ``restore`` writes into a new or empty store only, in one atomic commit, reading every line
+strictly (see ``_jsonl``) as it writes a page at a time, and commits only once the last line is
+read: a malformed line, or a dump cut short, rolls it back (:class:`DumpReader`); it writes
 the records as they were, so a record a write would refuse is carried and read fail-closed, as in
 the original. A dump cannot know of an erasure made after it was taken; where a dump's own
 erasure records name lines that still hold content (a dump put together by hand, or from several),
@@ -28,6 +32,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import trio
@@ -39,14 +44,18 @@ from ..store._errors import MalformedContentError, StoreLockedError
 from ..store._key_numbers import key_number
 from ..store._notes import STRATEGY_NOTE
 from ..store._open import open_store
+from ..store._store import RECORD_PAGE
+from ..store._words import counted
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
 from ._export import DUMP_HEADER_KEY
-from ._jsonl import parse_lines
+from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines
 
-__all__ = ["cmd_dump", "cmd_restore", "record_line", "line_record", "unerased_lines"]
+__all__ = ["DumpReader", "ErasedRecords", "cmd_dump", "cmd_restore", "end_line", "line_record", "record_line", "unerased_lines"]
 
-FORMAT = 1
+FORMAT = 2
 HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
+#: The headers of the formats restore reads: format 1 had no end line.
+READABLE_HEADERS = ({DUMP_HEADER_KEY: "dump", "format": 1}, HEADER)
 PLACE = ("kind", "id", "branch", "sequence")
 #: Per kind: the key that holds ``ref``, and the key that holds the body (``None``: the body is
 #: a JSON object whose keys follow the place, flat).
@@ -168,76 +177,167 @@ def line_record(obj: Any, where: str) -> Record:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    async def run() -> list[Record]:
-        async with reading_runtime(args.path) as rt:
-            return await rt.store.records()
+    async def run() -> None:
+        written = 0
+        async with reading_runtime(args.path) as rt, rt.store.record_pages(RECORD_PAGE) as pages:
+            write_out([_line(HEADER)])
+            async for page in pages:  # written a page at a time, as read
+                write_out([_line(record_line(record)) for record in page])
+                written += len(page)
+        write_out([_line(end_line(written))])
 
-    records = trio.run(run)
-    write_out([_line(HEADER)] + [_line(record_line(record)) for record in records])
+    trio.run(run)
     return EXIT_OK
+
+
+def end_line(records: int) -> dict[str, Any]:
+    """A dump's last line (format 2 on): how many records it holds."""
+    return {DUMP_HEADER_KEY: "end", "records": records}
 
 
 def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _parse_dump(source: str) -> list[Record]:
-    last_id = 0
+class DumpReader:
+    """A dump file (a path, or ``-`` for stdin) read a line at a time, strictly: its header is
+    read at once (a file that is not a dump, or a dump of a format this asides does not read, is
+    refused before anything is made); iterating it gives every record, in order, and then,
+    when any line was malformed, or a dump of format 2 on lacks its end line or holds a line
+    after it (a dump cut short, or two put together), refuses the whole file naming each
+    problem. Records after the first malformed line are read, not given. What it holds is a
+    line, and what :class:`ErasedRecords` keeps of the dump's erasure records."""
 
-    def parse(index: int, obj: Any, where: str) -> Record | None:
-        nonlocal last_id
-        if index == 0:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._lines = each_line(source)
+        self.format = self._header()
+        #: Records given so far.
+        self.records = 0
+        #: What the dump's own erasure records erased (:func:`unerased_lines`).
+        self.erased = ErasedRecords()
+
+    def _header(self) -> int:
+        for number, text, _problem in self._lines:
+            shown = _line(HEADER)
+            obj = None
+            if text is not None:
+                try:
+                    obj = parse_json_line(text, f"line {number}")
+                except MalformedContentError:
+                    obj = None
             if not isinstance(obj, dict) or obj.get(DUMP_HEADER_KEY) != "dump":
                 raise CliError(
-                    f"{source!r} is not an asides dump (its first line is not {_line(HEADER)}); a file of messages is read by asides import"
+                    f"{self.source!r} is not an asides dump (its first line is not {shown}); a file of messages is read by asides import"
                 )
-            if obj != HEADER:
-                raise MalformedContentError(where, f"a dump of format {obj.get('format')!r}; this asides reads format {FORMAT}")
-            return None
-        record = line_record(obj, where)
-        if record[0] <= last_id:
-            raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
-        last_id = record[0]
-        return record
+            if obj not in READABLE_HEADERS:
+                problem = f"line {number}: a dump of format {obj.get('format')!r}; this asides reads formats 1 and {FORMAT}"
+                refuse_lines("restore", self.source, [problem])
+            return int(obj["format"])
+        raise CliError(empty_file(self.source, "records"))
 
-    return parse_lines(source, what="records", action="restore", parse=parse)
+    def __iter__(self) -> Iterator[Record]:
+        problems: list[str] = []
+        last_id = 0
+        record_lines = 0
+        ended: int | None = None  # the line number of the end line
+        for number, text, problem in self._lines:
+            where = f"line {number}"
+            if text is None:
+                problems.append(problem or where)
+                continue
+            try:
+                try:
+                    obj = parse_json_line(text, where)
+                except MalformedContentError:
+                    record_lines += ended is None  # a record's line, as far as the end line counts
+                    raise
+                if ended is not None:
+                    raise MalformedContentError(where, f"a line after the dump's end line (line {ended})")
+                if self.format >= 2 and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "end":
+                    ended = number
+                    if obj != end_line(record_lines):
+                        expected = _line(end_line(record_lines))
+                        held = counted(record_lines, "record")
+                        raise MalformedContentError(where, f"the end line must be {expected}: the dump holds {held}")
+                    continue
+                record_lines += 1
+                record = line_record(obj, where)
+                if record[0] <= last_id:
+                    raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
+                last_id = record[0]
+            except MalformedContentError as exc:
+                problems.append(str(exc))
+                continue
+            if not problems:
+                self.erased.note(record)
+                self.records += 1
+                yield record
+        if self.format >= 2 and ended is None:
+            problems.append(f"the dump ends with no end line ({_line(end_line(record_lines))}): it was cut short")
+        if problems:
+            refuse_lines("restore", self.source, problems)
+
+
+class ErasedRecords:
+    """What a dump's erasure records erased, noted record by record (:meth:`note`), and the
+    records that still hold what they held (:meth:`unerased`): a store overwrites them in the
+    erasure's commit. Holds the ids the erasures name, never the records."""
+
+    def __init__(self) -> None:
+        self._erased: dict[str, int] = {}  # message id: the erasure that erased it
+        self._nulled: set[int] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._erased or self._nulled)
+
+    def note(self, record: Record) -> None:
+        parsed = parse_erasure(record[5]) if record[3] == ERASURE else None
+        if parsed is not None:
+            erasure, states = parsed
+            for message_id in erasure.message_ids:
+                self._erased.setdefault(message_id, erasure.number)
+            self._nulled.update(states)
+
+    def unerased(self, records: Iterable[Record]) -> Iterator[str]:
+        """Each of ``records`` that an erasure noted erased and that still holds what it held,
+        named as ``record N (what it is)``, in the order given."""
+        erased = self._erased
+        for record_id, _branch, _sequence, kind, ref, body in records:
+            if kind == "message" and str(record_id) in erased and body != erased_body(erased[str(record_id)]):
+                yield f"record {record_id} (message {record_id})"
+            elif kind == "edit" and ref in erased and body != erased_body(erased[ref]):
+                yield f"record {record_id} (an edit of message {ref})"
+            elif kind == "state" and record_id in self._nulled and body != "null":
+                yield f"record {record_id} (state {ref!r}, made from an erased message)"
 
 
 def unerased_lines(records: list[Record]) -> list[str]:
     """The records of a dump that its own erasure records say were erased, and that still hold
     what they held (a store overwrites them in the erasure's commit): each named as ``record N
     (what it is)``, in record order."""
-    erased: dict[str, int] = {}  # message id: the erasure that erased it
-    nulled: set[int] = set()
+    erased = ErasedRecords()
     for record in records:
-        parsed = parse_erasure(record[5]) if record[3] == ERASURE else None
-        if parsed is not None:
-            erasure, states = parsed
-            for message_id in erasure.message_ids:
-                erased.setdefault(message_id, erasure.number)
-            nulled.update(states)
-    found = []
-    for record_id, _branch, _sequence, kind, ref, body in records:
-        if kind == "message" and str(record_id) in erased and body != erased_body(erased[str(record_id)]):
-            found.append(f"record {record_id} (message {record_id})")
-        elif kind == "edit" and ref in erased and body != erased_body(erased[ref]):
-            found.append(f"record {record_id} (an edit of message {ref})")
-        elif kind == "state" and record_id in nulled and body != "null":
-            found.append(f"record {record_id} (state {ref!r}, made from an erased message)")
-    return found
+        erased.note(record)
+    return list(erased.unerased(records))
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    records = _parse_dump(args.dump)
+    dump = DumpReader(args.dump)
     path = args.path
     creating = is_new_store_file(path)
     if not creating and (is_shared(path) or os.path.getsize(path) > 0):
         check_store_file(path)
+    unerased: list[str] = []
 
     async def run() -> None:
         try:
-            async with open_store(path) as store:
-                await store.restore_records(records)
+            async with open_store(path, message_cache=RECORD_PAGE) as store:  # nothing reads the restored messages here
+                await store.restore_records(dump)
+                if dump.erased:  # the restored records, read again a page at a time
+                    async with store.record_pages(RECORD_PAGE) as pages:
+                        async for page in pages:
+                            unerased.extend(dump.erased.unerased(page))
         except StoreLockedError as exc:
             raise CliError(str(exc)) from None
 
@@ -247,8 +347,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         if creating:
             _remove_store_files(path)
         raise
-    print(f"restored {len(records)} record(s) into {'a new store' if creating else 'the store'} {path}")
-    unerased = unerased_lines(records)
+    print(f"restored {dump.records} record(s) into {'a new store' if creating else 'the store'} {path}")
     if unerased:
         named = ", ".join(unerased[:10]) + (f" and {len(unerased) - 10} more" if len(unerased) > 10 else "")
         print(

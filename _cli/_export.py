@@ -50,7 +50,7 @@ _IGNORED_KEYS = {"id", "sequence"}  # what --with-ids adds; the store assigns it
 #: Messages an export reads and writes at a time: what it holds follows this, never the
 #: branch's length.
 EXPORT_PAGE = 1000
-#: The key of a dump's first line (``{"asides":"dump","format":1}``), so import can say what it is.
+#: The key of a dump's first and last lines (``{"asides":"dump","format":2}``), so import can say what it is.
 DUMP_HEADER_KEY = "asides"
 
 Item = tuple[str, tuple[ContentBlock, ...], dict[str, Any], float | None]

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, TypeVar
 
 from ..store._errors import MalformedContentError
 from ..store._words import counted
 from ._common import CliError
 
-__all__ = ["parse_lines", "read_lines", "parse_json_line", "refuse_lines"]
+__all__ = ["each_line", "empty_file", "parse_lines", "read_lines", "parse_json_line", "refuse_lines"]
 
 T = TypeVar("T")
 
@@ -28,21 +28,52 @@ def read_lines(source: str, *, what: str) -> tuple[list[tuple[int, str]], list[t
     """The non-blank lines of ``source`` (a path, or ``-`` for stdin) as ``(number, text)``, and
     ``(number, problem)`` for each line that is not UTF-8. Refuses a missing file, a directory and a file
     with no line (``what`` names what the lines should hold, e.g. ``messages``)."""
-    data = _read_bytes(source)
     lines: list[tuple[int, str]] = []
     problems: list[tuple[int, str]] = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append((number, f"line {number}: not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"))
-            continue
-        if line.strip(" \t\r"):
+    for number, line, problem in each_line(source):
+        if line is None:
+            problems.append((number, problem or ""))
+        else:
             lines.append((number, line))
     if not lines and not problems:
-        shown = "stdin" if source == "-" else repr(source)
-        raise CliError(f"{shown} holds no {what} (it is empty); nothing was written and no store was created")
+        raise CliError(empty_file(source, what))
     return lines, problems
+
+
+def empty_file(source: str, what: str) -> str:
+    """What a refusal of a file with no line says."""
+    shown = "stdin" if source == "-" else repr(source)
+    return f"{shown} holds no {what} (it is empty); nothing was written and no store was created"
+
+
+def each_line(source: str) -> Iterator[tuple[int, str | None, str | None]]:
+    """The non-blank lines of ``source`` (a path, or ``-`` for stdin), read one at a time, as
+    ``(number, text, None)``, and ``(number, None, problem)`` for a line that is not UTF-8.
+    Refuses a missing file and a directory at once, before the first line is asked for."""
+    if source == "-":
+        return _lines_of(sys.stdin.buffer, close=False)
+    if not os.path.exists(source):
+        raise CliError(f"no file at {source!r}")
+    if os.path.isdir(source):
+        raise CliError(f"{source!r} is a directory, not a JSON-lines file")
+    return _lines_of(open(source, "rb"), close=True)  # noqa: SIM115 - closed by the generator
+
+
+def _lines_of(handle: BinaryIO, *, close: bool) -> Iterator[tuple[int, str | None, str | None]]:
+    try:
+        for number, raw in enumerate(handle, start=1):  # a binary file splits on b"\n" alone
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, None, f"line {number}: not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
+                continue
+            if line.strip(" \t\r"):
+                yield number, line, None
+    finally:
+        if close:
+            handle.close()
 
 
 def parse_lines(source: str, *, what: str, action: str, parse: Callable[[int, Any, str], T | None]) -> list[T]:
@@ -64,17 +95,6 @@ def parse_lines(source: str, *, what: str, action: str, parse: Callable[[int, An
     if problems:
         refuse_lines(action, source, [problem for _number, problem in sorted(problems)])
     return kept
-
-
-def _read_bytes(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
-    if not os.path.exists(source):
-        raise CliError(f"no file at {source!r}")
-    if os.path.isdir(source):
-        raise CliError(f"{source!r} is a directory, not a JSON-lines file")
-    with open(source, "rb") as handle:
-        return handle.read()
 
 
 def _no_constants(name: str) -> Any:

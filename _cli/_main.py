@@ -170,8 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="every record of a store as JSON lines (a backup)",
         description="Write every record of the store to stdout, in record order, one JSON object per line: messages "
         "(in export's form), edits, branches, reader records, narrowing floors, strategy state, memories and "
-        "context logs. asides restore makes an identical store from it. Opens the store read-only, so it can back "
-        "up a store a host is using.",
+        "context logs, then a line counting them. asides restore makes an identical store from it. Opens the store "
+        "read-only, so it can back up a store a host is using; reads one snapshot, a page at a time.",
         epilog=EXIT_CODES_TEXT,
     )
     dump.add_argument("path", metavar="PATH", help=_store_help())
@@ -181,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         "restore",
         help="make a store from a dump",
         description="Write every record of a dump (as asides dump writes it; '-' reads stdin) into a new or empty "
-        "store, in one atomic commit. Every line is read first: if any is malformed, each one is named and nothing "
-        "is written. A store that already holds records is refused; an empty file is refused.",
+        "store, in one atomic commit, reading and writing a page at a time. If any line is malformed, or the dump "
+        "was cut short, each problem is named and nothing is written. A store that already holds records is "
+        "refused; an empty file is refused.",
         epilog=EXIT_CODES_TEXT,
     )
     restore.add_argument("path", metavar="NEWPATH", help=_store_help("the store file to make (missing or empty)"))

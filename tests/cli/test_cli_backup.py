@@ -87,8 +87,8 @@ def test_dump_carries_every_record_in_record_order(capsys, full_store):
     out = dump_of(capsys, full_store)
     lines = out.split("\n")
     assert lines[-1] == ""  # every line ends with a newline
-    header, *records = (json.loads(line) for line in lines[:-1])
-    assert header == {"asides": "dump", "format": 1}
+    header, *records, end = (json.loads(line) for line in lines[:-1])
+    assert header == {"asides": "dump", "format": 2} and end == {"asides": "end", "records": len(records)}
     stored = rows(full_store)
     assert [int(r["id"]) for r in records] == [row[0] for row in stored]
     assert [list(r)[:4] for r in records] == [["kind", "id", "branch", "sequence"]] * len(records)
@@ -161,7 +161,7 @@ def test_records_a_write_would_refuse_are_carried_as_stored(capsys, tmp_path):
         ],
     )
     first = dump_of(capsys, path)
-    records = [json.loads(line) for line in first.splitlines()[1:]]
+    records = [json.loads(line) for line in first.splitlines()[1:-1]]
     raw = [r for r in records if "body" in r]
     assert [r["id"] for r in raw] == ["3", "4", "5", "6", "7"]
     assert all(set(r) == {"kind", "id", "branch", "sequence", "ref", "body"} for r in raw)
@@ -181,7 +181,7 @@ def test_an_empty_store_round_trips(capsys, tmp_path):
 
     trio.run(make)
     first = dump_of(capsys, path)
-    assert first == '{"asides":"dump","format":1}\n'
+    assert first == '{"asides":"dump","format":2}\n{"asides":"end","records":0}\n'
     code, _out, err = restore(capsys, str(tmp_path / "copy.db"), first, tmp_path)
     assert code == 0, err
     assert dump_of(capsys, str(tmp_path / "copy.db")) == first

@@ -118,12 +118,13 @@ def test_restore_says_when_the_dump_holds_lines_its_own_erasures_erased(
     before = run(capsys, "dump", store_path)[1]
     assert run(capsys, "erase", store_path, "--message", secret_id, "--reason", "asked", "--yes")[0] == 0
     after = run(capsys, "dump", store_path)[1]
-    old_lines = {json.loads(line)["id"]: line for line in before.splitlines()[1:]}
+    old_lines = {json.loads(line)["id"]: line for line in before.splitlines()[1:-1]}
     mixed = [after.splitlines()[0]]
-    for line in after.splitlines()[1:]:
+    for line in after.splitlines()[1:-1]:
         record = json.loads(line)
         mixed.append(old_lines.get(record["id"], line) if record["kind"] in ("message", "edit") else line)
-    stale = [json.loads(line) for line in mixed[1:] if SECRET in line]
+    mixed.append(after.splitlines()[-1])  # the end line
+    stale = [json.loads(line) for line in mixed[1:-1] if SECRET in line]
     assert {r["kind"] for r in stale} == {"message", "edit"}
 
     def target(name: str) -> str:

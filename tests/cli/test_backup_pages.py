@@ -1,0 +1,118 @@
+"""``asides dump`` and ``asides restore`` a page at a time, on both backends: what each holds
+follows its page, not the store's length; a dump ends with a line counting its records, so a dump
+cut short, or two put together, is refused and writes nothing; a dump of format 1 (no end line)
+still restores."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tracemalloc
+
+import pytest
+import trio
+from helpers import writable_store
+from test_cli import run
+
+from asides._cli._main import main
+from asides.actors import open_runtime
+from asides.lowlevel import open_store
+from asides.store import text
+
+
+async def _build(path: str, count: int) -> None:
+    async with open_runtime(path) as rt:
+        store = writable_store(rt)
+        for first in range(0, count, 1000):
+            await store.append_messages("main", [("user", (text(f"line {i} " + "x" * 200),), None) for i in range(first, first + 1000)])
+
+
+def _target(store_path: str, request: pytest.FixtureRequest, name: str) -> str:
+    """A new, empty store of the backend of ``store_path``."""
+    if store_path.startswith("postgresql://"):
+        return str(request.getfixturevalue("pg_cluster").fresh_url())
+    return os.path.join(os.path.dirname(store_path), name)
+
+
+def _peak(argv: list[str], out: str | None = None) -> int:
+    """The most memory Python held while ``asides`` ran ``argv`` (its stdout to the file ``out``)."""
+    with open(out or os.devnull, "w", encoding="utf-8") as sink:
+        real, sys.stdout = sys.stdout, sink
+        tracemalloc.start()
+        try:
+            assert main(argv) == 0
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            sys.stdout = real
+
+
+async def _records(path: str) -> list[tuple]:
+    async with open_store(path, read_only=not path.startswith("postgresql://")) as store:
+        return await store.records()
+
+
+def test_a_dump_and_its_restore_hold_no_more_for_a_longer_store(store_path, request, tmp_path):
+    dump_peaks, restore_peaks = [], []
+    for count in (2000, 8000):
+        source = store_path if count == 2000 else _target(store_path, request, "longer.db")
+        trio.run(_build, source, count)
+        out = str(tmp_path / f"dump-{count}.jsonl")
+        dump_peaks.append(_peak(["dump", source], out))
+        with open(out, encoding="utf-8") as written:
+            lines = [json.loads(line) for line in written]
+        assert lines[0] == {"asides": "dump", "format": 2} and lines[-1] == {"asides": "end", "records": len(lines) - 2}
+        numbers = [line["content"][0]["text"].split(" ")[1] for line in lines if line.get("kind") == "message"]
+        assert numbers == [str(i) for i in range(count)]
+        copy = _target(store_path, request, f"copy-{count}.db")
+        restore_peaks.append(_peak(["restore", copy, out]))
+        assert trio.run(_records, copy) == trio.run(_records, source)
+    # Holding every record would take four times as much at four times the records.
+    assert dump_peaks[1] < 1.5 * dump_peaks[0], dump_peaks
+    assert restore_peaks[1] < 1.5 * restore_peaks[0], restore_peaks
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda lines: lines[:-1], "line 31: "),  # cut short at a line's end: no end line
+        (lambda lines: lines[:-5], "it was cut short"),
+        (lambda lines: [*lines, lines[1]], "a line after the dump's end line (line 32)"),
+        (lambda lines: [*lines[:-1], '{"asides":"end","records":29}'], "the end line must be"),
+        (lambda lines: lines[:3] + lines[4:], "the end line must be"),  # a record left out
+    ],
+)
+def test_a_dump_cut_short_or_put_together_is_refused_and_writes_nothing(store_path, request, tmp_path, capsys, change, problem):
+    trio.run(_build_messages, store_path, 30)
+    code, dumped, _err = run(capsys, "dump", store_path)
+    lines = dumped.split("\n")[:-1]
+    assert code == 0 and len(lines) == 32  # the header, 30 messages and the end line
+    source = tmp_path / "changed.jsonl"
+    source.write_text("\n".join(change(lines)) + "\n", encoding="utf-8")
+    copy = _target(store_path, request, "copy.db")
+    code, _out, err = run(capsys, "restore", copy, str(source))
+    assert code == 1 and "restore refused, nothing was written" in err
+    assert ("cut short" if problem == "line 31: " else problem) in err
+    if copy.startswith("postgresql://"):
+        assert trio.run(_records, copy) == []
+    else:
+        assert not os.path.exists(copy)
+
+
+def test_a_dump_of_format_1_restores(store_path, request, tmp_path, capsys):
+    trio.run(_build_messages, store_path, 5)
+    code, dumped, _err = run(capsys, "dump", store_path)
+    lines = dumped.split("\n")[:-1]
+    older = [json.dumps({"asides": "dump", "format": 1}, separators=(",", ":")), *lines[1:-1]]  # no end line
+    source = tmp_path / "older.jsonl"
+    source.write_text("\n".join(older) + "\n", encoding="utf-8")
+    copy = _target(store_path, request, "copy.db")
+    code, out, err = run(capsys, "restore", copy, str(source))
+    assert code == 0 and out.startswith(f"restored {len(lines) - 2} record(s)"), err
+    assert trio.run(_records, copy) == trio.run(_records, store_path)
+
+
+async def _build_messages(path: str, count: int) -> None:
+    async with open_runtime(path) as rt:
+        await writable_store(rt).append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(count)])
