@@ -5,7 +5,7 @@ A preview runs in a read-only runtime, so it writes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,7 +25,7 @@ from ..strategies import AutobiographicalStrategy, KnowledgeStrategy, Passthroug
 from ..strategies._recorded import CUSTOM_ESTIMATOR
 from ._text import compact_json, one_line
 
-__all__ = ["STRATEGIES", "RebuiltStrategy", "block_line", "compile_as_json", "compile_as_text", "rebuild_strategy"]
+__all__ = ["LISTED_IDS", "STRATEGIES", "RebuiltStrategy", "block_line", "compile_as_json", "compile_as_text", "covered", "rebuild_strategy"]
 
 #: The strategies a preview can build, by name.
 STRATEGIES: dict[str, Any] = {
@@ -75,9 +75,22 @@ def compile_as_text(compiled: Any, header: str) -> str:
     return "\n".join(lines)
 
 
+#: How many of the ids a memory or a compiled message stands for a compile's JSON lists
+#: (``asides compile --format json``, the inspector); ``message_count`` says how many there are.
+LISTED_IDS = 500
+
+
+def covered(ids: Sequence[str]) -> dict[str, Any]:
+    """The ids a memory or a compiled message stands for, as a compile's JSON gives them:
+    ``message_ids``, the first :data:`LISTED_IDS` of them, and ``message_count``, how many. So
+    a memory of a long history costs what the compile shows, not every id it covers."""
+    return {"message_ids": list(ids[:LISTED_IDS]), "message_count": len(ids)}
+
+
 def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:
     """A compile (``CompiledContext``) as JSON-ready data, after the fields of ``about``: its
-    messages, system injections, token estimate and provenance."""
+    messages, system injections, token estimate and provenance (each entry's ids as
+    :func:`covered` gives them)."""
     provenance = compiled.provenance
     return {
         **about,
@@ -85,9 +98,7 @@ def compile_as_json(compiled: Any, about: dict[str, Any]) -> dict[str, Any]:
         "system_injections": content_to_json(compiled.system_injections),
         "token_estimate": compiled.token_estimate,
         "provenance": {
-            "entries": [
-                {"kind": e.kind, "message_ids": list(e.message_ids), "summary_id": e.summary_id} for e in provenance.entries
-            ],
+            "entries": [{"kind": e.kind, **covered(e.message_ids), "summary_id": e.summary_id} for e in provenance.entries],
             "complete": dict(provenance.complete),
         },
     }

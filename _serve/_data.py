@@ -15,7 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from .._inspection._preview import STRATEGIES, block_line, compile_as_json
+from .._inspection._preview import STRATEGIES, block_line, compile_as_json, covered
 from .._inspection._records import (
     namespace_records,
     namespace_strategy,
@@ -567,18 +567,6 @@ def _id_spans(ids: Sequence[str]) -> list[tuple[str, str]]:
     return [(str(first), str(first + count - 1)) for first, count in held.runs()]
 
 
-#: How many of the ids a memory or a compiled message stands for the inspector's JSON lists
-#: (its page opens at most as many); ``message_count`` says how many there are.
-LISTED_IDS = 500
-
-
-def covered(ids: Sequence[str]) -> dict[str, Any]:
-    """The ids a memory or a compiled message stands for, as the inspector's JSON gives them:
-    ``message_ids``, the first :data:`LISTED_IDS` of them, and ``message_count``, how many. So
-    a memory of a long history costs a page what it shows, not every id it covers."""
-    return {"message_ids": list(ids[:LISTED_IDS]), "message_count": len(ids)}
-
-
 def _runs(seen: Sequence[Message], bounds: Sequence[Sequence[int]], why: str, limit: int = 50) -> list[dict[str, Any]]:
     """The left-out runs (``bounds``: first and last position in the reader's view ``seen``),
     with first and last sequence and id, and how many; the newest ``limit`` runs."""
@@ -656,8 +644,7 @@ async def _view(snapshot: Snapshot, name: str, who: str, namespace: str | None, 
     about = {"namespace": ns, "branch": name, "reader": who, "strategy": strategy, "max_tokens": budget, "reserve": kept_back}
     result = compile_as_json(compiled, about)
     estimate = _estimator(manager)
-    sources = [{"kind": e.kind, **covered(e.message_ids), "summary_id": e.summary_id} for e in compiled.provenance.entries]
-    result["provenance"]["entries"] = sources
+    sources = result["provenance"]["entries"]
     for shown, message, source in zip(result["messages"], compiled.messages, sources, strict=True):
         shown["token_estimate"] = estimate(message.content)
         shown["blocks"] = [block_json(b) for b in message.content]

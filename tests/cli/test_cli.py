@@ -281,6 +281,21 @@ def test_compile_json(capsys, built):
     assert "audience" not in json.dumps(compiled["messages"]).replace('"audience": "data"', "")
     assert "ANN-NOTE" in out and "SECRET-BOB" not in out
     assert compiled["token_estimate"] > 0
+    assert all(len(e["message_ids"]) == e["message_count"] for e in compiled["provenance"]["entries"])  # under 500 each
+
+
+def test_compile_json_lists_the_first_ids_a_memory_covers_and_how_many(capsys, built, monkeypatch):
+    """A memory of a long history costs the JSON what it shows: ``message_ids`` holds the first
+    ``LISTED_IDS`` (500; 2 here) of the ids an entry stands for, ``message_count`` how many."""
+    from asides._inspection import _preview
+
+    monkeypatch.setattr(_preview, "LISTED_IDS", 2)
+    listed = json.loads(run(capsys, "compile", built, "-n", "agents/ann", "--format", "json")[1])["provenance"]["entries"]
+    monkeypatch.undo()
+    whole = json.loads(run(capsys, "compile", built, "-n", "agents/ann", "--format", "json")[1])["provenance"]["entries"]
+    assert any(e["message_count"] > 2 for e in listed)  # a memory covers more than two
+    assert [e["message_ids"] for e in listed] == [e["message_ids"][:2] for e in whole]
+    assert [e["message_count"] for e in listed] == [len(e["message_ids"]) for e in whole]
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])

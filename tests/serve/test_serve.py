@@ -829,11 +829,11 @@ async def test_a_memory_of_a_long_history_costs_a_page_what_it_shows(store_path,
     memory covers with how many it covers, and the view works out what the compile leaves out
     by runs of ids: with a message cache of 16, it reads as many messages at 1,200 messages as
     at 300."""
-    from asides._serve import _data
+    from asides._inspection import _preview
     from asides._serve._data import known_readers, memories, view
     from asides._serve._snapshots import Snapshot
 
-    monkeypatch.setattr(_data, "LISTED_IDS", 100)
+    monkeypatch.setattr(_preview, "LISTED_IDS", 100)
     LISTED_IDS = 100
 
     namespace = "agents/ann"
