@@ -13,6 +13,8 @@ import tracemalloc
 import pytest
 import trio
 from helpers import writable_store
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_cli import run
 
 from asides._cli._main import main
@@ -116,3 +118,47 @@ def test_a_dump_of_format_1_restores(store_path, request, tmp_path, capsys):
 async def _build_messages(path: str, count: int) -> None:
     async with open_runtime(path) as rt:
         await writable_store(rt).append_messages("main", [("user", (text(f"m{i}"),), None) for i in range(count)])
+
+
+@pytest.fixture(scope="module")
+def small_dump(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The lines of a dump of a small store (12 messages), made once for the module."""
+    folder = tmp_path_factory.mktemp("small")
+    path, out = str(folder / "small.db"), str(folder / "small.jsonl")
+    trio.run(_build_messages, path, 12)
+    _peak(["dump", path], out)
+    with open(out, encoding="utf-8") as written:
+        return written.read().split("\n")[:-1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_dump_but_a_whole_one_is_refused_and_writes_nothing(small_dump, tmp_path_factory, capsys, data):
+    """Property: cut a dump at any line, leave out or repeat any record line, or append a line
+    after its end: ``restore`` refuses it and makes no store. The whole dump restores exactly."""
+    lines = small_dump
+    records = range(1, len(lines) - 1)  # the record lines, between header and end line
+    change = data.draw(st.sampled_from(["whole", "cut", "leave out", "repeat", "after the end"]))
+    if change == "cut":
+        changed = lines[: data.draw(st.integers(1, len(lines) - 1))]
+    elif change == "leave out":
+        gone = data.draw(st.sampled_from(records))
+        changed = lines[:gone] + lines[gone + 1 :]
+    elif change == "repeat":
+        again = data.draw(st.sampled_from(records))
+        at = data.draw(st.integers(1, len(lines) - 1))
+        changed = [*lines[:at], lines[again], *lines[at:]]
+    elif change == "after the end":
+        changed = [*lines, data.draw(st.sampled_from(lines))]
+    else:
+        changed = lines
+    folder = tmp_path_factory.mktemp("restore")
+    source, copy = folder / "dump.jsonl", str(folder / "copy.db")
+    source.write_text("\n".join(changed) + "\n", encoding="utf-8")
+    code, _out, err = run(capsys, "restore", copy, str(source))
+    if change == "whole":
+        assert code == 0, err
+        assert run(capsys, "dump", copy)[1] == "\n".join(lines) + "\n"
+    else:
+        assert code == 1 and "restore refused, nothing was written" in err, (change, err)
+        assert not os.path.exists(copy)
