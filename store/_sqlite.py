@@ -805,6 +805,8 @@ class SqliteJournal:
     def states_matching(
         self, prefix: str, upper: str, words: Sequence[str]
     ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]] | None:
+        if self._states_from != 1 and self.read_only and self._indexed:
+            self._states_from = self._states_from_in_file()  # a writer may have filled it in since the open
         if self._states_from != 1:
             return None
         # One statement, one snapshot: the rows the index holds, and every state record under
@@ -820,6 +822,14 @@ class SqliteJournal:
         )
         indexed = [(int(i), r) for i, r, body in rows if body is None]
         return indexed, [(int(i), r, body) for i, r, body in rows if body is not None]
+
+    def _states_from_in_file(self) -> int | None:
+        """The first record from which the file's index holds state records, as it says now
+        (``None``: it does not say); read by a read-only open, whose writer fills the index in."""
+        if not self._read("SELECT 1 FROM sqlite_master WHERE name = 'search_states'", (), "the search index"):
+            return None
+        rows = self._read("SELECT first_id FROM search_states", (), "the search index")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def message_rows(self, branch: str, first: int, last: int, bodies: bool) -> list[tuple[int, int, str | None]]:
         column = "body" if bodies else "NULL"

@@ -158,3 +158,28 @@ async def test_each_branch_finds_the_memories_it_reads(store_path):
             assert hits == holding, (manager.branch, query)
         assert await on_main.search("heron2", kind="memory") == ()
         assert await m.search("heron2", kind="memory")
+
+
+async def test_a_read_only_open_reads_the_index_a_writer_filled_in_after_it_opened(store_path):
+    """A reader that stays open (an inspector, a read-only host) while a writer fills in an index
+    made before it held state records searches through the index once it is filled in, without
+    being opened again: a word no memory holds reads nothing then."""
+    await _grow(store_path, 0, 300)
+    _as_made_before_state_records(store_path)
+    async with open_runtime(store_path, read_only=True, message_cache=16) as rt:
+        m = await rt.open_manager(NS, strategy=_strategy(), view_reader="ann")
+        await m.compile(max_tokens=100_000)
+
+        async def read_by(query: str) -> tuple[tuple[int, int], set[str]]:
+            before = rt.store.statistics()
+            hits = {hit.id for hit in await m.search(query, kind="memory", limit=1000)}
+            after = rt.store.statistics()
+            return (after.state_values_read - before.state_values_read, after.state_versions_read - before.state_versions_read), hits
+
+        await _grow(store_path, 300, 301)  # a writer beside it fills the index in, down to the first record
+        await rt.store.catch_up()
+        # Read through the index now: the keys of every memory are not listed (101 of them, as
+        # the reader's open found the index) and a word no memory holds reads nothing.
+        assert await read_by("zzyzx") == ((0, 0), set())
+        holding = {s.id for s in m.get_summaries_in_range() if holds_every(s.text, ("lark5",))}
+        assert holding and (await read_by("lark5"))[1] == holding
