@@ -496,17 +496,20 @@ class Store:
         return tuple(reversed(found[:limit]))
 
     async def restore_records(self, rows: Iterable[tuple[int, str, int, str, str | None, str]]) -> None:
-        """Write a backup's records (as :meth:`records` or :meth:`record_pages` give them) into
-        this store, in one atomic commit, and read them as an open would. ``rows`` may be any
-        iterable, a generator reading a file included: it is drawn :data:`RESTORE_PAGE` records
-        at a time, and the store holds a page, never the backup. Refuses, writing nothing, a store
-        that already holds a record (``StoreNotEmptyError``) and rows that are not well formed or
-        whose ids do not increase (``ValueError``; ``MalformedContentError``, naming the record
-        and column, for text that is not valid Unicode or holds a NUL: both backends take the
-        same records, and PostgreSQL cannot store a NUL); whatever drawing ``rows`` raises is
-        raised as it is, having written nothing. Call it before opening managers: they hear of
-        no restored record. If another process wrote to a shared store first, the store stops.
-        On PostgreSQL it returns once the server's planner statistics describe what it wrote."""
+        """Write a backup's records (as :meth:`records` returns them, or the rows of the pages of
+        :meth:`record_pages`) into this store, in one atomic commit, then read them back from
+        the database a page at a time. ``rows`` may be any iterable, a generator reading a file
+        included: it is drawn :data:`RESTORE_PAGE` records at a time, and the store holds a
+        page, never the backup. Refuses, writing nothing, a store that already holds a record
+        (``StoreNotEmptyError``; on a shared store, also when another process wrote first, found
+        under the write lock) and rows that are not well formed or whose ids do not increase
+        (``ValueError``; ``MalformedContentError``, naming the record and column, for text that
+        is not valid Unicode or holds a NUL: both backends take the same records, and PostgreSQL
+        cannot store a NUL); whatever drawing ``rows`` raises is raised as it is, having written
+        nothing. A refused restore leaves the store as it was, open and usable. Writes of this
+        process made meanwhile wait for it and follow its records. Call it before opening
+        managers: they hear of no restored record. On PostgreSQL it returns once the server's
+        planner statistics describe what it wrote."""
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
