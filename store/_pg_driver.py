@@ -707,33 +707,23 @@ class Connection:
 
     def append_locked(self, rows: Sequence[RowTuple]) -> None:
         """Append ``rows``, announcing nothing, in the transaction :meth:`lock` began, which goes
-        on (:meth:`commit_announced` ends it); a failure rolls it back and raises."""
+        on (:meth:`commit_locked` ends it, announcing them); a failure rolls it back and raises."""
         try:
             self._conn.execute(_APPEND.replace("{rows}", _UNNEST), _columns(rows))
         except BaseException:
             self.rollback()
             raise
 
-    def commit_announced(self, newest: int) -> None:
-        """Announce the records up to ``newest`` and commit the transaction :meth:`lock` began."""
-        conn = self._conn
-        try:
-            with conn.pipeline():
-                conn.execute(_ANNOUNCE, (newest,))
-                conn.execute("COMMIT")
-        except BaseException:
-            self.rollback()
-            raise
-        finally:
-            self.in_transaction = False
-
-    def commit_locked(self, rows: Sequence[RowTuple]) -> None:
-        """Append ``rows`` and commit the transaction :meth:`lock` began."""
+    def commit_locked(self, rows: Sequence[RowTuple], *, announcing: int | None = None) -> None:
+        """Append ``rows`` (announced) and commit the transaction :meth:`lock` began; with
+        ``announcing``, first announce the records up to it (appended by :meth:`append_locked`)."""
         conn = self._conn
         try:
             with conn.pipeline():
                 if rows:
                     conn.execute(*_append_statement(rows))
+                if announcing is not None:
+                    conn.execute(_ANNOUNCE, (announcing,))
                 conn.execute("COMMIT")
         except BaseException:
             self.rollback()

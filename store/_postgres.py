@@ -606,7 +606,7 @@ class PostgresJournal:
             await self._call(connection.rollback)
             raise
         try:
-            await self._call(connection.commit_announced, newest)
+            await self._call(functools.partial(connection.commit_locked, [], announcing=newest))
         except BaseException as exc:
             self.failure = exc  # committed or not, nothing tells: memory and the database may disagree
             raise
