@@ -140,6 +140,13 @@ class Journal(Protocol):
         """Index now what the search index has not reached (``Store.index_search``)."""
         ...
 
+    async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
+        """Append the messages of ``pages`` (checked by the store as each page is drawn) to
+        ``branch``, numbered after every record committed before them, in one transaction, then
+        apply them to the model and tell the listeners, a page at a time; the ids they took.
+        Holds a page at a time. Whatever drawing a page raises is raised, having written and
+        applied nothing."""
+
     def record_pages(self, size: int) -> AbstractAsyncContextManager[PageReader]:
         """Every record as the journal holds it, in id order, from one snapshot taken after the
         commit of every write already applied: the block's reader returns the next page of at

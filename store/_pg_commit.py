@@ -45,9 +45,13 @@ class PendingWrite:
     guard: Callable[[], None] | None = None
     recheck: Recheck | None = None
     ids: range = range(0)
-    #: Pages of records written exactly as they are, ids included (a restore), instead of
-    #: ``rows``: drawn one at a time during the commit.
-    exact: Iterable[Sequence[RowTuple]] | None = None
+    #: A paged write instead of ``rows``: given the id its first record takes, the pages of
+    #: records to write exactly as they are, drawn one at a time during the commit (a restore,
+    #: or messages appended a page at a time); ``empty_only``: into a store with no record;
+    #: ``tell``: the listeners hear of them.
+    exact: Callable[[int], Iterable[Sequence[RowTuple]]] | None = None
+    empty_only: bool = False
+    tell: bool = True
     #: An erasure ``(message ids, reason, at)``, planned and committed under the write lock
     #: instead of ``rows``; ``erased`` is what it did (``None``: nothing was left to erase).
     erase: tuple[list[str], str, float] | None = None

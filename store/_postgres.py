@@ -52,7 +52,7 @@ import functools
 import logging
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -586,19 +586,23 @@ class PostgresJournal:
                 ) from again.cause
 
     async def _write_exact(self, write: PendingWrite) -> None:
-        """Write a restore's pages as they are, in one transaction, into a store no process has
-        written to (checked under the write lock), then replay them from the database a page at
-        a time. A page that cannot be drawn or appended rolls back, writing nothing; a commit
-        whose outcome is lost with its connection stops the store."""
+        """Write the pages of a paged write (a restore's, or messages appended a page at a time)
+        as they are, in one transaction under the write lock, after catching up with every
+        record before it (a write into an empty store only refuses any), then apply them from
+        the database a page at a time, telling the listeners when it ``tell``s. A page that
+        cannot be drawn or appended rolls back, writing nothing; a commit whose outcome is lost
+        with its connection stops the store."""
         assert write.exact is not None
         connection = await self._ensure_connection()
         head, missed = await self._call(connection.lock, self._applied)
-        if head != 0 or missed:
-            await self._call(connection.rollback)
-            raise StoreNotEmptyError(self.path)
-        newest = 0
         try:
-            for page in write.exact:
+            if write.empty_only and (head != 0 or missed):
+                raise StoreNotEmptyError(self.path)
+            self.caught_up_records += len(missed)
+            self._apply(missed)
+            self._applied = max(self._applied, head)
+            first, newest = head + 1, head
+            for page in write.exact(first):
                 if page:
                     await self._call(connection.append_locked, page)
                     newest = page[-1][0]
@@ -611,13 +615,16 @@ class PostgresJournal:
             self.failure = exc  # committed or not, nothing tells: memory and the database may disagree
             raise
         self._noticed(True)
-        if newest:
-            after = 0
-            while page := await self._call(connection.page_after, after, RESTORE_PAGE):
+        write.ids = range(first, newest + 1)
+        after = head
+        while after < newest and (page := await self._call(connection.page_after, after, RESTORE_PAGE)):
+            if write.tell:
+                self._apply(page, elsewhere=False)
+            else:
                 self._model.replay(page)
-                after = page[-1][0]
-                self._model.committed(after)  # committed: the page may leave memory
-            self._applied = self._announced = newest
+                self._applied = self._announced = page[-1][0]
+                self._note_commit()  # committed: the page may leave memory
+            after = page[-1][0]
         self.commits += 1
         await self._analyze()
 
@@ -844,7 +851,25 @@ class PostgresJournal:
         """Write the pages in one transaction into a store no process has written to, then
         replay them (:meth:`_write_exact`, in a round of the committer: other writes of this
         process commit after it, numbered after its records). A restore tells no listener."""
-        await self._submit(PendingWrite([], exact=pages, done=Done(self._parking)))
+        await self._submit(PendingWrite([], exact=lambda _first: pages, empty_only=True, tell=False, done=Done(self._parking)))
+
+    async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
+        """Append the pages of messages to ``branch`` in one transaction, numbered after every
+        record committed before them (:meth:`_write_exact`); the listeners hear of them a page
+        at a time, once committed."""
+        self._model.require_branch(branch)
+
+        def numbered(first: int) -> Iterator[list[RowTuple]]:
+            record_id, sequence = first, self._model.head(branch)  # caught up, under the write lock
+            for page in pages:
+                rows = []
+                for row in page:
+                    sequence += 1
+                    rows.append((record_id, branch, sequence, row.kind, row.ref, row.body))
+                    record_id += 1
+                yield rows
+
+        return await self._submit(PendingWrite([], exact=numbered, done=Done(self._parking)))
 
     # -- session locks -----------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ import os
 import secrets
 import sqlite3
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import chain
 from typing import Any, Final
@@ -398,6 +398,8 @@ class SqliteJournal:
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
+        #: Set (and replaced) each time a commit ends: what a paged write waits for.
+        self._commit_ended = anyio.Event()
         self._shared_leads = 0  # leads that still gather a batch since a commit last held more than one write
         self._unyielded = 0  # lone writes committed since a lone write last let other tasks run
         self.failure: BaseException | None = None
@@ -945,7 +947,7 @@ class SqliteJournal:
                         self._stop(exc, len(batch.rows), batch)
                         raise StoreFailedError(f"a commit to {self.path!r} failed; the store stopped") from exc
             finally:
-                self._committing = False
+                self._end_commit()
             self.commits += 1
             self._note_commit(batch.rows)
             self._note_shared(batch.writes, 1)
@@ -1013,9 +1015,24 @@ class SqliteJournal:
             if batch is not None:
                 batch.end()
         finally:
-            self._committing = False
+            self._end_commit()
             if self._batch is not None or self._life.closing:
                 self._wakeup.set()
+
+    def _end_commit(self) -> None:
+        """A commit ended: wake whoever waits for it (:meth:`_after_commits`)."""
+        self._committing = False
+        ended, self._commit_ended = self._commit_ended, anyio.Event()
+        ended.set()
+
+    async def _after_commits(self) -> None:
+        """Return once no commit of this process runs or waits (``StoreFailedError`` if one
+        failed); a paged write holds new ones back first."""
+        while True:
+            await self._queued_committed()
+            if not self._committing:
+                return
+            await self._commit_ended.wait()
 
     async def _commit_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
         """Commit rows: with an erasure's overwrites, in a transaction of their own (:meth:`_erase_rows`)."""
@@ -1111,23 +1128,51 @@ class SqliteJournal:
         return erasure
 
     async def restore(self, pages: Iterable[Sequence[RowTuple]]) -> None:
-        """Insert the pages in one transaction (``BEGIN IMMEDIATE``: the file's write lock, which
-        a page drawn meanwhile keeps), commit, then replay the records from the file a page at a
-        time, as an open of a file without its indexes would. Writes of this process queue
-        behind it. A page that cannot be drawn or inserted rolls the transaction back; a failed
-        commit stops the store."""
+        """:meth:`_write_pages` of a backup's pages into a file with no record, telling no
+        listener."""
+        await self._write_pages(lambda _first: pages, empty_only=True, tell=False)
+
+    async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
+        """:meth:`_write_pages` of messages to append to ``branch``, numbered after every record
+        before them; the listeners hear of them a page at a time, once committed."""
+        self._model.require_branch(branch)
+
+        def numbered(first: int) -> Iterator[list[RowTuple]]:
+            record_id, sequence = first, self._model.head(branch)
+            for page in pages:
+                rows = []
+                for row in page:
+                    sequence += 1
+                    rows.append((record_id, branch, sequence, row.kind, row.ref, row.body))
+                    record_id += 1
+                yield rows
+
+        return await self._write_pages(numbered, empty_only=False, tell=True)
+
+    async def _write_pages(
+        self, pages_from: Callable[[int], Iterable[Sequence[RowTuple]]], *, empty_only: bool, tell: bool
+    ) -> range:
+        """Insert the pages ``pages_from(first id)`` gives in one transaction (``BEGIN
+        IMMEDIATE``: the file's write lock, which a page drawn meanwhile keeps), commit, then
+        apply the records to the model from the file a page at a time (each page committed, so
+        it may leave the message cache), telling the listeners when ``tell``. Writes of this
+        process wait for it (:meth:`commit` and :meth:`erase`), once those already made are
+        committed. ``empty_only``: refuses (``StoreNotEmptyError``) a file that holds a record.
+        A page that cannot be drawn or inserted rolls the transaction back, writing and
+        applying nothing; a failed commit stops the store. Returns the ids written."""
         while self._restoring is not None:
             await self._restoring.wait()
-        if self._model.next_id != 1:
+        if empty_only and self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
         restoring = self._restoring = anyio.Event()
-        await self._queued_committed()
-        self._committing = True
-        newest = 0
         try:
+            await self._after_commits()
+            self._committing = True
+            first = newest = self._model.next_id
+            newest -= 1
             await self._driver.execute("BEGIN IMMEDIATE")
             try:
-                for page in pages:
+                for page in pages_from(first):
                     for start in range(0, len(page), _ROWS_PER_STATEMENT):
                         chunk = page[start : start + _ROWS_PER_STATEMENT]
                         await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
@@ -1140,18 +1185,25 @@ class SqliteJournal:
                 with anyio.CancelScope(shield=True):
                     await self._driver.execute("COMMIT")
             except BaseException as exc:
-                self._stop(exc, newest, None)
-                raise StoreFailedError(f"the commit of the restore to {self.path!r} failed; the store stopped") from exc
+                self._stop(exc, newest + 1 - first, None)
+                raise StoreFailedError(f"the commit of a paged write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
             with anyio.CancelScope(shield=True):  # committed: the model reads it whatever happens
                 async with self._open_read():
-                    after = 0
+                    after = first - 1
                     while rows := await self._driver.execute(SELECT_PAGE, (after, RESTORE_PAGE)):
-                        self._model.replay(rows)
+                        if tell:
+                            events = apply_rows(self._model, rows)
+                        else:
+                            self._model.replay(rows)
+                            events = []
                         self._note_commit(rows)  # committed: the page may leave memory
+                        for event in events:
+                            self._life.tell(event)
                         after = rows[-1][0]
+            return range(first, newest + 1)
         finally:
-            self._committing = False
+            self._end_commit()
             self._restoring = None
             restoring.set()
             if self._batch is not None or self._life.closing:

@@ -32,10 +32,18 @@ from ._blocks import ContentBlock
 from ._compile_records import COMPILE, CompileRecord, compile_body, parse_compile_record
 from ._disclosure import DISCLOSURE, Disclosure, DisclosureRecord, disclosure_body
 from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
-from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
+from ._errors import (
+    BranchExistsError,
+    InvalidArgumentError,
+    MalformedContentError,
+    StoreFailedError,
+    StoreNotEmptyError,
+    StoreReadOnlyError,
+    UnknownMessageError,
+)
 from ._events import StoreEvent
 from ._journal import Journal, PageReader, stopped
-from ._messages import Message, check_message_item, check_message_items
+from ._messages import Message, check_message_item, check_message_items, check_timestamp
 from ._model import MISSING, BranchInfo, LogModel, Row
 from ._model_parts import fork_point
 from ._names import check_branch, check_state_key, check_state_records
@@ -44,10 +52,12 @@ from ._records import encodable
 from ._rows import PendingRow, RowTuple, branch_row, edit_row, message_row, state_row
 from ._search import Candidates
 
-__all__ = ["RECORD_PAGE", "RESTORE_PAGE", "RecordPages", "Store", "StoreStatistics", "check_meta", "check_write"]
+__all__ = ["IMPORT_PAGE", "RECORD_PAGE", "RESTORE_PAGE", "RecordPages", "Store", "StoreStatistics", "check_meta", "check_write"]
 
 log = logging.getLogger("asides.store")
 
+#: Messages :meth:`Store.import_messages` draws and writes at a time.
+IMPORT_PAGE = 1000
 #: Records :meth:`Store.record_pages` reads at a time unless told, and :meth:`Store.restore_records`
 #: writes, then reads back into the model, at a time: what a backup or a restore holds follows
 #: these, never the store's length.
@@ -312,6 +322,22 @@ class Store:
         if not rows:
             return ()
         return tuple(map(self._committed_message, await self._journal.commit(rows)))
+
+    async def import_messages(self, branch: str, items: Iterable[tuple[Any, ...]], *, timestamp: float | None = None) -> range:
+        """Append the messages of ``items`` (each as :meth:`append_messages` takes it) after
+        every message committed before them, as one atomic commit, drawing and writing
+        :data:`IMPORT_PAGE` of them at a time: the store holds a page, never the batch, so
+        ``items`` may be a generator reading a file of any length. Returns the record ids they
+        took (an empty range for no item). Refuses, writing nothing, an item
+        :meth:`append_messages` refuses (``items[N]`` counts from the first item), and raises
+        whatever drawing ``items`` raises, having written nothing. The listeners hear of the
+        messages a page at a time, once all are committed; writes of this process made
+        meanwhile wait for it and follow its messages."""
+        self._check_usable()
+        self._model.require_branch(branch)  # refuses an unknown branch before anything changes
+        if timestamp is not None:
+            check_timestamp(timestamp)
+        return await self._journal.append_pages(branch, _message_pages(branch, items, timestamp, IMPORT_PAGE))
 
     async def append_message(
         self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
@@ -741,6 +767,27 @@ def _checked_pages(rows: Iterable[Any], size: int) -> Iterator[list[RowTuple]]:
                 )
         last = row.id
         page.append(row.as_tuple())
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _message_pages(branch: str, items: Iterable[Any], timestamp: float | None, size: int) -> Iterator[list[PendingRow]]:
+    """``items`` as pages of at most ``size`` message records to append to ``branch``, each item
+    checked as :meth:`Store.append_messages` checks its items (``items[N]`` counted from the
+    first); a generator, which draws ``items`` only as it is iterated."""
+    page: list[PendingRow] = []
+    for index, item in enumerate(items):
+        try:
+            (metadata,) = check_message_items([item])
+        except InvalidArgumentError as exc:
+            if exc.path != "items[0]":
+                raise
+            raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])") from None
+        stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
+        page.append(message_row(branch, item[0], item[1], metadata, stamp, metadata_frozen=True))
         if len(page) == size:
             yield page
             page = []

@@ -1,6 +1,6 @@
-"""A store's records read and restored a page at a time: ``record_pages`` (every record, from one
-snapshot, at most a page held) and ``restore_records`` (any iterable, drawn a page at a time, in
-one commit), on both backends."""
+"""A store's records read, restored and imported a page at a time: ``record_pages`` (every
+record, from one snapshot, at most a page held), ``restore_records`` and ``import_messages`` (any
+iterable, drawn a page at a time, in one commit), on both backends."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 import trio
+from helpers import writable_store
 
 from asides import PassthroughStrategy, open_runtime, text
 from asides.lowlevel import open_store
@@ -118,3 +119,61 @@ async def test_a_write_during_a_restore_waits_and_follows_it(store_path):
     async with open_store(store_path) as reopened:
         records = await reopened.records()
         assert [r[0] for r in records] == list(range(1, 3002)) and records[-1][3] == "message"
+
+
+def message_items(count: int, *, failing_at: int | None = None) -> Iterator[tuple[str, tuple, dict, float]]:
+    """``count`` messages to append, about 2 KB each, made as they are drawn; raising at
+    ``failing_at`` (a file found malformed there)."""
+    for number in range(1, count + 1):
+        if number == failing_at:
+            raise ValueError(f"line {number}: cut short")
+        yield ("ann", (text(f"{number} {BODY}"),), {}, float(number))
+
+
+async def test_an_import_draws_a_page_at_a_time_and_holds_no_more(store_path, request):
+    peaks = []
+    for count in (3000, 12000):
+        target = fresh(store_path, request, f"import{count}")
+        async with open_store(target, message_cache=50) as store:
+            await store.append_message("main", "host", (text("before"),))
+            tracemalloc.start()
+            try:
+                ids = await store.import_messages("main", message_items(count))
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            assert (ids.start, len(ids)) == (2, count) and store.length("main") == count + 1
+            last = store.messages("main", count, count + 1)[0]
+            assert (last.id, last.sequence, last.content[0].text.split(" ")[0]) == (str(count + 1), count + 1, str(count))
+    # Holding every message would take four times the first peak (2 KB a message); a page's worth, as much.
+    assert peaks[1] < 1.5 * peaks[0], peaks
+
+
+async def test_an_import_that_fails_to_draw_writes_nothing_and_a_write_meanwhile_follows_it(store_path):
+    async with open_runtime(store_path) as rt:
+        manager = await rt.open_manager("agents/ann", strategy=PassthroughStrategy())
+        await manager.add_message("host", [text("before")])
+        store = writable_store(rt)
+        records = await store.records()
+        with pytest.raises(ValueError, match="line 1500"):
+            await store.import_messages("main", message_items(2000, failing_at=1500))
+        assert store.length("main") == 1 and await store.records() == records
+        drawing = trio.Event()
+
+        def items() -> Iterator[tuple[str, tuple, dict, float]]:
+            for item in message_items(2500):
+                if item[3] == 1200:
+                    drawing.set()
+                yield item
+
+        async def write_meanwhile() -> None:
+            await drawing.wait()
+            await manager.add_message("bob", [text("meanwhile")])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_meanwhile)
+            await store.import_messages("main", items())
+        seen = manager.view_messages()
+        assert len(seen) == 2502 and seen[-1].participant == "bob" and seen[-2].content[0].text.startswith("2500 ")
+        compiled = await manager.compile(max_tokens=10_000_000)  # the manager heard of every message
+        assert len(compiled.messages) == 2502

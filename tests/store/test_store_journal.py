@@ -132,6 +132,17 @@ class ListJournal:
     async def sync(self) -> None:
         return None
 
+    async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
+        self._model.require_branch(branch)
+        drawn = [row for page in pages for row in page]  # every page drawn before any is kept
+        first = self._model.next_id
+        numbered, _encoded = number_rows(self._model, first, (drawn,))
+        for event in apply_rows(self._model, numbered):
+            self._tell(event)
+        self.records_.extend(numbered)
+        self.commits += 1
+        return range(first, first + len(numbered))
+
     @asynccontextmanager
     async def record_pages(self, size: int) -> AsyncIterator[Callable[[], Awaitable[list[RowTuple]]]]:
         pages = iter([self.records_[start : start + size] for start in range(0, len(self.records_), size)])
