@@ -46,7 +46,7 @@ from ..store._notes import STRATEGY_NOTE
 from ..store._open import open_store
 from ..store._store import RECORD_PAGE
 from ..store._words import counted
-from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, write_out
+from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, remove_store_files, write_out
 from ._export import DUMP_HEADER_KEY
 from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines
 
@@ -345,7 +345,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         trio.run(run)
     except BaseException:
         if creating:
-            _remove_store_files(path)
+            remove_store_files(path)
         raise
     print(f"restored {dump.records} record(s) into {'a new store' if creating else 'the store'} {path}")
     if unerased:
@@ -357,12 +357,3 @@ def cmd_restore(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
-
-
-def _remove_store_files(path: str) -> None:
-    """Remove a store this command created and could not fill (and its -wal/-shm files)."""
-    for name in (path, path + "-wal", path + "-shm"):
-        try:
-            os.remove(name)
-        except FileNotFoundError:
-            pass

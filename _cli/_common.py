@@ -197,11 +197,21 @@ async def reading_runtime(path: str, *, message_cache: int | None = None) -> Asy
         yield rt
 
 
+def remove_store_files(path: str) -> None:
+    """Remove a store file a command created and could not fill (and its -wal/-shm files)."""
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            pass
+
+
 @asynccontextmanager
-async def writing_runtime(path: str, *, model: Model | None = None) -> AsyncIterator[Runtime]:
+async def writing_runtime(path: str, *, model: Model | None = None, message_cache: int | None = None) -> AsyncIterator[Runtime]:
     """The runtime over the store at ``path`` for writing (creating it when missing). A store
-    another process holds is refused in one line."""
-    async with _expected_errors(path), open_runtime(path, model=model) as rt:
+    another process holds is refused in one line. ``message_cache``: as ``open_runtime`` takes
+    it."""
+    async with _expected_errors(path), open_runtime(path, model=model, message_cache=message_cache) as rt:
         yield rt
 
 

@@ -18,7 +18,9 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 import trio
@@ -28,6 +30,7 @@ from ..store._blocks import ContentBlock, UnreadableBlock, check_content, conten
 from ..store._errors import MalformedContentError
 from ..store._messages import Message, freeze_metadata
 from ..store._names import check_participant
+from ..store._store import IMPORT_PAGE
 from ..store._words import counted
 from ._common import (
     EXIT_OK,
@@ -37,11 +40,12 @@ from ._common import (
     is_new_store_file,
     is_shared,
     reading_runtime,
+    remove_store_files,
     require_branch,
     write_out,
     writing_runtime,
 )
-from ._jsonl import parse_lines
+from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines
 
 __all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse_message_line"]
 
@@ -158,17 +162,52 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def _parse_file(source: str) -> list[Item]:
-    def parse(index: int, obj: Any, where: str) -> Item:
-        if index == 0 and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "dump":
-            raise CliError(f"{source!r} is a dump of a whole store, not a messages file; restore it with asides restore")
-        return parse_message_line(obj, where)
+class MessageLines:
+    """A messages file (a path, or ``-`` for stdin) read a line at a time, strictly: its first
+    line is read at once (an empty file, or a dump, is refused before anything is made);
+    iterating it gives each message, in order, and then, when any line was malformed, refuses
+    the whole file naming each one. Messages after the first malformed line are read, not
+    given. What it holds is a line."""
 
-    return parse_lines(source, what="messages", action="import", parse=parse)
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._lines = each_line(source)
+        self._first = next(self._lines, None)
+        if self._first is None:
+            raise CliError(empty_file(source, "messages"))
+        number, text, _problem = self._first
+        if text is not None:
+            try:
+                obj = parse_json_line(text, f"line {number}")
+            except MalformedContentError:
+                obj = None
+            if isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "dump":
+                raise CliError(f"{source!r} is a dump of a whole store, not a messages file; restore it with asides restore")
+        #: Messages given so far.
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Item]:
+        problems: list[str] = []
+        assert self._first is not None
+        for number, text, problem in chain([self._first], self._lines):
+            where = f"line {number}"
+            if text is None:
+                problems.append(problem or where)
+                continue
+            try:
+                item = parse_message_line(parse_json_line(text, where), where)
+            except MalformedContentError as exc:
+                problems.append(str(exc))
+                continue
+            if not problems:
+                self.count += 1
+                yield item
+        if problems:
+            refuse_lines("import", self.source, problems)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    items = _parse_file(args.messages)
+    items = MessageLines(args.messages)
     creating = is_new_store_file(args.path)
     if creating and args.branch != "main":
         raise CliError(f"no store at {args.path!r}, so it has no branch {args.branch!r}; a new store has only main")
@@ -176,17 +215,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         check_store_file(args.path)  # refuse a foreign file before opening it for writing
 
     async def run() -> int:
-        async with writing_runtime(args.path) as rt:
+        async with writing_runtime(args.path, message_cache=IMPORT_PAGE) as rt:  # nothing reads the imported messages here
             require_branch(rt, args.branch)
             if not args.append and any(rt.store.length(info.name) for info in rt.list_branches()):
                 raise CliError(
                     f"the store {args.path!r} already holds messages; pass --append to add these after them "
                     "(nothing was written)"
                 )
-            await internal_store(rt).append_messages(args.branch, items)
+            await internal_store(rt).import_messages(args.branch, items)
             return rt.store.length(args.branch)
 
-    total = trio.run(run)
+    try:
+        total = trio.run(run)
+    except BaseException:
+        if creating:  # a line found malformed after the store was made: nothing was written to it
+            remove_store_files(args.path)
+        raise
     made = "a new store" if creating else "the store"
-    print(f"imported {counted(len(items), 'message')} into {made} {args.path} (branch {args.branch}, now {counted(total, 'message')})")
+    print(f"imported {counted(items.count, 'message')} into {made} {args.path} (branch {args.branch}, now {counted(total, 'message')})")
     return EXIT_OK

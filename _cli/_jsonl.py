@@ -12,32 +12,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, TypeVar
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..store._errors import MalformedContentError
 from ..store._words import counted
 from ._common import CliError
 
-__all__ = ["each_line", "empty_file", "parse_lines", "read_lines", "parse_json_line", "refuse_lines"]
+__all__ = ["each_line", "empty_file", "parse_json_line", "refuse_lines"]
 
-T = TypeVar("T")
-
-
-def read_lines(source: str, *, what: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
-    """The non-blank lines of ``source`` (a path, or ``-`` for stdin) as ``(number, text)``, and
-    ``(number, problem)`` for each line that is not UTF-8. Refuses a missing file, a directory and a file
-    with no line (``what`` names what the lines should hold, e.g. ``messages``)."""
-    lines: list[tuple[int, str]] = []
-    problems: list[tuple[int, str]] = []
-    for number, line, problem in each_line(source):
-        if line is None:
-            problems.append((number, problem or ""))
-        else:
-            lines.append((number, line))
-    if not lines and not problems:
-        raise CliError(empty_file(source, what))
-    return lines, problems
 
 
 def empty_file(source: str, what: str) -> str:
@@ -74,27 +57,6 @@ def _lines_of(handle: BinaryIO, *, close: bool) -> Iterator[tuple[int, str | Non
     finally:
         if close:
             handle.close()
-
-
-def parse_lines(source: str, *, what: str, action: str, parse: Callable[[int, Any, str], T | None]) -> list[T]:
-    """Every line of ``source`` (:func:`read_lines`) as JSON (:func:`parse_json_line`), through
-    ``parse(index, value, where)``, which returns what to keep (``None``: nothing) or raises
-    ``MalformedContentError``. Every line is read; when any is malformed, the whole file is
-    refused naming each one (:func:`refuse_lines`, for ``action``)."""
-    lines, problems = read_lines(source, what=what)
-    kept: list[T] = []
-    for index, (number, raw) in enumerate(lines):
-        where = f"line {number}"
-        try:
-            value = parse(index, parse_json_line(raw, where), where)
-        except MalformedContentError as exc:
-            problems.append((number, str(exc)))
-            continue
-        if value is not None:
-            kept.append(value)
-    if problems:
-        refuse_lines(action, source, [problem for _number, problem in sorted(problems)])
-    return kept
 
 
 def _no_constants(name: str) -> Any:

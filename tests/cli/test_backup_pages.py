@@ -162,3 +162,34 @@ def test_any_dump_but_a_whole_one_is_refused_and_writes_nothing(small_dump, tmp_
     else:
         assert code == 1 and "restore refused, nothing was written" in err, (change, err)
         assert not os.path.exists(copy)
+
+
+def _message_file(path: str, count: int, *, bad_at: int | None = None) -> str:
+    """A messages file of ``count`` lines (line ``bad_at`` with an audience on a tool call,
+    which a write refuses)."""
+    with open(path, "w", encoding="utf-8") as out:
+        for number in range(1, count + 1):
+            block = {"type": "text", "text": f"line {number} " + "x" * 200}
+            if number == bad_at:
+                block = {"type": "tool_use", "id": "t1", "name": "x", "input": {}, "audience": ["ann"]}
+            out.write(json.dumps({"participant": "user", "content": [block], "metadata": {}, "timestamp": number}) + "\n")
+    return path
+
+
+def test_an_import_holds_no_more_for_a_longer_file_and_a_bad_last_line_writes_nothing(store_path, request, tmp_path, capsys):
+    peaks = []
+    for count in (2000, 8000):
+        target = _target(store_path, request, f"import-{count}.db")
+        peaks.append(_peak(["import", target, _message_file(str(tmp_path / f"m{count}.jsonl"), count)]))
+        code, exported, _err = run(capsys, "export", target)
+        assert code == 0 and [json.loads(line)["content"][0]["text"].split(" ")[1] for line in exported.split("\n")[:-1]] == [
+            str(n) for n in range(1, count + 1)
+        ]
+    assert peaks[1] < 1.5 * peaks[0], peaks
+    target = _target(store_path, request, "refused.db")
+    code, out, err = run(capsys, "import", target, _message_file(str(tmp_path / "bad.jsonl"), 2500, bad_at=2500))
+    assert code == 1 and out == "" and "import refused, nothing was written" in err and "line 2500: content[0].audience" in err
+    if target.startswith("postgresql://"):
+        assert [r for r in trio.run(_records, target) if r[3] == "message"] == []
+    else:
+        assert not os.path.exists(target)

@@ -433,6 +433,8 @@ def test_import_with_one_malformed_line_writes_nothing_and_names_it(capsys, buil
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     code, _out, err = run(capsys, "import", built, str(source))
+    assert code == 1 and "pass --append" in err and "nothing was written" in err  # the store's checks come first
+    code, _out, err = run(capsys, "import", built, str(source), "--append")
     assert code == 1
     assert "nothing was written" in err
     assert "line 3: content[0].audience" in err
