@@ -1168,25 +1168,27 @@ class SqliteJournal:
         try:
             await self._after_commits()
             self._committing = True
-            first = newest = self._model.next_id
-            newest -= 1
-            await self._driver.execute("BEGIN IMMEDIATE")
-            try:
-                for page in pages_from(first):
-                    for start in range(0, len(page), _ROWS_PER_STATEMENT):
-                        chunk = page[start : start + _ROWS_PER_STATEMENT]
-                        await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
-                    newest = page[-1][0] if page else newest
-            except BaseException:
-                with anyio.CancelScope(shield=True):
-                    await self._driver.execute("ROLLBACK")
-                raise
-            try:
-                with anyio.CancelScope(shield=True):
-                    await self._driver.execute("COMMIT")
-            except BaseException as exc:
-                self._stop(exc, newest + 1 - first, None)
-                raise StoreFailedError(f"the commit of a paged write to {self.path!r} failed; the store stopped") from exc
+            first, newest = self._model.next_id, self._model.next_id - 1
+            # The indexer's and the merge's statements run between commits or inside one; a
+            # transaction that may roll back takes them back too, so none runs inside this one.
+            async with self._index_lock, self._compact_lock:
+                await self._driver.execute("BEGIN IMMEDIATE")
+                try:
+                    for page in pages_from(first):
+                        for start in range(0, len(page), _ROWS_PER_STATEMENT):
+                            chunk = page[start : start + _ROWS_PER_STATEMENT]
+                            await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+                        newest = page[-1][0] if page else newest
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self._driver.execute("ROLLBACK")
+                    raise
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self._driver.execute("COMMIT")
+                except BaseException as exc:
+                    self._stop(exc, newest + 1 - first, None)
+                    raise StoreFailedError(f"the commit of a paged write to {self.path!r} failed; the store stopped") from exc
             self.commits += 1
             with anyio.CancelScope(shield=True):  # committed: the model reads it whatever happens
                 async with self._open_read():
