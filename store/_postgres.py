@@ -52,7 +52,7 @@ import functools
 import logging
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -71,7 +71,7 @@ from ._pg_driver import Connection, connect, is_connection_error, session_lock_k
 from ._pg_notices import Notices
 from ._pg_vacuum import OwedVacuum
 from ._records import EncodedMessage
-from ._rows import PendingRow, RowTuple, apply_rows, number_rows
+from ._rows import PendingRow, RowTuple, apply_rows, number_rows, numbered_pages
 from ._scheduling import Done, parking, shielded
 from ._search import BUILD_BATCH, INDEX_EVERY, Candidates
 from ._store import RESTORE_PAGE, Store
@@ -859,17 +859,8 @@ class PostgresJournal:
         at a time, once committed."""
         self._model.require_branch(branch)
 
-        def numbered(first: int) -> Iterator[list[RowTuple]]:
-            record_id, sequence = first, self._model.head(branch)  # caught up, under the write lock
-            for page in pages:
-                rows = []
-                for row in page:
-                    sequence += 1
-                    rows.append((record_id, branch, sequence, row.kind, row.ref, row.body))
-                    record_id += 1
-                yield rows
-
-        return await self._submit(PendingWrite([], exact=numbered, done=Done(self._parking)))
+        pages_from = functools.partial(numbered_pages, self._model, branch, pages)  # drawn caught up, under the write lock
+        return await self._submit(PendingWrite([], exact=pages_from, done=Done(self._parking)))
 
     # -- session locks -----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from its encoding, not decoded again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -39,6 +39,7 @@ __all__ = [
     "edit_row",
     "message_row",
     "number_rows",
+    "numbered_pages",
     "state_row",
 ]
 
@@ -146,6 +147,21 @@ def number_rows(model: LogModel, first_id: int, writes: Sequence[Sequence[Pendin
                 encoded[record_id] = row.encoded
             record_id += 1
     return rows, encoded
+
+
+def numbered_pages(model: LogModel, branch: str, pages: Iterable[Sequence[PendingRow]], first_id: int) -> Iterator[list[RowTuple]]:
+    """Pages of records appended to ``branch`` (no fork, no audit record) as :func:`number_rows`
+    numbers them: consecutive ids from ``first_id``, and the branch's next sequences after
+    ``model``'s head, read as the first page is drawn (the model must hold every record before
+    them by then); a generator."""
+    record_id, sequence = first_id, model.head(branch)
+    for page in pages:
+        rows = []
+        for row in page:
+            sequence += 1
+            rows.append((record_id, branch, sequence, row.kind, row.ref, row.body))
+            record_id += 1
+        yield rows
 
 
 @attrs.frozen

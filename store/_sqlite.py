@@ -29,7 +29,7 @@ import os
 import secrets
 import sqlite3
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import chain
 from typing import Any, Final
@@ -48,7 +48,7 @@ from ._journal import PageReader, Recheck, Serving, Tell, stopped
 from ._model import DEFAULT_BODY_CACHE, GAP_ROW, LogModel, RecordTypeError
 from ._model_parts import LARGEST_AUDIENCE_BITS, prefix_end
 from ._records import audience_groups
-from ._rows import PendingRow, RowTuple, apply_rows, number_rows
+from ._rows import PendingRow, RowTuple, apply_rows, number_rows, numbered_pages
 from ._scheduling import Done, Parking, parking, scheduling_point
 from ._search import (
     BUILD_BATCH,
@@ -1137,17 +1137,7 @@ class SqliteJournal:
         before them; the listeners hear of them a page at a time, once committed."""
         self._model.require_branch(branch)
 
-        def numbered(first: int) -> Iterator[list[RowTuple]]:
-            record_id, sequence = first, self._model.head(branch)
-            for page in pages:
-                rows = []
-                for row in page:
-                    sequence += 1
-                    rows.append((record_id, branch, sequence, row.kind, row.ref, row.body))
-                    record_id += 1
-                yield rows
-
-        return await self._write_pages(numbered, empty_only=False, tell=True)
+        return await self._write_pages(functools.partial(numbered_pages, self._model, branch, pages), empty_only=False, tell=True)
 
     async def _write_pages(
         self, pages_from: Callable[[int], Iterable[Sequence[RowTuple]]], *, empty_only: bool, tell: bool
