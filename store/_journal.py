@@ -142,7 +142,7 @@ class Journal(Protocol):
 
     async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
         """Append the messages of ``pages`` (checked by the store as each page is drawn) to
-        ``branch``, numbered after every record committed before them, in one transaction, then
+        ``branch`` (the store checked it is there), numbered after every record committed before them, in one transaction, then
         apply them to the model and tell the listeners, a page at a time; the ids they took.
         Holds a page at a time. Whatever drawing a page raises is raised, having written and
         applied nothing."""

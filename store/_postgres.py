@@ -857,8 +857,6 @@ class PostgresJournal:
         """Append the pages of messages to ``branch`` in one transaction, numbered after every
         record committed before them (:meth:`_write_exact`); the listeners hear of them a page
         at a time, once committed."""
-        self._model.require_branch(branch)
-
         pages_from = functools.partial(numbered_pages, self._model, branch, pages)  # drawn caught up, under the write lock
         return await self._submit(PendingWrite([], exact=pages_from, done=Done(self._parking)))
 

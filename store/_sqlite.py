@@ -1025,6 +1025,11 @@ class SqliteJournal:
         ended, self._commit_ended = self._commit_ended, anyio.Event()
         ended.set()
 
+    async def _after_paged_write(self) -> None:
+        """Return once no paged write (:meth:`_write_pages`) runs."""
+        while self._restoring is not None:
+            await self._restoring.wait()
+
     async def _after_commits(self) -> None:
         """Return once no commit of this process runs or waits (``StoreFailedError`` if one
         failed); a paged write holds new ones back first."""
@@ -1046,13 +1051,18 @@ class SqliteJournal:
     async def _insert_in_transaction(self, rows: Sequence[tuple[Any, ...]]) -> None:
         await self._driver.execute("BEGIN IMMEDIATE")
         try:
-            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-                chunk = rows[start : start + _ROWS_PER_STATEMENT]
-                await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            await self._insert(rows)
             await self._driver.execute("COMMIT")
         except BaseException:
             await self._driver.execute("ROLLBACK")
             raise
+
+    async def _insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` in the transaction the caller holds, as many a statement as SQLite's
+        bound variables allow."""
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
 
     async def _erase_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
         """Commit a batch holding an erasure: its inserts and overwrites in one transaction, with
@@ -1061,9 +1071,7 @@ class SqliteJournal:
         await self._driver.execute("PRAGMA secure_delete=ON")
         await self._driver.execute("BEGIN IMMEDIATE")
         try:
-            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-                chunk = rows[start : start + _ROWS_PER_STATEMENT]
-                await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            await self._insert(rows)
             for sql, params in erasures:
                 await self._driver.execute(sql, params)
             if self._indexed:  # merge the index's segments, so no erased word stays in one
@@ -1102,8 +1110,7 @@ class SqliteJournal:
         ``durable``: the committer starts it at once), after a restore under way. Once queued,
         the write is certain: the committer commits it whatever a listener or the caller does
         next, and a cancelled caller still waits for its commit and returns normally."""
-        while self._restoring is not None:
-            await self._restoring.wait()
+        await self._after_paged_write()
         model = self._model
         if recheck is not None:
             recheck(model)
@@ -1116,8 +1123,7 @@ class SqliteJournal:
         return range(first, first + len(numbered))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
-        while self._restoring is not None:
-            await self._restoring.wait()
+        await self._after_paged_write()
         plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         if plan is None:
             return None
@@ -1135,8 +1141,6 @@ class SqliteJournal:
     async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
         """:meth:`_write_pages` of messages to append to ``branch``, numbered after every record
         before them; the listeners hear of them a page at a time, once committed."""
-        self._model.require_branch(branch)
-
         return await self._write_pages(functools.partial(numbered_pages, self._model, branch, pages), empty_only=False, tell=True)
 
     async def _write_pages(
@@ -1150,8 +1154,7 @@ class SqliteJournal:
         committed. ``empty_only``: refuses (``StoreNotEmptyError``) a file that holds a record.
         A page that cannot be drawn or inserted rolls the transaction back, writing and
         applying nothing; a failed commit stops the store. Returns the ids written."""
-        while self._restoring is not None:
-            await self._restoring.wait()
+        await self._after_paged_write()
         if empty_only and self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
         restoring = self._restoring = anyio.Event()
@@ -1165,9 +1168,7 @@ class SqliteJournal:
                 await self._driver.execute("BEGIN IMMEDIATE")
                 try:
                     for page in pages_from(first):
-                        for start in range(0, len(page), _ROWS_PER_STATEMENT):
-                            chunk = page[start : start + _ROWS_PER_STATEMENT]
-                            await self._driver.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+                        await self._insert(page)
                         newest = page[-1][0] if page else newest
                 except BaseException:
                     with anyio.CancelScope(shield=True):
@@ -1260,14 +1261,12 @@ class SqliteJournal:
     async def record_pages(self, size: int) -> AsyncIterator[PageReader]:
         """``Journal.record_pages``: one ``SELECT`` over the log (one statement, one snapshot)
         on a read-only connection of its own, a page fetched at a time in a worker thread;
-        a file in memory, which no other connection reads, is read whole."""
+        a file in memory, which no other connection reads, is read whole (a file with no log
+        holds no record)."""
         await self._queued_committed()
-        if not self._has_log:
-            yield _no_pages
-            return
-        if self.path == ":memory:":
+        if not self._has_log or self.path == ":memory:":
             try:
-                rows = [tuple(row) for row in await self._driver.execute(SELECT_ROWS)]
+                rows = [tuple(row) for row in await self._driver.execute(SELECT_ROWS)] if self._has_log else []
             except sqlite3.Error as exc:
                 raise open_error(self.path, exc) from exc
             pages = iter([rows[start : start + size] for start in range(0, len(rows), size)])
@@ -1359,11 +1358,6 @@ class SqliteStore(Store):
 
 
 SELECT_ROWS = "SELECT id, branch, seq, kind, ref, body FROM log ORDER BY id"
-
-
-async def _no_pages() -> list[RowTuple]:
-    """The pages of a file with no log: none."""
-    return []
 # At the open of a file: a message's body is left in the file (NULL here) when it cannot name a
 # reader, by the test ``store._records.body_may_hold_audience`` starts with (no ``"audience"``,
 # no ``\u`` escape that could spell it); it is read when the message is (``_read_bodies``).

@@ -133,7 +133,6 @@ class ListJournal:
         return None
 
     async def append_pages(self, branch: str, pages: Iterable[Sequence[PendingRow]]) -> range:
-        self._model.require_branch(branch)
         drawn = [row for page in pages for row in page]  # every page drawn before any is kept
         first = self._model.next_id
         numbered, _encoded = number_rows(self._model, first, (drawn,))
