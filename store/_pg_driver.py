@@ -436,14 +436,12 @@ class Connection:
         cannot name a reader comes with no body (``None``), read when first asked
         (:meth:`bodies`)."""
         query = _SELECT_AFTER_LEAVING_BODIES if leave_bodies else _SELECT_AFTER
-        return self._pages_from(self._page_after(applied, query), query)
+        return self._pages_from(self.page_after(applied, query=query), query)
 
-    def _page_after(self, applied: int, query: str = _SELECT_AFTER) -> list[RowTuple]:
-        return self._conn.execute(query, (applied, PAGE_ROWS)).fetchall()  # type: ignore[no-any-return]
-
-    def page_after(self, after: int, size: int = PAGE_ROWS) -> list[RowTuple]:
-        """The first ``size`` records with an id above ``after``, in id order, bodies included."""
-        return self._conn.execute(_SELECT_AFTER, (after, size)).fetchall()  # type: ignore[no-any-return]
+    def page_after(self, after: int, size: int = PAGE_ROWS, query: str = _SELECT_AFTER) -> list[RowTuple]:
+        """The first ``size`` records with an id above ``after`` that ``query`` reads, in id
+        order (``_SELECT_AFTER``: bodies included)."""
+        return self._conn.execute(query, (after, size)).fetchall()  # type: ignore[no-any-return]
 
     def begin_snapshot(self) -> None:
         """Begin a read-only transaction of repeatable read, which every later read of this
@@ -456,7 +454,7 @@ class Connection:
         """``page`` and every record after it that ``query`` reads, when it is a full page."""
         rows = list(page)
         while len(page) == PAGE_ROWS:
-            page = self._page_after(page[-1][0], query)
+            page = self.page_after(page[-1][0], query=query)
             rows.extend(page)
         return rows
 
@@ -479,7 +477,7 @@ class Connection:
                 gaps = self._conn.execute(_SELECT_GAP_BLOCKS).fetchall()
             else:
                 gaps = self._conn.execute(_COUNT_GAPS, (bits,)).fetchall()
-            rows = self._pages_from(self._page_after(0, _SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
+            rows = self._pages_from(self.page_after(0, query=_SELECT_RECORDS_AFTER), _SELECT_RECORDS_AFTER)
             names = {"main", *(row[1] for row in rows if row[3] == "branch")}
             heads: dict[str, int] = {}
             for name in names:
