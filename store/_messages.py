@@ -55,13 +55,14 @@ def check_timestamp(value: object, path: str = "timestamp") -> float | None:
     return stamp
 
 
-def check_message_items(items: object, timestamp: object = None) -> list[Mapping[str, Any]]:
+def check_message_items(items: object, timestamp: object = None, *, first_index: int = 0) -> list[Mapping[str, Any]]:
     """Refuse, before anything changes, a batch of messages to append that could not be stored:
     each item is ``(participant, content, metadata)`` or ``(participant, content, metadata,
     timestamp)``; the participant is a name, the metadata a JSON object of names and valid
     Unicode, the timestamps finite numbers. Content is the caller's to check (the block types
     refuse what cannot be stored). Errors name the field: ``participant``, ``metadata.<key>``,
-    ``timestamp``. Returns each item's metadata as its read-only private copy
+    ``timestamp``; an item of the wrong shape is named ``items[N]``, counting from
+    ``first_index``. Returns each item's metadata as its read-only private copy
     (:func:`freeze_metadata`), in order, for the caller to store as it is."""
     if timestamp is not None:
         check_timestamp(timestamp)
@@ -70,7 +71,7 @@ def check_message_items(items: object, timestamp: object = None) -> list[Mapping
     frozen: list[Mapping[str, Any]] = []
     for index, item in enumerate(items):
         if (type(item) is not tuple and not isinstance(item, (tuple, list))) or len(item) not in (3, 4):
-            raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])")
+            raise InvalidArgumentError(f"items[{first_index + index}]", "an item is (participant, content, metadata[, timestamp])")
         frozen.append(check_message_item(item[0], item[2]))
         if len(item) == 4:
             check_timestamp(item[3])

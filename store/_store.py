@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import attrs
@@ -32,15 +32,7 @@ from ._blocks import ContentBlock
 from ._compile_records import COMPILE, CompileRecord, compile_body, parse_compile_record
 from ._disclosure import DISCLOSURE, Disclosure, DisclosureRecord, disclosure_body
 from ._erasure import ERASURE_BRANCH, Erasure, MessageErasedError, Tombstone
-from ._errors import (
-    BranchExistsError,
-    InvalidArgumentError,
-    MalformedContentError,
-    StoreFailedError,
-    StoreNotEmptyError,
-    StoreReadOnlyError,
-    UnknownMessageError,
-)
+from ._errors import BranchExistsError, MalformedContentError, StoreFailedError, StoreNotEmptyError, StoreReadOnlyError, UnknownMessageError
 from ._events import StoreEvent
 from ._journal import Journal, PageReader, stopped
 from ._messages import Message, check_message_item, check_message_items, check_timestamp
@@ -55,6 +47,7 @@ from ._search import Candidates
 __all__ = ["IMPORT_PAGE", "RECORD_PAGE", "RESTORE_PAGE", "RecordPages", "Store", "StoreStatistics", "check_meta", "check_write"]
 
 log = logging.getLogger("asides.store")
+T = TypeVar("T")
 
 #: Messages :meth:`Store.import_messages` draws and writes at a time.
 IMPORT_PAGE = 1000
@@ -337,7 +330,7 @@ class Store:
         self._model.require_branch(branch)  # refuses an unknown branch before anything changes
         if timestamp is not None:
             check_timestamp(timestamp)
-        return await self._journal.append_pages(branch, _message_pages(branch, items, timestamp, IMPORT_PAGE))
+        return await self._journal.append_pages(branch, _in_pages(_message_rows(branch, items, timestamp), IMPORT_PAGE))
 
     async def append_message(
         self, branch: str, participant: str, content: tuple[ContentBlock, ...], metadata: Mapping[str, Any] | None = None
@@ -539,7 +532,7 @@ class Store:
         self._check_usable()
         if self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
-        await self._journal.restore(_checked_pages(rows, RESTORE_PAGE))
+        await self._journal.restore(_in_pages(_checked_rows(rows), RESTORE_PAGE))
 
     @asynccontextmanager
     async def record_pages(self, size: int = RECORD_PAGE) -> AsyncIterator[RecordPages]:
@@ -741,10 +734,21 @@ def check_meta(meta: object) -> None:
         check_state_records({"meta": meta})
 
 
-def _checked_pages(rows: Iterable[Any], size: int) -> Iterator[list[RowTuple]]:
-    """``rows`` as pages of at most ``size`` records, each checked as :meth:`Store.restore_records`
-    says before it is handed on; a generator, which draws ``rows`` only as it is iterated."""
-    page: list[RowTuple] = []
+def _in_pages(values: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``values`` as pages of at most ``size``, in order; a generator, which draws ``values``
+    only as it is iterated."""
+    page: list[T] = []
+    for value in values:
+        page.append(value)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _checked_rows(rows: Iterable[Any]) -> Iterator[RowTuple]:
+    """``rows``, each checked as :meth:`Store.restore_records` says before it is handed on."""
     last = 0
     for given in rows:
         row = Row(*given)
@@ -766,30 +770,13 @@ def _checked_pages(rows: Iterable[Any], size: int) -> Iterator[list[RowTuple]]:
                     "write stores one (a body escapes it as \\u0000), so no store of either kind takes it in a restore",
                 )
         last = row.id
-        page.append(row.as_tuple())
-        if len(page) == size:
-            yield page
-            page = []
-    if page:
-        yield page
+        yield row.as_tuple()
 
 
-def _message_pages(branch: str, items: Iterable[Any], timestamp: float | None, size: int) -> Iterator[list[PendingRow]]:
-    """``items`` as pages of at most ``size`` message records to append to ``branch``, each item
-    checked as :meth:`Store.append_messages` checks its items (``items[N]`` counted from the
-    first); a generator, which draws ``items`` only as it is iterated."""
-    page: list[PendingRow] = []
+def _message_rows(branch: str, items: Iterable[Any], timestamp: float | None) -> Iterator[PendingRow]:
+    """``items`` as message records to append to ``branch``, each item checked as
+    :meth:`Store.append_messages` checks its items (``items[N]`` counted from the first)."""
     for index, item in enumerate(items):
-        try:
-            (metadata,) = check_message_items([item])
-        except InvalidArgumentError as exc:
-            if exc.path != "items[0]":
-                raise
-            raise InvalidArgumentError(f"items[{index}]", "an item is (participant, content, metadata[, timestamp])") from None
+        (metadata,) = check_message_items([item], first_index=index)
         stamp = item[3] if len(item) == 4 and item[3] is not None else timestamp
-        page.append(message_row(branch, item[0], item[1], metadata, stamp, metadata_frozen=True))
-        if len(page) == size:
-            yield page
-            page = []
-    if page:
-        yield page
+        yield message_row(branch, item[0], item[1], metadata, stamp, metadata_frozen=True)

@@ -14,7 +14,7 @@ from helpers import writable_store
 
 from asides import PassthroughStrategy, open_runtime, text
 from asides.lowlevel import open_store
-from asides.store import StoreNotEmptyError
+from asides.store import InvalidArgumentError, InvalidNameError, StoreNotEmptyError
 from asides.store._rows import RowTuple
 
 BODY = "x" * 2000
@@ -177,3 +177,17 @@ async def test_an_import_that_fails_to_draw_writes_nothing_and_a_write_meanwhile
         assert len(seen) == 2502 and seen[-1].participant == "bob" and seen[-2].content[0].text.startswith("2500 ")
         compiled = await manager.compile(max_tokens=10_000_000)  # the manager heard of every message
         assert len(compiled.messages) == 2502
+
+
+async def test_an_import_names_a_refused_item_by_its_place_and_writes_nothing(store_path):
+    def items() -> Iterator[tuple]:
+        yield from message_items(1500)
+        yield ("ann", (text("no metadata"),))  # not (participant, content, metadata[, timestamp])
+
+    async with open_store(store_path) as store:
+        with pytest.raises(InvalidArgumentError) as refused:
+            await store.import_messages("main", items())
+        assert refused.value.path == "items[1500]"
+        with pytest.raises(InvalidNameError):
+            await store.import_messages("main", [("", (text("x"),), {})])
+        assert await store.records() == [] and store.head("main") == 0
