@@ -23,7 +23,7 @@ read: a malformed line, or a dump cut short, rolls it back (:class:`DumpReader`)
 the records as they were, so a record a write would refuse is carried and read fail-closed, as in
 the original. A dump cannot know of an erasure made after it was taken; where a dump's own
 erasure records name lines that still hold content (a dump put together by hand, or from several),
-``restore`` says which (:func:`unerased_lines`).
+``restore`` says which (:class:`ErasedRecords`).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ from ..store._store import RECORD_PAGE
 from ..store._words import counted
 from ._common import EXIT_OK, CliError, check_store_file, is_new_store_file, is_shared, reading_runtime, remove_store_files, write_out
 from ._export import DUMP_HEADER_KEY
-from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines
+from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines, strict_values
 
-__all__ = ["DumpReader", "ErasedRecords", "cmd_dump", "cmd_restore", "end_line", "line_record", "record_line", "unerased_lines"]
+__all__ = ["DumpReader", "ErasedRecords", "cmd_dump", "cmd_restore", "end_line", "line_record", "record_line"]
 
 FORMAT = 2
 HEADER: dict[str, Any] = {DUMP_HEADER_KEY: "dump", "format": FORMAT}
@@ -206,7 +206,7 @@ class DumpReader:
     when any line was malformed, or a dump of format 2 on lacks its end line or holds a line
     after it (a dump cut short, or two put together), refuses the whole file naming each
     problem. Records after the first malformed line are read, not given. What it holds is a
-    line, and what :class:`ErasedRecords` keeps of the dump's erasure records."""
+    line, and what :class:`ErasedRecords` keeps of the dump's erasure records. Read once."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -214,12 +214,15 @@ class DumpReader:
         self.format = self._header()
         #: Records given so far.
         self.records = 0
-        #: What the dump's own erasure records erased (:func:`unerased_lines`).
+        #: What the dump's own erasure records erased (:class:`ErasedRecords`).
         self.erased = ErasedRecords()
+        #: As the lines are read: the last record id, the record lines, the end line's number.
+        self._last_id = self._record_lines = 0
+        self._ended: int | None = None
 
     def _header(self) -> int:
+        shown = _line(HEADER)
         for number, text, _problem in self._lines:
-            shown = _line(HEADER)
             obj = None
             if text is not None:
                 try:
@@ -237,46 +240,42 @@ class DumpReader:
         raise CliError(empty_file(self.source, "records"))
 
     def __iter__(self) -> Iterator[Record]:
-        problems: list[str] = []
-        last_id = 0
-        record_lines = 0
-        ended: int | None = None  # the line number of the end line
-        for number, text, problem in self._lines:
-            where = f"line {number}"
-            if text is None:
-                problems.append(problem or where)
-                continue
-            try:
-                try:
-                    obj = parse_json_line(text, where)
-                except MalformedContentError:
-                    record_lines += ended is None  # a record's line, as far as the end line counts
-                    raise
-                if ended is not None:
-                    raise MalformedContentError(where, f"a line after the dump's end line (line {ended})")
-                if self.format >= 2 and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "end":
-                    ended = number
-                    if obj != end_line(record_lines):
-                        expected = _line(end_line(record_lines))
-                        held = counted(record_lines, "record")
-                        raise MalformedContentError(where, f"the end line must be {expected}: the dump holds {held}")
-                    continue
-                record_lines += 1
-                record = line_record(obj, where)
-                if record[0] <= last_id:
-                    raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {last_id})")
-                last_id = record[0]
-            except MalformedContentError as exc:
-                problems.append(str(exc))
-                continue
-            if not problems:
+        for record in strict_values(self._lines, self._record, action="restore", source=self.source, last=self._cut_short):
+            if record is not None:
                 self.erased.note(record)
                 self.records += 1
                 yield record
-        if self.format >= 2 and ended is None:
-            problems.append(f"the dump ends with no end line ({_line(end_line(record_lines))}): it was cut short")
-        if problems:
-            refuse_lines("restore", self.source, problems)
+
+    def _record(self, number: int, text: str) -> Record | None:
+        """The record of line ``number`` (``None``: the end line); ``MalformedContentError``
+        otherwise."""
+        where = f"line {number}"
+        try:
+            obj = parse_json_line(text, where)
+        except MalformedContentError:
+            self._record_lines += self._ended is None  # a record's line, as far as the end line counts
+            raise
+        if self._ended is not None:
+            raise MalformedContentError(where, f"a line after the dump's end line (line {self._ended})")
+        if self.format >= 2 and isinstance(obj, dict) and obj.get(DUMP_HEADER_KEY) == "end":
+            self._ended = number
+            if obj != end_line(self._record_lines):
+                expected = _line(end_line(self._record_lines))
+                held = counted(self._record_lines, "record")
+                raise MalformedContentError(where, f"the end line must be {expected}: the dump holds {held}")
+            return None
+        self._record_lines += 1
+        record = line_record(obj, where)
+        if record[0] <= self._last_id:
+            raise MalformedContentError(f"{where}: id", f"record ids must increase (this one follows {self._last_id})")
+        self._last_id = record[0]
+        return record
+
+    def _cut_short(self) -> list[str]:
+        """The problem of a dump of format 2 on with no end line."""
+        if self.format >= 2 and self._ended is None:
+            return [f"the dump ends with no end line ({_line(end_line(self._record_lines))}): it was cut short"]
+        return []
 
 
 class ErasedRecords:
@@ -310,16 +309,6 @@ class ErasedRecords:
                 yield f"record {record_id} (an edit of message {ref})"
             elif kind == "state" and record_id in self._nulled and body != "null":
                 yield f"record {record_id} (state {ref!r}, made from an erased message)"
-
-
-def unerased_lines(records: list[Record]) -> list[str]:
-    """The records of a dump that its own erasure records say were erased, and that still hold
-    what they held (a store overwrites them in the erasure's commit): each named as ``record N
-    (what it is)``, in record order."""
-    erased = ErasedRecords()
-    for record in records:
-        erased.note(record)
-    return list(erased.unerased(records))
 
 
 def cmd_restore(args: argparse.Namespace) -> int:

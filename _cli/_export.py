@@ -45,7 +45,7 @@ from ._common import (
     write_out,
     writing_runtime,
 )
-from ._jsonl import each_line, empty_file, parse_json_line, refuse_lines
+from ._jsonl import each_line, empty_file, parse_json_line, strict_values
 
 __all__ = ["DUMP_HEADER_KEY", "cmd_export", "cmd_import", "message_line", "parse_message_line"]
 
@@ -187,23 +187,15 @@ class MessageLines:
         self.count = 0
 
     def __iter__(self) -> Iterator[Item]:
-        problems: list[str] = []
         assert self._first is not None
-        for number, text, problem in chain([self._first], self._lines):
-            where = f"line {number}"
-            if text is None:
-                problems.append(problem or where)
-                continue
-            try:
-                item = parse_message_line(parse_json_line(text, where), where)
-            except MalformedContentError as exc:
-                problems.append(str(exc))
-                continue
-            if not problems:
-                self.count += 1
-                yield item
-        if problems:
-            refuse_lines("import", self.source, problems)
+        for item in strict_values(chain([self._first], self._lines), _message_of_line, action="import", source=self.source):
+            self.count += 1
+            yield item
+
+
+def _message_of_line(number: int, text: str) -> Item:
+    where = f"line {number}"
+    return parse_message_line(parse_json_line(text, where), where)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

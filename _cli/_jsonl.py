@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, TypeVar
 
 from ..store._errors import MalformedContentError
 from ..store._words import counted
 from ._common import CliError
 
-__all__ = ["each_line", "empty_file", "parse_json_line", "refuse_lines"]
+__all__ = ["each_line", "empty_file", "parse_json_line", "refuse_lines", "strict_values"]
 
+T = TypeVar("T")
 
 
 def empty_file(source: str, what: str) -> str:
@@ -40,6 +41,36 @@ def each_line(source: str) -> Iterator[tuple[int, str | None, str | None]]:
     if os.path.isdir(source):
         raise CliError(f"{source!r} is a directory, not a JSON-lines file")
     return _lines_of(open(source, "rb"), close=True)  # noqa: SIM115 - closed by the generator
+
+
+def strict_values(
+    lines: Iterable[tuple[int, str | None, str | None]],
+    parse: Callable[[int, str], T],
+    *,
+    action: str,
+    source: str,
+    last: Callable[[], list[str]] = list,
+) -> Iterator[T]:
+    """What ``parse(number, text)`` makes of each of ``lines`` (:func:`each_line`'s), in order,
+    until a line is found malformed (not UTF-8, or ``parse`` raises ``MalformedContentError``);
+    the lines after it are read and checked, not given. Then, when any line was malformed or
+    ``last()`` names a problem of the whole file, refuses it naming each one
+    (:func:`refuse_lines`, for ``action``). Holds a line, and the problems."""
+    problems: list[str] = []
+    for number, text, problem in lines:
+        if text is None:
+            problems.append(problem or f"line {number}")
+            continue
+        try:
+            value = parse(number, text)
+        except MalformedContentError as exc:
+            problems.append(str(exc))
+            continue
+        if not problems:
+            yield value
+    problems += last()
+    if problems:
+        refuse_lines(action, source, problems)
 
 
 def _lines_of(handle: BinaryIO, *, close: bool) -> Iterator[tuple[int, str | None, str | None]]:
