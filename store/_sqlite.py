@@ -398,8 +398,8 @@ class SqliteJournal:
         self._batch: _Batch | None = None
         self._wakeup = anyio.Event()
         self._committing = False  # a commit (the committer's, or a lone writer's) is running
-        #: Set (and replaced) each time a commit ends: what a paged write waits for.
-        self._commit_ended = anyio.Event()
+        #: Set when the running commit ends, made only while a paged write waits for it.
+        self._commit_ended: anyio.Event | None = None
         self._shared_leads = 0  # leads that still gather a batch since a commit last held more than one write
         self._unyielded = 0  # lone writes committed since a lone write last let other tasks run
         self.failure: BaseException | None = None
@@ -1022,8 +1022,9 @@ class SqliteJournal:
     def _end_commit(self) -> None:
         """A commit ended: wake whoever waits for it (:meth:`_after_commits`)."""
         self._committing = False
-        ended, self._commit_ended = self._commit_ended, anyio.Event()
-        ended.set()
+        ended, self._commit_ended = self._commit_ended, None
+        if ended is not None:
+            ended.set()
 
     async def _after_paged_write(self) -> None:
         """Return once no paged write (:meth:`_write_pages`) runs."""
@@ -1037,6 +1038,8 @@ class SqliteJournal:
             await self._queued_committed()
             if not self._committing:
                 return
+            if self._commit_ended is None:
+                self._commit_ended = anyio.Event()
             await self._commit_ended.wait()
 
     async def _commit_rows(self, rows: Sequence[tuple[Any, ...]], erasures: Sequence[tuple[str, list[Any]]]) -> None:
@@ -1110,7 +1113,8 @@ class SqliteJournal:
         ``durable``: the committer starts it at once), after a restore under way. Once queued,
         the write is certain: the committer commits it whatever a listener or the caller does
         next, and a cancelled caller still waits for its commit and returns normally."""
-        await self._after_paged_write()
+        if self._restoring is not None:  # (a check, not a call, on every write)
+            await self._after_paged_write()
         model = self._model
         if recheck is not None:
             recheck(model)
@@ -1123,7 +1127,8 @@ class SqliteJournal:
         return range(first, first + len(numbered))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
-        await self._after_paged_write()
+        if self._restoring is not None:  # (a check, not a call, on every write)
+            await self._after_paged_write()
         plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         if plan is None:
             return None
@@ -1154,7 +1159,8 @@ class SqliteJournal:
         committed. ``empty_only``: refuses (``StoreNotEmptyError``) a file that holds a record.
         A page that cannot be drawn or inserted rolls the transaction back, writing and
         applying nothing; a failed commit stops the store. Returns the ids written."""
-        await self._after_paged_write()
+        if self._restoring is not None:
+            await self._after_paged_write()
         if empty_only and self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
         restoring = self._restoring = anyio.Event()
