@@ -433,8 +433,8 @@ class SqliteJournal:
         self._states_statement = sqlite_states_statement()
         #: The newest committed record (commits are made in id order): the indexer reads no further.
         self._committed_to = 0
-        #: Set once a restore under way (:meth:`restore`) is over; writes wait for it.
-        self._restoring: anyio.Event | None = None
+        #: Set once the paged write under way (a restore, an import: :meth:`_write_pages`) is over; writes wait for it.
+        self._paged_writing: anyio.Event | None = None
 
     # -- opening and closing -----------------------------------------------------------------
 
@@ -1028,8 +1028,8 @@ class SqliteJournal:
 
     async def _after_paged_write(self) -> None:
         """Return once no paged write (:meth:`_write_pages`) runs."""
-        while self._restoring is not None:
-            await self._restoring.wait()
+        while self._paged_writing is not None:
+            await self._paged_writing.wait()
 
     async def _after_commits(self) -> None:
         """Return once no commit of this process runs or waits (``StoreFailedError`` if one
@@ -1110,10 +1110,10 @@ class SqliteJournal:
     ) -> range:
         """Check, number and apply the write now (this process orders every write of the file),
         tell the listeners, then queue its rows and wait for their commit (not when not
-        ``durable``: the committer starts it at once), after a restore under way. Once queued,
+        ``durable``: the committer starts it at once), after a paged write under way. Once queued,
         the write is certain: the committer commits it whatever a listener or the caller does
         next, and a cancelled caller still waits for its commit and returns normally."""
-        if self._restoring is not None:  # (a check, not a call, on every write)
+        if self._paged_writing is not None:  # (a check, not a call, on every write)
             await self._after_paged_write()
         model = self._model
         if recheck is not None:
@@ -1127,7 +1127,7 @@ class SqliteJournal:
         return range(first, first + len(numbered))
 
     async def erase(self, message_ids: Sequence[str], reason: str, at: float) -> Erasure | None:
-        if self._restoring is not None:  # (a check, not a call, on every write)
+        if self._paged_writing is not None:  # (a check, not a call, on every write)
             await self._after_paged_write()
         plan = self._model.plan_erasure(message_ids, reason, at, REWRITES)
         if plan is None:
@@ -1159,11 +1159,11 @@ class SqliteJournal:
         committed. ``empty_only``: refuses (``StoreNotEmptyError``) a file that holds a record.
         A page that cannot be drawn or inserted rolls the transaction back, writing and
         applying nothing; a failed commit stops the store. Returns the ids written."""
-        if self._restoring is not None:
+        if self._paged_writing is not None:
             await self._after_paged_write()
         if empty_only and self._model.next_id != 1:
             raise StoreNotEmptyError(self.path)
-        restoring = self._restoring = anyio.Event()
+        writing = self._paged_writing = anyio.Event()
         try:
             await self._after_commits()
             self._committing = True
@@ -1203,8 +1203,8 @@ class SqliteJournal:
             return range(first, newest + 1)
         finally:
             self._end_commit()
-            self._restoring = None
-            restoring.set()
+            self._paged_writing = None
+            writing.set()
             if self._batch is not None or self._life.closing:
                 self._wakeup.set()
 

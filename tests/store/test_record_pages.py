@@ -191,3 +191,25 @@ async def test_an_import_names_a_refused_item_by_its_place_and_writes_nothing(st
         with pytest.raises(InvalidNameError):
             await store.import_messages("main", [("", (text("x"),), {})])
         assert await store.records() == [] and store.head("main") == 0
+
+
+async def test_an_import_cancelled_while_it_draws_completes_and_returns(store_path):
+    """A cancel that comes while an import draws its items does not cut it short (a write once
+    begun completes, as a durable append does): the call returns with every message written,
+    and the cancel lands at the caller's next checkpoint. Never a part of it."""
+    async with open_store(store_path) as store:
+        returned = False
+        with trio.CancelScope() as scope:
+
+            def items() -> Iterator[tuple[str, tuple, dict, float]]:
+                for item in message_items(2500):
+                    if item[3] == 1200:
+                        scope.cancel()
+                    yield item
+
+            ids = await store.import_messages("main", items())
+            returned = True
+            await trio.lowlevel.checkpoint()
+        assert returned and scope.cancelled_caught and len(ids) == 2500 and store.length("main") == 2500
+    async with open_store(store_path) as reopened:
+        assert reopened.length("main") == 2500
