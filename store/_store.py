@@ -325,7 +325,8 @@ class Store:
         :meth:`append_messages` refuses (``items[N]`` counts from the first item), and raises
         whatever drawing ``items`` raises, having written nothing. The listeners hear of the
         messages a page at a time, once all are committed; writes of this process made
-        meanwhile wait for it and follow its messages."""
+        meanwhile wait for it and follow its messages. Once begun it completes, as a durable
+        append does: a cancel while it draws ``items`` lands after it returns."""
         self._check_usable()
         self._model.require_branch(branch)  # refuses an unknown branch before anything changes
         if timestamp is not None:
@@ -525,7 +526,8 @@ class Store:
         (``ValueError``; ``MalformedContentError``, naming the record and column, for text that
         is not valid Unicode or holds a NUL: both backends take the same records, and PostgreSQL
         cannot store a NUL); whatever drawing ``rows`` raises is raised as it is, having written
-        nothing. A refused restore leaves the store as it was, open and usable. Writes of this
+        nothing. A refused restore leaves the store as it was, open and usable; once begun,
+        one that is not refused completes (a cancel lands after it returns). Writes of this
         process made meanwhile wait for it and follow its records. Call it before opening
         managers: they hear of no restored record. On PostgreSQL it returns once the server's
         planner statistics describe what it wrote."""
